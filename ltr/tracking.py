@@ -1,0 +1,277 @@
+"""The one module that talks to MLflow.
+
+A :class:`Tracker` wraps one MLflow run: flattened params, metrics (with steps for per-iteration
+curves), artifacts and the model. :class:`NullTracker` has the same methods and does nothing
+(``tracking=none``). Metric names follow ``docs/architecture.md``: ``@`` is not allowed by MLflow,
+so ``ndcg@10`` on the test split is logged as ``test/ndcg_at_10``.
+
+>>> flatten_params({"model": {"params": {"learning_rate": 0.1}}, "seed": 1})
+{'model.params.learning_rate': '0.1', 'seed': '1'}
+>>> mlflow_metric_name("test", "ndcg@10")
+'test/ndcg_at_10'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+import time
+import traceback
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ltr.errors import ConfigError
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+#: MLflow's limit on one param value (characters)
+PARAM_VALUE_LIMIT = 6000
+_BATCH = 900  # MLflow accepts up to 1000 metrics / 100 params per log_batch call
+_PARAM_BATCH = 100
+
+
+def flatten_params(tree: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Flatten a nested mapping to ``{"a.b.c": "value"}`` strings (lists are JSON-encoded)."""
+    out: dict[str, str] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            if value:
+                out.update(flatten_params(value, prefix=f"{name}."))
+            else:
+                out[name] = "{}"
+        elif isinstance(value, list | tuple):
+            out[name] = json.dumps(list(value))[:PARAM_VALUE_LIMIT]
+        else:
+            out[name] = str(value)[:PARAM_VALUE_LIMIT]
+    return out
+
+
+def mlflow_metric_name(split: str, metric: str, suffix: str = "") -> str:
+    """``("test", "ndcg@10") -> "test/ndcg_at_10"``; MLflow rejects ``@`` in metric names."""
+    name = metric.replace("@", "_at_")
+    name = re.sub(r"[^0-9A-Za-z_\-./ ]", "_", name)
+    return f"{split}/{name}{suffix}" if split else f"{name}{suffix}"
+
+
+def default_tracking_uri(root: str | os.PathLike[str]) -> str:
+    """The local SQLite store in the project folder: ``sqlite:///<abs root>/mlflow.db``."""
+    return f"sqlite:///{Path(root).resolve() / 'mlflow.db'}"
+
+
+def resolve_tracking_uri(uri: str | None, root: str | os.PathLike[str]) -> str:
+    """``None`` → the local SQLite store; a relative ``sqlite:///x.db`` is made absolute."""
+    if not uri:
+        return default_tracking_uri(root)
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        return f"sqlite:///{Path(uri[len('sqlite:///') :]).resolve()}"
+    return uri
+
+
+def dashboard_command(uri: str) -> str:
+    """The shell command that opens the MLflow dashboard on this store."""
+    mlflow_exe = Path(sys.executable).with_name("mlflow")
+    exe = shlex.quote(str(mlflow_exe)) if mlflow_exe.exists() else "mlflow"
+    if uri.startswith(("http://", "https://")):
+        return f"open {uri} in a browser"
+    return f"{exe} ui --backend-store-uri {shlex.quote(uri)} --host 127.0.0.1 --port 5000"
+
+
+def check_server_reachable(uri: str, timeout: float = 5.0) -> None:
+    """Fail fast, before any training, when ``uri`` is an MLflow server that does not answer."""
+    if not uri.startswith(("http://", "https://")):
+        return
+    import urllib.error
+    import urllib.request
+
+    url = uri.rstrip("/") + "/health"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (user-given URL)
+            if response.status != 200:
+                raise ConfigError(f"tracking.uri={uri}: {url} answered HTTP {response.status}")
+    except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        raise ConfigError(
+            f"tracking.uri={uri}: the MLflow server is unreachable ({exc}); start it, fix the URI, "
+            "or run with tracking=none"
+        ) from exc
+
+
+class NullTracker:
+    """Same interface as :class:`Tracker`; records nothing (``tracking=none``)."""
+
+    enabled = False
+    run_id: str | None = None
+    uri: str | None = None
+
+    @contextmanager
+    def start(self, **_: Any) -> Iterator[NullTracker]:
+        yield self
+
+    def log_params(self, params: Mapping[str, Any]) -> None: ...
+    def set_tags(self, tags: Mapping[str, Any]) -> None: ...
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None: ...
+    def log_history(self, history: Mapping[str, Mapping[str, list[float]]]) -> None: ...
+    def log_dict(self, data: Any, artifact_file: str) -> None: ...
+    def log_text(self, text: str, artifact_file: str) -> None: ...
+    def log_artifact(self, path: str | os.PathLike[str], artifact_path: str | None = None) -> None: ...
+    def log_ranker(self, ranker: Any, example: Any = None) -> None: ...
+
+
+class Tracker:
+    """One MLflow run on a store (SQLite file or server).
+
+    Use as ``with tracker.start(run_name=..., tags=...): ...``. A normal exit ends the run
+    FINISHED; an exception ends it FAILED with the traceback stored as ``error/traceback.txt``;
+    Ctrl-C (KeyboardInterrupt) ends it KILLED. Whatever was logged before stays.
+    """
+
+    enabled = True
+
+    def __init__(self, uri: str, experiment: str, *, artifact_root: str | os.PathLike[str] | None = None):
+        import mlflow
+        from mlflow.tracking import MlflowClient
+
+        self.uri = uri
+        self.experiment = experiment
+        self.client = MlflowClient(tracking_uri=uri)
+        self._mlflow = mlflow
+        self.run_id: str | None = None
+        existing = self.client.get_experiment_by_name(experiment)
+        if existing is not None:
+            self.experiment_id = existing.experiment_id
+        else:
+            location = Path(artifact_root).resolve().as_uri() if artifact_root else None
+            try:
+                self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
+            except Exception:  # another job created it at the same moment
+                found = self.client.get_experiment_by_name(experiment)
+                if found is None:
+                    raise
+                self.experiment_id = found.experiment_id
+
+    @contextmanager
+    def start(self, *, run_name: str | None = None, tags: Mapping[str, Any] | None = None) -> Iterator[Tracker]:
+        mlflow = self._mlflow
+        run = self.client.create_run(
+            self.experiment_id, run_name=run_name, tags={k: str(v) for k, v in (tags or {}).items()}
+        )
+        self.run_id = run.info.run_id
+        # also the active fluent-API run, which mlflow.<flavor>.log_model needs
+        mlflow.set_tracking_uri(self.uri)
+        mlflow.start_run(run_id=self.run_id)
+        try:
+            yield self
+        except KeyboardInterrupt:
+            mlflow.end_run(status="KILLED")
+            raise
+        except BaseException:
+            text = traceback.format_exc()
+            try:
+                self.log_text(text, "error/traceback.txt")
+                self.client.set_tag(self.run_id, "error", text.strip().splitlines()[-1][:5000])
+            finally:
+                mlflow.end_run(status="FAILED")
+            raise
+        else:
+            mlflow.end_run(status="FINISHED")
+
+    # --- params, tags, metrics -----------------------------------------------------------------
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k, str(v)[:PARAM_VALUE_LIMIT]) for k, v in params.items()]
+        for i in range(0, len(items), _PARAM_BATCH):
+            self.client.log_batch(self._run(), params=items[i : i + _PARAM_BATCH])
+
+    def set_tags(self, tags: Mapping[str, Any]) -> None:
+        from mlflow.entities import RunTag
+
+        items = [RunTag(k, str(v)[:5000]) for k, v in tags.items()]
+        for i in range(0, len(items), _PARAM_BATCH):
+            self.client.log_batch(self._run(), tags=items[i : i + _PARAM_BATCH])
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = [Metric(k, float(v), now, step or 0) for k, v in metrics.items()]
+        for i in range(0, len(items), _BATCH):
+            self.client.log_batch(self._run(), metrics=items[i : i + _BATCH])
+
+    def log_history(self, history: Mapping[str, Mapping[str, list[float]]]) -> None:
+        """Per-iteration curves ``{"valid": {"ndcg@10": [...]}}`` as ``valid/ndcg_at_10`` with step = iteration."""
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = [
+            Metric(mlflow_metric_name(split, metric), float(value), now, step)
+            for split, curves in history.items()
+            for metric, values in curves.items()
+            for step, value in enumerate(values)
+        ]
+        for i in range(0, len(items), _BATCH):
+            self.client.log_batch(self._run(), metrics=items[i : i + _BATCH])
+
+    # --- artifacts -------------------------------------------------------------------------------
+    def log_dict(self, data: Any, artifact_file: str) -> None:
+        self.client.log_dict(self._run(), data, artifact_file)
+
+    def log_text(self, text: str, artifact_file: str) -> None:
+        self.client.log_text(self._run(), text, artifact_file)
+
+    def log_artifact(self, path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
+        self.client.log_artifact(self._run(), str(path), artifact_path)
+
+    def log_ranker(self, ranker: Any, example: Any = None) -> None:
+        """Log the fitted model under ``model/``: LightGBM/XGBoost flavors for their boosters."""
+        booster = getattr(ranker, "booster_", None)
+        module = type(booster).__module__ if booster is not None else ""
+        if module.startswith("lightgbm"):
+            import mlflow.lightgbm
+
+            mlflow.lightgbm.log_model(
+                booster, name="model", pip_requirements=_pip_requirements("lightgbm"), input_example=example
+            )
+        elif module.startswith("xgboost"):
+            import mlflow.xgboost
+
+            mlflow.xgboost.log_model(
+                booster, name="model", pip_requirements=_pip_requirements("xgboost-cpu"), input_example=example
+            )
+        else:
+            from ltr.models.pyfunc import log_pyfunc_model
+
+            log_pyfunc_model(ranker, name="model", input_example=example)
+
+    # --- helpers ---------------------------------------------------------------------------------
+    def _run(self) -> str:
+        if self.run_id is None:
+            raise RuntimeError("Tracker.start() must be entered before logging")
+        return self.run_id
+
+
+def _pip_requirements(package: str) -> list[str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    reqs = []
+    for name in ("mlflow", package, "numpy", "pandas"):
+        try:
+            reqs.append(f"{name}=={version(name)}")
+        except PackageNotFoundError:
+            continue
+    return reqs
+
+
+def make_tracker(tracking_cfg: Mapping[str, Any], root: str | os.PathLike[str]) -> Tracker | NullTracker:
+    """Build the tracker a config asks for; an unreachable server fails here, before training."""
+    if not tracking_cfg.get("enabled", True):
+        return NullTracker()
+    uri = resolve_tracking_uri(tracking_cfg.get("uri"), root)
+    check_server_reachable(uri)
+    artifact_root = Path(root) / "mlartifacts" if uri.startswith("sqlite:") else None
+    return Tracker(uri, str(tracking_cfg.get("experiment", "ltr")), artifact_root=artifact_root)
