@@ -1,0 +1,345 @@
+"""Per-query ranking metrics over all queries at once: the validated public entry point.
+
+For one query with labels l_1..l_n in ranked order (ties resolved by the ``ties`` convention), G the
+gain and D the discount (see :class:`~ltr.metrics.conventions.Conventions`), rel_i = [l_i >= threshold]
+and R the number of relevant documents of the query (in the ideal set: the list, or all judged
+documents when ``ideal_labels`` is given):
+
+- DCG@k = Σ_{i<=min(k,n)} G(l_i) D(i);  NDCG@k = DCG@k / IDCG@k (IDCG: DCG@k of the ideal order)
+- ERR@k = Σ_{r<=min(k,n)} (1/r) R_r Π_{i<r} (1 − R_i), R_i = (2^{l_i} − 1) / 2^gmax
+- AP@k = (1/den) Σ_{i<=k} rel_i P@i, den = R or min(R, k);  RR@k = 1 / rank of the first relevant <= k
+- P@k = Σ_{i<=k} rel_i / (k or min(k, n));  R@k = Σ_{i<=k} rel_i / R
+
+With ``ties="average"`` each value is the exact expectation over uniformly random orders of the
+documents that share a score. A query whose normaliser is zero (IDCG = 0, or R = 0; for ERR and DCG
+no document with positive gain) gets 0, 1 (NDCG, AP, R only; the others keep their natural 0) or NaN
+under ``no_relevant`` = ``zero`` / ``one`` / ``skip``.
+
+Example (DESIGN.md §2, labels in ranked order):
+
+>>> import numpy as np
+>>> labels = np.array([3, 2, 3, 0, 1]); scores = -np.arange(5.0); offsets = np.array([0, 5])
+>>> v = evaluate(["ndcg", "err", "map", "mrr"], labels, scores, offsets)
+>>> {name: round(float(x[0]), 6) for name, x in v.items()}
+{'ndcg': 0.957478, 'err': 0.560098, 'map': 0.95, 'mrr': 1.0}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ltr.errors import MetricError
+from ltr.metrics import _kernels
+from ltr.metrics.conventions import Conventions, resolve_conventions
+from ltr.metrics.registry import MetricSpec, parse_metric
+
+#: Families normalised by something that is zero when a query has no relevant document.
+NORMALISED = frozenset({"ndcg", "map", "r"})
+
+
+def _as_offsets(offsets: Any, n: int, what: str) -> np.ndarray:
+    off = np.asarray(offsets)
+    if off.ndim != 1 or off.shape[0] < 1 or not np.issubdtype(off.dtype, np.integer):
+        raise MetricError(
+            f"{what} must be a 1-d integer array [0, ..., n_docs], got shape {off.shape} {off.dtype}"
+        )
+    off = off.astype(np.int64)
+    if off[0] != 0 or off[-1] != n:
+        raise MetricError(
+            f"{what} must start at 0 and end at the number of documents {n}, got {off[0]}..{off[-1]}"
+        )
+    bad = np.flatnonzero(np.diff(off) < 0)
+    if bad.size:
+        raise MetricError(
+            f"{what} must be non-decreasing; query {bad[0]} has offsets {off[bad[0]]} > {off[bad[0] + 1]}"
+        )
+    return off
+
+
+def _as_vector(x: Any, n: int | None, what: str) -> np.ndarray:
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise MetricError(f"{what} must be numeric, got {type(x).__name__}") from exc
+    if arr.ndim != 1:
+        raise MetricError(f"{what} must be 1-d, got shape {arr.shape}")
+    if n is not None and arr.shape[0] != n:
+        raise MetricError(f"{what} has {arr.shape[0]} entries but labels has {n}")
+    if not np.all(np.isfinite(arr)):
+        raise MetricError(
+            f"{what} must be finite; row {np.flatnonzero(~np.isfinite(arr))[0]} is {arr[~np.isfinite(arr)][0]}"
+        )
+    return arr
+
+
+def _check_labels(labels: np.ndarray, offsets: np.ndarray, what: str) -> None:
+    if labels.size and labels.min() < 0:
+        row = int(np.flatnonzero(labels < 0)[0])
+        q = int(np.searchsorted(offsets, row, side="right") - 1)
+        raise MetricError(f"{what} must be >= 0; query {q} row {row} has label {labels[row]:g}")
+
+
+def _docno_key(docno: Any, n: int, ties: str) -> np.ndarray:
+    if docno is None:
+        raise MetricError(f"ties={ties!r} needs docno= (one document id per row)")
+    arr = np.asarray(docno)
+    if arr.shape != (n,):
+        raise MetricError(f"docno has shape {arr.shape} but there are {n} documents")
+    if arr.dtype.kind not in "iuUS":
+        arr = arr.astype(str)
+    codes = np.unique(arr, return_inverse=True)[1].astype(np.float64)
+    return -codes if ties == "docno_desc" else codes
+
+
+@dataclass(frozen=True)
+class RankedLists:
+    """Labels in ranked order with the tie groups the ``ties`` convention leaves open.
+
+    ``order`` are row indices in ranked order; ``bounds``/``qgrp`` describe the tie groups (a single
+    row each unless ties are ``average``); ``offsets`` are the query offsets (unchanged by sorting).
+    """
+
+    order: np.ndarray
+    labels: np.ndarray
+    bounds: np.ndarray
+    qgrp: np.ndarray
+    offsets: np.ndarray
+
+
+def rank_lists(
+    labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray, ties: str, docno: Any = None
+) -> RankedLists:
+    """Sort every query by score descending, break ties by the convention, and mark the tie groups.
+
+    >>> r = rank_lists(np.array([0., 3, 1, 2]), np.array([1., 1, 1, .5]), np.array([0, 4]), "pessimistic")
+    >>> r.labels.tolist(), r.bounds.tolist()
+    ([0.0, 1.0, 3.0, 2.0], [0, 1, 2, 3, 4])
+    >>> rank_lists(np.array([0., 3, 1, 2]), np.array([1., 1, 1, .5]), np.array([0, 4]), "average").bounds.tolist()
+    [0, 3, 4]
+    """
+    n = labels.shape[0]
+    if ties in ("stable", "average"):
+        order = _kernels.rank_order(scores, scores, offsets, False)
+    else:
+        if ties == "pessimistic":
+            key = labels
+        elif ties == "optimistic":
+            key = -labels
+        else:
+            key = _docno_key(docno, n, ties)
+        order = _kernels.rank_order(scores, key, offsets, True)
+    sorted_labels = labels[order]
+    if ties == "average":
+        s = scores[order]
+        new = np.ones(n, dtype=bool)
+        new[1:] = s[1:] != s[:-1]
+        new[offsets[:-1][offsets[:-1] < n]] = True
+        bounds = np.append(np.flatnonzero(new), n).astype(np.int64)
+        qgrp = np.searchsorted(bounds, offsets).astype(np.int64)
+    else:
+        bounds = np.arange(n + 1, dtype=np.int64)
+        qgrp = offsets
+    return RankedLists(order, sorted_labels, bounds, qgrp, offsets)
+
+
+class _Evaluator:
+    """Shared state of one :func:`evaluate` call: ranked lists, ideal set, cached IDCGs."""
+
+    def __init__(
+        self,
+        c: Conventions,
+        ranked: RankedLists,
+        ideal_labels: np.ndarray,
+        ideal_offsets: np.ndarray,
+    ) -> None:
+        self.c = c
+        self.r = ranked
+        self.sizes = np.diff(ranked.offsets)
+        self.n_queries = self.sizes.shape[0]
+        self.max_len = int(max(self.sizes.max(initial=0), np.diff(ideal_offsets).max(initial=0)))
+        self.disc = c.discounts(max(self.max_len, 1))
+        self.gain = c.gain_values(ranked.labels)
+        self.rel = (ranked.labels >= c.rel_threshold).astype(np.float64)
+        ideal_q = np.repeat(np.arange(self.n_queries), np.diff(ideal_offsets))
+        self.n_rel = np.bincount(ideal_q, weights=(ideal_labels >= c.rel_threshold), minlength=self.n_queries)
+        ideal_gain = c.gain_values(ideal_labels)
+        order = _kernels.rank_order(ideal_gain, ideal_gain, ideal_offsets, False)
+        self.ideal_gain = ideal_gain[order]
+        self.ideal_offsets = ideal_offsets
+        self.ideal_has_gain = np.bincount(ideal_q, weights=ideal_gain > 0, minlength=self.n_queries) > 0
+        self.ideal_max_label = np.zeros(self.n_queries)
+        if ideal_labels.size:
+            np.maximum.at(self.ideal_max_label, ideal_q, ideal_labels)
+        self._idcg: dict[int, np.ndarray] = {}
+
+    def cutoff(self, k: int | None) -> int:
+        return self.max_len if k is None else k
+
+    def dcg(self, k: int | None) -> np.ndarray:
+        r = self.r
+        return _kernels.discounted_sum(self.gain, r.bounds, r.qgrp, r.offsets, self.disc, self.cutoff(k))
+
+    def idcg(self, k: int | None) -> np.ndarray:
+        kk = self.cutoff(k)
+        if kk not in self._idcg:
+            bounds = np.arange(self.ideal_gain.shape[0] + 1, dtype=np.int64)
+            off = self.ideal_offsets
+            self._idcg[kk] = _kernels.discounted_sum(self.ideal_gain, bounds, off, off, self.disc, kk)
+        return self._idcg[kk]
+
+    def hits(self, k: int | None) -> np.ndarray:
+        r = self.r
+        ones = np.ones_like(self.disc)
+        return _kernels.discounted_sum(self.rel, r.bounds, r.qgrp, r.offsets, ones, self.cutoff(k))
+
+    def compute(self, spec: MetricSpec) -> tuple[np.ndarray, np.ndarray]:
+        """(values, mask of queries without relevant documents) for one metric."""
+        fam, k, r, c = spec.family, spec.k, self.r, self.c
+        kk = self.cutoff(k)
+        no_rel = self.n_rel == 0
+        if fam in ("ndcg", "dcg"):
+            no_rel = self.idcg(None) == 0
+            dcg = self.dcg(k)
+            if fam == "dcg":
+                return dcg, no_rel
+            idcg = self.idcg(k)
+            return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0), no_rel
+        if fam == "err":
+            if self.r.labels.size and self.r.labels.max() > c.err_gmax:
+                raise MetricError(
+                    f"err: label {self.r.labels.max():g} exceeds err_gmax={c.err_gmax}; "
+                    "set err_gmax to the largest grade"
+                )
+            stop = (np.exp2(r.labels) - 1.0) / 2.0**c.err_gmax
+            return _kernels.cascade_sum(stop, r.bounds, r.qgrp, r.offsets, kk), ~self.ideal_has_gain
+        if fam == "mrr":
+            return _kernels.cascade_sum(self.rel, r.bounds, r.qgrp, r.offsets, kk), no_rel
+        if fam == "map":
+            num = _kernels.precision_sum(self.rel, r.bounds, r.qgrp, r.offsets, kk)
+            den = self.n_rel if (c.ap_denominator == "R" or k is None) else np.minimum(self.n_rel, k)
+            return np.divide(num, den, out=np.zeros_like(num), where=den > 0), no_rel
+        hits = self.hits(k)
+        if fam == "r":
+            return np.divide(hits, self.n_rel, out=np.zeros_like(hits), where=self.n_rel > 0), no_rel
+        # fam == "p"
+        if k is None:
+            den = self.sizes.astype(np.float64)
+        elif c.p_denominator == "k":
+            den = np.full(self.n_queries, float(k))
+        else:
+            den = np.minimum(self.sizes, k).astype(np.float64)
+        return np.divide(hits, den, out=np.zeros_like(hits), where=den > 0), no_rel
+
+
+def evaluate(
+    names: str | Sequence[str],
+    labels: Any,
+    scores: Any,
+    offsets: Any,
+    *,
+    preset: str | Conventions = "ltr",
+    docno: Any = None,
+    ideal_labels: Any = None,
+    ideal_offsets: Any = None,
+    **conventions: Any,
+) -> dict[str, np.ndarray]:
+    """Per-query values of each named metric (module docstring has the formulas).
+
+    Parameters
+    ----------
+    names : a metric name (``"ndcg@10"``) or a sequence of names; see :mod:`ltr.metrics.registry`.
+    labels, scores : (n_docs,) relevance labels (>= 0) and model scores, rows grouped by query.
+    offsets : (n_queries + 1,) query ``q`` owns rows ``offsets[q]:offsets[q+1]``.
+    preset : a name in :data:`~ltr.metrics.conventions.PRESETS` or a ``Conventions`` instance.
+    docno : (n_docs,) document ids, needed by ``ties="docno_desc"`` / ``"docno_asc"``.
+    ideal_labels, ideal_offsets : labels of *all judged* documents per query (same query order) for
+        the ideal ranking and R (the TREC convention); default: the scored list itself.
+    **conventions : overrides of the preset (``gain=``, ``ties=``, ``no_relevant=``, …).
+
+    Returns
+    -------
+    ``{canonical name: float64 array of shape (n_queries,)}``; NaN marks a skipped query.
+
+    >>> evaluate("ndcg@10", [0, 3, 1, 2], [1.0, 1.0, 1.0, 0.5], [0, 4], ties="stable")["ndcg@10"].round(6)
+    array([0.66099])
+    """
+    if isinstance(names, str):
+        names = [names]
+    specs: dict[str, MetricSpec] = {}
+    for name in names:
+        spec = parse_metric(name)
+        specs.setdefault(spec.name, spec)
+    if not specs:
+        raise MetricError("evaluate() needs at least one metric name")
+    c = resolve_conventions(preset, **conventions)
+    lab = _as_vector(labels, None, "labels")
+    n = lab.shape[0]
+    sc = _as_vector(scores, n, "scores")
+    off = _as_offsets(offsets, n, "offsets")
+    _check_labels(lab, off, "labels")
+    if ideal_labels is None:
+        if ideal_offsets is not None:
+            raise MetricError("ideal_offsets given without ideal_labels")
+        ideal_lab, ideal_off = lab, off
+    else:
+        if ideal_offsets is None:
+            raise MetricError("ideal_labels needs ideal_offsets (one block of judged labels per query)")
+        ideal_lab = _as_vector(ideal_labels, None, "ideal_labels")
+        ideal_off = _as_offsets(ideal_offsets, ideal_lab.shape[0], "ideal_offsets")
+        if ideal_off.shape != off.shape:
+            raise MetricError(
+                f"ideal_offsets describes {ideal_off.shape[0] - 1} queries but offsets describes {off.shape[0] - 1}"
+            )
+        _check_labels(ideal_lab, ideal_off, "ideal_labels")
+    ranked = rank_lists(lab, sc, off, c.ties, docno)
+    ev = _Evaluator(c, ranked, ideal_lab, ideal_off)
+    out: dict[str, np.ndarray] = {}
+    for name, spec in specs.items():
+        values, no_rel = ev.compute(spec)
+        if c.no_relevant == "skip":
+            values[no_rel] = np.nan
+        elif c.no_relevant == "zero":
+            values[no_rel] = 0.0
+        elif spec.family in NORMALISED:
+            values[no_rel] = 1.0
+        out[name] = values
+    return out
+
+
+@dataclass(frozen=True)
+class MetricMean:
+    """A mean over queries: ``value`` over ``n_queries`` counted, ``n_skipped`` NaN (skipped) queries."""
+
+    value: float
+    n_queries: int
+    n_skipped: int
+
+
+def mean(values: Any, weights: Any = None) -> MetricMean:
+    """Mean of per-query values ignoring NaN (skipped queries), optionally weighted per query.
+
+    >>> mean(np.array([1.0, np.nan, 0.5]))
+    MetricMean(value=0.75, n_queries=2, n_skipped=1)
+    >>> mean([1.0, 0.0], weights=[3, 1]).value
+    0.75
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 1:
+        raise MetricError(f"mean() takes per-query values of shape (n_queries,), got {v.shape}")
+    keep = ~np.isnan(v)
+    n_skipped = int(v.shape[0] - keep.sum())
+    if weights is None:
+        value = float(v[keep].mean()) if keep.any() else float("nan")
+    else:
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != v.shape:
+            raise MetricError(f"weights has shape {w.shape} but values has shape {v.shape}")
+        if not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise MetricError("weights must be finite and >= 0")
+        total = w[keep].sum()
+        value = float((v[keep] * w[keep]).sum() / total) if total > 0 else float("nan")
+    return MetricMean(value, int(keep.sum()), n_skipped)

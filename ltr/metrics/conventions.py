@@ -1,0 +1,249 @@
+"""Metric conventions: every silent setting that makes ranking tools disagree, as one explicit record.
+
+A :class:`Conventions` instance fixes the gain, the discount, how score ties are broken, what a query
+without relevant documents scores, and the few denominators on which tools differ. Presets
+(:data:`PRESETS`) reproduce each peer tool; :func:`resolve_conventions` applies keyword overrides to a
+preset and validates every value, and :func:`describe_conventions` flattens the result into strings
+for logging (MLflow params, table footers).
+
+Example
+-------
+>>> c = resolve_conventions("ltr", ties="stable")
+>>> c.gain, c.ties, c.no_relevant
+('exp2', 'stable', 'skip')
+>>> describe_conventions("trec")["gain"]
+'linear'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import numpy as np
+
+from ltr.errors import MetricError
+
+GAINS = ("exp2", "linear")
+DISCOUNTS = ("log2", "log", "reciprocal")
+TIES = ("stable", "pessimistic", "optimistic", "docno_desc", "docno_asc", "average")
+NO_RELEVANT = ("zero", "one", "skip")
+P_DENOMINATORS = ("k", "min_k_n")
+AP_DENOMINATORS = ("R", "min_R_k")
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """The conventions in force for one evaluation.
+
+    Attributes
+    ----------
+    gain : ``"exp2"`` (G(l) = 2^l − 1), ``"linear"`` (G(l) = l) or a tuple table (G(l) = table[l]).
+    discount : ``"log2"`` (D(i) = 1/log2(i+1)), ``"log"`` (D(i) = 1/log_b(i+a) with ``discount_base`` b
+        and ``discount_offset`` a) or ``"reciprocal"`` (D(i) = 1/i); i is the 1-based rank.
+    ties : how documents with equal scores are ordered: ``stable`` (input order), ``pessimistic``
+        (lower label first), ``optimistic`` (higher label first), ``docno_desc`` / ``docno_asc``
+        (by document id), ``average`` (exact expectation over a uniformly random order of each tie group).
+    no_relevant : value of a query whose metric normaliser is zero (no relevant document): ``zero``,
+        ``one`` or ``skip`` (NaN, counted by :func:`ltr.metrics.mean`). See ``docs/metrics.md`` for
+        which metrics take 1 under ``one``.
+    p_denominator : P@k divides hits by ``k`` or by ``min_k_n`` = min(k, n).
+    ap_denominator : AP(@k) divides by ``R`` (relevant documents) or ``min_R_k`` = min(R, k).
+    rel_threshold : a document is relevant for binary metrics (AP, RR, P, R) when label >= this.
+    err_gmax : ERR stop probability R(g) = (2^g − 1) / 2^gmax.
+    """
+
+    gain: str | tuple[float, ...] = "exp2"
+    discount: str = "log2"
+    discount_base: float = 2.0
+    discount_offset: float = 1.0
+    ties: str = "average"
+    no_relevant: str = "skip"
+    p_denominator: str = "k"
+    ap_denominator: str = "R"
+    rel_threshold: float = 1.0
+    err_gmax: int = 4
+
+    def gain_values(self, labels: np.ndarray) -> np.ndarray:
+        """G(l) for an array of labels (float64).
+
+        >>> Conventions(gain="exp2").gain_values(np.array([0, 1, 3])).tolist()
+        [0.0, 1.0, 7.0]
+        >>> Conventions(gain=(0.0, 0.5, 4.0)).gain_values(np.array([2, 1])).tolist()
+        [4.0, 0.5]
+        """
+        labels = np.asarray(labels, dtype=np.float64)
+        if isinstance(self.gain, tuple):
+            table = np.asarray(self.gain, dtype=np.float64)
+            idx = labels.astype(np.int64)
+            if labels.size and (np.any(idx != labels) or idx.min() < 0 or idx.max() >= table.shape[0]):
+                bad = labels[(idx != labels) | (idx < 0) | (idx >= table.shape[0])][0]
+                raise MetricError(
+                    f"gain table has {table.shape[0]} entries (labels 0..{table.shape[0] - 1}) "
+                    f"but got label {bad:g}"
+                )
+            return table[idx]
+        if self.gain == "exp2":
+            return np.exp2(labels) - 1.0
+        return labels.copy()
+
+    def discounts(self, n: int) -> np.ndarray:
+        """D(1..n) as a float64 array.
+
+        >>> Conventions().discounts(3).round(6).tolist()
+        [1.0, 0.63093, 0.5]
+        >>> Conventions(discount="reciprocal").discounts(3).tolist()
+        [1.0, 0.5, 0.3333333333333333]
+        """
+        i = np.arange(1, n + 1, dtype=np.float64)
+        if self.discount == "reciprocal":
+            return 1.0 / i
+        if self.discount == "log2":
+            return 1.0 / np.log2(i + 1.0)
+        return math.log(self.discount_base) / np.log(i + self.discount_offset)
+
+
+def _choice(name: str, value: Any, choices: Sequence[str]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise MetricError(f"convention {name}={value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def _validated(c: Conventions) -> Conventions:
+    gain = c.gain
+    if isinstance(gain, str):
+        _choice("gain", gain, GAINS)
+    elif isinstance(gain, Sequence | np.ndarray) and len(gain) > 0:
+        try:
+            gain = tuple(float(g) for g in gain)
+        except (TypeError, ValueError) as exc:
+            raise MetricError(f"convention gain table must hold numbers, got {c.gain!r}") from exc
+        if not all(math.isfinite(g) and g >= 0 for g in gain):
+            raise MetricError(f"convention gain table must hold finite values >= 0, got {c.gain!r}")
+    else:
+        raise MetricError(f"convention gain={c.gain!r} is not one of {', '.join(GAINS)} or a table of gains")
+    _choice("discount", c.discount, DISCOUNTS)
+    if c.discount == "log":
+        if not (c.discount_base > 1.0 and math.isfinite(c.discount_base)):
+            raise MetricError(f"convention discount_base={c.discount_base!r} must be a finite number > 1")
+        if not (math.isfinite(c.discount_offset) and 1.0 + c.discount_offset > 1.0):
+            raise MetricError(
+                f"convention discount_offset={c.discount_offset!r} must be > 0 so that log_b(1+a) > 0"
+            )
+    _choice("ties", c.ties, TIES)
+    _choice("no_relevant", c.no_relevant, NO_RELEVANT)
+    _choice("p_denominator", c.p_denominator, P_DENOMINATORS)
+    _choice("ap_denominator", c.ap_denominator, AP_DENOMINATORS)
+    if not (isinstance(c.rel_threshold, int | float) and math.isfinite(c.rel_threshold)):
+        raise MetricError(f"convention rel_threshold={c.rel_threshold!r} must be a finite number")
+    if not (
+        isinstance(c.err_gmax, int | np.integer) and not isinstance(c.err_gmax, bool) and c.err_gmax >= 1
+    ):
+        raise MetricError(f"convention err_gmax={c.err_gmax!r} must be an integer >= 1")
+    return replace(c, gain=gain, err_gmax=int(c.err_gmax), rel_threshold=float(c.rel_threshold))
+
+
+#: Presets reproducing each tool (see docs/metrics.md for how each one was verified).
+PRESETS: dict[str, Conventions] = {
+    # ltr's reporting default (DESIGN.md §2).
+    "ltr": Conventions(),
+    # NIST trec_eval and pytrec_eval: linear gain, ties by docno descending, empty topics score 0.
+    "trec": Conventions(gain="linear", ties="docno_desc", no_relevant="zero"),
+    # LightGBM ndcg@k / map@k: exp2 gain (label_gain 2^i - 1), stable sort, empty queries score 1,
+    # AP divided by min(R, k).
+    "lightgbm": Conventions(gain="exp2", ties="stable", no_relevant="one", ap_denominator="min_R_k"),
+    # XGBoost ndcg / map / pre: exp2 gain, stable sort, empty queries 1, P@k / min(k, n), AP / min(R, k).
+    "xgboost": Conventions(
+        gain="exp2", ties="stable", no_relevant="one", p_denominator="min_k_n", ap_denominator="min_R_k"
+    ),
+    # XGBoost ndcg- / map-: as xgboost but empty queries score 0.
+    "xgboost_minus": Conventions(
+        gain="exp2", ties="stable", no_relevant="zero", p_denominator="min_k_n", ap_denominator="min_R_k"
+    ),
+    # scikit-learn ndcg_score / dcg_score (ignore_ties=False): linear gain, average ties, empty -> 0.
+    "sklearn": Conventions(gain="linear", ties="average", no_relevant="zero"),
+    # ranx ndcg (Järvelin & Kekäläinen, linear gain) and ndcg_burges (exp2 gain); empty queries 0.
+    "ranx": Conventions(gain="linear", ties="stable", no_relevant="zero"),
+    "ranx_burges": Conventions(gain="exp2", ties="stable", no_relevant="zero"),
+    # CatBoost NDCG (type Base = linear gain), pessimistic ties, empty queries 1; P / min(k, n).
+    "catboost": Conventions(
+        gain="linear",
+        ties="pessimistic",
+        no_relevant="one",
+        p_denominator="min_k_n",
+        ap_denominator="min_R_k",
+    ),
+    # gdeval.pl (TREC Web track): exp2 gain, docno-descending ties, topics without relevant skipped.
+    "gdeval": Conventions(gain="exp2", ties="docno_desc", no_relevant="skip", err_gmax=4),
+}
+
+
+def resolve_conventions(preset: str | Conventions = "ltr", **overrides: Any) -> Conventions:
+    """The preset's conventions with ``overrides`` applied, validated.
+
+    Raises :class:`MetricError` for an unknown preset, an unknown convention name or a bad value.
+
+    >>> resolve_conventions("lightgbm", no_relevant="zero").no_relevant
+    'zero'
+    """
+    if isinstance(preset, Conventions):
+        base = preset
+    elif isinstance(preset, str) and preset in PRESETS:
+        base = PRESETS[preset]
+    else:
+        raise MetricError(f"unknown metric preset {preset!r}; known presets: {', '.join(PRESETS)}")
+    known = {f.name for f in fields(Conventions)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise MetricError(
+            f"unknown metric convention(s) {', '.join(unknown)}; known conventions: {', '.join(sorted(known))}"
+        )
+    return _validated(replace(base, **overrides))
+
+
+def describe_conventions(preset: str | Conventions = "ltr", **overrides: Any) -> dict[str, str]:
+    """A flat ``{name: value}`` string dict of the conventions in force (for MLflow params / logs).
+
+    The discount is written out as a formula so a log line is self-explanatory.
+
+    >>> d = describe_conventions("ltr")
+    >>> d["preset"], d["gain"], d["discount"], d["ties"], d["no_relevant"], d["err_gmax"]
+    ('ltr', 'exp2', '1/log2(i+1)', 'average', 'skip', '4')
+    >>> describe_conventions("ltr", discount="log", discount_base=10, discount_offset=2)["discount"]
+    '1/log_10(i+2)'
+    """
+    c = resolve_conventions(preset, **overrides)
+    if c.discount == "log2":
+        discount = "1/log2(i+1)"
+    elif c.discount == "reciprocal":
+        discount = "1/i"
+    else:
+        discount = f"1/log_{c.discount_base:g}(i+{c.discount_offset:g})"
+    gain = c.gain if isinstance(c.gain, str) else "table(" + ",".join(f"{g:g}" for g in c.gain) + ")"
+    name = preset if isinstance(preset, str) else "custom"
+    if overrides:
+        name += "+overrides"
+    return {
+        "preset": name,
+        "gain": gain,
+        "discount": discount,
+        "ties": c.ties,
+        "no_relevant": c.no_relevant,
+        "p_denominator": c.p_denominator,
+        "ap_denominator": c.ap_denominator,
+        "rel_threshold": f"{c.rel_threshold:g}",
+        "err_gmax": str(c.err_gmax),
+    }
+
+
+def conventions_from_mapping(values: Mapping[str, Any]) -> Conventions:
+    """Build validated conventions from a mapping that may carry a ``preset`` key (e.g. a config group).
+
+    >>> conventions_from_mapping({"preset": "trec", "ties": "average"}).ties
+    'average'
+    """
+    values = dict(values)
+    preset = values.pop("preset", "ltr")
+    return resolve_conventions(preset, **values)
