@@ -1,0 +1,343 @@
+"""LightGBM rankers: ``lambdamart`` (lambdarank), ``xendcg`` (rank_xendcg), ``regression`` and
+``classification`` (multiclass; score = expected relevance Σ_k p_k·k, as in McRank).
+
+All four train with ``lightgbm.train`` on the Booster API. The ltr vocabulary is translated into
+LightGBM's names (:meth:`LightGBMRanker.translate`, exposed after fitting as ``engine_params_``,
+the exact dict handed to ``lightgbm.train``); ``engine_params`` from the config are applied last.
+Runs are deterministic for a seed: ``seed``, ``deterministic=True`` and ``force_col_wise=True``
+(LightGBM otherwise picks row- or column-wise histograms by timing both).
+
+Early stopping and the per-round history use one LightGBM callback that feeds
+:class:`~ltr.models.monitor.IterationMonitor`; the validation metric is computed with ltr's own
+conventions (see :mod:`ltr.models.evaluation`) from the predictions LightGBM already holds, and
+LightGBM's own metric is recorded next to it as ``lightgbm_<name>``.
+
+Example (tiny data; ``n_trees`` kept small):
+
+>>> import numpy as np
+>>> from ltr.data import RankingData
+>>> rng = np.random.default_rng(0)
+>>> X = rng.normal(size=(60, 3)).astype(np.float32)
+>>> data = RankingData(X=X, y=(X[:, 0] > 0).astype(int), qid=np.repeat(np.arange(6), 10))
+>>> r = LambdaMART({"n_trees": 5, "min_data_in_leaf": 2}, num_threads=1).fit(data)
+>>> r.predict(data).shape, r.engine_params_["objective"]
+((60,), 'lambdarank')
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ltr.data import RankingData
+from ltr.errors import ConfigError
+from ltr.models.base import BaseRanker, OnIteration, Resolved
+from ltr.models.checks import (
+    LIGHTGBM_MAX_QUERY_ROWS,
+    check_integer_labels,
+    check_label_limit,
+    check_labels_finite,
+    check_query_size,
+    row_weights,
+)
+from ltr.models.evaluation import RankingMetric
+from ltr.models.monitor import IterationMonitor
+from ltr.models.params import gain_table
+
+MODEL_FILE = "model.txt"
+LIGHTGBM_DEFAULT_GAIN_SIZE = 31  # LightGBM's default label_gain is 2^i - 1 for i in 0..30
+LIGHTGBM_MAX_LEAVES = 131072
+
+TREE_PARAMS: dict[str, Any] = {
+    "n_trees": 500,
+    "learning_rate": 0.1,
+    "num_leaves": 31,
+    "max_depth": None,
+    "min_data_in_leaf": 20,
+    "min_sum_hessian_in_leaf": 1e-3,
+    "lambda_l1": 0.0,
+    "lambda_l2": 0.0,
+    "max_bin": 255,
+    "feature_fraction": 1.0,
+    "bagging_fraction": 1.0,
+}
+
+
+class LightGBMRanker(BaseRanker):
+    """Shared LightGBM adapter; subclasses fix the objective."""
+
+    engine = "lightgbm"
+    objective: ClassVar[str] = ""
+    ranking_objective: ClassVar[bool] = True  # the objective itself uses query groups
+
+    # --- translation -------------------------------------------------------------------------------
+    def translate(
+        self,
+        params: dict[str, Any],
+        engine_params: dict[str, Any],
+        *,
+        max_label: int,
+        metric: RankingMetric | None,
+    ) -> dict[str, Any]:
+        """The ``lightgbm.train`` parameter dict for resolved ltr ``params`` (``engine_params`` win)."""
+        lgb: dict[str, Any] = {
+            "objective": self.objective,
+            "boosting": "gbdt",
+            "num_iterations": params["n_trees"],
+            "learning_rate": params["learning_rate"],
+            "num_leaves": params["num_leaves"] or LIGHTGBM_MAX_LEAVES,
+            "max_depth": -1 if params["max_depth"] is None else params["max_depth"],
+            "min_data_in_leaf": params["min_data_in_leaf"],
+            "min_sum_hessian_in_leaf": params["min_sum_hessian_in_leaf"],
+            "lambda_l1": params["lambda_l1"],
+            "lambda_l2": params["lambda_l2"],
+            "max_bin": params["max_bin"],
+            "feature_fraction": params["feature_fraction"],
+            "bagging_fraction": params["bagging_fraction"],
+            "bagging_freq": 1 if params["bagging_fraction"] < 1.0 else 0,
+        }
+        if params.get("bagging_by_query"):
+            lgb["bagging_by_query"] = True
+        if params.get("truncation_level") is not None:
+            lgb["lambdarank_truncation_level"] = params["truncation_level"]
+        gain = params.get("label_gain", "exp2")
+        if self.ranking_objective and gain != "exp2":
+            lgb["label_gain"] = gain_table(gain, max_label)
+        lgb.update(self._objective_params(params, max_label))
+        lgb["metric"] = self._engine_metric(metric)
+        if lgb["metric"] in ("ndcg", "map"):
+            lgb["eval_at"] = [metric.k]
+        lgb.update(
+            {
+                "seed": int(self.seed),
+                "deterministic": True,
+                "force_col_wise": True,
+                "num_threads": int(self.num_threads),
+                "verbosity": -1,
+            }
+        )
+        lgb.update(engine_params)
+        return lgb
+
+    def _objective_params(self, params: dict[str, Any], max_label: int) -> dict[str, Any]:
+        return {}
+
+    def _engine_metric(self, metric: RankingMetric | None) -> str:
+        """LightGBM's own counterpart of the early-stopping metric, logged next to ours when they differ.
+
+        ``ndcg@k`` / ``map@k`` for the ranking objectives; ``"None"`` when LightGBM has no counterpart
+        or its conventions (preset ``lightgbm``) equal ours, so the value would be a duplicate.
+        """
+        if (
+            metric is not None
+            and self.ranking_objective
+            and metric.family in ("ndcg", "map")
+            and metric.k
+            and not metric.same_conventions("lightgbm")
+        ):
+            return metric.family
+        return "None"
+
+    # --- data checks -------------------------------------------------------------------------------
+    def _check_data(self, data: RankingData, role: str, params: dict[str, Any], max_label: int) -> None:
+        if not self.ranking_objective:
+            check_labels_finite(data, role)
+            return
+        check_integer_labels(data, role, engine="LightGBM")
+        gain = params.get("label_gain", "exp2")
+        if gain == "exp2":
+            check_label_limit(
+                data,
+                role,
+                LIGHTGBM_DEFAULT_GAIN_SIZE,
+                engine="LightGBM's default gain table (2^l - 1)",
+                hint="give model.params.label_gain a table with one gain per label, or label_gain: linear",
+            )
+        elif isinstance(gain, list):
+            check_label_limit(
+                data,
+                role,
+                len(gain),
+                engine=f"model.params.label_gain ({len(gain)} entries)",
+                hint="add gains for the higher labels",
+            )
+        check_query_size(data, role, LIGHTGBM_MAX_QUERY_ROWS, engine="LightGBM")
+
+    # --- training ------------------------------------------------------------------------------------
+    def _fit(
+        self, train: RankingData, valid: RankingData | None, cfg: Resolved, on_iteration: OnIteration | None
+    ) -> None:
+        import lightgbm as lgb
+
+        params, es = cfg.params, cfg.early_stopping
+        splits = {"train": train} if es["eval_train"] else {}
+        if valid is not None:
+            splits["valid"] = valid
+        max_label = int(max(np.max(d.y) if d.n_docs else 0 for d in (train, *splits.values())))
+        for role, data in {"train": train, **splits}.items():
+            self._check_data(data, role, params, max_label)
+        metric = RankingMetric.from_config(es) if splits else None
+        self._prepare(train, valid, params, max_label)
+        self.engine_params_ = self.translate(params, cfg.engine_params, max_label=max_label, metric=metric)
+
+        dtrain = self._dataset(train, None)
+        valid_sets, valid_names, by_set = [], [], {}
+        for role, data in splits.items():
+            dset = dtrain if role == "train" else self._dataset(data, dtrain)
+            valid_sets.append(dset)
+            valid_names.append(role)
+            by_set[id(dset)] = data
+        monitor = IterationMonitor(es["metric"], es["patience"] if valid is not None else None, on_iteration)
+        callbacks = [_monitor_callback(monitor, lgb)] if splits or on_iteration else []
+        feval = None
+        if metric is not None:
+
+            def feval(preds: np.ndarray, dset: Any) -> tuple[str, float, bool]:
+                data = by_set[id(dset)]
+                return f"ltr:{metric.name}", metric.mean(data, self._scores_from_engine(preds)), True
+
+        params_for_train = dict(self.engine_params_)
+        self.booster_ = lgb.train(
+            params_for_train,
+            dtrain,
+            num_boost_round=int(self.engine_params_["num_iterations"]),
+            valid_sets=valid_sets,
+            valid_names=valid_names,
+            feval=feval,
+            callbacks=callbacks,
+        )
+        self.evals_result_ = monitor.history
+        self.best_iteration_ = monitor.best_iteration if monitor.patience is not None else None
+
+    def _prepare(
+        self, train: RankingData, valid: RankingData | None, params: dict[str, Any], max_label: int
+    ) -> None:
+        """Fitted state needed before translation (e.g. the number of classes)."""
+
+    def _dataset(self, data: RankingData, reference: Any) -> Any:
+        import lightgbm as lgb
+
+        return lgb.Dataset(
+            data.X,
+            label=data.y,
+            group=data.group_sizes if self.ranking_objective else None,
+            weight=row_weights(data),
+            reference=reference,
+            free_raw_data=True,
+        )
+
+    def _scores_from_engine(self, preds: np.ndarray) -> np.ndarray:
+        """Ranking scores from what LightGBM hands a feval (raw scores; class probabilities for multiclass)."""
+        return preds
+
+    # --- prediction / persistence -------------------------------------------------------------------
+    def _predict(self, X: Any) -> np.ndarray:
+        raw = self.booster_.predict(X, num_iteration=self.n_iterations_)
+        return self._scores_from_engine(raw)
+
+    def _n_rounds(self) -> int | None:
+        return int(self.booster_.current_iteration())
+
+    def _save_native(self, path: Path) -> dict[str, str]:
+        self.booster_.save_model(str(path / MODEL_FILE), num_iteration=self.n_iterations_)
+        return {"model": MODEL_FILE}
+
+    def _load_native(self, path: Path, manifest: dict[str, Any]) -> None:
+        import lightgbm as lgb
+
+        self.booster_ = lgb.Booster(model_file=str(path / manifest["files"]["model"]))
+
+
+def _monitor_callback(monitor: IterationMonitor, lgb: Any) -> Any:
+    """A LightGBM callback feeding ``monitor``; raises EarlyStopException with the best round."""
+    best_list: list[Any] = []
+
+    def callback(env: Any) -> None:
+        values: dict[tuple[str, str], float] = {}
+        for data_name, eval_name, result, *_ in env.evaluation_result_list or []:
+            name = eval_name[4:] if eval_name.startswith("ltr:") else f"lightgbm_{eval_name}"
+            values[(data_name, name)] = float(result)
+        iteration = env.iteration - env.begin_iteration
+        best_before = monitor.best_iteration
+        stop = monitor.update(iteration, values)
+        if monitor.best_iteration != best_before:
+            best_list[:] = list(env.evaluation_result_list or [])
+        last = env.iteration == env.end_iteration - 1
+        if monitor.patience is not None and monitor.best_iteration is not None and (stop or last):
+            raise lgb.callback.EarlyStopException(monitor.best_iteration, best_list)
+
+    callback.order = 30  # after LightGBM's own recording callbacks
+    return callback
+
+
+class LambdaMART(LightGBMRanker):
+    """LambdaMART: LightGBM ``lambdarank`` (pairwise lambdas weighted by |ΔNDCG| over the top positions)."""
+
+    name = "lambdamart"
+    objective = "lambdarank"
+    default_params = {**TREE_PARAMS, "bagging_by_query": False, "truncation_level": 30, "label_gain": None}
+
+
+class XENDCG(LightGBMRanker):
+    """XE-NDCG (Bruch 2021): LightGBM ``rank_xendcg``, a listwise cross-entropy bound on NDCG."""
+
+    name = "xendcg"
+    objective = "rank_xendcg"
+    default_params = {**TREE_PARAMS, "bagging_by_query": False, "label_gain": None}
+
+
+class Regression(LightGBMRanker):
+    """Pointwise GBDT regression on the labels (L2); documents are ranked by the predicted grade."""
+
+    name = "regression"
+    objective = "regression"
+    ranking_objective = False
+    default_params = dict(TREE_PARAMS)
+
+
+class Classification(LightGBMRanker):
+    """McRank (Li et al. 2007): multiclass GBDT over the grades; score = expected relevance Σ_k p_k·k.
+
+    ``num_classes`` (``None`` = max label of train/valid + 1) fixes the classes 0..K−1.
+    """
+
+    name = "classification"
+    objective = "multiclass"
+    ranking_objective = False
+    default_params = {**TREE_PARAMS, "num_classes": None}
+
+    def _check_data(self, data: RankingData, role: str, params: dict[str, Any], max_label: int) -> None:
+        check_integer_labels(data, role, engine="multiclass classification")
+        if params["num_classes"] is not None:
+            check_label_limit(
+                data,
+                role,
+                params["num_classes"],
+                engine=f"classification with num_classes={params['num_classes']}",
+                hint="raise model.params.num_classes or leave it null",
+            )
+
+    def _prepare(
+        self, train: RankingData, valid: RankingData | None, params: dict[str, Any], max_label: int
+    ) -> None:
+        self.num_classes_ = int(params["num_classes"] or max_label + 1)
+        if self.num_classes_ < 2:
+            raise ConfigError(
+                f"model classification: the labels of {train.name} have a single grade (0); need at least two classes"
+            )
+
+    def _objective_params(self, params: dict[str, Any], max_label: int) -> dict[str, Any]:
+        return {"num_class": self.num_classes_}
+
+    def _scores_from_engine(self, preds: np.ndarray) -> np.ndarray:
+        probs = np.asarray(preds).reshape(-1, self.num_classes_)
+        return probs @ np.arange(self.num_classes_, dtype=np.float64)
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"num_classes": self.num_classes_}
+
+    def _load_native(self, path: Path, manifest: dict[str, Any]) -> None:
+        super()._load_native(path, manifest)
+        self.num_classes_ = int(manifest["state"]["num_classes"])

@@ -1,0 +1,78 @@
+"""The model registry: config name → ranker class, imported lazily (engines load only when used).
+
+``conf/model/NAME.yaml`` files and this registry name the same models; a test keeps them equal.
+Other modules add models with :func:`register_model` (``"module:Class"`` targets keep imports lazy).
+
+>>> "lambdamart" in available_models()
+True
+>>> get_ranker_class("nope")
+Traceback (most recent call last):
+...
+ltr.errors.ConfigError: unknown model 'nope'; known models: classification, lambdamart, regression, xendcg
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ltr.errors import ConfigError
+
+_REGISTRY: dict[str, str] = {
+    "lambdamart": "ltr.models.lgbm:LambdaMART",
+    "xendcg": "ltr.models.lgbm:XENDCG",
+    "regression": "ltr.models.lgbm:Regression",
+    "classification": "ltr.models.lgbm:Classification",
+}
+
+
+def register_model(name: str, target: str) -> None:
+    """Register ``name`` → ``"package.module:ClassName"`` (a :class:`~ltr.models.base.BaseRanker` subclass)."""
+    if ":" not in target:
+        raise ConfigError(f"register_model({name!r}): target must be 'module:Class', got {target!r}")
+    if name in _REGISTRY and _REGISTRY[name] != target:
+        raise ConfigError(f"model {name!r} is already registered as {_REGISTRY[name]}")
+    _REGISTRY[name] = target
+
+
+def available_models() -> list[str]:
+    """Registered model names, sorted (each has a ``conf/model/NAME.yaml``)."""
+    return sorted(_REGISTRY)
+
+
+def get_ranker_class(name: str) -> Any:
+    """The ranker class registered under ``name``; unknown names list the known ones."""
+    if not isinstance(name, str) or name not in _REGISTRY:
+        raise ConfigError(f"unknown model {name!r}; known models: {', '.join(available_models())}")
+    module, _, attr = _REGISTRY[name].partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def build_ranker(model_cfg: Mapping[str, Any], *, seed: int = 0, num_threads: int = 0) -> Any:
+    """A ranker from a model config ``{name, params, early_stopping, engine_params}`` (dict or DictConfig).
+
+    The config is validated now (unknown keys, bad values), before any data is read.
+
+    >>> r = build_ranker({"name": "lambdamart", "params": {"n_trees": 50}}, seed=1, num_threads=1)
+    >>> type(r).__name__, r.get_params()["params"]
+    ('LambdaMART', {'n_trees': 50})
+    """
+    from ltr.models.params import plain
+
+    cfg = plain(model_cfg)
+    if not isinstance(cfg, Mapping) or "name" not in cfg:
+        raise ConfigError(
+            f"a model config needs a 'name' (one of {', '.join(available_models())}), got {model_cfg!r}"
+        )
+    cls = get_ranker_class(cfg["name"])
+    return cls.from_config(cfg, seed=seed, num_threads=num_threads)
+
+
+def load_ranker(path: str | Path) -> Any:
+    """Load any saved ranker folder; the manifest's model name picks the class (never a pickled object)."""
+    from ltr.models.base import read_manifest
+
+    manifest = read_manifest(path)
+    return get_ranker_class(manifest["model"]).load(path)

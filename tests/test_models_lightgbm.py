@@ -1,0 +1,209 @@
+"""LightGBM rankers (lambdamart, xendcg, regression, classification): determinism, early stopping,
+history, persistence, parity with a direct ``lightgbm.train`` call, and input checks."""
+
+from __future__ import annotations
+
+import json
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+
+from ltr.data import RankingData
+from ltr.data.synthetic import generate
+from ltr.errors import ConfigError, DataError
+from ltr.metrics import evaluate
+from ltr.models import build_ranker, load_ranker
+
+FAST = {"n_trees": 40, "num_leaves": 7, "min_data_in_leaf": 5}
+
+
+@pytest.fixture(scope="module")
+def splits() -> tuple[RankingData, RankingData]:
+    return generate(n_queries=80, seed=3, max_docs=40), generate(
+        n_queries=40, seed=4, max_docs=40, qid_start=1000
+    )
+
+
+def make(name: str = "lambdamart", params: dict | None = None, **cfg) -> object:
+    return build_ranker({"name": name, "params": {**FAST, **(params or {})}, **cfg}, seed=11, num_threads=1)
+
+
+@pytest.mark.parametrize("name", ["lambdamart", "xendcg", "regression", "classification"])
+def test_same_seed_gives_identical_predictions(splits, name):
+    train, valid = splits
+    params = {"feature_fraction": 0.7, "bagging_fraction": 0.8}
+    a = make(name, params).fit(train, valid).predict(valid)
+    b = make(name, params).fit(train, valid).predict(valid)
+    assert a.dtype == np.float64 and a.shape == (valid.n_docs,)
+    np.testing.assert_array_equal(a, b)
+    other = build_ranker({"name": name, "params": {**FAST, **params}}, seed=12, num_threads=1).fit(
+        train, valid
+    )
+    assert not np.array_equal(a, other.predict(valid))
+
+
+def test_early_stopping_records_best_iteration(splits):
+    train, valid = splits
+    r = make(params={"n_trees": 300, "learning_rate": 0.3}, early_stopping={"patience": 5})
+    r.fit(train, valid)
+    curve = r.evals_result_["valid"]["ndcg@10"]
+    assert r.best_iteration_ == int(np.argmax(curve))
+    assert len(curve) == r.best_iteration_ + 6 < 300  # stopped 5 rounds after the best
+    assert r.booster_.best_iteration == r.best_iteration_ + 1 == r.n_iterations_
+    # the recorded value is ltr's metric on the model truncated at the best round
+    scores = r.predict(valid)
+    ours = evaluate("ndcg@10", valid.y, scores, valid.offsets)["ndcg@10"]
+    assert curve[r.best_iteration_] == pytest.approx(np.nanmean(ours), abs=1e-12)
+    np.testing.assert_array_equal(scores, r.booster_.predict(valid.X, num_iteration=r.best_iteration_ + 1))
+
+
+def test_history_logs_lightgbm_metric_in_its_own_convention(splits):
+    train, valid = splits
+    seen: list[tuple[int, dict]] = []
+    r = make(early_stopping={"patience": None}).fit(
+        train, valid, on_iteration=lambda i, v: seen.append((i, v))
+    )
+    assert [i for i, _ in seen] == list(range(FAST["n_trees"]))
+    assert set(seen[0][1]) == {
+        "train/ndcg@10",
+        "valid/ndcg@10",
+        "train/lightgbm_ndcg@10",
+        "valid/lightgbm_ndcg@10",
+    }
+    assert r.best_iteration_ is None and r.n_iterations_ == FAST["n_trees"]
+    # LightGBM's own ndcg@10 equals ltr's "lightgbm" preset (exp2 gain, stable ties, empty query = 1)
+    last = r.predict(valid)
+    theirs = evaluate("ndcg@10", valid.y, last, valid.offsets, preset="lightgbm")["ndcg@10"].mean()
+    assert r.evals_result_["valid"]["lightgbm_ndcg@10"][-1] == pytest.approx(theirs, abs=1e-9)
+    assert seen[-1][1]["valid/ndcg@10"] == r.evals_result_["valid"]["ndcg@10"][-1]
+    # the synthetic data has queries without relevant documents: the conventions really differ
+    assert r.evals_result_["valid"]["lightgbm_ndcg@10"][-1] != r.evals_result_["valid"]["ndcg@10"][-1]
+
+
+def test_lightgbm_metric_dropped_when_conventions_match(splits):
+    train, valid = splits
+    r = make(early_stopping={"preset": "lightgbm", "eval_train": False}).fit(train, valid)
+    assert set(r.evals_result_) == {"valid"} and set(r.evals_result_["valid"]) == {"ndcg@10"}
+    assert r.engine_params_["metric"] == "None"
+
+
+def test_matches_direct_lightgbm_train(splits):
+    """engine_params_ is the exact dict handed to lightgbm.train: a direct call reproduces the model."""
+    train, valid = splits
+    r = make(params={"feature_fraction": 0.8, "bagging_fraction": 0.7, "bagging_by_query": True}).fit(train)
+    assert r.engine_params_["bagging_by_query"] is True and r.engine_params_["bagging_freq"] == 1
+    direct = lgb.train(dict(r.engine_params_), lgb.Dataset(train.X, train.y, group=train.group_sizes))
+    np.testing.assert_array_equal(r.predict(valid), direct.predict(valid.X))
+
+
+def test_engine_params_win(splits):
+    train, _ = splits
+    r = make(engine_params={"num_leaves": 3, "lambdarank_norm": False}).fit(train)
+    assert r.engine_params_["num_leaves"] == 3 and r.engine_params_["lambdarank_norm"] is False
+    assert max(t["num_leaves"] for t in r.booster_.dump_model()["tree_info"]) <= 3
+
+
+@pytest.mark.parametrize("name", ["lambdamart", "classification"])
+def test_save_load_round_trip(tmp_path, splits, name):
+    train, valid = splits
+    r = make(name, early_stopping={"patience": 5}).fit(train, valid)
+    r.save(tmp_path / "m")
+    manifest = json.loads((tmp_path / "m" / "manifest.json").read_text())
+    assert manifest["model"] == name and manifest["n_features"] == train.n_features
+    assert manifest["engine"] == "lightgbm" and manifest["ltr_version"]
+    assert (tmp_path / "m" / "model.txt").read_text().startswith("tree")
+    back = load_ranker(tmp_path / "m")
+    np.testing.assert_array_equal(back.predict(valid), r.predict(valid))
+    assert back.best_iteration_ == r.best_iteration_ and back.evals_result_ == r.evals_result_
+    assert back.engine_params_ == r.engine_params_
+
+
+def test_classification_scores_are_expected_grade(splits):
+    train, valid = splits
+    r = make("classification").fit(train)
+    probs = r.booster_.predict(valid.X)
+    assert probs.shape == (valid.n_docs, int(train.y.max()) + 1)
+    np.testing.assert_allclose(r.predict(valid), probs @ np.arange(probs.shape[1]))
+
+
+def test_per_query_weights_are_repeated_on_rows(splits):
+    train, valid = splits
+    w = np.random.default_rng(0).uniform(0.2, 3.0, train.n_queries)
+    weighted = RankingData(X=train.X, y=train.y, qid=train.qid, weight=w, name="w")
+    r = make().fit(weighted)
+    direct = lgb.train(
+        dict(r.engine_params_),
+        lgb.Dataset(train.X, train.y, group=train.group_sizes, weight=np.repeat(w, train.group_sizes)),
+    )
+    np.testing.assert_array_equal(r.predict(valid), direct.predict(valid.X))
+    assert not np.array_equal(r.predict(valid), make().fit(train).predict(valid))
+
+
+# --- clear errors, before training -----------------------------------------------------------------
+def _toy(labels, qid=None, name="toy.txt") -> RankingData:
+    labels = np.asarray(labels, dtype=float)
+    qid = np.repeat([1, 2], [len(labels) // 2, len(labels) - len(labels) // 2]) if qid is None else qid
+    X = np.arange(len(labels) * 2, dtype=np.float32).reshape(-1, 2)
+    return RankingData(X=X, y=labels, qid=qid, name=name)
+
+
+def test_label_beyond_default_gain_table_names_query():
+    data = _toy([0, 1, 2, 0, 31, 1], qid=np.array([4, 4, 4, 9, 9, 9]))
+    with pytest.raises(
+        DataError, match=r"toy.txt \(train\): query qid=9 \(rows 4-6\) has label 31.*0-30.*label_gain"
+    ):
+        make().fit(data)
+    # a gain table covering the label makes it legal, and is passed to LightGBM
+    r = make(params={"label_gain": [float(2**i - 1) for i in range(32)], "min_data_in_leaf": 1}).fit(data)
+    assert len(r.engine_params_["label_gain"]) == 32
+    linear = make(params={"label_gain": "linear", "min_data_in_leaf": 1}).fit(data)
+    assert linear.engine_params_["label_gain"] == [float(i) for i in range(32)]
+    with pytest.raises(DataError, match=r"qid=9.*label 31.*label_gain \(3 entries\)"):
+        make(params={"label_gain": [0, 1, 3]}).fit(data)
+
+
+def test_fractional_or_negative_labels_rejected():
+    with pytest.raises(DataError, match=r"query qid=2 \(rows 3-4\) has label 0.5 at row 4.*whole-number"):
+        make().fit(_toy([0, 1, 2, 0.5]))
+    with pytest.raises(DataError, match=r"label -1"):
+        make().fit(_toy([0, 1, -1, 0]))
+    # pointwise regression accepts any finite label
+    make("regression", {"min_data_in_leaf": 1}).fit(_toy([0, 1, 2, 0.5]))
+
+
+def test_query_over_lightgbm_limit_names_query():
+    n = 10_001
+    data = RankingData(
+        X=np.zeros((n + 2, 1), np.float32),
+        y=np.zeros(n + 2),
+        qid=np.r_[[5, 5], np.full(n, 77)],
+        name="big.txt",
+    )
+    with pytest.raises(
+        DataError, match=r"big.txt \(train\): query qid=77 \(rows 3-10003\) has 10,001 documents.*10,000"
+    ):
+        make().fit(data)
+
+
+def test_valid_must_have_same_features(splits):
+    train, _ = splits
+    other = RankingData(X=np.zeros((3, 2), np.float32), y=[0, 1, 0], qid=[1, 1, 1], name="v.txt")
+    with pytest.raises(DataError, match=r"v.txt \(valid\): has 2 feature columns.*trained on 46"):
+        make().fit(train, other)
+
+
+def test_predict_checks(splits):
+    train, _ = splits
+    with pytest.raises(ConfigError, match="not fitted"):
+        make().predict(train)
+    r = make().fit(train)
+    with pytest.raises(DataError, match=r"has 3 feature columns but the model was trained on 46"):
+        r.predict(np.zeros((2, 3)))
+
+
+def test_empty_validation_metric_is_an_error(splits):
+    train, _ = splits
+    empty = RankingData(X=np.zeros((4, 46), np.float32), y=[0, 0, 0, 0], qid=[1, 1, 2, 2], name="v.txt")
+    with pytest.raises(DataError, match="no validation query has a relevant document"):
+        make().fit(train, empty)
