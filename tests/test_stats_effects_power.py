@@ -1,0 +1,103 @@
+"""Effect sizes, win/tie/loss, power and sample size (normal formula, noncentral t vs simulated scipy t-tests)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ltr.errors import ConfigError, DataError
+from ltr.stats import achieved_power, effect_size, queries_needed, win_tie_loss
+
+
+def test_effect_size_definitions() -> None:
+    rng = np.random.default_rng(0)
+    a, b = rng.random(100), rng.random(100)
+    e = effect_size(a, b)
+    d = a - b
+    assert e.mean_diff == pytest.approx(a.mean() - b.mean(), rel=1e-12)
+    assert e.cohens_d == pytest.approx(d.mean() / d.std(ddof=1), rel=1e-12)
+    # d_z is the one-sample t statistic divided by √n (scipy's ttest_rel)
+    assert e.cohens_d == pytest.approx(stats.ttest_rel(a, b).statistic / np.sqrt(100), rel=1e-12)
+    assert effect_size([1.0, 2.0], [1.0, 2.0]).cohens_d == 0.0
+    assert effect_size([1.0, 2.0], [0.0, 1.0]).cohens_d == np.inf
+    assert effect_size([0.0, 1.0, np.nan], [1.0, 2.0, 0.0]).cohens_d == -np.inf
+    with pytest.raises(DataError, match="at least 2"):
+        effect_size([0.1], [0.2])
+
+
+def test_win_tie_loss_with_tolerance() -> None:
+    a = np.array([0.50, 0.70, 0.40, 0.90, 0.30, np.nan])
+    b = np.array([0.40, 0.70, 0.41, 0.60, 0.35, 0.20])
+    w = win_tie_loss(a, b)
+    assert (w.wins, w.ties, w.losses) == (2, 1, 2)
+    w = win_tie_loss(a, b, tie_tolerance=0.02)
+    assert (w.wins, w.ties, w.losses) == (2, 2, 1)
+    w = win_tie_loss(a, b, tie_tolerance=0.5)
+    assert (w.wins, w.ties, w.losses) == (0, 5, 0)
+    with pytest.raises(ConfigError, match="tie_tolerance"):
+        win_tie_loss(a, b, tie_tolerance=-0.1)
+
+
+def test_design_example_3532() -> None:
+    z = stats.norm.isf(0.025) + stats.norm.isf(0.2)
+    assert queries_needed(0.01, 0.15) == 3532 == int(np.ceil(2 * 0.15**2 * z**2 / 0.01**2))
+    assert queries_needed(0.01, 0.15, paired=True) == int(np.ceil(0.15**2 * z**2 / 0.01**2)) == 1766
+    assert queries_needed(-0.01, 0.15) == 3532  # sign of Δ does not matter
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_normal_power_is_the_inverse_of_the_sample_size(paired: bool) -> None:
+    for delta, sigma, alpha, power in [
+        (0.01, 0.15, 0.05, 0.8),
+        (0.02, 0.25, 0.01, 0.9),
+        (0.005, 0.1, 0.1, 0.95),
+    ]:
+        n = queries_needed(delta, sigma, alpha=alpha, power=power, paired=paired)
+        assert achieved_power(n, delta, sigma, alpha=alpha, paired=paired) >= power
+        assert achieved_power(n - 1, delta, sigma, alpha=alpha, paired=paired) < power
+
+
+def test_t_power_matches_simulated_scipy_t_tests() -> None:
+    """Rejection rates of scipy's ttest_rel / ttest_ind on simulated normal data equal the t-based power."""
+    rng = np.random.default_rng(12)
+    sims, n, delta, sigma = 20_000, 12, 0.05, 0.08
+    d = rng.normal(delta, sigma, (sims, n))
+    rate = np.mean(stats.ttest_1samp(d, 0.0, axis=1).pvalue <= 0.05)
+    predicted = achieved_power(n, delta, sigma, paired=True, method="t")
+    assert rate == pytest.approx(predicted, abs=4 * np.sqrt(predicted * (1 - predicted) / sims))
+    assert achieved_power(n, delta, sigma, paired=True) > predicted  # the normal approximation is optimistic
+    x, y = rng.normal(delta, sigma, (sims, n)), rng.normal(0, sigma, (sims, n))
+    rate = np.mean(stats.ttest_ind(x, y, axis=1).pvalue <= 0.05)
+    predicted = achieved_power(n, delta, sigma, method="t")
+    assert rate == pytest.approx(predicted, abs=4 * np.sqrt(predicted * (1 - predicted) / sims))
+
+
+def test_t_sample_size_is_smallest_n_reaching_power() -> None:
+    n = queries_needed(0.05, 0.08, paired=True, method="t")
+    assert n >= queries_needed(0.05, 0.08, paired=True)
+    assert achieved_power(n, 0.05, 0.08, paired=True, method="t") >= 0.8
+    assert achieved_power(n - 1, 0.05, 0.08, paired=True, method="t") < 0.8
+
+
+def test_power_inputs_are_validated() -> None:
+    with pytest.raises(ConfigError, match="delta"):
+        queries_needed(0.0, 0.15)
+    with pytest.raises(ConfigError, match="sigma"):
+        queries_needed(0.01, -1.0)
+    with pytest.raises(ConfigError, match="power"):
+        queries_needed(0.01, 0.15, power=1.0)
+    with pytest.raises(ConfigError, match="n="):
+        achieved_power(1, 0.01, 0.15)
+    with pytest.raises(ConfigError, match="method"):
+        achieved_power(10, 0.01, 0.15, method="exact")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("module", ["bootstrap", "paired", "corrections", "hsd", "effects", "power"])
+def test_docstring_examples(module: str) -> None:
+    mod = importlib.import_module(f"ltr.stats.{module}")
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
