@@ -6,7 +6,7 @@
 >>> base = SplitResult("test", 2, {"ndcg@10": np.array([0.3, np.nan])})
 >>> from rich.console import Console
 >>> console = Console(width=100, record=True)
->>> console.print(results_table(model, base, model_name="lambdamart", conventions={"preset": "ltr"}))
+>>> console.print(results_table(model, base, model_name="lambdamart"))
 >>> "0.9000" in console.export_text() and "+0.6000" in console.export_text()
 True
 """
@@ -19,20 +19,12 @@ from typing import Any
 from rich.table import Table
 
 
-def results_table(model: Any, baseline: Any, *, model_name: str, conventions: Mapping[str, str]) -> Table:
+def results_table(model: Any, baseline: Any, *, model_name: str) -> Table:
     """Mean of each metric for the model next to the random baseline on the same queries.
 
     ``model`` and ``baseline`` are :class:`ltr.train.SplitResult` of the same split.
     """
-    skipped = max((model.n_skipped(m) for m in model.per_query), default=0)
-    caption = ", ".join(f"{k}={v}" for k, v in conventions.items())
-    if skipped:
-        caption += f"; {skipped} of {model.n_queries} queries have no relevant document and are not averaged"
-    table = Table(
-        title=f"{model.split} metrics ({model.n_queries:,} queries)",
-        caption=f"conventions: {caption}",
-        caption_justify="left",
-    )
+    table = Table(title=f"{model.split} metrics ({model.n_queries:,} queries)")
     table.add_column("metric")
     table.add_column(model_name, justify="right")
     table.add_column("random scores", justify="right")
@@ -41,3 +33,19 @@ def results_table(model: Any, baseline: Any, *, model_name: str, conventions: Ma
         ours, theirs = model.mean(metric), baseline.mean(metric)
         table.add_row(metric, f"{ours:.4f}", f"{theirs:.4f}", f"{ours - theirs:+.4f}")
     return table
+
+
+def conventions_note(model: Any, conventions: Mapping[str, str]) -> str:
+    """One line saying which conventions produced the numbers, and how many queries were skipped.
+
+    >>> import numpy as np
+    >>> from ltr.train import SplitResult
+    >>> r = SplitResult("test", 3, {"ndcg@10": np.array([0.5, np.nan, 1.0])})
+    >>> conventions_note(r, {"preset": "ltr", "ties": "average"})
+    'conventions: preset=ltr, ties=average; 1 of 3 queries have no relevant document and are not averaged'
+    """
+    note = "conventions: " + ", ".join(f"{k}={v}" for k, v in conventions.items())
+    skipped = max((model.n_skipped(m) for m in model.per_query), default=0)
+    if skipped:
+        note += f"; {skipped} of {model.n_queries} queries have no relevant document and are not averaged"
+    return note

@@ -14,6 +14,7 @@ so ``ndcg@10`` on the test split is logged as ``test/ndcg_at_10``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shlex
@@ -155,30 +156,34 @@ class Tracker:
                 self.experiment_id = found.experiment_id
 
     @contextmanager
-    def start(self, *, run_name: str | None = None, tags: Mapping[str, Any] | None = None) -> Iterator[Tracker]:
+    def start(
+        self, *, run_name: str | None = None, tags: Mapping[str, Any] | None = None
+    ) -> Iterator[Tracker]:
         mlflow = self._mlflow
         run = self.client.create_run(
             self.experiment_id, run_name=run_name, tags={k: str(v) for k, v in (tags or {}).items()}
         )
         self.run_id = run.info.run_id
-        # also the active fluent-API run, which mlflow.<flavor>.log_model needs
+        # also the active fluent-API run, which mlflow.<flavor>.log_model needs; the previous
+        # tracking URI is restored afterwards so the process-wide MLflow state is left as found
+        previous_uri = mlflow.get_tracking_uri()
         mlflow.set_tracking_uri(self.uri)
         mlflow.start_run(run_id=self.run_id)
+        status = "FINISHED"
         try:
             yield self
         except KeyboardInterrupt:
-            mlflow.end_run(status="KILLED")
+            status = "KILLED"
             raise
         except BaseException:
+            status = "FAILED"
             text = traceback.format_exc()
-            try:
-                self.log_text(text, "error/traceback.txt")
-                self.client.set_tag(self.run_id, "error", text.strip().splitlines()[-1][:5000])
-            finally:
-                mlflow.end_run(status="FAILED")
+            self.log_text(text, "error/traceback.txt")
+            self.client.set_tag(self.run_id, "error", text.strip().splitlines()[-1][:5000])
             raise
-        else:
-            mlflow.end_run(status="FINISHED")
+        finally:
+            mlflow.end_run(status=status)
+            mlflow.set_tracking_uri(previous_uri)
 
     # --- params, tags, metrics -----------------------------------------------------------------
     def log_params(self, params: Mapping[str, Any]) -> None:
@@ -204,12 +209,15 @@ class Tracker:
             self.client.log_batch(self._run(), metrics=items[i : i + _BATCH])
 
     def log_history(self, history: Mapping[str, Mapping[str, list[float]]]) -> None:
-        """Per-iteration curves ``{"valid": {"ndcg@10": [...]}}`` as ``valid/ndcg_at_10`` with step = iteration."""
+        """Per-iteration curves ``{"valid": {"ndcg@10": [...]}}`` as ``curve/valid/ndcg_at_10``, step = iteration.
+
+        The ``curve/`` prefix keeps them apart from the final per-split metrics (``valid/ndcg_at_10``).
+        """
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
         items = [
-            Metric(mlflow_metric_name(split, metric), float(value), now, step)
+            Metric(mlflow_metric_name(f"curve/{split}", metric), float(value), now, step)
             for split, curves in history.items()
             for metric, values in curves.items()
             for step, value in enumerate(values)
@@ -229,6 +237,9 @@ class Tracker:
 
     def log_ranker(self, ranker: Any, example: Any = None) -> None:
         """Log the fitted model under ``model/``: LightGBM/XGBoost flavors for their boosters."""
+        # the requirements are given explicitly; silence MLflow's environment-inference chatter
+        for noisy in ("mlflow.utils.environment", "mlflow.utils.uv_utils", "mlflow.models.model"):
+            logging.getLogger(noisy).setLevel(logging.ERROR)
         booster = getattr(ranker, "booster_", None)
         module = type(booster).__module__ if booster is not None else ""
         if module.startswith("lightgbm"):
@@ -241,7 +252,10 @@ class Tracker:
             import mlflow.xgboost
 
             mlflow.xgboost.log_model(
-                booster, name="model", pip_requirements=_pip_requirements("xgboost-cpu"), input_example=example
+                booster,
+                name="model",
+                pip_requirements=_pip_requirements("xgboost-cpu"),
+                input_example=example,
             )
         else:
             from ltr.models.pyfunc import log_pyfunc_model

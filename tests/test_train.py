@@ -1,0 +1,145 @@
+"""End to end: the Hydra app trains on tiny synthetic data and logs a complete run to MLflow."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from hydra import compose, initialize_config_dir
+from mlflow.tracking import MlflowClient
+
+from ltr.train import CONF_DIR, available_models, run
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+TINY = [
+    "data.n_queries.train=60",
+    "data.n_queries.valid=20",
+    "data.n_queries.test=20",
+    "data.max_docs=40",
+    "model.params.n_trees=30",
+    "model.early_stopping.patience=10",
+    "num_threads=1",
+]
+
+
+def _env(root: Path) -> dict[str, str]:
+    return {**os.environ, "LTR_ROOT": str(root), "MLFLOW_DISABLE_TELEMETRY": "true"}
+
+
+def _cli(args: list[str], root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ltr.train", *args],
+        cwd=PROJECT_ROOT,
+        env=_env(root),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def _compose(overrides: list[str]):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=overrides)
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory):
+    """One real `python -m ltr.train +model=lambdamart` run into a temporary SQLite store."""
+    root = tmp_path_factory.mktemp("root")
+    proc = _cli(["+model=lambdamart", *TINY], root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return root, proc
+
+
+def test_cli_prints_synthetic_notice_table_and_dashboard_command(cli_run):
+    root, proc = cli_run
+    out = proc.stdout
+    assert "SYNTHETIC" in out
+    assert "random scores" in out and "ndcg@10" in out and "err@10" in out
+    assert f"sqlite:///{root.resolve()}/mlflow.db" in out
+    assert "ui --backend-store-uri" in out
+    assert (root / "data" / "synthetic" / "train.txt").is_file()
+
+
+def test_cli_run_is_logged_completely(cli_run):
+    root, _ = cli_run
+    client = MlflowClient(tracking_uri=f"sqlite:///{root.resolve()}/mlflow.db")
+    exp = client.get_experiment_by_name("ltr")
+    runs = client.search_runs([exp.experiment_id])
+    assert len(runs) == 1
+    r = runs[0]
+    assert r.info.status == "FINISHED"
+    # params: the flattened resolved config and the metric conventions
+    assert r.data.params["model.name"] == "lambdamart"
+    assert r.data.params["model.params.learning_rate"] == "0.1"
+    assert r.data.params["data.n_queries.train"] == "60"
+    assert r.data.params["eval.preset"] == "ltr"
+    assert any(k.startswith("metric_conventions.") for k in r.data.params)
+    # final metrics per split, MLflow-safe names
+    for split in ("train", "valid", "test"):
+        for metric in ("ndcg_at_10", "err_at_10"):
+            assert 0.0 <= r.data.metrics[f"{split}/{metric}"] <= 1.0
+    assert r.data.metrics["test/ndcg_at_10"] > r.data.metrics["baseline_random/test/ndcg_at_10"] + 0.1
+    # per-iteration validation curve with steps
+    history = client.get_metric_history(r.info.run_id, "curve/valid/ndcg_at_10")
+    steps = [m.step for m in history]
+    assert len(steps) > 5 and steps == sorted(steps) and steps[0] == 0
+    # tags: provenance
+    assert r.data.tags["ltr.data.synthetic"] == "true"
+    assert "ltr.command" in r.data.tags and "+model=lambdamart" in r.data.tags["ltr.command"]
+    # artifacts: resolved config and the LightGBM model
+    local = client.download_artifacts(r.info.run_id, "config/resolved.yaml", str(root / "dl"))
+    config = yaml.safe_load(Path(local).read_text())
+    assert config["model"]["name"] == "lambdamart" and config["seed"] == 42
+    import mlflow
+    import mlflow.lightgbm
+    from mlflow.models import get_model_info
+
+    logged = client.search_logged_models(experiment_ids=[exp.experiment_id])
+    assert logged and logged[0].source_run_id == r.info.run_id
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(client.tracking_uri)
+    try:
+        assert "lightgbm" in get_model_info(logged[0].model_uri).flavors
+        booster = mlflow.lightgbm.load_model(logged[0].model_uri)
+    finally:
+        mlflow.set_tracking_uri(previous)
+    assert booster.num_feature() == 46 and booster.current_iteration() >= 1
+
+
+def test_no_model_lists_available_models(tmp_path):
+    proc = _cli([], tmp_path)
+    assert proc.returncode == 2
+    assert "+model=lambdamart" in proc.stderr
+    for name in available_models():
+        assert name in proc.stderr
+
+
+def test_run_is_deterministic_and_returns_validation_metric(tmp_path):
+    overrides = ["+model=lambdamart", *TINY, "tracking=none", f"paths.root={tmp_path}"]
+    first = run(_compose(overrides))
+    second = run(_compose(overrides))
+    assert 0.0 < first <= 1.0
+    assert first == second
+
+
+def test_override_changes_the_model(tmp_path):
+    base = ["+model=lambdamart", *TINY, "tracking=none", f"paths.root={tmp_path}"]
+    a = run(_compose(base))
+    b = run(_compose([*base, "model.params.learning_rate=0.3"]))
+    assert np.isfinite(a) and np.isfinite(b) and a != b
+
+
+@pytest.mark.slow
+def test_multirun_logs_one_run_per_job(tmp_path):
+    proc = _cli(["-m", "+model=lambdamart", *TINY, "model.params.learning_rate=0.05,0.2"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path.resolve()}/mlflow.db")
+    runs = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    assert sorted(r.data.params["model.params.learning_rate"] for r in runs) == ["0.05", "0.2"]
+    assert all(r.info.status == "FINISHED" for r in runs)
