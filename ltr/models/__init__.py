@@ -12,6 +12,17 @@ restores any saved ranker. Engines are imported only when a model that needs the
 from ltr.models.base import BaseRanker, Ranker, read_manifest
 from ltr.models.registry import available_models, build_ranker, get_ranker_class, load_ranker, register_model
 
+# ensembles (ltr/models/ensemble.py, conf/model/ensemble_*.yaml); registered lazily by "module:Class"
+for _name, _cls in {
+    "ensemble_mean": "MeanEnsemble",
+    "ensemble_bagging": "BaggingEnsemble",
+    "ensemble_rrf": "RRFEnsemble",
+    "ensemble_borda": "BordaEnsemble",
+    "ensemble_blend": "BlendEnsemble",
+    "ensemble_stack": "StackEnsemble",
+}.items():
+    register_model(_name, f"ltr.models.ensemble:{_cls}")
+
 __all__ = [
     "BaseRanker",
     "Ranker",

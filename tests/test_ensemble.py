@@ -1,0 +1,310 @@
+"""Ensembles: member configs, parallel training, fusion, learned blend, stacking, persistence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+from ltr.data.synthetic import generate
+from ltr.errors import ConfigError
+from ltr.metrics import evaluate
+from ltr.models import build_ranker, get_ranker_class, load_ranker
+from ltr.models.ensemble import (
+    ENSEMBLE_MODELS,
+    derive_seed,
+    expand_members,
+    query_sample,
+    split_threads,
+)
+from ltr.models.fusion import fuse, normalize_scores
+
+CONF = Path(__file__).resolve().parents[1] / "conf" / "model"
+FAST = {"n_trees": 25, "num_leaves": 7, "min_data_in_leaf": 5}
+NO_ES = {"patience": None}
+
+
+@pytest.fixture(scope="module")
+def splits():
+    return {
+        "train": generate(150, seed=11, max_docs=60),
+        "valid": generate(80, seed=12, max_docs=60, qid_start=10_000),
+        "test": generate(80, seed=13, max_docs=60, qid_start=20_000),
+    }
+
+
+def members(*models: str, **extra):
+    return [{"model": m, "params": FAST, "early_stopping": NO_ES, **extra} for m in models]
+
+
+def ndcg10(data, scores) -> float:
+    return float(np.nanmean(evaluate(["ndcg@10"], data.y, scores, data.offsets)["ndcg@10"]))
+
+
+@pytest.fixture(scope="module")
+def blend(splits):
+    cfg = {
+        "name": "ensemble_blend",
+        "members": members("lambdamart", "regression", "xendcg"),
+        "params": {"n_restarts": 3, "max_steps": 15},
+        "n_jobs": 1,
+    }
+    return build_ranker(cfg, seed=5, num_threads=1).fit(splits["train"], splits["valid"])
+
+
+# --- configuration ----------------------------------------------------------------------------------
+
+
+def test_registry_maps_every_ensemble_config_to_its_class():
+    for name, cls in ENSEMBLE_MODELS.items():
+        assert get_ranker_class(name) is cls
+        cfg = OmegaConf.load(CONF / f"{name}.yaml")
+        ens = build_ranker(cfg, seed=3, num_threads=1)
+        assert type(ens) is cls and len(ens.member_specs) >= 1
+
+
+def test_members_expand_with_overrides_bags_and_unique_labels():
+    specs = expand_members(
+        [
+            "lambdamart",
+            {"model": "lambdamart", "params": {"n_trees": 7}, "bags": 3, "query_fraction": 0.5},
+            "regression",
+        ],
+        seed=42,
+        where="test",
+    )
+    assert [s.label for s in specs] == [
+        "lambdamart_0",
+        "lambdamart_1_bag0",
+        "lambdamart_1_bag1",
+        "lambdamart_1_bag2",
+        "regression",
+    ]
+    assert specs[0].config["params"]["n_trees"] == OmegaConf.load(CONF / "lambdamart.yaml").params.n_trees
+    assert specs[1].config["params"]["n_trees"] == 7 and specs[1].config["params"]["learning_rate"] == 0.1
+    assert [s.seed for s in specs] == [derive_seed(42, i) for i in range(5)]
+    assert len({s.seed for s in specs}) == 5
+    assert {s.query_fraction for s in specs[1:4]} == {0.5}
+
+
+@pytest.mark.parametrize(
+    ("cfg", "message"),
+    [
+        (
+            {"members": ["lambdamrt"]},
+            r"members\[0\]: no model config .*lambdamrt.yaml.*known model configs: .*lambdamart",
+        ),
+        ({"members": []}, "members must be a non-empty list"),
+        ({"members": [{"model": "lambdamart", "bag": 2}]}, r"members\[0\]: unknown key\(s\) \['bag'\]"),
+        ({"members": [{"model": "lambdamart", "bags": 0}]}, r"members\[0\].bags: expected an integer >= 1"),
+        (
+            {"members": [{"model": "lambdamart", "query_fraction": 1.5}]},
+            r"query_fraction: expected a number in \(0, 1\]",
+        ),
+        (
+            {"members": [{"model": "lambdamart", "params": {"n_tree": 3}}]},
+            r"unknown parameter\(s\) params.n_tree",
+        ),
+        (
+            {"members": ["lambdamart"], "params": {"normalization": "l2"}},
+            "params.normalization: expected one of",
+        ),
+        ({"members": ["lambdamart", "regression"], "params": {"weights": [1.0]}}, "one per member"),
+        ({"members": ["lambdamart"], "param": {}}, r"unknown config key\(s\) param"),
+    ],
+)
+def test_bad_ensemble_configs_name_the_problem(cfg, message):
+    with pytest.raises(ConfigError, match=message):
+        build_ranker({"name": "ensemble_mean", **cfg}, seed=0, num_threads=1)
+
+
+def test_bad_blend_and_stack_params():
+    with pytest.raises(ConfigError, match="params.metric"):
+        build_ranker({"name": "ensemble_blend", "members": ["lambdamart"], "params": {"metric": "ndgc@10"}})
+    with pytest.raises(ConfigError, match="n_folds: expected an integer >= 2"):
+        build_ranker({"name": "ensemble_stack", "members": ["lambdamart"], "params": {"n_folds": 1}})
+    with pytest.raises(ConfigError, match="stacker: no model config"):
+        build_ranker({"name": "ensemble_stack", "members": ["lambdamart"], "stacker": "nope"})
+
+
+def test_split_threads_never_oversubscribes():
+    for n_members in range(1, 7):
+        for n_jobs in range(0, 4):
+            for cores in range(1, 9):
+                jobs, threads = split_threads(n_members, n_jobs, cores)
+                assert 1 <= jobs <= n_members and jobs * threads <= max(cores, 1)
+                assert n_jobs == 0 or jobs <= n_jobs
+
+
+def test_query_sample_keeps_whole_queries(splits):
+    train = splits["train"]
+    sub = query_sample(train, 0.5, seed=4)
+    assert sub.n_queries == 75
+    kept = set(sub.query_ids.tolist())
+    assert kept <= set(train.query_ids.tolist())
+    for q in kept:  # every kept query has all its documents, in order
+        assert (sub.y[sub.qid == q] == train.y[train.qid == q]).all()
+    assert query_sample(train, 0.5, seed=4).query_ids.tolist() == sub.query_ids.tolist()
+    assert query_sample(train, 1.0, seed=4) is train
+
+
+# --- combinations ------------------------------------------------------------------------------------
+
+
+def test_fusion_ensembles_combine_standalone_members_and_parallelism_changes_nothing(splits):
+    train, valid, test = splits["train"], splits["valid"], splits["test"]
+    cfg = {
+        "name": "ensemble_rrf",
+        "members": members("lambdamart", "regression"),
+        "params": {"k": 60, "weights": None},
+    }
+    serial = build_ranker({**cfg, "n_jobs": 1}, seed=9, num_threads=1).fit(train, valid)
+    parallel = build_ranker({**cfg, "n_jobs": 0}, seed=9, num_threads=2).fit(
+        train, valid
+    )  # 2 jobs x 1 thread
+    assert (serial.jobs_, serial.threads_per_job_, parallel.jobs_, parallel.threads_per_job_) == (1, 1, 2, 1)
+    np.testing.assert_array_equal(serial.predict(test), parallel.predict(test))
+    # each member equals the same model trained on its own with the member's seed
+    S = np.column_stack(
+        [
+            build_ranker(spec.config, seed=spec.seed, num_threads=1).fit(train, valid).predict(test)
+            for spec in serial.member_specs
+        ]
+    )
+    np.testing.assert_array_equal(serial.member_scores(test), S)
+    np.testing.assert_allclose(serial.predict(test), fuse(S, test.offsets, "rrf", k=60), rtol=1e-15)
+    for name, method in (("ensemble_borda", "borda"), ("ensemble_mean", "mean")):
+        ens = get_ranker_class(name)(cfg["members"], seed=9, num_threads=1).fit(train, valid)
+        np.testing.assert_allclose(ens.predict(test), fuse(S, test.offsets, method), rtol=1e-12)
+    assert set(serial.evals_result_) == {"lambdamart/valid", "regression/valid"}
+
+
+def test_bagging_trains_copies_on_query_samples(splits):
+    train, valid, test = splits["train"], splits["valid"], splits["test"]
+    cfg = {"name": "ensemble_bagging", "members": members("lambdamart", bags=3, query_fraction=0.6)}
+    ens = build_ranker(cfg, seed=2, num_threads=1).fit(train, valid)
+    S = ens.member_scores(test)
+    assert S.shape == (test.n_docs, 3)
+    assert not np.allclose(S[:, 0], S[:, 1])  # different seeds and query samples
+    np.testing.assert_allclose(ens.predict(test), S.mean(axis=1), rtol=1e-12)
+    spec = ens.member_specs[1]
+    alone = build_ranker(spec.config, seed=spec.seed, num_threads=1).fit(
+        query_sample(train, 0.6, spec.seed), valid
+    )
+    np.testing.assert_array_equal(alone.predict(test), S[:, 1])
+
+
+def test_blend_is_at_least_as_good_as_its_best_member_on_validation(blend, splits):
+    valid = splits["valid"]
+    S = blend.member_scores(valid)
+    members_ndcg = [ndcg10(valid, S[:, j]) for j in range(S.shape[1])]
+    blended = ndcg10(valid, blend.predict(valid))
+    assert blended >= max(members_ndcg) - 1e-12
+    assert blended == pytest.approx(blend.blend_fit_.score, abs=1e-12)
+    np.testing.assert_allclose(blend.blend_fit_.member_scores, members_ndcg, atol=1e-12)
+    assert np.abs(blend.weights_).sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(
+        blend.predict(valid), normalize_scores(S, valid.offsets, "zscore") @ blend.weights_, rtol=1e-12
+    )
+
+
+def test_blend_is_deterministic_for_a_seed(blend, splits):
+    again = build_ranker(
+        {
+            "name": "ensemble_blend",
+            "members": members("lambdamart", "regression", "xendcg"),
+            "params": {"n_restarts": 3, "max_steps": 15},
+            "n_jobs": 1,
+        },
+        seed=5,
+        num_threads=1,
+    ).fit(splits["train"], splits["valid"])
+    np.testing.assert_array_equal(again.weights_, blend.weights_)
+    np.testing.assert_array_equal(again.predict(splits["test"]), blend.predict(splits["test"]))
+
+
+def test_learned_combinations_need_validation_data(splits):
+    ens = build_ranker({"name": "ensemble_blend", "members": members("lambdamart")}, seed=0, num_threads=1)
+    with pytest.raises(ConfigError, match="needs a validation split"):
+        ens.fit(splits["train"])
+
+
+def test_stacking_cross_fits_on_validation_queries(splits):
+    train, valid, test = splits["train"], splits["valid"], splits["test"]
+    stacker = {
+        "model": "lambdamart",
+        "params": {"n_trees": 20, "num_leaves": 5, "min_data_in_leaf": 5},
+        "early_stopping": NO_ES,
+    }
+    cfg = {
+        "name": "ensemble_stack",
+        "members": members("lambdamart", "regression"),
+        "params": {"n_folds": 3},
+        "stacker": stacker,
+    }
+    ens = build_ranker(cfg, seed=4, num_threads=1).fit(train, valid)
+    assert len(ens.stackers_) == 3
+    from ltr.data import RankingData
+    from ltr.models.blend import query_folds, stack_features
+
+    F = stack_features(ens.member_scores(valid), valid.offsets, ("zscore", "rank"))
+    level2 = RankingData(X=F, y=valid.y, qid=valid.qid)
+    folds = query_folds(valid.n_queries, 3, 4)
+    oof = ens.predict(valid)  # the validation split gets its out-of-fold scores
+    for f, model in enumerate(ens.stackers_):
+        held = np.flatnonzero(folds == f)
+        rows = level2.row_indices(held)
+        np.testing.assert_array_equal(oof[rows], model.predict(F[rows]))
+        # fold f's model is exactly a model fit on the other folds only
+        refit = build_ranker(ens.stacker_config_, seed=derive_seed(4, 10_000 + f), num_threads=1)
+        refit.fit(level2.subset(np.flatnonzero(folds != f)))
+        np.testing.assert_array_equal(refit.predict(F), model.predict(F))
+    F_test = stack_features(ens.member_scores(test), test.offsets, ("zscore", "rank"))
+    np.testing.assert_allclose(ens.predict(test), np.mean([m.predict(F_test) for m in ens.stackers_], axis=0))
+    assert ndcg10(test, ens.predict(test)) > 0.5
+
+
+# --- persistence -------------------------------------------------------------------------------------
+
+
+def test_save_load_round_trip_gives_identical_scores(blend, splits, tmp_path):
+    blend.save(tmp_path / "ens")
+    manifest = json.loads((tmp_path / "ens" / "manifest.json").read_text())
+    assert manifest["model"] == "ensemble_blend" and manifest["format"] == "ltr-ranker"
+    assert [m["dir"] for m in manifest["members"]] == [
+        "members/00_lambdamart",
+        "members/01_regression",
+        "members/02_xendcg",
+    ]
+    for m in manifest["members"]:  # members in their native format (LightGBM text model), no pickle
+        member_manifest = json.loads((tmp_path / "ens" / m["dir"] / "manifest.json").read_text())
+        assert member_manifest["model"] == m["model"]
+    assert not list((tmp_path / "ens").rglob("*.pkl"))
+    loaded = load_ranker(tmp_path / "ens")
+    assert type(loaded) is type(blend)
+    np.testing.assert_array_equal(loaded.weights_, blend.weights_)
+    for split in ("valid", "test"):
+        np.testing.assert_array_equal(loaded.predict(splits[split]), blend.predict(splits[split]))
+
+
+def test_stack_round_trip_keeps_out_of_fold_validation_scores(splits, tmp_path):
+    cfg = {
+        "name": "ensemble_stack",
+        "members": members("lambdamart"),
+        "params": {"n_folds": 2, "normalizations": ["minmax"]},
+        "stacker": {"model": "regression", "params": {"n_trees": 10}, "early_stopping": NO_ES},
+    }
+    ens = build_ranker(cfg, seed=1, num_threads=1).fit(splits["train"], splits["valid"])
+    ens.save(tmp_path / "stack")
+    loaded = load_ranker(tmp_path / "stack")
+    for split in ("valid", "test"):
+        np.testing.assert_array_equal(loaded.predict(splits[split]), ens.predict(splits[split]))
+
+
+def test_unfitted_ensemble_refuses_to_predict(splits):
+    ens = build_ranker({"name": "ensemble_mean", "members": ["lambdamart"]}, seed=0, num_threads=1)
+    with pytest.raises(ConfigError, match="not fitted"):
+        ens.predict(splits["test"])
