@@ -61,7 +61,7 @@ def test_early_stopping_records_best_iteration(splits):
 def test_history_logs_lightgbm_metric_in_its_own_convention(splits):
     train, valid = splits
     seen: list[tuple[int, dict]] = []
-    r = make(early_stopping={"patience": None}).fit(
+    r = make(early_stopping={"patience": None, "eval_train": True}).fit(
         train, valid, on_iteration=lambda i, v: seen.append((i, v))
     )
     assert [i for i, _ in seen] == list(range(FAST["n_trees"]))

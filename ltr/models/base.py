@@ -101,6 +101,7 @@ class BaseRanker:
     name: ClassVar[str] = ""
     engine: ClassVar[str] = ""
     default_params: ClassVar[dict[str, Any]] = {}
+    unsupported_params: ClassVar[dict[str, str]] = {}  # vocabulary key -> why not, and what to use
     iterative: ClassVar[bool] = True  # False: no boosting rounds, so no early stopping / history
 
     def __init__(
@@ -168,7 +169,9 @@ class BaseRanker:
     # --- resolution --------------------------------------------------------------------------------
     def _resolve(self) -> Resolved:
         """Params, early stopping and engine params with defaults filled in and validated."""
-        params = resolve_params(self.default_params, self.params, model=self.name)
+        params = resolve_params(
+            self.default_params, self.params, model=self.name, unsupported=self.unsupported_params
+        )
         es = resolve_early_stopping(self.early_stopping, model=self.name)
         engine_params = plain(self.engine_params)
         if not isinstance(engine_params, dict):

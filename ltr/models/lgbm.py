@@ -43,7 +43,7 @@ from ltr.models.checks import (
     row_weights,
 )
 from ltr.models.evaluation import RankingMetric
-from ltr.models.monitor import IterationMonitor
+from ltr.models.monitor import LTR_PREFIX, IterationMonitor, history_name, watch
 from ltr.models.params import gain_table
 
 MODEL_FILE = "model.txt"
@@ -172,44 +172,37 @@ class LightGBMRanker(BaseRanker):
         import lightgbm as lgb
 
         params, es = cfg.params, cfg.early_stopping
-        splits = {"train": train} if es["eval_train"] else {}
-        if valid is not None:
-            splits["valid"] = valid
-        max_label = int(max(np.max(d.y) if d.n_docs else 0 for d in (train, *splits.values())))
-        for role, data in {"train": train, **splits}.items():
-            self._check_data(data, role, params, max_label)
-        metric = RankingMetric.from_config(es) if splits else None
-        self._prepare(train, valid, params, max_label)
-        self.engine_params_ = self.translate(params, cfg.engine_params, max_label=max_label, metric=metric)
+        w = watch(train, valid, es, on_iteration, lambda d, role, top: self._check_data(d, role, params, top))
+        self._prepare(train, valid, params, w.max_label)
+        self.engine_params_ = self.translate(
+            params, cfg.engine_params, max_label=w.max_label, metric=w.metric
+        )
 
         dtrain = self._dataset(train, None)
-        valid_sets, valid_names, by_set = [], [], {}
-        for role, data in splits.items():
-            dset = dtrain if role == "train" else self._dataset(data, dtrain)
-            valid_sets.append(dset)
-            valid_names.append(role)
-            by_set[id(dset)] = data
-        monitor = IterationMonitor(es["metric"], es["patience"] if valid is not None else None, on_iteration)
-        callbacks = [_monitor_callback(monitor, lgb)] if splits or on_iteration else []
+        dsets = {
+            role: dtrain if role == "train" else self._dataset(data, dtrain)
+            for role, data in w.splits.items()
+        }
+        by_set = w.by_id({id(d): role for role, d in dsets.items()})
+        metric = w.metric
         feval = None
         if metric is not None:
 
             def feval(preds: np.ndarray, dset: Any) -> tuple[str, float, bool]:
                 data = by_set[id(dset)]
-                return f"ltr:{metric.name}", metric.mean(data, self._scores_from_engine(preds)), True
+                return LTR_PREFIX + metric.name, metric.mean(data, self._scores_from_engine(preds)), True
 
-        params_for_train = dict(self.engine_params_)
         self.booster_ = lgb.train(
-            params_for_train,
+            dict(self.engine_params_),
             dtrain,
             num_boost_round=int(self.engine_params_["num_iterations"]),
-            valid_sets=valid_sets,
-            valid_names=valid_names,
+            valid_sets=list(dsets.values()),
+            valid_names=list(dsets),
             feval=feval,
-            callbacks=callbacks,
+            callbacks=[_monitor_callback(w.monitor, lgb)] if w.splits or on_iteration else [],
         )
-        self.evals_result_ = monitor.history
-        self.best_iteration_ = monitor.best_iteration if monitor.patience is not None else None
+        self.evals_result_ = w.monitor.history
+        self.best_iteration_ = w.monitor.best_iteration if w.monitor.patience is not None else None
 
     def _prepare(
         self, train: RankingData, valid: RankingData | None, params: dict[str, Any], max_label: int
@@ -257,8 +250,7 @@ def _monitor_callback(monitor: IterationMonitor, lgb: Any) -> Any:
     def callback(env: Any) -> None:
         values: dict[tuple[str, str], float] = {}
         for data_name, eval_name, result, *_ in env.evaluation_result_list or []:
-            name = eval_name[4:] if eval_name.startswith("ltr:") else f"lightgbm_{eval_name}"
-            values[(data_name, name)] = float(result)
+            values[(data_name, history_name(eval_name, "lightgbm"))] = float(result)
         iteration = env.iteration - env.begin_iteration
         best_before = monitor.best_iteration
         stop = monitor.update(iteration, values)

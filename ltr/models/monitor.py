@@ -21,10 +21,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
+
+from ltr.data import RankingData
 from ltr.errors import DataError
+from ltr.models.evaluation import RankingMetric
 
 OnIteration = Callable[[int, dict[str, float]], None]
+
+#: prefix of the metric name an engine callback reports for ltr's own metric (custom feval/metric)
+LTR_PREFIX = "ltr-"  # no ":" (XGBoost splits its evaluation strings on it)
+
+
+def history_name(engine_metric_name: str, engine: str) -> str:
+    """History key of a metric an engine reported: ours unprefixed, the engine's own as ``<engine>_<name>``.
+
+    >>> history_name("ltr-ndcg@10", "lightgbm"), history_name("ndcg@10", "xgboost")
+    ('ndcg@10', 'xgboost_ndcg@10')
+    """
+    if engine_metric_name.startswith(LTR_PREFIX):
+        return engine_metric_name[len(LTR_PREFIX) :]
+    return f"{engine}_{engine_metric_name}"
 
 
 class IterationMonitor:
@@ -67,3 +87,41 @@ class IterationMonitor:
             self.best_iteration = iteration
             self.best_values = dict(values)
         return self.patience is not None and iteration - self.best_iteration >= self.patience
+
+
+@dataclass
+class Watch:
+    """What an iterative engine evaluates each round: the splits, ltr's metric and the monitor."""
+
+    splits: dict[str, RankingData]  # "train" (when early_stopping.eval_train) and "valid" (when given)
+    metric: RankingMetric | None  # None when no split is evaluated
+    monitor: IterationMonitor
+    max_label: int  # largest label over train and the evaluated splits
+
+    def by_id(self, engine_sets: Mapping[int, str]) -> dict[int, RankingData]:
+        """Map ``id(engine dataset)`` → RankingData, from ``{id(engine dataset): role}``."""
+        return {key: self.splits[role] for key, role in engine_sets.items()}
+
+
+def watch(
+    train: RankingData,
+    valid: RankingData | None,
+    es: Mapping[str, Any],
+    on_iteration: OnIteration | None,
+    check: Callable[[RankingData, str, int], None] | None = None,
+) -> Watch:
+    """The evaluation plan of one fit (early stopping only when ``valid`` is given).
+
+    ``check(data, role, max_label)`` is run on train and every evaluated split first: the engine's
+    input validation, before any engine work.
+    """
+    splits = {"train": train} if es["eval_train"] else {}
+    if valid is not None:
+        splits["valid"] = valid
+    max_label = int(max(float(np.max(d.y)) if d.n_docs else 0.0 for d in (train, *splits.values())))
+    if check is not None:
+        for role, data in {"train": train, **splits}.items():
+            check(data, role, max_label)
+    metric = RankingMetric.from_config(es) if splits else None
+    monitor = IterationMonitor(es["metric"], es["patience"] if valid is not None else None, on_iteration)
+    return Watch(splits, metric, monitor, max_label)

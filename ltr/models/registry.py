@@ -5,10 +5,10 @@ Other modules add models with :func:`register_model` (``"module:Class"`` targets
 
 >>> "lambdamart" in available_models()
 True
->>> get_ranker_class("nope")
+>>> get_ranker_class("nope")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-ltr.errors.ConfigError: unknown model 'nope'; known models: classification, lambdamart, regression, xendcg
+ltr.errors.ConfigError: unknown model 'nope'; known models: classification, ..., lambdamart, ...
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ _REGISTRY: dict[str, str] = {
     "xendcg": "ltr.models.lgbm:XENDCG",
     "regression": "ltr.models.lgbm:Regression",
     "classification": "ltr.models.lgbm:Classification",
+    "lambdamart_xgb": "ltr.models.xgb:XGBoostLambdaMART",
 }
 
 
