@@ -12,6 +12,7 @@ PYTEST_ARGS ?=
 
 export MLFLOW_DISABLE_TELEMETRY := true
 export UV_PYTHON_DOWNLOADS := never
+export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: env train test lint clean-env
 

@@ -240,6 +240,17 @@ def _hydra_entry() -> None:
     main()
 
 
-if __name__ == "__main__":
+def configure_process_environment() -> None:
+    """Environment for the engines, set before they load (only by entry points, never on import).
+
+    ``OMP_WAIT_POLICY=PASSIVE`` stops OpenMP threads (LightGBM, XGBoost) from busy-waiting: on a
+    shared or oversubscribed machine busy-waiting made a 2-thread LightGBM fit ~5× slower than
+    1 thread (measured here: 62 s vs 12 s for 100 rounds; 8–12 s with PASSIVE).
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+
+if __name__ == "__main__":
+    configure_process_environment()
     _hydra_entry()

@@ -11,6 +11,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+# before any engine loads: OpenMP threads must not busy-wait on a shared 2-core machine
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 @pytest.fixture(scope="session")
