@@ -1,6 +1,6 @@
 # Two entry points for a fresh Linux machine with Python >= 3.11 and make:
 #   make train   set up .venv if missing, then run LambdaMART on the built-in synthetic data
-#   make test    set up the same .venv, then run the test suite
+#   make test    set up the same .venv, then run the test suite (fast tests; make test-all adds slow ones)
 # The environment is installed from uv.lock (exact versions); uv itself is bootstrapped into .tools/.
 PYTHON ?= python3
 UV_VERSION := 0.13.8
@@ -14,7 +14,7 @@ export MLFLOW_DISABLE_TELEMETRY := true
 export UV_PYTHON_DOWNLOADS := never
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: env train test lint clean-env
+.PHONY: env train test test-all lint clean-env
 
 env: $(STAMP)
 
@@ -31,6 +31,9 @@ train: $(STAMP)
 	$(VENV)/bin/python -m ltr.train +model=lambdamart
 
 test: $(STAMP)
+	$(VENV)/bin/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+test-all: $(STAMP)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
