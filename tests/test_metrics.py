@@ -319,6 +319,18 @@ def test_no_relevant_conventions_and_mean():
     assert zero[0] == 0.0
 
 
+def test_per_metric_no_relevant_and_default_k():
+    labels, scores, offsets = [0, 0, 0, 1, 1], [1.0, 0.5, 0.2, 0.1, 0.0], [0, 2, 5]
+    v = evaluate(
+        ["ndcg", "map"], labels, scores, offsets, no_relevant="one", no_relevant_by_metric={"map": "skip"}
+    )
+    assert v["ndcg"][0] == 1.0 and np.isnan(v["map"][0])
+    whole = evaluate(["ndcg", "p"], labels, scores, offsets)
+    cut = evaluate(["ndcg", "p"], labels, scores, offsets, default_k=1)
+    assert cut["p"][1] == 0.0 and whole["p"][1] == pytest.approx(2 / 3)
+    assert cut["ndcg"][1] == 0.0 and whole["ndcg"][1] > 0
+
+
 def test_empty_query_and_k_beyond_list():
     v = evaluate(["ndcg@10", "p@10", "map@10"], [1, 0], [0.3, 0.1], [0, 0, 2], p_denominator="min_k_n")
     assert np.isnan(v["ndcg@10"][0]) and v["ndcg@10"][1] == 1.0
@@ -371,9 +383,12 @@ def test_describe_conventions_is_flat_strings():
     assert d == {
         "preset": "ltr", "gain": "exp2", "discount": "1/log2(i+1)", "ties": "average", "no_relevant": "skip",
         "p_denominator": "k", "ap_denominator": "R", "rel_threshold": "1", "err_gmax": "4",
+        "no_relevant_by_metric": "-", "default_k": "all",
     }  # fmt: skip
     assert describe_conventions("trec", ties="average")["preset"] == "trec+overrides"
     assert describe_conventions("ltr", gain=[0, 1, 3])["gain"] == "table(0,1,3)"
+    assert describe_conventions("catboost")["no_relevant_by_metric"] == "map=zero"
+    assert describe_conventions("xgboost")["default_k"] == "32"
 
 
 @pytest.mark.parametrize(
@@ -385,6 +400,9 @@ def test_describe_conventions_is_flat_strings():
         (dict(colour="red"), "unknown metric convention"),
         (dict(err_gmax=0), "err_gmax"),
         (dict(discount="log", discount_base=1.0), "discount_base"),
+        (dict(no_relevant_by_metric={"mapp": "zero"}), "unknown metric family 'mapp'"),
+        (dict(no_relevant_by_metric={"map": "nan"}), r"no_relevant_by_metric\[map\]='nan'"),
+        (dict(default_k=0), "default_k=0"),
     ],
 )
 def test_bad_conventions(kwargs, match):

@@ -262,7 +262,8 @@ def evaluate(
 
     Returns
     -------
-    ``{canonical name: float64 array of shape (n_queries,)}``; NaN marks a skipped query.
+    ``{canonical name: float64 array of shape (n_queries,)}``; NaN marks a skipped query. A name
+    without ``@k`` keeps its key when the ``default_k`` convention gives it a cutoff.
 
     >>> evaluate("ndcg@10", [0, 3, 1, 2], [1.0, 1.0, 1.0, 0.5], [0, 4], ties="stable")["ndcg@10"].round(6)
     array([0.66099])
@@ -299,10 +300,13 @@ def evaluate(
     ev = _Evaluator(c, ranked, ideal_lab, ideal_off)
     out: dict[str, np.ndarray] = {}
     for name, spec in specs.items():
+        if spec.k is None and c.default_k is not None:
+            spec = MetricSpec(spec.family, c.default_k)
         values, no_rel = ev.compute(spec)
-        if c.no_relevant == "skip":
+        choice = c.no_relevant_for(spec.family)
+        if choice == "skip":
             values[no_rel] = np.nan
-        elif c.no_relevant == "zero":
+        elif choice == "zero":
             values[no_rel] = 0.0
         elif spec.family in NORMALISED:
             values[no_rel] = 1.0

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ltr.errors import MetricError
+from ltr.metrics.registry import REGISTRY
 
 GAINS = ("exp2", "linear")
 DISCOUNTS = ("log2", "log", "reciprocal")
@@ -53,6 +54,10 @@ class Conventions:
     ap_denominator : AP(@k) divides by ``R`` (relevant documents) or ``min_R_k`` = min(R, k).
     rel_threshold : a document is relevant for binary metrics (AP, RR, P, R) when label >= this.
     err_gmax : ERR stop probability R(g) = (2^g − 1) / 2^gmax.
+    no_relevant_by_metric : per-family exceptions to ``no_relevant``, as ``(family, choice)`` pairs
+        (accepts a dict), e.g. CatBoost scores MAP 0 but NDCG 1 on a query without relevant documents.
+    default_k : the cutoff of a metric name without ``@k`` (None = the whole list). XGBoost reads a
+        bare ``ndcg`` / ``map`` / ``pre`` as cutoff 32, so its presets set 32.
     """
 
     gain: str | tuple[float, ...] = "exp2"
@@ -65,6 +70,16 @@ class Conventions:
     ap_denominator: str = "R"
     rel_threshold: float = 1.0
     err_gmax: int = 4
+    no_relevant_by_metric: tuple[tuple[str, str], ...] = ()
+    default_k: int | None = None
+
+    def no_relevant_for(self, family: str) -> str:
+        """The ``no_relevant`` choice in force for a metric family.
+
+        >>> PRESETS["catboost"].no_relevant_for("map"), PRESETS["catboost"].no_relevant_for("ndcg")
+        ('zero', 'one')
+        """
+        return dict(self.no_relevant_by_metric).get(family, self.no_relevant)
 
     def gain_values(self, labels: np.ndarray) -> np.ndarray:
         """G(l) for an array of labels (float64).
@@ -142,7 +157,35 @@ def _validated(c: Conventions) -> Conventions:
         isinstance(c.err_gmax, int | np.integer) and not isinstance(c.err_gmax, bool) and c.err_gmax >= 1
     ):
         raise MetricError(f"convention err_gmax={c.err_gmax!r} must be an integer >= 1")
-    return replace(c, gain=gain, err_gmax=int(c.err_gmax), rel_threshold=float(c.rel_threshold))
+    by_metric = c.no_relevant_by_metric
+    if isinstance(by_metric, Mapping):
+        by_metric = tuple(by_metric.items())
+    try:
+        by_metric = tuple(sorted((str(f), str(v)) for f, v in by_metric))
+    except (TypeError, ValueError) as exc:
+        raise MetricError(
+            f"convention no_relevant_by_metric must map metric families to choices, got {c.no_relevant_by_metric!r}"
+        ) from exc
+    for family, choice in by_metric:
+        if family not in REGISTRY:
+            raise MetricError(
+                f"convention no_relevant_by_metric names unknown metric family {family!r}; "
+                f"families: {', '.join(REGISTRY)}"
+            )
+        _choice(f"no_relevant_by_metric[{family}]", choice, NO_RELEVANT)
+    default_k = c.default_k
+    if default_k is not None and not (
+        isinstance(default_k, int | np.integer) and not isinstance(default_k, bool) and default_k >= 1
+    ):
+        raise MetricError(f"convention default_k={default_k!r} must be None or an integer >= 1")
+    return replace(
+        c,
+        gain=gain,
+        err_gmax=int(c.err_gmax),
+        rel_threshold=float(c.rel_threshold),
+        no_relevant_by_metric=by_metric,
+        default_k=None if default_k is None else int(default_k),
+    )
 
 
 #: Presets reproducing each tool (see docs/metrics.md for how each one was verified).
@@ -154,24 +197,37 @@ PRESETS: dict[str, Conventions] = {
     # LightGBM ndcg@k / map@k: exp2 gain (label_gain 2^i - 1), stable sort, empty queries score 1,
     # AP divided by min(R, k).
     "lightgbm": Conventions(gain="exp2", ties="stable", no_relevant="one", ap_denominator="min_R_k"),
-    # XGBoost ndcg / map / pre: exp2 gain, stable sort, empty queries 1, P@k / min(k, n), AP / min(R, k).
+    # XGBoost ndcg / map / pre: exp2 gain, stable sort, empty queries 1, P@k / min(k, n), AP / min(R, k),
+    # a bare name means @32.
     "xgboost": Conventions(
-        gain="exp2", ties="stable", no_relevant="one", p_denominator="min_k_n", ap_denominator="min_R_k"
+        gain="exp2",
+        ties="stable",
+        no_relevant="one",
+        p_denominator="min_k_n",
+        ap_denominator="min_R_k",
+        default_k=32,
     ),
     # XGBoost ndcg- / map-: as xgboost but empty queries score 0.
     "xgboost_minus": Conventions(
-        gain="exp2", ties="stable", no_relevant="zero", p_denominator="min_k_n", ap_denominator="min_R_k"
+        gain="exp2",
+        ties="stable",
+        no_relevant="zero",
+        p_denominator="min_k_n",
+        ap_denominator="min_R_k",
+        default_k=32,
     ),
     # scikit-learn ndcg_score / dcg_score (ignore_ties=False): linear gain, average ties, empty -> 0.
     "sklearn": Conventions(gain="linear", ties="average", no_relevant="zero"),
     # ranx ndcg (Järvelin & Kekäläinen, linear gain) and ndcg_burges (exp2 gain); empty queries 0.
     "ranx": Conventions(gain="linear", ties="stable", no_relevant="zero"),
     "ranx_burges": Conventions(gain="exp2", ties="stable", no_relevant="zero"),
-    # CatBoost NDCG (type Base = linear gain), pessimistic ties, empty queries 1; P / min(k, n).
+    # CatBoost NDCG/DCG (type Base = linear gain), pessimistic ties, empty queries 1 (MAP: 0),
+    # P@k / min(k, n), AP / min(R, k).
     "catboost": Conventions(
         gain="linear",
         ties="pessimistic",
         no_relevant="one",
+        no_relevant_by_metric=(("map", "zero"),),
         p_denominator="min_k_n",
         ap_denominator="min_R_k",
     ),
@@ -235,6 +291,8 @@ def describe_conventions(preset: str | Conventions = "ltr", **overrides: Any) ->
         "ap_denominator": c.ap_denominator,
         "rel_threshold": f"{c.rel_threshold:g}",
         "err_gmax": str(c.err_gmax),
+        "no_relevant_by_metric": ",".join(f"{f}={v}" for f, v in c.no_relevant_by_metric) or "-",
+        "default_k": "all" if c.default_k is None else str(c.default_k),
     }
 
 
