@@ -21,7 +21,7 @@ from ltr.data.svmlight import (
 )
 from ltr.errors import ConfigError, DataError
 
-ENGINES = ["python"]
+ENGINES = ["python", "numba"]
 
 
 @pytest.fixture(params=ENGINES)

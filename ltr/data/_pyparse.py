@@ -78,6 +78,7 @@ def parse_bytes(buf: bytes, opts: S.ParseOptions) -> RawParse:
     has_qid: bool | None = None
     shift = 0 if opts.zero_based else 1
     n_replaced = 0
+    n_tokens = 0  # index:value entries in the file (before a repeated index is merged)
     max_col = -1
     pos = 0
     for line in buf.split(b"\n"):
@@ -144,6 +145,7 @@ def parse_bytes(buf: bytes, opts: S.ParseOptions) -> RawParse:
                     v = math.nan
                 else:
                     v = math.copysign(opts.huge, v)
+            n_tokens += 1
             feats.pop(col, None)  # last wins, and keeps insertion order = order of last occurrence
             feats[col] = v
             max_col = max(max_col, col)
@@ -157,7 +159,7 @@ def parse_bytes(buf: bytes, opts: S.ParseOptions) -> RawParse:
     nnz = sum(len(r) for r in rows)
     dtype = np.dtype(opts.dtype)
     raw = RawParse(y=y, qid=qid, n_features=n_features, n_replaced=n_replaced)
-    if choose_dense(opts, n, nnz, n_features):
+    if choose_dense(opts, n, n_tokens, n_features):
         X = np.zeros((n, n_features), dtype=dtype)
         for i, r in enumerate(rows):
             for c, v in r.items():

@@ -71,7 +71,8 @@ class ParseOptions:
         ``"clip"`` (±inf and huge become ±huge; NaN is still an error).
     huge: magnitude above which a value counts as a sentinel; defaults to the float32 maximum,
         so every value that would overflow float32 is caught.
-    output: ``"dense"``, ``"csr"`` or ``"auto"`` (dense when stored entries / cells ≥ ``density``).
+    output: ``"dense"``, ``"csr"`` or ``"auto"`` (dense when the ``index:value`` entries in the file
+        / (rows × n_features) ≥ ``density``).
     density: threshold for ``output="auto"``.
     dtype: feature dtype, ``"float32"`` (default) or ``"float64"``.
     regroup: when a qid appears in several separate blocks, gather its rows (stable: queries in

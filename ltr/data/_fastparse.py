@@ -1,0 +1,698 @@
+"""Fast SVMlight/LETOR parser: numba kernels over fixed-size chunks of the file, parallel within a chunk.
+
+Same grammar, options and error codes as the reference parser :mod:`ltr.data._pyparse` (the fuzz
+tests compare the two). The file is read twice in chunks of ``CHUNK`` bytes (the bytes stay in
+the page cache, so the second read is cheap):
+
+1. **count**: rows, ``index:value`` tokens and the largest index, per part of each chunk;
+2. **fill**: with exact row / entry offsets per part known, every part parses its lines straight into
+   the final arrays (dense ``X`` or CSR ``indptr/indices/data``), so peak memory is the result plus
+   one chunk buffer.
+
+Errors come back as a code and byte offsets; the caller maps the offset to an exact line number.
+
+Numbers are parsed with up to 18 significant digits as an integer mantissa ``m`` and a power of ten
+``e``; ``m · 10^e`` is computed in double-double arithmetic (error ≤ 2^-100 relative) and rounded
+once, so float64 results equal Python's ``float`` for every value written by ``repr`` or ``%.17g``
+that is a normal double (subnormal results may be off by one unit in the last place).
+
+>>> from ltr.data._syntax import ParseOptions
+>>> import tempfile, pathlib
+>>> p = pathlib.Path(tempfile.mkdtemp()) / "t.txt"
+>>> _ = p.write_bytes(b"1 qid:3 1:0.1 2:2.5e-3\\n0 qid:3 2:-7\\n")
+>>> raw = parse_path(p, ParseOptions(output="dense"))
+>>> raw.dense.tolist() == [[np.float32(0.1), np.float32(2.5e-3)], [0.0, -7.0]]
+True
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from ltr.data import _syntax as S
+from ltr.data._pyparse import ParseFailure, RawParse, choose_dense
+
+CHUNK = 32 << 20  # bytes per chunk buffer (grows only for a line longer than this)
+_DD_MIN, _DD_MAX = -360, 310
+
+
+def _pow10_table() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """10^e · 2^s as double-double (hi + lo) for e in [_DD_MIN, _DD_MAX], from exact rationals.
+
+    The power-of-two factor 2^s (s = ±200 beyond |e| > 280) keeps every entry a normal double with a
+    full-precision low part and the Veltkamp split free of overflow; the result is multiplied back by
+    the exact factor 2^-s.
+    """
+    hi = np.zeros(_DD_MAX - _DD_MIN + 1)
+    lo = np.zeros_like(hi)
+    back = np.ones_like(hi)
+    for e in range(_DD_MIN, _DD_MAX + 1):
+        s = 200 if e < -280 else (-200 if e > 280 else 0)
+        exact = Fraction(10) ** e * Fraction(2) ** s
+        h = float(exact)
+        hi[e - _DD_MIN] = h
+        lo[e - _DD_MIN] = float(exact - Fraction(h))
+        back[e - _DD_MIN] = 2.0**-s
+    return hi, lo, back
+
+
+_P10_HI, _P10_LO, _P10_BACK = _pow10_table()
+
+# byte values
+_SP, _TAB, _CR, _LF, _FF, _VT = 32, 9, 13, 10, 12, 11
+_HASH, _COLON, _DOT, _PLUS, _MINUS = 35, 58, 46, 43, 45
+
+
+_CLS = np.zeros(256, dtype=np.uint8)  # byte class: 0 token byte, 1 space, 2 newline, 3 '#'
+_CLS[[_SP, _TAB, _CR, _FF, _VT]] = 1
+_CLS[_LF] = 2
+_CLS[_HASH] = 3
+
+
+@njit(cache=True)
+def _split(a):
+    c = 134217729.0 * a
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+@njit(cache=True)
+def _scale(m, e):
+    """m · 10^e rounded once to float64 (m < 10^18 a non-negative integer)."""
+    if m == 0 or e < _DD_MIN:
+        return 0.0
+    if e > _DD_MAX:
+        return np.inf
+    mh = float(m)
+    ml = float(m - np.int64(mh))
+    ph = _P10_HI[e - _DD_MIN]
+    pl = _P10_LO[e - _DD_MIN]
+    p = mh * ph
+    ah, al = _split(mh)
+    bh, bl = _split(ph)
+    err = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return (p + (err + (mh * pl + ml * ph))) * _P10_BACK[e - _DD_MIN]
+
+
+@njit(cache=True)
+def _lower(c):
+    return c | 32
+
+
+@njit(cache=True)
+def _match_word(buf, i, b, word):
+    """Case-insensitive match of ``word`` (a tuple of lowercase bytes) spanning exactly buf[i:b]."""
+    if b - i != len(word):
+        return False
+    for k in range(len(word)):  # noqa: SIM110 (numba: no generator expressions)
+        if _lower(buf[i + k]) != word[k]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _parse_number(buf, a, b):
+    """Parse buf[a:b] as a whole number token; returns (ok, value)."""
+    i = a
+    neg = False
+    if i < b and (buf[i] == _PLUS or buf[i] == _MINUS):
+        neg = buf[i] == _MINUS
+        i += 1
+    if i >= b:
+        return False, 0.0
+    c = _lower(buf[i])
+    if c == 110 or c == 105:  # 'n' or 'i'
+        if _match_word(buf, i, b, (110, 97, 110)):
+            return True, np.nan
+        if _match_word(buf, i, b, (105, 110, 102)) or _match_word(
+            buf, i, b, (105, 110, 102, 105, 110, 105, 116, 121)
+        ):
+            return True, -np.inf if neg else np.inf
+        return False, 0.0
+    m = np.int64(0)
+    nd = 0
+    adj = 0
+    digits = False
+    while i < b and 48 <= buf[i] <= 57:
+        d = buf[i] - 48
+        digits = True
+        if m == 0 and d == 0:
+            pass
+        elif nd < 18:
+            m = m * 10 + d
+            nd += 1
+        else:
+            adj += 1
+        i += 1
+    if i < b and buf[i] == _DOT:
+        i += 1
+        while i < b and 48 <= buf[i] <= 57:
+            d = buf[i] - 48
+            digits = True
+            if m == 0 and d == 0:
+                adj -= 1
+            elif nd < 18:
+                m = m * 10 + d
+                nd += 1
+                adj -= 1
+            i += 1
+    if not digits:
+        return False, 0.0
+    if i < b and _lower(buf[i]) == 101:  # 'e'
+        i += 1
+        eneg = False
+        if i < b and (buf[i] == _PLUS or buf[i] == _MINUS):
+            eneg = buf[i] == _MINUS
+            i += 1
+        if i >= b:
+            return False, 0.0
+        ev = 0
+        while i < b and 48 <= buf[i] <= 57:
+            if ev < 100000:
+                ev = ev * 10 + (buf[i] - 48)
+            i += 1
+        if i != b:
+            return False, 0.0
+        adj += -ev if eneg else ev
+    if i != b:
+        return False, 0.0
+    v = _scale(m, adj)
+    return True, -v if neg else v
+
+
+@njit(cache=True)
+def _parse_uint(buf, a, b, max_digits):
+    """Parse buf[a:b] as 1..max_digits ASCII digits; returns (ok, value)."""
+    if b <= a or b - a > max_digits:
+        return False, np.int64(0)
+    v = np.int64(0)
+    for i in range(a, b):
+        c = buf[i]
+        if c < 48 or c > 57:
+            return False, np.int64(0)
+        v = v * 10 + (c - 48)
+    return True, v
+
+
+@njit(cache=True)
+def _scan_number(buf, i, hi):
+    """Parse a number starting at buf[i] and ending at a delimiter; returns (ok, value, end).
+
+    One pass over the bytes (the hot path of the parser). ``ok`` is False when the bytes up to the
+    next delimiter are not exactly one number; the caller then classifies the error slowly.
+    """
+    j = i
+    neg = False
+    if j < hi and (buf[j] == _PLUS or buf[j] == _MINUS):
+        neg = buf[j] == _MINUS
+        j += 1
+    if j < hi:
+        c = _lower(buf[j])
+        if c == 110 or c == 105:  # nan / inf: rare, use the slow path
+            e = j
+            while e < hi and _CLS[buf[e]] == 0:
+                e += 1
+            ok, v = _parse_number(buf, i, e)
+            return ok, v, e
+    m = np.int64(0)
+    nd = 0
+    adj = 0
+    digits = False
+    while j < hi:
+        d = np.int32(buf[j]) - 48
+        if d < 0 or d > 9:
+            break
+        digits = True
+        if nd < 18:
+            if m != 0 or d != 0:
+                m = m * 10 + d
+                nd += 1
+        else:
+            adj += 1
+        j += 1
+    if j < hi and buf[j] == _DOT:
+        j += 1
+        while j < hi:
+            d = np.int32(buf[j]) - 48
+            if d < 0 or d > 9:
+                break
+            digits = True
+            if nd < 18:
+                if m != 0 or d != 0:
+                    m = m * 10 + d
+                    nd += 1
+                adj -= 1
+            j += 1
+    if not digits:
+        return False, 0.0, j
+    if j < hi and _lower(buf[j]) == 101:
+        j += 1
+        eneg = False
+        if j < hi and (buf[j] == _PLUS or buf[j] == _MINUS):
+            eneg = buf[j] == _MINUS
+            j += 1
+        ev = 0
+        ed = False
+        while j < hi:
+            d = np.int32(buf[j]) - 48
+            if d < 0 or d > 9:
+                break
+            ed = True
+            if ev < 100000:
+                ev = ev * 10 + d
+            j += 1
+        if not ed:
+            return False, 0.0, j
+        adj += -ev if eneg else ev
+    if j < hi and _CLS[buf[j]] == 0:
+        return False, 0.0, j
+    v = _scale(m, adj)
+    return True, -v if neg else v, j
+
+
+@njit(cache=True)
+def _count_part(buf, lo, hi, shift, need_max):
+    """Pass 1 over the complete lines in buf[lo:hi]: (rows, feature entries, max column, first-row qid flag).
+
+    Cheap: counts ``:`` outside comments (minus the ``qid:`` one). Exact for valid lines, and never
+    below what :func:`_fill_part` writes for invalid ones (it stops at the first bad token). The
+    largest index is only parsed when ``need_max`` (``n_features`` not given).
+    """
+    rows = 0
+    nnz = 0
+    max_col = -1
+    first_qid = -1
+    i = lo
+    while i < hi:
+        while i < hi and _CLS[buf[i]] == 1:
+            i += 1
+        if i >= hi:
+            break
+        if buf[i] == _LF:
+            i += 1
+            continue
+        if buf[i] == _HASH:
+            while i < hi and buf[i] != _LF:
+                i += 1
+            i += 1
+            continue
+        rows += 1
+        while i < hi and _CLS[buf[i]] == 0:
+            i += 1
+        while i < hi and _CLS[buf[i]] == 1:
+            i += 1
+        has_q = (
+            i + 3 < hi and buf[i] == 113 and buf[i + 1] == 105 and buf[i + 2] == 100 and buf[i + 3] == _COLON
+        )
+        if has_q:
+            i += 4
+        if rows == 1:
+            first_qid = 1 if has_q else 0
+        if need_max:
+            while i < hi:
+                c = buf[i]
+                if c == _LF or c == _HASH:  # noqa: SIM109 (numba hot loop)
+                    break
+                if c == _COLON:
+                    nnz += 1
+                    t = i
+                    while t > lo and 48 <= buf[t - 1] <= 57:
+                        t -= 1
+                    if 0 < i - t <= 10 and (t == lo or _CLS[buf[t - 1]] == 1):
+                        ok, idx = _parse_uint(buf, t, i, 10)
+                        if ok and idx <= S.MAX_INDEX and idx - shift > max_col:
+                            max_col = idx - shift
+                i += 1
+        else:
+            while i < hi:
+                c = buf[i]
+                if c == _LF or c == _HASH:  # noqa: SIM109 (numba hot loop)
+                    break
+                nnz += c == _COLON
+                i += 1
+        while i < hi and buf[i] != _LF:
+            i += 1
+        i += 1
+    return rows, nnz, max_col, first_qid
+
+
+@njit(cache=True)
+def _token_error(buf, a, b, shift):
+    """Error code of a feature token buf[a:b] that the fast path rejected (same order as the reference)."""
+    colon = -1
+    for t in range(a, b):
+        if buf[t] == _COLON:
+            colon = t
+            break
+    if colon < 0:
+        return S.BAD_TOKEN, np.int64(0)
+    ok, idx = _parse_uint(buf, a, colon, 10)
+    if not ok or idx > S.MAX_INDEX:
+        return S.BAD_INDEX, np.int64(0)
+    ok, v = _parse_number(buf, colon + 1, b)
+    if not ok:
+        return S.BAD_VALUE, idx
+    return S.OK, idx
+
+
+@njit(cache=True)
+def _fill_part(
+    buf, lo, hi, base, row0, k0, shift, n_features, has_qid, allow_unsorted, integer_labels,
+    allow_negative, check_range, label_lo, label_hi, policy, huge, dense,
+    y, qid, X, indptr, indices, data, err,
+):  # fmt: skip
+    """Pass 2: parse the complete lines in buf[lo:hi] into rows row0.. and entries k0.. of the outputs.
+
+    ``err`` receives (code, line_start, tok_start, tok_end, index, prev, n_replaced) with file
+    offsets (``base`` is the file offset of ``buf[0]``).
+    """
+    r = row0
+    k = k0
+    replaced = 0
+    i = lo
+    while i < hi:
+        line_start = i
+        while i < hi and _CLS[buf[i]] == 1:
+            i += 1
+        if i >= hi:
+            break
+        if buf[i] == _LF:
+            i += 1
+            continue
+        if buf[i] == _HASH:
+            while i < hi and buf[i] != _LF:
+                i += 1
+            i += 1
+            continue
+        # label
+        t0 = i
+        ok, lab, i = _scan_number(buf, i, hi)
+        code = 0
+        if not ok:
+            while i < hi and _CLS[buf[i]] == 0:
+                i += 1
+            code = S.BAD_LABEL
+        elif not np.isfinite(lab):
+            code = S.LABEL_NONFINITE
+        elif integer_labels and lab != np.floor(lab):
+            code = S.LABEL_NOT_INT
+        elif lab < 0 and not allow_negative:
+            code = S.LABEL_NEGATIVE
+        elif check_range and not (label_lo <= lab <= label_hi):
+            code = S.LABEL_OUT_OF_RANGE
+        if code:
+            err[0], err[1], err[2], err[3] = code, base + line_start, base + t0, base + i
+            return
+        y[r] = lab
+        label_end = i
+        # optional qid
+        while i < hi and _CLS[buf[i]] == 1:
+            i += 1
+        line_has_qid = i + 3 < hi and buf[i] == 113 and buf[i + 1] == 105 and buf[i + 2] == 100
+        line_has_qid = line_has_qid and buf[i + 3] == _COLON
+        if line_has_qid:
+            q0 = i
+            while i < hi and _CLS[buf[i]] == 0:
+                i += 1
+            ok, qv = _parse_uint(buf, q0 + 4, i, 18)
+            if not ok:
+                err[0], err[1], err[2], err[3] = S.BAD_QID, base + line_start, base + q0, base + i
+                return
+            if has_qid:
+                qid[r] = qv
+        if line_has_qid != has_qid:
+            err[0] = S.QID_MISSING if has_qid else S.QID_UNEXPECTED
+            err[1], err[2], err[3] = base + line_start, base + t0, base + label_end
+            return
+        prev = -1
+        while i < hi:
+            c = _CLS[buf[i]]
+            if c == 1:
+                i += 1
+                continue
+            if c != 0:
+                break
+            a = i
+            idx = np.int64(0)
+            nd = 0
+            while i < hi:
+                d = np.int32(buf[i]) - 48
+                if d < 0 or d > 9:
+                    break
+                if nd < 11:
+                    idx = idx * 10 + d
+                nd += 1
+                i += 1
+            ok = i < hi and buf[i] == _COLON and 0 < nd <= 10 and idx <= S.MAX_INDEX
+            v = 0.0
+            if ok:
+                ok, v, i = _scan_number(buf, i + 1, hi)
+            if not ok:
+                b = i
+                while b < hi and _CLS[buf[b]] == 0:
+                    b += 1
+                code, idx = _token_error(buf, a, b, shift)
+                if code == S.OK:  # cannot happen if the two paths agree; never stop silently
+                    code = S.BAD_VALUE
+                err[0], err[1], err[2], err[3], err[4] = code, base + line_start, base + a, base + b, idx
+                return
+            code = 0
+            col = idx - shift
+            if idx == 0 and shift == 1:
+                code = S.INDEX_ZERO
+            elif col >= n_features:
+                code = S.INDEX_TOO_LARGE
+            elif not allow_unsorted and prev >= 0 and idx <= prev:
+                code = S.DUPLICATE if idx == prev else S.UNSORTED
+            elif np.isnan(v):
+                if policy == 0:
+                    code = S.NONFINITE
+                elif policy == 3:
+                    code = S.NAN_CLIP
+                else:
+                    replaced += 1
+            elif np.isinf(v) or abs(v) > huge:
+                if policy == 0:
+                    code = S.NONFINITE
+                else:
+                    replaced += 1
+                    if policy == 1:
+                        v = np.inf if v > 0 else -np.inf
+                    elif policy == 2:
+                        v = np.nan
+                    else:
+                        v = huge if v > 0 else -huge
+            if code:
+                err[0], err[1], err[2], err[3] = code, base + line_start, base + a, base + i
+                err[4], err[5] = idx, prev
+                return
+            prev = idx
+            if dense:
+                X[r, col] = v
+            else:
+                indices[k] = col
+                data[k] = v
+                k += 1
+        if not dense:
+            indptr[r + 1] = k
+        r += 1
+        while i < hi and buf[i] != _LF:
+            i += 1
+        i += 1
+    err[6] = replaced
+
+
+@njit(cache=True, parallel=True)
+def _count_chunk(buf, bounds, shift, need_max, out):
+    for p in prange(bounds.shape[0] - 1):
+        rows, nnz, max_col, first_qid = _count_part(buf, bounds[p], bounds[p + 1], shift, need_max)
+        out[p, 0] = rows
+        out[p, 1] = nnz
+        out[p, 2] = max_col
+        out[p, 3] = first_qid
+
+
+@njit(cache=True, parallel=True)
+def _fill_chunk(
+    buf, bounds, base, row_offsets, nnz_offsets, shift, n_features, has_qid, allow_unsorted,
+    integer_labels, allow_negative, check_range, label_lo, label_hi, policy, huge, dense,
+    y, qid, X, indptr, indices, data, errs,
+):  # fmt: skip
+    for p in prange(bounds.shape[0] - 1):
+        _fill_part(
+            buf, bounds[p], bounds[p + 1], base, row_offsets[p], nnz_offsets[p], shift, n_features,
+            has_qid, allow_unsorted, integer_labels, allow_negative, check_range, label_lo, label_hi,
+            policy, huge, dense, y, qid, X, indptr, indices, data, errs[p],
+        )  # fmt: skip
+
+
+@njit(cache=True)
+def _part_bounds(buf, n, parts):
+    """Split buf[:n] into ``parts`` ranges that each start at a line start."""
+    bounds = np.empty(parts + 1, dtype=np.int64)
+    bounds[0] = 0
+    for p in range(1, parts):
+        j = max(n * p // parts, bounds[p - 1])
+        while j < n and buf[j - 1] != _LF:
+            j += 1
+        bounds[p] = j
+    bounds[parts] = n
+    return bounds
+
+
+@njit(cache=True)
+def _last_newline(buf, n):
+    for j in range(n - 1, -1, -1):
+        if buf[j] == _LF:
+            return j
+    return -1
+
+
+@njit(cache=True)
+def _canonicalize_rows(indptr, indices, data):
+    """Sort each CSR row by column, keep the last value of a repeated column, compact in place.
+
+    Returns the new nnz; ``indptr`` is rewritten. Within a row, a stable sort keeps file order
+    among equal columns, so the last one is the one written last.
+    """
+    n = indptr.shape[0] - 1
+    out = 0
+    start = indptr[0]
+    for r in range(n):
+        end = indptr[r + 1]
+        order = np.argsort(indices[start:end], kind="mergesort")
+        cols = indices[start:end][order]
+        vals = data[start:end][order]
+        row_begin = out
+        for j in range(cols.shape[0]):
+            if j + 1 < cols.shape[0] and cols[j + 1] == cols[j]:
+                continue
+            indices[out] = cols[j]
+            data[out] = vals[j]
+            out += 1
+        indptr[r] = row_begin
+        start = end
+    indptr[n] = out
+    return out
+
+
+def _chunks(path: Path, chunk: int):
+    """Yield (buffer, n_valid, file_offset): complete lines only (the last may lack a newline at EOF)."""
+    buf = np.empty(chunk, dtype=np.uint8)
+    carry = 0
+    offset = 0
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            n = carry
+            eof = False
+            while n < buf.shape[0]:
+                got = f.readinto(memoryview(buf)[n:])
+                if not got:
+                    eof = True
+                    break
+                n += got
+            if eof:
+                if n:
+                    yield buf, n, offset
+                return
+            last = _last_newline(buf, n)
+            if last < 0:  # one line longer than the buffer: grow and keep reading
+                bigger = np.empty(buf.shape[0] * 2, dtype=np.uint8)
+                bigger[:n] = buf[:n]
+                buf, carry = bigger, n
+                continue
+            yield buf, last + 1, offset
+            rest = n - last - 1
+            buf[:rest] = buf[last + 1 : n]
+            offset += last + 1
+            carry = rest
+
+
+def parse_path(
+    path: Path, opts: S.ParseOptions, *, n_threads: int | None = None, chunk: int = CHUNK
+) -> RawParse:
+    """Parse a file with the numba kernels; raise :class:`ParseFailure` at the first bad token."""
+    threads = (
+        numba.get_num_threads()
+        if n_threads is None
+        else max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS))
+    )
+    previous = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        return _parse(Path(path), opts, threads, chunk)
+    finally:
+        numba.set_num_threads(previous)
+
+
+def _parse(path: Path, opts: S.ParseOptions, threads: int, chunk: int) -> RawParse:
+    shift = 0 if opts.zero_based else 1
+    parts = threads if threads > 1 else 1
+    # pass 1: counts per part of every chunk
+    counts: list[np.ndarray] = []
+    for buf, n, _ in _chunks(path, chunk):
+        bounds = _part_bounds(buf, n, parts)
+        out = np.zeros((parts, 4), dtype=np.int64)
+        _count_chunk(buf, bounds, shift, opts.n_features is None, out)
+        counts.append(out)
+    allc = np.concatenate(counts) if counts else np.zeros((0, 4), np.int64)
+    n_rows = int(allc[:, 0].sum())
+    nnz = int(allc[:, 1].sum())
+    flags = allc[allc[:, 3] >= 0, 3]
+    has_qid = bool(flags[0]) if flags.size else False
+    if opts.n_features is not None:
+        n_features = opts.n_features
+    else:
+        n_features = int(allc[:, 2].max()) + 1 if allc.shape[0] else 0
+    dense = choose_dense(opts, n_rows, nnz, n_features)
+    dtype = np.dtype(opts.dtype)
+    y = np.empty(n_rows, dtype=np.float64)
+    qid = np.empty(n_rows if has_qid else 0, dtype=np.int64)
+    if dense:
+        X = np.zeros((n_rows, n_features), dtype=dtype)
+        indptr = np.zeros(1, dtype=np.int64)
+        indices = np.zeros(0, dtype=np.int32)
+        data = np.zeros(0, dtype=dtype)
+    else:
+        X = np.zeros((0, 0), dtype=dtype)
+        indptr = np.zeros(n_rows + 1, dtype=np.int64)
+        indices = np.empty(nnz, dtype=np.int32)
+        data = np.empty(nnz, dtype=dtype)
+    lo_label, hi_label = opts.label_range if opts.label_range is not None else (0.0, 0.0)
+    row_base = 0
+    nnz_base = 0
+    replaced = 0
+    nf = n_features
+    for ci, (buf, n, offset) in enumerate(_chunks(path, chunk)):
+        bounds = _part_bounds(buf, n, parts)
+        c = counts[ci]
+        row_offsets = row_base + np.concatenate([[0], np.cumsum(c[:-1, 0])]).astype(np.int64)
+        nnz_offsets = nnz_base + np.concatenate([[0], np.cumsum(c[:-1, 1])]).astype(np.int64)
+        errs = np.zeros((parts, 7), dtype=np.int64)
+        _fill_chunk(
+            buf, bounds, offset, row_offsets, nnz_offsets, shift, nf, has_qid, opts.allow_unsorted,
+            opts.integer_labels, opts.allow_negative_labels, opts.label_range is not None,
+            lo_label, hi_label, opts.nonfinite_code, opts.huge, dense, y, qid, X, indptr, indices, data, errs,
+        )  # fmt: skip
+        bad = np.flatnonzero(errs[:, 0])
+        if bad.size:
+            e = errs[bad[0]]
+            raise ParseFailure(int(e[0]), int(e[1]), int(e[2]), int(e[3]), int(e[4]), int(e[5]))
+        replaced += int(errs[:, 6].sum())
+        row_base += int(c[:, 0].sum())
+        nnz_base += int(c[:, 1].sum())
+    raw = RawParse(y=y, qid=qid if has_qid else None, n_features=n_features, n_replaced=replaced)
+    if dense:
+        raw.dense = X
+    else:
+        if opts.allow_unsorted:
+            kept = _canonicalize_rows(indptr, indices, data)
+            if kept < nnz:
+                indices, data = indices[:kept].copy(), data[:kept].copy()
+        raw.indptr, raw.indices, raw.data = indptr, indices, data
+    return raw
