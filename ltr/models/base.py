@@ -331,6 +331,37 @@ class BaseRanker:
             )
 
 
+class NonIterativeRanker(BaseRanker):
+    """A model fit in one shot (no boosting rounds): no early stopping, ``best_iteration_`` is None.
+
+    With a validation split, the early-stopping metric is computed once on it and recorded as a
+    one-value history (``evals_result_["valid"][metric] == [value]``, reported to ``on_iteration``
+    as round 0), so every model's run logs a comparable validation figure. ``patience`` is ignored.
+    """
+
+    iterative = False
+
+    def _fit(
+        self, train: RankingData, valid: RankingData | None, cfg: Resolved, on_iteration: OnIteration | None
+    ) -> None:
+        from ltr.models.monitor import watch
+
+        w = watch(train, valid, {**cfg.early_stopping, "patience": None}, on_iteration, self._check_data)
+        self._fit_model(train, valid, cfg, w.metric)
+        if w.splits:
+            values = {
+                (role, w.metric.name): w.metric.mean(d, self.predict(d)) for role, d in w.splits.items()
+            }
+            w.monitor.update(0, values)
+        self.evals_result_ = w.monitor.history
+
+    def _check_data(self, data: RankingData, role: str, max_label: int) -> None:
+        """Input checks before fitting (override)."""
+
+    def _fit_model(self, train: RankingData, valid: RankingData | None, cfg: Resolved, metric: Any) -> None:
+        raise NotImplementedError
+
+
 def read_manifest(path: str | Path) -> dict[str, Any]:
     """The manifest of a saved ranker folder, checked for format and version."""
     path = Path(path)

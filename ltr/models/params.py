@@ -37,7 +37,7 @@ from ltr.errors import ConfigError
 class Spec:
     """Type and range of one vocabulary parameter (``low``/``high`` inclusive unless ``open_low``)."""
 
-    kind: str  # "int", "float", "bool", "gain", "str"
+    kind: str  # "int", "float", "bool", "gain", "str", "raw" (checked by the model class)
     low: float | None = None
     high: float | None = None
     open_low: bool = False
@@ -64,7 +64,7 @@ SPECS: dict[str, Spec] = {
     "objective": Spec("str", choices=("rank:ndcg", "rank:pairwise", "rank:map")),
     "num_classes": Spec("int", 2, nullable=True),
     "alpha": Spec("float", 0.0),
-    "feature": Spec("str"),  # an int index or "best"; checked by FeatureRanker
+    "feature": Spec("raw"),  # a column index or "best"; checked by SingleFeature
     "direction": Spec("str", choices=("desc", "asc", "best")),
     "depth": Spec("int", 1, 16),
 }
@@ -100,6 +100,8 @@ def _check_value(key: str, value: Any, spec: Spec, where: str) -> Any:
         if spec.nullable:
             return None
         raise ConfigError(f"{where}.{key}: must be set (got null)")
+    if spec.kind == "raw":
+        return value
     if spec.kind == "bool":
         if not isinstance(value, bool):
             raise ConfigError(f"{where}.{key}: expected true or false, got {value!r}")

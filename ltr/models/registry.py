@@ -26,6 +26,9 @@ _REGISTRY: dict[str, str] = {
     "regression": "ltr.models.lgbm:Regression",
     "classification": "ltr.models.lgbm:Classification",
     "lambdamart_xgb": "ltr.models.xgb:XGBoostLambdaMART",
+    "random_forest": "ltr.models.sk:RandomForest",
+    "linear": "ltr.models.sk:Linear",
+    "feature": "ltr.models.feature:SingleFeature",
 }
 
 

@@ -1,0 +1,134 @@
+"""scikit-learn baselines (linear, random_forest) and the single-feature ranker: parity with the
+estimators they wrap, persistence without pickle, one-shot validation records, clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from ltr.data import RankingData
+from ltr.data.synthetic import generate
+from ltr.errors import ConfigError, DataError
+from ltr.metrics import evaluate
+from ltr.models import build_ranker, load_ranker
+
+
+@pytest.fixture(scope="module")
+def splits() -> tuple[RankingData, RankingData]:
+    return generate(n_queries=60, seed=7, max_docs=30), generate(
+        n_queries=30, seed=8, max_docs=30, qid_start=900
+    )
+
+
+def make(name: str, params: dict | None = None, **cfg):
+    return build_ranker({"name": name, "params": params or {}, **cfg}, seed=3, num_threads=1)
+
+
+def test_linear_equals_standardised_ridge_and_round_trips(tmp_path, splits):
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    train, valid = splits
+    w = np.random.default_rng(0).uniform(0.5, 2, train.n_queries)
+    weighted = RankingData(X=train.X, y=train.y, qid=train.qid, weight=w)
+    r = make("linear", {"alpha": 3.0}).fit(weighted, valid)
+    pipe = make_pipeline(StandardScaler(), Ridge(alpha=3.0))
+    pipe.fit(train.X.astype(float), train.y, ridge__sample_weight=np.repeat(w, train.group_sizes))
+    np.testing.assert_allclose(r.predict(valid), pipe.predict(valid.X.astype(float)), rtol=1e-9, atol=1e-9)
+    assert r.best_iteration_ is None and len(r.evals_result_["valid"]["ndcg@10"]) == 1
+    r.save(tmp_path / "lin")
+    state = json.loads((tmp_path / "lin" / "model.json").read_text())
+    assert len(state["weights"]) == train.n_features
+    np.testing.assert_array_equal(load_ranker(tmp_path / "lin").predict(valid), r.predict(valid))
+
+
+def test_linear_sparse_input_and_nonfinite_features(splits):
+    train, valid = splits
+    sparse = RankingData(X=sp.csr_matrix(train.X), y=train.y, qid=train.qid)
+    r = make("linear").fit(sparse)
+    np.testing.assert_allclose(r.predict(sp.csr_matrix(valid.X)), r.predict(valid.X))
+    X = train.X.copy()
+    X[5, 2] = np.nan
+    bad = RankingData(X=X, y=train.y, qid=train.qid, name="nan.txt")
+    with pytest.raises(
+        DataError,
+        match=r"nan.txt \(train\): query qid=1 \(rows 1-\d+\) has a non-finite value in feature column 2 \(row 6\)",
+    ):
+        make("linear").fit(bad)
+
+
+def test_random_forest_matches_sklearn_and_round_trips_with_skops(tmp_path, splits):
+    from sklearn.ensemble import RandomForestRegressor
+
+    train, valid = splits
+    r = make("random_forest", {"n_trees": 8, "feature_fraction": 0.5, "bagging_fraction": 0.7}).fit(train)
+    assert r.engine_params_ | {"n_jobs": 1} == {
+        "n_estimators": 8,
+        "max_depth": None,
+        "max_leaf_nodes": None,
+        "min_samples_leaf": 20,
+        "max_features": 0.5,
+        "max_samples": 0.7,
+        "random_state": 3,
+        "n_jobs": 1,
+    }
+    direct = RandomForestRegressor(**r.engine_params_).fit(train.X, train.y)
+    np.testing.assert_array_equal(r.predict(valid), direct.predict(valid.X))
+    r.save(tmp_path / "rf")
+    assert (tmp_path / "rf" / "model.skops").is_file()
+    np.testing.assert_array_equal(load_ranker(tmp_path / "rf").predict(valid), r.predict(valid))
+
+
+def test_random_forest_refuses_untrusted_skops_file(tmp_path, splits):
+    import skops.io as sio
+    from sklearn.preprocessing import FunctionTransformer
+
+    train, _ = splits
+    make("random_forest", {"n_trees": 2}).fit(train).save(tmp_path / "rf")
+    sio.dump(FunctionTransformer(func=os.system), tmp_path / "rf" / "model.skops")  # a hostile payload
+    with pytest.raises(ConfigError, match=r"model.skops: refuses to load types .*system"):
+        load_ranker(tmp_path / "rf")
+
+
+def test_feature_best_is_the_argmax_over_columns_and_directions(tmp_path, splits):
+    train, valid = splits
+    seen = []
+    r = make("feature").fit(train, valid, on_iteration=lambda i, v: seen.append((i, v)))
+    brute = {
+        (j, d): np.nanmean(
+            evaluate(
+                "ndcg@10", valid.y, (1 if d == "desc" else -1) * valid.X[:, j].astype(float), valid.offsets
+            )["ndcg@10"]
+        )
+        for j in range(valid.n_features)
+        for d in ("desc", "asc")
+    }
+    best = max(brute.values())
+    assert brute[(r.feature_, r.direction_)] == pytest.approx(best, abs=1e-12)
+    assert r.selection_[f"{r.feature_}:{r.direction_}"] == pytest.approx(best, abs=1e-12)
+    assert seen == [(0, {"valid/ndcg@10": r.evals_result_["valid"]["ndcg@10"][0]})]
+    assert r.evals_result_["valid"]["ndcg@10"][0] == pytest.approx(best, abs=1e-12)
+    r.save(tmp_path / "f")
+    back = load_ranker(tmp_path / "f")
+    assert (back.feature_, back.direction_) == (r.feature_, r.direction_)
+    np.testing.assert_array_equal(back.predict(valid), r.predict(valid))
+
+
+def test_feature_fixed_column_direction_and_missing_values():
+    X = np.array([[1.0], [np.nan], [3.0]], dtype=np.float32)
+    d = RankingData(X=X, y=[0, 1, 2], qid=[1, 1, 1])
+    asc = make("feature", {"feature": 0, "direction": "asc"}).fit(d)
+    assert asc.predict(d).tolist() == [-1.0, -np.inf, -3.0]
+    desc = make("feature", {"feature": 0, "direction": "desc"}).fit(d)
+    assert desc.predict(d).tolist() == [1.0, -np.inf, 3.0]
+    with pytest.raises(ConfigError, match=r"params.feature=4 but data has 1 feature columns \(0-0\)"):
+        make("feature", {"feature": 4, "direction": "desc"}).fit(d)
+    with pytest.raises(ConfigError, match=r"params.feature must be a column index >= 0 or 'best', got -1"):
+        make("feature", {"feature": -1})
+    with pytest.raises(ConfigError, match="engine_params must be empty"):
+        make("feature", engine_params={"x": 1})
