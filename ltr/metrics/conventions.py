@@ -207,15 +207,6 @@ PRESETS: dict[str, Conventions] = {
         ap_denominator="min_R_k",
         default_k=32,
     ),
-    # XGBoost ndcg- / map-: as xgboost but empty queries score 0.
-    "xgboost_minus": Conventions(
-        gain="exp2",
-        ties="stable",
-        no_relevant="zero",
-        p_denominator="min_k_n",
-        ap_denominator="min_R_k",
-        default_k=32,
-    ),
     # scikit-learn ndcg_score / dcg_score (ignore_ties=False): linear gain, average ties, empty -> 0.
     "sklearn": Conventions(gain="linear", ties="average", no_relevant="zero"),
     # ranx ndcg (Järvelin & Kekäläinen, linear gain) and ndcg_burges (exp2 gain); empty queries 0.
@@ -234,6 +225,10 @@ PRESETS: dict[str, Conventions] = {
     # gdeval.pl (TREC Web track): exp2 gain, docno-descending ties, topics without relevant skipped.
     "gdeval": Conventions(gain="exp2", ties="docno_desc", no_relevant="skip", err_gmax=4),
 }
+
+
+# XGBoost ndcg- / map-: as xgboost but empty queries score 0.
+PRESETS["xgboost_minus"] = replace(PRESETS["xgboost"], no_relevant="zero")
 
 
 def resolve_conventions(preset: str | Conventions = "ltr", **overrides: Any) -> Conventions:
