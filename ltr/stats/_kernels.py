@@ -52,26 +52,46 @@ def bounded_threshold(n: int) -> np.uint64:
 
 @numba.njit(cache=True, nogil=True)
 def bootstrap_sums(values: np.ndarray, weights: np.ndarray, seeds: np.ndarray, out: np.ndarray) -> None:
-    """``out[b] = Σ_j w[i_j] x[i_j] / Σ_j w[i_j]`` over ``n`` indices ``i_j`` drawn with replacement."""
+    """``out[b] = Σ_j w[i_j] x[i_j] / Σ_j w[i_j]`` over ``n`` indices ``i_j`` drawn with replacement.
+
+    Each 64-bit draw yields two 32-bit candidates; a candidate is mapped to ``[0, n)`` by Lemire's
+    multiply-shift and rejected (skipped) in the rare biased zone, so every index is exactly uniform.
+    An empty ``weights`` array means unit weights.
+    """
     n = values.shape[0]
     un = np.uint64(n)
     threshold = np.uint64((np.uint64(1) << _S32) % un)
     weighted = weights.shape[0] == n
     for b in range(seeds.shape[0]):
         state = seeds[b]
-        total = 0.0
-        wsum = 0.0
-        if weighted:
-            for _ in range(n):
-                state, i = _bounded(state, un, threshold)
-                total += weights[i] * values[i]
-                wsum += weights[i]
-            out[b] = total / wsum
-        else:
-            for _ in range(n):
-                state, i = _bounded(state, un, threshold)
-                total += values[i]
-            out[b] = total / n
+        # two independent accumulator chains (one per 32-bit half) hide floating-point add latency
+        t0 = 0.0
+        t1 = 0.0
+        w0 = 0.0
+        w1 = 0.0
+        drawn = 0
+        while drawn < n:
+            state, z = _next(state)
+            m = (z >> _S32) * un
+            if (m & _MASK32) >= threshold:
+                i = np.int64(m >> _S32)
+                if weighted:
+                    t0 += weights[i] * values[i]
+                    w0 += weights[i]
+                else:
+                    t0 += values[i]
+                drawn += 1
+            if drawn < n:
+                m = (z & _MASK32) * un
+                if (m & _MASK32) >= threshold:
+                    i = np.int64(m >> _S32)
+                    if weighted:
+                        t1 += weights[i] * values[i]
+                        w1 += weights[i]
+                    else:
+                        t1 += values[i]
+                    drawn += 1
+        out[b] = (t0 + t1) / (w0 + w1) if weighted else (t0 + t1) / n
 
 
 @numba.njit(cache=True, nogil=True)
