@@ -280,36 +280,29 @@ def latex_escape(text: str) -> str:
 
 def _system_tables(
     per_query: PerQuery, query_ids: Mapping[str, ArrayLike] | ArrayLike | None
-) -> dict[str, tuple[pd.Index, dict[str, np.ndarray]]]:
-    """``system → (query ids, metric → float64 values)`` with duplicate-id and length checks."""
+) -> dict[str, tuple[pd.Index, Mapping[str, object]]]:
+    """``system → (query ids, metric → raw per-query values)``; checks the ids (unique, one per value)."""
     if not isinstance(per_query, Mapping) or len(per_query) < 2:
         got = len(per_query) if isinstance(per_query, Mapping) else type(per_query).__name__
         raise DataError(
             f"compare() needs a mapping of at least 2 systems to their per-query values, got {got}"
         )
-    out: dict[str, tuple[pd.Index, dict[str, np.ndarray]]] = {}
+    out: dict[str, tuple[pd.Index, Mapping[str, object]]] = {}
     for system, table in per_query.items():
         name = str(system)
         if isinstance(table, pd.DataFrame):
             ids = table.index
-            try:
-                values = {str(c): table[c].to_numpy(dtype=np.float64) for c in table.columns}
-            except (TypeError, ValueError) as err:
-                raise DataError(f"system {name!r}: every metric column must be numeric ({err})") from None
+            raw: Mapping[str, object] = {str(c): table[c] for c in table.columns}
         elif isinstance(table, Mapping):
             if query_ids is None:
                 raise ConfigError(
                     f"system {name!r} is a mapping of arrays: pass query_ids (a mapping system → ids, or one "
                     "id array shared by all systems) or pass a DataFrame indexed by query id"
                 )
-            raw = query_ids[system] if isinstance(query_ids, Mapping) else query_ids
-            ids = pd.Index(np.asarray(raw))
-            values = {str(m): np.asarray(v, dtype=np.float64) for m, v in table.items()}
-            for m, v in values.items():
-                if v.shape != (len(ids),):
-                    raise DataError(
-                        f"system {name!r}, metric {m!r}: {v.shape} values for {len(ids)} query ids"
-                    )
+            if isinstance(query_ids, Mapping) and system not in query_ids:
+                raise ConfigError(f"query_ids has no entry for system {name!r}")
+            ids = pd.Index(np.asarray(query_ids[system] if isinstance(query_ids, Mapping) else query_ids))
+            raw = {str(m): v for m, v in table.items()}
         else:
             raise DataError(
                 f"system {name!r}: expected a DataFrame or a mapping metric → array, got {type(table).__name__}"
@@ -317,13 +310,29 @@ def _system_tables(
         if ids.has_duplicates:
             dup = ids[ids.duplicated()][0]
             raise DataError(f"system {name!r}: query id {dup!r} appears more than once")
-        for m, v in values.items():
-            if np.isinf(v).any():
-                raise DataError(
-                    f"system {name!r}, metric {m!r}: ±inf values; per-query values must be finite or NaN"
-                )
-        out[name] = (ids, values)
+        out[name] = (ids, raw)
     return out
+
+
+def _metric_values(system: str, metric: str, n_ids: int, raw: Mapping[str, object]) -> np.ndarray:
+    """The float64 per-query values of ``system`` × ``metric`` (NaN = skipped), checked."""
+    if metric not in raw:
+        raise DataError(f"system {system!r} has no values for metric {metric!r}; it has: {', '.join(raw)}")
+    column = raw[metric]
+    try:
+        if isinstance(column, pd.Series):
+            values = column.to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            values = np.asarray(column, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise DataError(f"system {system!r}, metric {metric!r}: values must be numeric ({err})") from None
+    if values.shape != (n_ids,):
+        raise DataError(f"system {system!r}, metric {metric!r}: {values.shape} values for {n_ids} query ids")
+    if np.isinf(values).any():
+        raise DataError(
+            f"system {system!r}, metric {metric!r}: ±inf values; per-query values must be finite or NaN"
+        )
+    return values
 
 
 def _examples(ids: Collection[object], k: int = 3) -> str:
@@ -398,11 +407,7 @@ def compare(
     for metric in metric_names:
         columns = {}
         for system, (ids, values) in tables.items():
-            if metric not in values:
-                raise DataError(
-                    f"system {system!r} has no values for metric {metric!r}; it has: {', '.join(values)}"
-                )
-            columns[system] = values[metric][ids.get_indexer(order)]
+            columns[system] = _metric_values(system, metric, len(ids), values)[ids.get_indexer(order)]
         scored = np.logical_and.reduce([~np.isnan(v) for v in columns.values()])
         n, dropped = int(scored.sum()), int((~scored).sum())
         if n < 2:

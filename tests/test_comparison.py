@@ -175,6 +175,16 @@ def test_other_input_errors(systems: dict[str, pd.DataFrame]) -> None:
             compare(systems, baseline="bm25", **kwargs)
 
 
+def test_extra_columns_and_nullable_dtypes(
+    systems: dict[str, pd.DataFrame], report: ComparisonReport
+) -> None:
+    """Non-metric columns are ignored unless asked for; pandas' nullable Float64 with <NA> counts as NaN."""
+    tagged = {s: df.assign(note="x").astype({"ndcg@10": "Float64"}) for s, df in systems.items()}
+    tagged["bm25"].loc["q0003", "ndcg@10"] = pd.NA
+    rep = compare(tagged, baseline="bm25", metrics=["ndcg@10", "err@10"], B=2000, seed=5)
+    assert rep.rows == report.rows
+
+
 def test_report_is_immutable(report: ComparisonReport) -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         report.baseline = "x"  # type: ignore[misc]
