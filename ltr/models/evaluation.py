@@ -54,7 +54,11 @@ class RankingMetric:
 
     def mean(self, data: RankingData, scores: np.ndarray) -> float:
         """Mean over the queries of ``data`` that are not skipped (NaN when every query is skipped)."""
-        values = self.per_query(data.y, scores, data.offsets)
+        return self.mean_of(data.y, scores, data.offsets)
+
+    def mean_of(self, labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray) -> float:
+        """:meth:`mean` from plain arrays."""
+        values = self.per_query(labels, scores, offsets)
         keep = ~np.isnan(values)
         return float(values[keep].mean()) if keep.any() else float("nan")
 

@@ -29,6 +29,7 @@ _REGISTRY: dict[str, str] = {
     "random_forest": "ltr.models.sk:RandomForest",
     "linear": "ltr.models.sk:Linear",
     "feature": "ltr.models.feature:SingleFeature",
+    "catboost": "ltr.models.cat:CatBoostYetiRank",
 }
 
 

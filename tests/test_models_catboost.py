@@ -1,0 +1,73 @@
+"""``catboost`` (YetiRank, optional extra): parity with CatBoost itself, early stopping on ltr's
+metric, CatBoost's own NDCG against ltr's ``catboost`` preset, persistence, missing-package error."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from ltr.data import RankingData
+from ltr.data.synthetic import generate
+from ltr.errors import ConfigError
+from ltr.metrics import evaluate
+from ltr.models import build_ranker, load_ranker
+
+catboost = pytest.importorskip("catboost")
+FAST = {"n_trees": 40, "max_depth": 4}
+
+
+@pytest.fixture(scope="module")
+def splits() -> tuple[RankingData, RankingData]:
+    return generate(n_queries=60, seed=9, max_docs=30), generate(
+        n_queries=30, seed=10, max_docs=30, qid_start=700
+    )
+
+
+def make(params: dict | None = None, seed: int = 4, **cfg):
+    return build_ranker(
+        {"name": "catboost", "params": {**FAST, **(params or {})}, **cfg}, seed=seed, num_threads=1
+    )
+
+
+def test_deterministic_and_equal_to_catboost_itself(splits):
+    train, valid = splits
+    params = {"bagging_fraction": 0.8, "feature_fraction": 0.7}
+    r = make(params).fit(train)
+    np.testing.assert_array_equal(r.predict(valid), make(params).fit(train).predict(valid))
+    assert r.engine_params_["bootstrap_type"] == "Bernoulli" and r.engine_params_["rsm"] == 0.7
+    direct = catboost.CatBoost(dict(r.engine_params_))
+    direct.fit(
+        catboost.Pool(train.X, train.y, group_id=np.repeat(np.arange(train.n_queries), train.group_sizes))
+    )
+    np.testing.assert_array_equal(r.predict(valid), direct.predict(valid.X, prediction_type="RawFormulaVal"))
+
+
+def test_early_stopping_on_ltr_metric_and_catboost_metric_logged(tmp_path, splits):
+    train, valid = splits
+    r = make({"n_trees": 300, "learning_rate": 0.3}, early_stopping={"patience": 5}).fit(train, valid)
+    curve = r.evals_result_["valid"]["ndcg@10"]
+    assert r.best_iteration_ == int(np.argmax(curve)) and len(curve) == r.best_iteration_ + 6 < 300
+    assert r.model_.tree_count_ == r.best_iteration_ + 1
+    scores = r.predict(valid)
+    ours = np.nanmean(evaluate("ndcg@10", valid.y, scores, valid.offsets)["ndcg@10"])
+    assert curve[r.best_iteration_] == pytest.approx(ours, abs=1e-12)
+    # CatBoost's NDCG:top=10;type=Base equals ltr's "catboost" preset (linear gain, pessimistic ties, empty = 1)
+    theirs = evaluate("ndcg@10", valid.y, scores, valid.offsets, preset="catboost")["ndcg@10"].mean()
+    assert r.evals_result_["valid"]["catboost_ndcg@10"][r.best_iteration_] == pytest.approx(theirs, abs=1e-9)
+    r.save(tmp_path / "cb")
+    assert (tmp_path / "cb" / "model.cbm").is_file()
+    np.testing.assert_array_equal(load_ranker(tmp_path / "cb").predict(valid), scores)
+
+
+def test_unsupported_vocabulary_and_missing_package(monkeypatch, splits):
+    with pytest.raises(ConfigError, match=r"params.num_leaves is not supported: .*symmetric: use max_depth"):
+        make({"num_leaves": 31})
+    with pytest.raises(ConfigError, match=r"params.label_gain is not supported"):
+        make({"label_gain": "linear"})
+    monkeypatch.setitem(sys.modules, "catboost", None)  # as if the optional extra were not installed
+    with pytest.raises(
+        ConfigError, match=r"needs the optional package catboost: pip install 'ltr\[catboost\]'"
+    ):
+        make().fit(splits[0])
