@@ -8,7 +8,7 @@ True
 >>> get_ranker_class("nope")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-ltr.errors.ConfigError: unknown model 'nope'; known models: classification, ..., lambdamart, ...
+ltr.errors.ConfigError: unknown model 'nope'; known models: catboost, classification, ..., xendcg
 """
 
 from __future__ import annotations
