@@ -173,7 +173,7 @@ def _read_docids(path: Path) -> np.ndarray:
             text = comment.decode("utf-8", "replace").strip()
             m = _DOCID.search(text)
             out.append(m.group(1) if m else text)
-    return np.asarray(out, dtype=object)
+    return np.asarray(out, dtype=str)
 
 
 def regroup_order(qid: np.ndarray) -> np.ndarray:
