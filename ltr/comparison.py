@@ -198,7 +198,10 @@ class ComparisonReport:
                 cells.append(cell)
             out.append(" & ".join(cells) + " \\\\")
         legend = latex_escape(self.legend(dagger="DAGGER")).replace("DAGGER", "$^{\\dagger}$")
-        text = (latex_escape(caption) + " " if caption else "") + legend
+        lead = caption.rstrip() if caption else ""
+        if lead and lead[-1] not in ".!?":
+            lead += "."
+        text = (latex_escape(lead) + " " if lead else "") + legend
         out += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{text}}}"]
         if label:
             out.append(f"\\label{{{label}}}")

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -250,7 +253,7 @@ def test_latex_rendering(report: ComparisonReport) -> None:
     assert "rank\\_net" in tex and "x\\textbar{}y" in tex
     best = report.row("lambdamart", "ndcg@10")
     assert f"\\textbf{{{best.mean:.4f}}}$^{{\\dagger}}$" in tex
-    assert "Test 50\\% \\& more" in tex and "\\label{tab:cmp}" in tex and "95\\% BCa" in tex
+    assert "Test 50\\% \\& more. Bold" in tex and "\\label{tab:cmp}" in tex and "95\\% BCa" in tex
     body = tex.replace("\\{", "").replace("\\}", "")
     assert body.count("{") == body.count("}")
     body = tex.split("\\midrule")[1].split("\\bottomrule")[0].strip().splitlines()
@@ -262,6 +265,36 @@ def test_latex_rendering(report: ComparisonReport) -> None:
         assert not any(re.search(r"(?<!\\)[%&#_|]", c) for c in cells), line
     plain = report.to_latex(ci=False)
     assert "\\scriptsize" not in plain and "\\label" not in plain
+
+
+@pytest.mark.skipif(
+    shutil.which("pdflatex") is None,
+    reason="pdflatex not installed (apt-get install texlive-latex-recommended)",
+)
+def test_latex_compiles_with_hostile_names(tmp_path: Path) -> None:
+    """The real check of escaping: pdflatex accepts the table, with names full of LaTeX specials."""
+    rng = np.random.default_rng(3)
+    q = list(range(40))
+    names = ["bm25", "lambda_mart & co", "rank|net ~50%", "a{b}$c#^\\d<e>"]
+    per_query = {
+        n: pd.DataFrame({"ndcg@10": rng.random(40), "p_5 %": rng.random(40)}, index=q) for n in names
+    }
+    rep = compare(per_query, baseline="bm25", B=200)
+    doc = (
+        "\\documentclass{article}\\usepackage{booktabs}\\begin{document}\n"
+        + rep.to_latex(caption="Hostile & names")
+        + "\\end{document}\n"
+    )
+    (tmp_path / "t.tex").write_text(doc, encoding="utf-8")
+    run = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert (tmp_path / "t.pdf").stat().st_size > 1000
 
 
 def test_latex_escape() -> None:
