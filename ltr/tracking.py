@@ -109,6 +109,8 @@ class NullTracker:
     run_id: str | None = None
     uri: str | None = None
 
+    experiment_id: str | None = None
+
     @contextmanager
     def start(self, **_: Any) -> Iterator[NullTracker]:
         yield self
@@ -120,6 +122,11 @@ class NullTracker:
     def log_dict(self, data: Any, artifact_file: str) -> None: ...
     def log_text(self, text: str, artifact_file: str) -> None: ...
     def log_artifact(self, path: str | os.PathLike[str], artifact_path: str | None = None) -> None: ...
+    def log_frame(self, frame: Any, artifact_file: str) -> None: ...
+    def log_iteration_values(self, rows: list[tuple[int, dict[str, float]]]) -> None: ...
+    def spawn(self) -> NullTracker:
+        return self
+
     def log_ranker(self, ranker: Any, example: Any = None) -> None: ...
 
 
@@ -142,48 +149,69 @@ class Tracker:
         self.client = MlflowClient(tracking_uri=uri)
         self._mlflow = mlflow
         self.run_id: str | None = None
-        existing = self.client.get_experiment_by_name(experiment)
-        if existing is not None:
-            self.experiment_id = existing.experiment_id
-        else:
-            location = Path(artifact_root).resolve().as_uri() if artifact_root else None
-            try:
-                self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
-            except Exception:  # another job created it at the same moment
-                found = self.client.get_experiment_by_name(experiment)
-                if found is None:
-                    raise
-                self.experiment_id = found.experiment_id
+        # the first access creates (migrates) a new SQLite store; parallel jobs take turns for it
+        with _store_lock(uri):
+            existing = _retry(self.client.get_experiment_by_name, experiment)
+            if existing is not None:
+                self.experiment_id = existing.experiment_id
+            else:
+                location = Path(artifact_root).resolve().as_uri() if artifact_root else None
+                self.experiment_id = _retry(
+                    self.client.create_experiment, experiment, artifact_location=location
+                )
+
+    def spawn(self) -> Tracker:
+        """A new tracker on the same store and experiment (e.g. for child runs of a comparison)."""
+        other = object.__new__(Tracker)
+        other.uri, other.experiment, other.client, other._mlflow = (
+            self.uri,
+            self.experiment,
+            self.client,
+            self._mlflow,
+        )
+        other.experiment_id, other.run_id = self.experiment_id, None
+        return other
 
     @contextmanager
     def start(
-        self, *, run_name: str | None = None, tags: Mapping[str, Any] | None = None
+        self,
+        *,
+        run_name: str | None = None,
+        tags: Mapping[str, Any] | None = None,
+        parent_run_id: str | None = None,
     ) -> Iterator[Tracker]:
+        """Create a run (a child of ``parent_run_id`` when given) and end it FINISHED / FAILED / KILLED."""
         mlflow = self._mlflow
-        run = self.client.create_run(
-            self.experiment_id, run_name=run_name, tags={k: str(v) for k, v in (tags or {}).items()}
-        )
+        all_tags = {k: str(v) for k, v in (tags or {}).items()}
+        if parent_run_id:
+            all_tags["mlflow.parentRunId"] = parent_run_id
+        run = _retry(self.client.create_run, self.experiment_id, run_name=run_name, tags=all_tags)
         self.run_id = run.info.run_id
         # also the active fluent-API run, which mlflow.<flavor>.log_model needs; the previous
         # tracking URI is restored afterwards so the process-wide MLflow state is left as found
         previous_uri = mlflow.get_tracking_uri()
         mlflow.set_tracking_uri(self.uri)
-        mlflow.start_run(run_id=self.run_id)
+        _retry(mlflow.start_run, run_id=self.run_id, nested=mlflow.active_run() is not None)
         status = "FINISHED"
         try:
             yield self
         except KeyboardInterrupt:
             status = "KILLED"
+            self._record_error("interrupted (KeyboardInterrupt / SIGINT)")
             raise
         except BaseException:
             status = "FAILED"
             text = traceback.format_exc()
-            self.log_text(text, "error/traceback.txt")
-            self.client.set_tag(self.run_id, "error", text.strip().splitlines()[-1][:5000])
+            self._record_error(text)
             raise
         finally:
-            mlflow.end_run(status=status)
+            _retry(mlflow.end_run, status=status)
             mlflow.set_tracking_uri(previous_uri)
+
+    def _record_error(self, text: str) -> None:
+        """Store the traceback as ``error/traceback.txt`` and its last line as the ``error`` tag."""
+        self.log_text(text, "error/traceback.txt")
+        _retry(self.client.set_tag, self._run(), "error", text.strip().splitlines()[-1][:5000])
 
     # --- params, tags, metrics -----------------------------------------------------------------
     def log_params(self, params: Mapping[str, Any]) -> None:
@@ -191,14 +219,14 @@ class Tracker:
 
         items = [Param(k, str(v)[:PARAM_VALUE_LIMIT]) for k, v in params.items()]
         for i in range(0, len(items), _PARAM_BATCH):
-            self.client.log_batch(self._run(), params=items[i : i + _PARAM_BATCH])
+            _retry(self.client.log_batch, self._run(), params=items[i : i + _PARAM_BATCH])
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
         from mlflow.entities import RunTag
 
         items = [RunTag(k, str(v)[:5000]) for k, v in tags.items()]
         for i in range(0, len(items), _PARAM_BATCH):
-            self.client.log_batch(self._run(), tags=items[i : i + _PARAM_BATCH])
+            _retry(self.client.log_batch, self._run(), tags=items[i : i + _PARAM_BATCH])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         from mlflow.entities import Metric
@@ -206,7 +234,7 @@ class Tracker:
         now = int(time.time() * 1000)
         items = [Metric(k, float(v), now, step or 0) for k, v in metrics.items()]
         for i in range(0, len(items), _BATCH):
-            self.client.log_batch(self._run(), metrics=items[i : i + _BATCH])
+            _retry(self.client.log_batch, self._run(), metrics=items[i : i + _BATCH])
 
     def log_history(self, history: Mapping[str, Mapping[str, list[float]]]) -> None:
         """Per-iteration curves ``{"valid": {"ndcg@10": [...]}}`` as ``curve/valid/ndcg_at_10``, step = iteration.
@@ -223,17 +251,40 @@ class Tracker:
             for step, value in enumerate(values)
         ]
         for i in range(0, len(items), _BATCH):
-            self.client.log_batch(self._run(), metrics=items[i : i + _BATCH])
+            _retry(self.client.log_batch, self._run(), metrics=items[i : i + _BATCH])
+
+    def log_iteration_values(self, rows: list[tuple[int, dict[str, float]]]) -> None:
+        """Log buffered ``on_iteration`` values ``[(i, {"valid/ndcg@10": v})]`` as ``curve/valid/ndcg_at_10`` at step i."""
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = [
+            Metric(mlflow_metric_name("curve", key), float(value), now, step)
+            for step, values in rows
+            for key, value in values.items()
+        ]
+        for i in range(0, len(items), _BATCH):
+            _retry(self.client.log_batch, self._run(), metrics=items[i : i + _BATCH])
 
     # --- artifacts -------------------------------------------------------------------------------
     def log_dict(self, data: Any, artifact_file: str) -> None:
-        self.client.log_dict(self._run(), data, artifact_file)
+        _retry(self.client.log_dict, self._run(), data, artifact_file)
 
     def log_text(self, text: str, artifact_file: str) -> None:
-        self.client.log_text(self._run(), text, artifact_file)
+        _retry(self.client.log_text, self._run(), text, artifact_file)
 
     def log_artifact(self, path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
-        self.client.log_artifact(self._run(), str(path), artifact_path)
+        _retry(self.client.log_artifact, self._run(), str(path), artifact_path)
+
+    def log_frame(self, frame: Any, artifact_file: str) -> None:
+        """A pandas DataFrame as a Parquet artifact (e.g. ``per_query/test.parquet``)."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            local = Path(tmp) / Path(artifact_file).name
+            frame.to_parquet(local, index=False)
+            parent = str(Path(artifact_file).parent)
+            self.log_artifact(local, None if parent == "." else parent)
 
     def log_ranker(self, ranker: Any, example: Any = None) -> None:
         """Log the fitted model under ``model/``: LightGBM/XGBoost flavors for their boosters."""
@@ -245,13 +296,18 @@ class Tracker:
         if module.startswith("lightgbm"):
             import mlflow.lightgbm
 
-            mlflow.lightgbm.log_model(
-                booster, name="model", pip_requirements=_pip_requirements("lightgbm"), input_example=example
+            _retry(
+                mlflow.lightgbm.log_model,
+                booster,
+                name="model",
+                pip_requirements=_pip_requirements("lightgbm"),
+                input_example=example,
             )
         elif module.startswith("xgboost"):
             import mlflow.xgboost
 
-            mlflow.xgboost.log_model(
+            _retry(
+                mlflow.xgboost.log_model,
                 booster,
                 name="model",
                 pip_requirements=_pip_requirements("xgboost-cpu"),
@@ -260,13 +316,54 @@ class Tracker:
         else:
             from ltr.models.pyfunc import log_pyfunc_model
 
-            log_pyfunc_model(ranker, name="model", input_example=example)
+            _retry(log_pyfunc_model, ranker, name="model", input_example=example)
 
     # --- helpers ---------------------------------------------------------------------------------
     def _run(self) -> str:
         if self.run_id is None:
             raise RuntimeError("Tracker.start() must be entered before logging")
         return self.run_id
+
+
+@contextmanager
+def _store_lock(uri: str) -> Iterator[None]:
+    """An exclusive ``fcntl`` lock on ``<db>-lock`` next to a SQLite store (no-op for servers)."""
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    import fcntl
+
+    lock_path = Path(uri[len("sqlite:///") :] + "-lock")  # matches the ignored mlflow.db-*
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _is_lock_error(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__}: {exc}".lower()
+    return "database is locked" in text or "database table is locked" in text
+
+
+def _retry(fn: Any, *args: Any, attempts: int = 12, **kwargs: Any) -> Any:
+    """Call ``fn``; on an SQLite lock error (parallel jobs on one store) retry with exponential backoff.
+
+    Waits 0.05 s, 0.1 s, … capped at 2 s (≈ 15 s in total) plus a per-process offset so that
+    concurrent jobs do not retry in lock-step; any other error propagates at once.
+    """
+    delay = 0.05
+    for attempt in range(attempts):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            if attempt == attempts - 1 or not _is_lock_error(exc):
+                raise
+            time.sleep(delay + (os.getpid() % 17) / 1000)
+            delay = min(delay * 2, 2.0)
+    raise RuntimeError("unreachable")  # pragma: no cover
 
 
 def _pip_requirements(package: str) -> list[str]:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
+from ltr.schemas import register_configs
 from ltr.train import CONF_DIR, available_models, run
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -43,6 +46,7 @@ def _cli(args: list[str], root: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _compose(overrides: list[str]):
+    register_configs()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="config", overrides=overrides)
 
@@ -92,6 +96,29 @@ def test_cli_run_is_logged_completely(cli_run):
     # tags: provenance
     assert r.data.tags["ltr.data.synthetic"] == "true"
     assert "ltr.command" in r.data.tags and "+model=lambdamart" in r.data.tags["ltr.command"]
+    # CI bounds from ltr.stats' bootstrap (run seed), bracketing the mean
+    for split in ("valid", "test"):
+        for metric in ("ndcg_at_10", "err_at_10"):
+            low, high = (
+                r.data.metrics[f"{split}/{metric}_ci_low"],
+                r.data.metrics[f"{split}/{metric}_ci_high"],
+            )
+            assert low < r.data.metrics[f"{split}/{metric}"] < high
+    # provenance and environment tags
+    for tag in ("git.commit", "git.dirty", "ltr.data.fingerprint.test", "version.lightgbm", "version.mlflow"):
+        assert r.data.tags[tag]
+    assert r.data.tags["ltr.metric_preset"] == "ltr"
+    assert json.loads(r.data.tags["ltr.overrides"])[0] == "+model=lambdamart"
+    assert "data.n_queries.train=60" in r.data.tags["ltr.command"]
+    # per-query values as Parquet: one row per test query, agreeing with the logged mean
+    local_pq = client.download_artifacts(r.info.run_id, "per_query/test.parquet", str(root / "dl"))
+    frame = pd.read_parquet(local_pq)
+    assert len(frame) == r.data.metrics["test/n_queries"] == 20
+    assert frame["ndcg@10"].mean() == pytest.approx(r.data.metrics["test/ndcg_at_10"], abs=1e-12)
+    assert {"qid", "n_docs", "ndcg@1", "ndcg@20"} <= set(frame.columns)
+    # plots
+    plots = {Path(a.path).name for a in client.list_artifacts(r.info.run_id, "plots")}
+    assert plots == {"learning_curves_lambdamart.png", "feature_importance_lambdamart.png"}
     # artifacts: resolved config and the LightGBM model
     local = client.download_artifacts(r.info.run_id, "config/resolved.yaml", str(root / "dl"))
     config = yaml.safe_load(Path(local).read_text())

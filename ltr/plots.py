@@ -1,0 +1,182 @@
+"""PNG plots of runs and comparisons (matplotlib, Agg canvas; no global pyplot state).
+
+Every function draws one figure from plain arrays, writes it to ``path`` and returns the path:
+
+- :func:`plot_learning_curves` — train/valid metric per boosting iteration, best iteration marked;
+- :func:`plot_ndcg_at_k` — mean NDCG@k for k = 1..K per system with its bootstrap CI band;
+- :func:`plot_difference_histogram` — per-query ``system − baseline`` differences of one metric;
+- :func:`plot_forest` — the leaderboard's paired differences against the baseline with their CIs;
+- :func:`plot_feature_importance` — the top features by gain (:func:`feature_importance`).
+
+>>> import tempfile, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> plot_learning_curves({"valid": {"ndcg@10": [0.5, 0.6, 0.62]}}, d / "c.png", best_iteration=2).is_file()
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_DPI = 110
+
+
+def _figure(width: float = 7.0, height: float = 4.2):  # noqa: ANN202 - a matplotlib Figure
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=_DPI, layout="constrained")
+
+
+def _save(fig: Any, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png")
+    return path
+
+
+def plot_learning_curves(
+    history: Mapping[str, Mapping[str, Sequence[float]]],
+    path: str | Path,
+    *,
+    best_iteration: int | None = None,
+    title: str = "learning curves",
+) -> Path:
+    """One line per ``split/metric`` of ``history`` (``evals_result_`` layout) against the iteration."""
+    fig = _figure()
+    ax = fig.add_subplot()
+    for split, curves in history.items():
+        for metric, values in curves.items():
+            ax.plot(np.arange(len(values)), np.asarray(values, dtype=float), label=f"{split} {metric}")
+    if best_iteration is not None:
+        ax.axvline(
+            best_iteration, color="grey", linestyle="--", linewidth=1, label=f"best ({best_iteration})"
+        )
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("metric")
+    ax.set_title(title)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_ndcg_at_k(
+    curves: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+    path: str | Path,
+    *,
+    metric: str = "ndcg",
+    confidence: float = 0.95,
+) -> Path:
+    """``curves[system] = (mean, low, high)`` over k = 1..K (arrays of length K) as lines with CI bands."""
+    fig = _figure()
+    ax = fig.add_subplot()
+    for system, (mean, low, high) in curves.items():
+        k = np.arange(1, len(mean) + 1)
+        (line,) = ax.plot(k, mean, marker="o", markersize=3, label=system)
+        ax.fill_between(k, low, high, color=line.get_color(), alpha=0.18, linewidth=0)
+    ax.set_xlabel("k")
+    ax.set_ylabel(f"mean {metric}@k")
+    ax.set_title(f"{metric}@k with {confidence:.0%} bootstrap CI")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_difference_histogram(
+    differences: Mapping[str, np.ndarray], path: str | Path, *, metric: str, baseline: str, bins: int = 30
+) -> Path:
+    """Histogram of per-query ``system − baseline`` values of ``metric``, one panel per system (NaN dropped)."""
+    n = max(len(differences), 1)
+    fig = _figure(7.0, 1.9 * n + 0.8)
+    axes = fig.subplots(n, 1, sharex=True, squeeze=False)[:, 0]
+    for ax, (system, diff) in zip(axes, differences.items(), strict=False):
+        d = np.asarray(diff, dtype=float)
+        d = d[~np.isnan(d)]
+        ax.hist(d, bins=bins, color="tab:blue", alpha=0.75)
+        ax.axvline(0.0, color="black", linewidth=1)
+        if d.size:
+            ax.axvline(
+                float(d.mean()), color="tab:red", linestyle="--", linewidth=1.2, label=f"mean {d.mean():+.4f}"
+            )
+            ax.legend(fontsize="small", loc="upper right")
+        ax.set_ylabel("queries")
+        ax.set_title(f"{system} − {baseline}", fontsize="medium")
+    axes[-1].set_xlabel(f"per-query difference in {metric}")
+    return _save(fig, path)
+
+
+def plot_forest(report: Any, path: str | Path, *, metrics: Sequence[str] | None = None) -> Path:
+    """CI forest plot of a :class:`ltr.comparison.ComparisonReport`: ``diff`` with ``[diff_ci_low, diff_ci_high]``
+    for every non-baseline system, one panel per metric; significant differences (Holm-adjusted) filled."""
+    metrics = list(metrics or report.metrics)
+    others = [s for s in report.systems if s != report.baseline]
+    fig = _figure(7.0, max(2.0, 0.45 * len(others) + 1.0) * len(metrics) * 0.75 + 0.6)
+    axes = fig.subplots(len(metrics), 1, squeeze=False)[:, 0]
+    for ax, metric in zip(axes, metrics, strict=True):
+        rows = [report.row(s, metric) for s in others]
+        y = np.arange(len(rows))[::-1]
+        for yi, r in zip(y, rows, strict=True):
+            ax.plot([r.diff_ci_low, r.diff_ci_high], [yi, yi], color="tab:blue", linewidth=2)
+            ax.plot(
+                [r.diff],
+                [yi],
+                marker="o",
+                color="tab:blue",
+                markerfacecolor="tab:blue" if r.significant else "white",
+            )
+        ax.axvline(0.0, color="black", linewidth=1)
+        ax.set_yticks(y, [r.system for r in rows])
+        ax.set_title(
+            f"{metric}: difference vs {report.baseline} ({report.confidence:.0%} CI)", fontsize="medium"
+        )
+        ax.grid(axis="x", alpha=0.3)
+    return _save(fig, path)
+
+
+def feature_importance(ranker: Any, n_features: int | None = None) -> np.ndarray | None:
+    """Total gain per feature of a fitted ranker, or ``None`` when the ranker has no such notion.
+
+    LightGBM: ``booster_.feature_importance("gain")``; XGBoost: ``booster_.get_score("total_gain")``
+    (keys ``f<i>``); scikit-learn style rankers: ``feature_importances_`` or ``|coef_|``.
+    """
+    booster = getattr(ranker, "booster_", None)
+    module = type(booster).__module__ if booster is not None else ""
+    if module.startswith("lightgbm"):
+        return np.asarray(booster.feature_importance(importance_type="gain"), dtype=float)
+    if module.startswith("xgboost"):
+        scores = booster.get_score(importance_type="total_gain")
+        size = n_features or booster.num_features()
+        out = np.zeros(size)
+        for key, value in scores.items():
+            index = int(key[1:]) if key.startswith("f") and key[1:].isdigit() else None
+            if index is not None and index < size:
+                out[index] = value
+        return out
+    for attr in ("feature_importances_",):
+        values = getattr(ranker, attr, None)
+        if values is not None:
+            return np.asarray(values, dtype=float)
+    coef = getattr(ranker, "coef_", None)
+    if coef is not None:
+        return np.abs(np.asarray(coef, dtype=float)).ravel()
+    return None
+
+
+def plot_feature_importance(
+    importance: np.ndarray, path: str | Path, *, top: int = 20, title: str = "feature importance (gain)"
+) -> Path:
+    """Horizontal bars of the ``top`` features by importance (feature ``i`` is column ``i``, 1-based label)."""
+    values = np.asarray(importance, dtype=float)
+    order = np.argsort(-values, kind="stable")[:top]
+    order = order[values[order] > 0] if (values[order] > 0).any() else order
+    fig = _figure(7.0, 0.28 * len(order) + 1.2)
+    ax = fig.add_subplot()
+    ax.barh(np.arange(len(order))[::-1], values[order], color="tab:green")
+    ax.set_yticks(np.arange(len(order))[::-1], [f"f{i + 1}" for i in order], fontsize="small")
+    ax.set_xlabel("gain")
+    ax.set_title(title)
+    return _save(fig, path)

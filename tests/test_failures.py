@@ -1,0 +1,173 @@
+"""Failures end runs honestly: Ctrl-C → KILLED, an exception → FAILED with its traceback, an unreachable
+tracking server → a clear error before any work; whatever was logged before the failure stays."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from mlflow.tracking import MlflowClient
+
+from ltr.errors import ConfigError
+from ltr.models import register_model
+from ltr.models.lgbm import LambdaMART
+from ltr.schemas import register_configs
+from ltr.train import CONF_DIR, run
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+TINY = [
+    "data.n_queries.train=60",
+    "data.n_queries.valid=20",
+    "data.n_queries.test=20",
+    "data.max_docs=40",
+    "num_threads=1",
+]
+
+
+class ExplodingLambdaMART(LambdaMART):
+    """LambdaMART that raises in the middle of fitting (after iteration 5)."""
+
+    name = "exploding_lambdamart"
+
+    def fit(self, train, valid=None, *, on_iteration=None):  # noqa: ANN001, ANN201
+        def boom(i: int, values: dict[str, float]) -> None:
+            if on_iteration is not None:
+                on_iteration(i, values)
+            if i == 5:
+                raise RuntimeError("boom at iteration 5")
+
+        return super().fit(train, valid, on_iteration=boom)
+
+
+register_model("exploding_lambdamart", f"{__name__}:ExplodingLambdaMART")
+
+
+def _compose(overrides: list[str]):
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=overrides)
+
+
+def _client(root: Path) -> MlflowClient:
+    return MlflowClient(tracking_uri=f"sqlite:///{root.resolve()}/mlflow.db")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_exception_mid_fit_ends_run_failed_with_traceback_and_keeps_what_was_logged(tmp_path):
+    cfg = _compose(["+model=lambdamart", "model.name=exploding_lambdamart", *TINY, f"paths.root={tmp_path}"])
+    with pytest.raises(RuntimeError, match="boom at iteration 5"):
+        run(cfg)
+    client = _client(tmp_path)
+    (r,) = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    assert r.info.status == "FAILED"
+    assert "boom at iteration 5" in r.data.tags["error"]
+    local = client.download_artifacts(r.info.run_id, "error/traceback.txt", str(tmp_path / "dl"))
+    text = Path(local).read_text()
+    assert "Traceback" in text and "RuntimeError: boom at iteration 5" in text
+    # logged before the failure: params, resolved config, the curve up to the failing iteration
+    assert r.data.params["model.name"] == "exploding_lambdamart"
+    assert client.list_artifacts(r.info.run_id, "config")
+    steps = [m.step for m in client.get_metric_history(r.info.run_id, "curve/valid/ndcg_at_10")]
+    assert steps == [0, 1, 2, 3, 4, 5]
+
+
+def test_unreachable_tracking_server_fails_fast_before_training(tmp_path):
+    port = _free_port()
+    cfg = _compose(
+        ["+model=lambdamart", *TINY, f"paths.root={tmp_path}", f"tracking.uri=http://127.0.0.1:{port}"]
+    )
+    t0 = time.monotonic()
+    with pytest.raises(
+        ConfigError, match=f"tracking.uri=http://127.0.0.1:{port}: the MLflow server is unreachable"
+    ):
+        run(cfg)
+    assert time.monotonic() - t0 < 10
+    assert not (tmp_path / "data").exists()  # failed before the data was even generated
+
+
+def test_unreachable_server_cli_exits_2_with_message(tmp_path):
+    port = _free_port()
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr.train", "+model=lambdamart", f"tracking.uri=http://127.0.0.1:{port}"],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "LTR_ROOT": str(tmp_path), "MLFLOW_DISABLE_TELEMETRY": "true"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "unreachable" in proc.stderr and "tracking=none" in proc.stderr
+    assert "Training" not in proc.stdout
+
+
+def test_wrong_type_fails_at_the_command_line(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr.train", "+model=lambdamart", "eval.bootstrap.B=many"],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "LTR_ROOT": str(tmp_path), "MLFLOW_DISABLE_TELEMETRY": "true"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "eval.bootstrap.B" in proc.stderr and "many" in proc.stderr
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_mid_training_ends_run_killed_and_keeps_what_was_logged(tmp_path):
+    """A real `python -m ltr.train` process gets SIGINT while boosting (a curve is already logged)."""
+    args = [
+        "+model=lambdamart",
+        *TINY,
+        "model.params.n_trees=100000",
+        "model.params.learning_rate=0.0005",
+        "model.early_stopping.patience=null",
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ltr.train", *args],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "LTR_ROOT": str(tmp_path), "MLFLOW_DISABLE_TELEMETRY": "true"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    client = _client(tmp_path)
+    deadline = time.monotonic() + 240
+    run_id = None
+    try:
+        while time.monotonic() < deadline:  # wait until the live curve has reached the store
+            time.sleep(1.0)
+            if not (tmp_path / "mlflow.db").exists():
+                continue
+            exp = client.get_experiment_by_name("ltr")
+            runs = client.search_runs([exp.experiment_id]) if exp else []
+            if runs and client.get_metric_history(runs[0].info.run_id, "curve/valid/ndcg_at_10"):
+                run_id = runs[0].info.run_id
+                break
+        assert run_id is not None, "training never logged a curve point"
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode != 0
+    r = client.get_run(run_id)
+    assert r.info.status == "KILLED", out
+    assert "interrupted" in r.data.tags["error"]
+    assert r.data.params["model.params.n_trees"] == "100000"
+    assert client.list_artifacts(run_id, "config")
+    assert len(client.get_metric_history(run_id, "curve/valid/ndcg_at_10")) >= 1
