@@ -1,0 +1,387 @@
+"""Dataset registry: what each public LETOR dataset looks like on disk, and how to load it.
+
+``load_dataset(data_cfg)`` returns ``{"train": ..., "valid": ..., "test": ...}`` (the splits the
+dataset has) for the config group ``conf/data/NAME.yaml``. Every entry knows its file layout per
+fold/variant, its feature count and label range, and loads with those as strict parse options, so
+an index above the feature count or a label outside the range is an error naming ``file:line``,
+and a missing file is an error that says how to fetch or where to put the data.
+
+>>> sorted(REGISTRY)[:3]
+['istella', 'mq2007', 'mq2008']
+>>> REGISTRY["mslr_web30k"].files({"fold": 2})
+{'train': 'Fold2/train.txt', 'valid': 'Fold2/vali.txt', 'test': 'Fold2/test.txt'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ltr.data.dataset import RankingData
+from ltr.errors import ConfigError, DataError
+
+SPLITS = ("train", "valid", "test")
+# options of load_svmlight a data config may set under `parse:` (or at top level for `svmlight`)
+PARSE_KEYS = (
+    "n_features",
+    "zero_based",
+    "allow_unsorted",
+    "integer_labels",
+    "allow_negative_labels",
+    "label_range",
+    "nonfinite",
+    "huge",
+    "output",
+    "density",
+    "dtype",
+    "regroup",
+    "query_file",
+    "weight_file",
+    "docid",
+    "engine",
+)
+
+
+@dataclass(frozen=True)
+class Download:
+    """A public archive: where it is, its sha256, and the sha256 of files inside it (when published)."""
+
+    url: str
+    sha256: str
+    archive: str  # "zip" or "tar.gz"
+    files: Mapping[str, str] = field(default_factory=dict)  # relative path -> sha256
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One registry entry."""
+
+    name: str
+    title: str
+    folder: str  # default folder name under paths.data_dir
+    n_features: int
+    label_range: tuple[int, int]
+    layout: Callable[[Mapping[str, Any]], dict[str, str]]
+    homepage: str
+    download: Download | None = None
+    manual: str | None = None  # where to get license-gated data
+    notes: str = ""
+
+    def files(self, cfg: Mapping[str, Any]) -> dict[str, str]:
+        """Relative path of each split's file for this config (fold / variant)."""
+        return self.layout(cfg)
+
+
+def _fold(cfg: Mapping[str, Any], name: str) -> int:
+    fold = cfg.get("fold", 1)
+    if fold not in (1, 2, 3, 4, 5) or isinstance(fold, bool):
+        raise ConfigError(f"data.fold must be one of 1..5 for {name}, got {fold!r}")
+    return int(fold)
+
+
+def _letor_folds(name: str) -> Callable[[Mapping[str, Any]], dict[str, str]]:
+    def layout(cfg: Mapping[str, Any]) -> dict[str, str]:
+        k = _fold(cfg, name)
+        return {"train": f"Fold{k}/train.txt", "valid": f"Fold{k}/vali.txt", "test": f"Fold{k}/test.txt"}
+
+    return layout
+
+
+def _yahoo(which: int) -> Callable[[Mapping[str, Any]], dict[str, str]]:
+    def layout(cfg: Mapping[str, Any]) -> dict[str, str]:
+        return {s: f"set{which}.{s}.txt" for s in SPLITS}
+
+    return layout
+
+
+ISTELLA_VARIANTS = {
+    "full": {"train": "full/train.txt", "test": "full/test.txt"},
+    "s": {"train": "sample/train.txt", "valid": "sample/vali.txt", "test": "sample/test.txt"},
+    "x": {"train": "train.txt", "valid": "vali.txt", "test": "test.txt"},
+}
+
+
+def _istella(cfg: Mapping[str, Any]) -> dict[str, str]:
+    variant = cfg.get("variant", "full")
+    if variant not in ISTELLA_VARIANTS:
+        raise ConfigError(
+            f"data.variant must be one of {sorted(ISTELLA_VARIANTS)} for istella, got {variant!r}"
+        )
+    return dict(ISTELLA_VARIANTS[variant])
+
+
+# sha256 values as published with the pytorchltr dataset loaders (rjagerman/pytorchltr): per fold
+# (train, vali, test). MSLR's folds rotate five parts S1..S5, so each vali/test file recurs.
+def _fold_files(per_fold: dict[int, tuple[str, str, str]]) -> dict[str, str]:
+    out = {}
+    for k, (train, vali, test) in per_fold.items():
+        out.update({f"Fold{k}/train.txt": train, f"Fold{k}/vali.txt": vali, f"Fold{k}/test.txt": test})
+    return out
+
+
+_M10 = {
+    "S1": "6eb3fae4e1186e1242a6520f53a98abdbcde5b926dd19a28e51239284b1d55dc",  # Fold1 train
+    "T1": "33fe002374a4fce58c4e12863e4eee74745d5672a26f3e4ddacc20ccfe7d6ba0",
+    "T2": "44add582ccd674cf63af24d3bf6e1074e87a678db77f00b44c37980a3010917a",
+    "T3": "c0a5a3c6bd7790d0b4ff3d5e961d0c8c5f8ff149089ce492540fa63035801b7a",
+    "T4": "dc6083c24a5f0c03df3c91ad3eed7542694115b998acf046e51432cb7a22b848",
+    "T5": "e86fb3fe7e8a5f16479da7ce04f783ae85735f17f66016786c3ffc797dd9d4db",
+}
+_MSLR10K_FILES = _fold_files(
+    {
+        1: (_M10["S1"], _M10["T5"], _M10["T1"]),
+        2: ("40e4a2fcc237d9c164cbb6a3f2fa91fe6cf7d46a419d2f73e21cf090285659eb", _M10["T1"], _M10["T2"]),
+        3: ("f13005ceb8de0db76c93b02ee4b2bded6f925097d3ab7938931e8d07aa72acd7", _M10["T2"], _M10["T3"]),
+        4: ("6c1677cf9b2ed491e26ac6b8c8ca7dfae9c1a375e2bce8cba6df36ab67ce5836", _M10["T3"], _M10["T4"]),
+        5: ("4249797a2f0f46bff279973f0fb055d4a78f67f337769eabd56e82332c044794", _M10["T4"], _M10["T5"]),
+    }
+)
+_M30 = {
+    "T1": "9a4668fd2615e6772d2e5c4d558d084b2daaf2405571eaf3e4d0526f4da096c7",
+    "T2": "d192c023baebdae148d902d716aeebf3df2f2f1ce5aee12be4f0b8bb76a8c04a",
+    "T3": "ba2487a27c21dceea0b9afaadbb6b392d5f652eb0fb8649cbd201bb894c47c12",
+    "T4": "a7ba03d708ae6b21556a8a6859d52e37cc0dcb2cbff992c630ef6173bb02122a",
+    "T5": "7647834b84c849a61e5cf3c999a2f72a4785613286fd972a5615e9fcb58f94d8",
+}
+_MSLR30K_FILES = _fold_files(
+    {
+        1: ("40b8eee4d1221cf8205e81603441c1757dd024a3baac25a47756210b03c031d6", _M30["T5"], _M30["T1"]),
+        2: ("a6d12dc4cc8c2dd0743b58c49cad12bd0f6f1cbeda54b54a91e5b54e0b96e7ca", _M30["T1"], _M30["T2"]),
+        3: ("3d0eb52a6702b2c48750a6de89e757cfac499c8ec1d38e3843cb531c059f2f74", _M30["T2"], _M30["T3"]),
+        4: ("21e389656be3c2bfe92eb4fb898d2f30dc24990fc524aada7471b949f176778d", _M30["T3"], _M30["T4"]),
+        5: ("a19da1799650b08c0dc3baaec6c590469ef1773148082e1a10b8504f2f5e9a8b", _M30["T4"], _M30["T5"]),
+    }
+)
+
+_LETOR4_MANUAL = (
+    "LETOR 4.0 ({name}) is distributed by Microsoft Research behind a click-through licence: download "
+    "{upper}.rar from https://www.microsoft.com/en-us/research/project/letor-learning-rank-information-retrieval/ , "
+    "accept the licence, extract it (e.g. `unrar x {upper}.rar`) and put the Fold1..Fold5 folders into {dir}"
+)
+_YAHOO_MANUAL = (
+    "The Yahoo! Learning to Rank Challenge data (C14B) is licence-gated: request it from Yahoo! Webscope "
+    "(https://webscope.sandbox.yahoo.com/catalog.php?datatype=c , dataset C14), accept the data agreement, "
+    "and put set1.train.txt, set1.valid.txt, set1.test.txt, set2.train.txt, set2.valid.txt and set2.test.txt "
+    "into {dir}"
+)
+
+REGISTRY: dict[str, DatasetSpec] = {
+    "mslr_web10k": DatasetSpec(
+        name="mslr_web10k",
+        title="Microsoft MSLR-WEB10K (10,000 queries, 5 folds)",
+        folder="MSLR-WEB10K",
+        n_features=136,
+        label_range=(0, 4),
+        layout=_letor_folds("mslr_web10k"),
+        homepage="https://www.microsoft.com/en-us/research/project/mslr/",
+        download=Download(
+            url="https://api.onedrive.com/v1.0/shares/s!AtsMfWUz5l8nbOIoJ6Ks0bEMp78/root/content",
+            sha256="2902142ea33f18c59414f654212de5063033b707d5c3939556124b1120d3a0ba",
+            archive="zip",
+            files=_MSLR10K_FILES,
+        ),
+    ),
+    "mslr_web30k": DatasetSpec(
+        name="mslr_web30k",
+        title="Microsoft MSLR-WEB30K (31,531 queries, 5 folds)",
+        folder="MSLR-WEB30K",
+        n_features=136,
+        label_range=(0, 4),
+        layout=_letor_folds("mslr_web30k"),
+        homepage="https://www.microsoft.com/en-us/research/project/mslr/",
+        download=Download(
+            url="https://api.onedrive.com/v1.0/shares/s!AtsMfWUz5l8nbXGPBlwD1rnFdBY/root/content",
+            sha256="08cb7977e1d5cbdeb57a9a2537a0923dbca6d46a76db9a6afc69e043c85341ae",
+            archive="zip",
+            files=_MSLR30K_FILES,
+        ),
+    ),
+    "yahoo_set1": DatasetSpec(
+        name="yahoo_set1",
+        title="Yahoo! Learning to Rank Challenge, set 1",
+        folder="yahoo",
+        n_features=700,
+        label_range=(0, 4),
+        layout=_yahoo(1),
+        homepage="https://webscope.sandbox.yahoo.com/catalog.php?datatype=c",
+        manual=_YAHOO_MANUAL,
+    ),
+    "yahoo_set2": DatasetSpec(
+        name="yahoo_set2",
+        title="Yahoo! Learning to Rank Challenge, set 2",
+        folder="yahoo",
+        n_features=700,
+        label_range=(0, 4),
+        layout=_yahoo(2),
+        homepage="https://webscope.sandbox.yahoo.com/catalog.php?datatype=c",
+        manual=_YAHOO_MANUAL,
+    ),
+    "istella": DatasetSpec(
+        name="istella",
+        title="Istella LETOR (variant full / s / x)",
+        folder="istella",
+        n_features=220,
+        label_range=(0, 4),
+        layout=_istella,
+        homepage="http://quickrank.isti.cnr.it/istella-dataset/",
+        notes="feature values include 1.79e308 sentinels: choose parse.nonfinite (missing / keep / clip)",
+    ),
+    "mq2007": DatasetSpec(
+        name="mq2007",
+        title="LETOR 4.0 MQ2007 (5 folds)",
+        folder="MQ2007",
+        n_features=46,
+        label_range=(0, 2),
+        layout=_letor_folds("mq2007"),
+        homepage="https://www.microsoft.com/en-us/research/project/letor-learning-rank-information-retrieval/",
+        manual=_LETOR4_MANUAL,
+    ),
+    "mq2008": DatasetSpec(
+        name="mq2008",
+        title="LETOR 4.0 MQ2008 (5 folds)",
+        folder="MQ2008",
+        n_features=46,
+        label_range=(0, 2),
+        layout=_letor_folds("mq2008"),
+        homepage="https://www.microsoft.com/en-us/research/project/letor-learning-rank-information-retrieval/",
+        manual=_LETOR4_MANUAL,
+    ),
+}
+
+ISTELLA_DOWNLOADS = {
+    "full": Download(
+        url="http://library.istella.it/dataset/istella-letor.tar.gz",
+        sha256="d45899d9a6a0e48afb250aac7ee3dc50e73e263687f15761d754515cd8284e0b",
+        archive="tar.gz",
+        files={
+            "full/train.txt": "8b08ca4c36281e408bfa026303461a6162398a1eec22fb79db0709c76bf6d189",
+            "full/test.txt": "4b34523af8e030718f0216bcae0a35caee1e34e5198ff3e76c08a75db61aac65",
+        },
+    ),
+    "s": Download(
+        url="http://library.istella.it/dataset/istella-s-letor.tar.gz",
+        sha256="41b21116a3650cc043dbe16f02ee39f4467f9405b37fdbcc9a6a05e230a38981",
+        archive="tar.gz",
+        files={
+            "sample/train.txt": "5cda4187b88b597ca6fa98d6cd3a6d7551ba69ffff700eae63a59fbc8af385b8",
+            "sample/test.txt": "2cd1a4f46fa21ea2489073979b5e5913146d1e451f1d6e268bc4e472d39da5d7",
+            "sample/vali.txt": "f225dd95772fa65dc685351ff2643945fbd9a9c0e874aa1c538d485595e7c890",
+        },
+    ),
+    "x": Download(
+        url="http://quickrank.isti.cnr.it/istella-datasets-mirror/istella-X.tar.gz",
+        sha256="e67be60d1c6a68983a669e4de9df2c395914717b2017cb3b68a97eb89f2ea763",
+        archive="tar.gz",
+        files={
+            "train.txt": "710378b3536a2156ae0747f0683e2e811e992e7a12014408ff93fbb1ea5a3340",
+            "test.txt": "c2b808bae0ccbc40df9519b6a3906a297c8207eb273304c22d506a8612fa9eef",
+            "vali.txt": "9de516e2e0dfd0e0a29cf4b233df8e22f2b547f260f7881c7dc1c7237101ee7e",
+        },
+    ),
+}
+
+
+def download_for(name: str, cfg: Mapping[str, Any] | None = None) -> Download | None:
+    """The archive to fetch for an entry (Istella: per variant), or None for manual/gated data."""
+    spec = get_spec(name)
+    if name == "istella":
+        variant = (cfg or {}).get("variant", "full")
+        _istella({"variant": variant})
+        return ISTELLA_DOWNLOADS[variant]
+    return spec.download
+
+
+def get_spec(name: str) -> DatasetSpec:
+    """The registry entry called ``name``; an unknown name lists the registry."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        known = ", ".join(["synthetic", "svmlight", *sorted(REGISTRY)])
+        raise ConfigError(f"unknown dataset {name!r}; known datasets: {known}") from None
+
+
+def default_dir(name: str, data_dir: str | Path = "data") -> Path:
+    return Path(data_dir) / get_spec(name).folder
+
+
+def placement_hint(spec: DatasetSpec, directory: Path) -> str:
+    """How to obtain the files of ``spec`` (a fetch command, or the manual instructions)."""
+    if spec.manual:
+        return spec.manual.format(name=spec.name, upper=spec.name.upper(), dir=directory)
+    return f"run `python -m ltr.data fetch {spec.name} --dir {directory}` (or place the files there yourself)"
+
+
+def _parse_kwargs(section: Mapping[str, Any] | None, where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in dict(section or {}).items():
+        if key not in PARSE_KEYS:
+            raise ConfigError(f"{where}.{key} is not a parse option; expected one of {', '.join(PARSE_KEYS)}")
+        out[key] = list(value) if key == "label_range" and value is not None else value
+    if out.get("label_range") is not None:
+        out["label_range"] = tuple(out["label_range"])
+    return out
+
+
+def _load_files(paths: Mapping[str, Path], kwargs: dict[str, Any], cache_dir: Any, name: str) -> dict:
+    from ltr.data.svmlight import load_svmlight
+
+    out: dict[str, RankingData] = {}
+    for split, path in paths.items():
+        out[split] = load_svmlight(path, cache_dir=cache_dir, name=f"{name}/{split}", **kwargs)
+    widths = {s: d.n_features for s, d in out.items()}
+    if len(set(widths.values())) > 1:
+        raise DataError(
+            f"{name}: splits have different feature counts {widths}; set n_features so train/valid/test align"
+        )
+    return out
+
+
+def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
+    """Load the splits of the dataset a ``conf/data/*.yaml`` config describes.
+
+    ``kind`` (default: ``name``) picks the entry: ``synthetic`` (the built-in generator),
+    ``svmlight`` (``train``/``valid``/``test`` paths and parse options at top level), or a registry
+    entry (``dir``, ``fold`` or ``variant``, optional ``parse:`` overrides). ``cache_dir`` (optional)
+    reads through the binary cache. ``splits`` (optional) restricts which splits are loaded.
+    """
+    kind = data_cfg.get("kind") or data_cfg.get("name")
+    if kind == "synthetic":
+        from ltr.data.synthetic import load_synthetic
+
+        return load_synthetic(data_cfg)
+    cache_dir = data_cfg.get("cache_dir")
+    wanted = data_cfg.get("splits")
+    if kind == "svmlight":
+        paths = {s: Path(data_cfg[s]) for s in SPLITS if data_cfg.get(s)}
+        if "train" not in paths:
+            raise ConfigError("data.train must name the training file for kind 'svmlight'")
+        kwargs = _parse_kwargs({k: data_cfg[k] for k in PARSE_KEYS if k in data_cfg}, "data")
+        kwargs.update(_parse_kwargs(data_cfg.get("parse"), "data.parse"))
+        if wanted:
+            paths = {s: p for s, p in paths.items() if s in wanted}
+        return _load_files(paths, kwargs, cache_dir, str(data_cfg.get("name", "svmlight")))
+    spec = get_spec(str(kind))
+    directory = Path(data_cfg.get("dir") or default_dir(spec.name))
+    rel = spec.files(data_cfg)
+    if wanted:
+        unknown = set(wanted) - set(rel)
+        if unknown:
+            raise ConfigError(
+                f"data.splits {sorted(unknown)} do not exist for {spec.name}; it has {list(rel)}"
+            )
+        rel = {s: r for s, r in rel.items() if s in wanted}
+    paths = {s: directory / r for s, r in rel.items()}
+    missing = [str(p) for p in paths.values() if not p.is_file()]
+    if missing:
+        raise DataError(
+            f"{spec.name}: expected file(s) not found: {', '.join(missing)}. {placement_hint(spec, directory)}"
+        )
+    kwargs = {"n_features": spec.n_features, "label_range": spec.label_range}
+    kwargs.update(_parse_kwargs(data_cfg.get("parse"), "data.parse"))
+    if kwargs["n_features"] != spec.n_features:
+        raise ConfigError(
+            f"data.parse.n_features: {spec.name} has {spec.n_features} features, got {kwargs['n_features']}"
+        )
+    return _load_files(paths, kwargs, cache_dir, spec.name)
