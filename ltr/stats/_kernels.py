@@ -120,6 +120,9 @@ def max_permuted_range(table: np.ndarray, seeds: np.ndarray, out: np.ndarray) ->
     n, k = table.shape
     sums = np.empty(k)
     row = np.empty(k)
+    thresholds = np.empty(k + 1, dtype=np.uint64)  # Lemire threshold 2**32 mod m for m = 1..k
+    for m in range(1, k + 1):
+        thresholds[m] = (np.uint64(1) << _S32) % np.uint64(m)
     for b in range(seeds.shape[0]):
         state = seeds[b]
         sums[:] = 0.0
@@ -127,8 +130,7 @@ def max_permuted_range(table: np.ndarray, seeds: np.ndarray, out: np.ndarray) ->
             for j in range(k):
                 row[j] = table[q, j]
             for j in range(k - 1, 0, -1):  # Fisher–Yates
-                uj = np.uint64(j + 1)
-                state, r = _bounded(state, uj, np.uint64((np.uint64(1) << _S32) % uj))
+                state, r = _bounded(state, np.uint64(j + 1), thresholds[j + 1])
                 tmp = row[j]
                 row[j] = row[r]
                 row[r] = tmp

@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike
 
 from ltr.errors import DataError
 from ltr.stats import _kernels
-from ltr.stats._validate import NanPolicy, Seed, as_values, check_B, drop_nan, make_rng, need
+from ltr.stats._validate import NanPolicy, Seed, as_values, check_B, check_choice, make_rng, need
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +93,13 @@ def tukey_hsd(
     if np.isinf(table).any():
         raise DataError("per-query values must be finite or NaN; the table holds ±inf")
     B = check_B(B)
+    check_choice("nan_policy", nan_policy, ("omit", "raise"))
     keep = ~np.isnan(table).any(axis=1)
-    drop_nan(np.where(keep, 0.0, np.nan), "system table rows", nan_policy)
+    if nan_policy == "raise" and not keep.all():
+        raise DataError(
+            f"{int((~keep).sum())} queries have a NaN for some system (skipped), first at position "
+            f"{int(np.flatnonzero(~keep)[0])}; pass nan_policy='omit' to drop them"
+        )
     table = np.ascontiguousarray(table[keep])
     n = table.shape[0]
     need(n, 1, "Tukey HSD")
