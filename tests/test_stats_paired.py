@@ -187,3 +187,16 @@ def test_sign_test_all_ties() -> None:
     assert (r.pvalue, r.n) == (1.0, 0)
     with pytest.raises(ConfigError, match="tie_tolerance"):
         sign_test([0.1], [0.2], tie_tolerance=-1.0)
+
+
+@pytest.mark.slow
+def test_randomization_matches_ranx_fisher_within_mc_error() -> None:
+    """ranx's Fisher randomisation test (p = b/B, numba prange over global-state RNG) agrees within MC error.
+
+    Slow: ranx compiles its parallel kernel on first use (~30 s on this machine).
+    """
+    fisher = pytest.importorskip("ranx.statistical_tests.fisher_randomization_test").fisher_randomization_test
+    a, b = _pair(300, 0.01, 31)
+    ref, _ = fisher(a, b, 10_000, 0.05, 42)
+    ours = randomization_test(b, a, B=10_000, seed=0).pvalue
+    assert ours == pytest.approx(ref, abs=5 * np.sqrt(2 * ref * (1 - ref) / 10_000) + 2e-4)
