@@ -22,12 +22,14 @@ ltr.errors.DataError: ...toy.txt:1: feature index 3 is above n_features=2 ('3:1'
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,6 +43,27 @@ log = logging.getLogger(__name__)
 
 ENGINES = ("auto", "numba", "python")
 _DOCID = re.compile(r"docid\s*=\s*(\S+)")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path, mode: str = "w") -> Iterator[IO]:
+    """Open a temporary file next to ``path``; on success rename it to ``path`` (never half a file)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    text = {} if "b" in mode else {"encoding": "utf-8", "newline": "\n"}
+    try:
+        with os.fdopen(fd, mode, **text) as f:
+            yield f
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual permissions
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _line_number(path: Path, offset: int) -> int:
@@ -350,28 +373,20 @@ def write_svmlight(
         X = sp.csr_matrix(X)
         X.sort_indices()
     dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            for i in range(n):
-                if sp.issparse(X):
-                    lo, hi = X.indptr[i], X.indptr[i + 1]
-                    cols, vals = X.indices[lo:hi], np.asarray(X.data[lo:hi], dtype=dtype)
-                    keep = vals != 0
-                    cols, vals = cols[keep], vals[keep]
-                else:
-                    row = np.asarray(X[i], dtype=dtype)
-                    cols = np.flatnonzero(row != 0)
-                    vals = row[cols]
-                parts = [_format_label(data.y[i]), f"qid:{int(data.qid[i])}"]
-                parts += [
-                    f"{c + shift}:{t}" for c, t in zip(cols.tolist(), _format_values(vals), strict=True)
-                ]
-                if comments is not None:
-                    parts.append("# " + comments[i])
-                f.write(" ".join(parts) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_writer(path) as f:
+        for i in range(n):
+            if sp.issparse(X):
+                lo, hi = X.indptr[i], X.indptr[i + 1]
+                cols, vals = X.indices[lo:hi], np.asarray(X.data[lo:hi], dtype=dtype)
+                keep = vals != 0
+                cols, vals = cols[keep], vals[keep]
+            else:
+                row = np.asarray(X[i], dtype=dtype)
+                cols = np.flatnonzero(row != 0)
+                vals = row[cols]
+            parts = [_format_label(data.y[i]), f"qid:{int(data.qid[i])}"]
+            parts += [f"{c + shift}:{t}" for c, t in zip(cols.tolist(), _format_values(vals), strict=True)]
+            if comments is not None:
+                parts.append("# " + comments[i])
+            f.write(" ".join(parts) + "\n")
     return path
