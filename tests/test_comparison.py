@@ -327,3 +327,51 @@ def test_docstring_examples() -> None:
 
     result = doctest.testmod(ltr.comparison)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.shared_data
+def test_compare_on_real_per_query_ndcg_from_pytrec_eval(shared_data: Path) -> None:
+    """Real data end to end: two single-feature rankers on the Yahoo!-derived LightGBM sample, per-query
+    NDCG@10 from pytrec_eval (trec_eval's linear gain), queries without a relevant document skipped."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from sklearn.datasets import load_svmlight_file
+
+    folder = shared_data / "lightgbm_lambdarank"
+    X, y = load_svmlight_file(str(folder / "rank.train"), n_features=300)
+    sizes = np.loadtxt(folder / "rank.train.query", dtype=np.int64)
+    offsets = np.r_[0, np.cumsum(sizes)]
+    X = X.tocsc()
+    qrels = {
+        f"q{i}": {f"d{j}": int(y[j]) for j in range(offsets[i], offsets[i + 1])} for i in range(len(sizes))
+    }
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut"})
+    tables = {}
+    for name, feature in (("f90", 90), ("f215", 215), ("f16", 16)):
+        score = X[:, feature].toarray().ravel()
+        run = {q: {d: float(score[int(d[1:])]) for d in docs} for q, docs in qrels.items()}
+        per_query = evaluator.evaluate(run)  # dict keyed by query id, in no particular order
+        frame = pd.DataFrame({"ndcg@10": {q: m["ndcg_cut_10"] for q, m in per_query.items()}})
+        no_relevant = [q for q, docs in qrels.items() if max(docs.values()) == 0]
+        frame.loc[no_relevant, "ndcg@10"] = np.nan  # the `skip` convention
+        tables[name] = frame.sample(frac=1.0, random_state=len(tables))  # each system in its own order
+    rep = compare(tables, baseline="f90", B=5000, seed=1)
+    assert len(no_relevant) == 3
+    aligned = pd.DataFrame({s: t["ndcg@10"] for s, t in tables.items()}).dropna()
+    for system in ("f215", "f16"):
+        r = rep.row(system, "ndcg@10")
+        assert (r.n_queries, r.n_dropped) == (198, 3)
+        assert r.diff == pytest.approx((aligned[system] - aligned["f90"]).mean(), rel=1e-12)
+        ref = stats.permutation_test(
+            (aligned[system].to_numpy(), aligned["f90"].to_numpy()),
+            lambda a, b, axis: np.mean(a - b, axis=axis),
+            permutation_type="samples",
+            n_resamples=9_999,
+            vectorized=True,
+            rng=0,
+        ).pvalue
+        assert r.pvalue == pytest.approx(ref, abs=5 * np.sqrt(2 * max(ref, 1e-3) * (1 - ref) / 5000) + 2e-4)
+    t_rep = compare(tables, baseline="f90", B=500, test="t")
+    for system in ("f215", "f16"):
+        ref = stats.ttest_rel(aligned[system], aligned["f90"]).pvalue
+        assert t_rep.row(system, "ndcg@10").pvalue == pytest.approx(ref, rel=1e-12)
+    assert "198 queries (3 dropped" in rep.to_markdown()
