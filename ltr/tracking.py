@@ -127,6 +127,8 @@ class NullTracker:
     def spawn(self) -> NullTracker:
         return self
 
+    def tag_run(self, run_id: str, tags: Mapping[str, Any]) -> None: ...
+
     def log_ranker(self, ranker: Any, example: Any = None) -> None: ...
 
 
@@ -146,11 +148,19 @@ class Tracker:
 
         self.uri = uri
         self.experiment = experiment
-        self.client = MlflowClient(tracking_uri=uri)
         self._mlflow = mlflow
         self.run_id: str | None = None
-        # the first access creates (migrates) a new SQLite store; parallel jobs take turns for it
+        # the first access creates (migrates) a new SQLite store; parallel jobs take turns for it,
+        # and the fluent API's store (used by log_model) is created inside the lock too
         with _store_lock(uri):
+            self.client = MlflowClient(tracking_uri=uri)
+            _retry(self.client.search_experiments, max_results=1)
+            previous = mlflow.get_tracking_uri()
+            mlflow.set_tracking_uri(uri)
+            try:
+                _retry(mlflow.search_experiments, max_results=1)
+            finally:
+                mlflow.set_tracking_uri(previous)
             existing = _retry(self.client.get_experiment_by_name, experiment)
             if existing is not None:
                 self.experiment_id = existing.experiment_id
@@ -207,6 +217,11 @@ class Tracker:
         finally:
             _retry(mlflow.end_run, status=status)
             mlflow.set_tracking_uri(previous_uri)
+
+    def tag_run(self, run_id: str, tags: Mapping[str, Any]) -> None:
+        """Set tags on another (finished) run of this store, e.g. mark the best job of a sweep."""
+        for key, value in tags.items():
+            _retry(self.client.set_tag, run_id, key, str(value))
 
     def _record_error(self, text: str) -> None:
         """Store the traceback as ``error/traceback.txt`` and its last line as the ``error`` tag."""

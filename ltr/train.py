@@ -533,6 +533,7 @@ def _hydra_entry() -> None:
     def main(cfg: Any) -> float:
         from hydra.core.hydra_config import HydraConfig
 
+        register_configs()  # again: joblib worker processes start without ltr's resolvers
         try:
             outcome = execute(cfg)
         except LtrError as exc:

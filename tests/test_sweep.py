@@ -1,0 +1,180 @@
+"""Sweeps: grid and Optuna multiruns, parallel jobs on one SQLite store, the best-job summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from mlflow.tracking import MlflowClient
+from rich.console import Console
+
+from ltr.schemas import register_configs, threads_per_job
+from ltr.sweep import best_job, read_job_results, summarize_sweep, swept_overrides
+from ltr.train import CONF_DIR
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+TINY = [
+    "data.n_queries.train=60",
+    "data.n_queries.valid=20",
+    "data.n_queries.test=20",
+    "data.max_docs=40",
+    "model.params.n_trees=20",
+    "model.early_stopping.patience=10",
+]
+
+
+def _cli(args: list[str], root: Path, timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ltr.train", *args],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "LTR_ROOT": str(root), "MLFLOW_DISABLE_TELEMETRY": "true", "CI": "true"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _compose(overrides: list[str], **kwargs):
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=overrides, **kwargs)
+
+
+def _write_jobs(folder: Path, values: list[float]) -> None:
+    for i, v in enumerate(values):
+        job = folder / str(i)
+        job.mkdir(parents=True)
+        record = {
+            "value": v,
+            "target": "ndcg@10",
+            "run_id": None,
+            "command": f"python -m ltr.train +model=lambdamart model.params.learning_rate={i}",
+            "overrides": ["+model=lambdamart", f"model.params.learning_rate={i}"],
+            "valid": {"ndcg@10": v},
+            "test": {"ndcg@10": v - 0.1},
+        }
+        (job / "ltr_result.json").write_text(json.dumps(record))
+
+
+def test_summary_picks_the_best_job_and_writes_it(tmp_path):
+    _write_jobs(tmp_path, [0.61, 0.72, float("nan"), 0.70, 0.55, 0.69, 0.1, 0.2, 0.3, 0.4, 0.72])
+    rows = read_job_results(tmp_path)
+    assert [r["job"] for r in rows] == [str(i) for i in range(11)]  # numeric order, not "10" < "2"
+    assert best_job(rows)["job"] == "1"  # ties → the first job; NaN never wins
+    console = Console(record=True, width=120)
+    summary = summarize_sweep(tmp_path, None, console=console)
+    text = console.export_text()
+    assert "Best job 1: valid ndcg@10 = 0.7200" in text and "learning_rate=1" in text
+    on_disk = json.loads((tmp_path / "sweep_summary.json").read_text())
+    assert on_disk["best"]["job"] == summary["best"]["job"] == "1"
+    assert swept_overrides(rows) == {f"model.params.learning_rate={i}" for i in range(11)}
+
+
+def test_optuna_search_config_is_seeded_tpe_with_direction_from_the_metric():
+    cfg = _compose(
+        ["+model=lambdamart", "hparams_search=lambdamart_optuna", "seed=7"], return_hydra_config=True
+    )
+    sweeper = cfg.hydra.sweeper
+    assert sweeper._target_ == "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper"
+    assert sweeper.sampler._target_ == "optuna.samplers.TPESampler"
+    assert sweeper.sampler.seed == 7
+    assert (
+        str(sweeper.direction.name if hasattr(sweeper.direction, "name") else sweeper.direction) == "maximize"
+    )
+    assert sweeper.n_trials == 20
+    assert "model.params.learning_rate" in sweeper.params
+
+
+def test_joblib_launcher_sets_threads_so_jobs_times_threads_fit_the_cores():
+    cfg = _compose(["+model=lambdamart", "launcher=joblib"], return_hydra_config=True)
+    assert cfg.hydra.launcher._target_.endswith("JoblibLauncher")
+    n_jobs = cfg.hydra.launcher.n_jobs
+    assert n_jobs * threads_per_job(n_jobs) <= (os.cpu_count() or 1)
+    assert threads_per_job(n_jobs) >= 1
+
+
+def test_outputs_and_multirun_folders_are_under_the_project_root(tmp_path):
+    cfg = _compose(["+model=lambdamart", f"paths.root={tmp_path}"], return_hydra_config=True)
+    assert cfg.hydra.run.dir.startswith(f"{tmp_path}/outputs/")
+    assert cfg.hydra.sweep.dir.startswith(f"{tmp_path}/multirun/")
+    assert cfg.hydra.callbacks.sweep_summary._target_ == "ltr.sweep.SweepSummary"
+
+
+@pytest.mark.slow
+def test_eight_parallel_jobs_on_one_sqlite_store_lose_nothing(tmp_path):
+    """8 grid jobs, 2 at a time (joblib processes), one SQLite store → 8 complete runs + a summary."""
+    proc = _cli(
+        [
+            "-m",
+            "+model=lambdamart",
+            "launcher=joblib",
+            *TINY,
+            "model.params.learning_rate=0.05,0.1,0.2,0.3",
+            "model.params.num_leaves=7,15",
+        ],
+        tmp_path,
+        timeout=1500,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path.resolve()}/mlflow.db")
+    exp = client.get_experiment_by_name("ltr")
+    runs = client.search_runs([exp.experiment_id], max_results=100)
+    jobs = [r for r in runs if r.data.tags.get("ltr.sweep.role") != "summary"]
+    summaries = [r for r in runs if r.data.tags.get("ltr.sweep.role") == "summary"]
+    assert len(jobs) == 8 and len(summaries) == 1
+    grid = {
+        (r.data.params["model.params.learning_rate"], r.data.params["model.params.num_leaves"]) for r in jobs
+    }
+    assert len(grid) == 8
+    assert len({r.data.tags["ltr.sweep.id"] for r in jobs}) == 1
+    assert sorted(int(r.data.tags["ltr.sweep.job"]) for r in jobs) == list(range(8))
+    metric_sets = {frozenset(r.data.metrics) for r in jobs}
+    assert len(metric_sets) == 1  # every job logged the same, complete set of metrics
+    (keys,) = metric_sets
+    assert {"test/ndcg_at_10", "test/ndcg_at_10_ci_low", "valid/err_at_10", "best_iteration"} <= keys
+    for r in jobs:
+        assert r.info.status == "FINISHED"
+        assert r.data.params["num_threads"] == "1"  # 2 jobs x 1 thread on 2 cores
+        assert client.get_metric_history(r.info.run_id, "curve/valid/ndcg_at_10")
+        top = {a.path for a in client.list_artifacts(r.info.run_id)}
+        assert {"config", "per_query", "plots"} <= top
+        assert len(client.list_artifacts(r.info.run_id, "per_query")) == 3
+    logged = client.search_logged_models(experiment_ids=[exp.experiment_id])
+    assert sorted(m.source_run_id for m in logged) == sorted(r.info.run_id for r in jobs)
+    # the summary names the best job by validation metric, and that job is tagged
+    best = max(jobs, key=lambda r: r.data.metrics["valid/ndcg_at_10"])
+    (summary,) = summaries
+    assert summary.data.tags["ltr.sweep.best_run_id"] == best.info.run_id
+    assert summary.data.metrics["best/test/ndcg_at_10"] == pytest.approx(best.data.metrics["test/ndcg_at_10"])
+    assert client.get_run(best.info.run_id).data.tags["ltr.sweep.best"] == "true"
+    assert "Best job" in proc.stdout
+
+
+@pytest.mark.slow
+def test_optuna_sweep_runs_trials_and_reports_the_best(tmp_path):
+    proc = _cli(
+        [
+            "-m",
+            "+model=lambdamart",
+            "hparams_search=lambdamart_optuna",
+            "hydra.sweeper.n_trials=3",
+            *TINY,
+            "num_threads=1",
+        ],
+        tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (sweep_dir,) = {p.parent.parent for p in (tmp_path / "multirun").glob("*/*/*/ltr_result.json")}
+    summary = json.loads((sweep_dir / "sweep_summary.json").read_text())
+    assert summary["n_jobs"] == 3
+    values = [j["value"] for j in summary["jobs"]]
+    assert summary["best"]["value"] == max(values)
+    assert len({j["overrides"][0] for j in summary["jobs"]}) == 3  # TPE proposed 3 different configs
+    # Optuna's own record of the best trial agrees
+    optuna_best = (sweep_dir / "optimization_results.yaml").read_text()
+    assert f"{summary['best']['value']}"[:8] in optuna_best
