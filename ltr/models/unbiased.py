@@ -1,0 +1,140 @@
+"""Rankers trained on simulated click logs: position-debiased LambdaMART and naive baselines.
+
+Each model's ``fit(train, valid)`` turns the labelled ``train`` split into click logs with
+:func:`ltr.clicks.clicks_from_config` (the model config's ``clicks:`` block: click model, η, ε,
+shown depth, sessions per query, production ranker; seeded with the model seed), trains on the
+clicks, and is then evaluated like any ranker on the TRUE labels of ``valid``/``test``:
+
+=============================  =====================================================================
+``lambdamart_unbiased``        LightGBM lambdarank with ``Dataset(position=...)`` (LightGBM ≥ 4.1
+                               learns a bias factor per position jointly with the ranker; Unbiased
+                               LambdaMART, Hu et al. WWW 2019)
+``lambdamart_xgb_unbiased``    XGBoost ``rank:ndcg`` with ``lambdarank_unbiased=true`` (positions
+                               are read from the row order within a query: the log is in display order)
+``lambdamart_clicks``          naive: LightGBM lambdarank on the clicks as if they were labels
+``lambdamart_xgb_clicks``      naive: the same on XGBoost
+=============================  =====================================================================
+
+Early stopping is off in the configs (``patience: null``): real click logs have no true labels to
+stop on, and stopping on the simulation's true validation labels would leak them.
+
+>>> r = UnbiasedLambdaMART(clicks={"model": "cascade", "sessions": 3}, seed=1)
+>>> r.get_params()["clicks"], r.name
+({'model': 'cascade', 'sessions': 3}, 'lambdamart_unbiased')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ltr.clicks import ClickLog, clicks_from_config, resolve_click_config
+from ltr.data import RankingData
+from ltr.errors import ConfigError
+from ltr.models.base import BaseRanker, OnIteration
+from ltr.models.lgbm import LambdaMART
+from ltr.models.xgb import XGBoostLambdaMART
+
+#: click-trained models default to fewer, smaller steps than label-trained ones (no early stopping)
+CLICK_TREES = {"n_trees": 200, "learning_rate": 0.05}
+#: XGBoost: pairs within the shown list only (top_k = 10), as in XGBoost's click-data demo
+XGB_CLICK_PARAMS = {**CLICK_TREES, "truncation_level": 10}
+
+
+class ClickTrained:
+    """Mixin: ``fit`` simulates click logs from the training labels and trains the engine on them."""
+
+    CONFIG_KEYS: ClassVar[tuple[str, ...]] = (*BaseRanker.CONFIG_KEYS, "clicks")
+    _click_log: ClickLog | None = None
+
+    def __init__(
+        self,
+        params: Mapping[str, Any] | None = None,
+        *,
+        clicks: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ):
+        self.clicks = clicks
+        super().__init__(params, **kwargs)  # type: ignore[call-arg]
+        resolve_click_config(clicks)  # a bad clicks block fails now, before any data is read
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any], *, seed: int = 0, num_threads: int = 0) -> Any:
+        unknown = sorted(set(cfg) - set(cls.CONFIG_KEYS))
+        if unknown:
+            raise ConfigError(
+                f"model {cls.name}: unknown config key(s) {', '.join(unknown)}; accepted: {', '.join(cls.CONFIG_KEYS)}"  # type: ignore[attr-defined]
+            )
+        return cls(
+            cfg.get("params"),
+            clicks=cfg.get("clicks"),
+            early_stopping=cfg.get("early_stopping"),
+            engine_params=cfg.get("engine_params"),
+            seed=seed,
+            num_threads=num_threads,
+        )
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        return {**super().get_params(deep), "clicks": self.clicks}  # type: ignore[misc]
+
+    def fit(
+        self, train: RankingData, valid: RankingData | None = None, *, on_iteration: OnIteration | None = None
+    ) -> Any:
+        """Simulate clicks on ``train`` (seeded), train on them; ``valid`` keeps its true labels."""
+        if not isinstance(train, RankingData):
+            raise ConfigError(f"{self.name}.fit: train must be an ltr.data.RankingData")  # type: ignore[attr-defined]
+        log = clicks_from_config(train, self.clicks, seed=int(self.seed))  # type: ignore[attr-defined]
+        self.click_stats_ = {
+            "sessions": log.data.n_queries,
+            "rows": log.data.n_docs,
+            "click_rate": log.click_rate,
+            **{k: v for k, v in resolve_click_config(self.clicks).items() if k != "logging"},
+        }
+        self._click_log = log
+        try:
+            return super().fit(log.data, valid, on_iteration=on_iteration)  # type: ignore[misc]
+        finally:
+            self._click_log = None
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {**super()._extra_state(), "clicks": resolve_click_config(self.clicks)}  # type: ignore[misc]
+
+
+class UnbiasedLambdaMART(ClickTrained, LambdaMART):
+    """LightGBM position-aware lambdarank on click logs (positions in the training Dataset)."""
+
+    name = "lambdamart_unbiased"
+    default_params: ClassVar[dict[str, Any]] = {**LambdaMART.default_params, **CLICK_TREES}
+
+    def _dataset(self, data: RankingData, reference: Any) -> Any:
+        ds = super()._dataset(data, reference)
+        log = self._click_log
+        if log is not None and data is log.data:
+            ds.set_position(log.position)
+        return ds
+
+
+class ClickLambdaMART(ClickTrained, LambdaMART):
+    """Naive baseline: LightGBM lambdarank on click logs, clicks taken as relevance labels."""
+
+    name = "lambdamart_clicks"
+    default_params: ClassVar[dict[str, Any]] = {**LambdaMART.default_params, **CLICK_TREES}
+
+
+class UnbiasedXGBoost(ClickTrained, XGBoostLambdaMART):
+    """XGBoost ``rank:ndcg`` with ``lambdarank_unbiased`` on click logs (rows in display order)."""
+
+    name = "lambdamart_xgb_unbiased"
+    default_params: ClassVar[dict[str, Any]] = {**XGBoostLambdaMART.default_params, **XGB_CLICK_PARAMS}
+
+    def translate(self, params: dict[str, Any], engine_params: dict[str, Any], metric: Any) -> dict[str, Any]:
+        # bias_norm 1 (regularisation 1/(norm+1) of the position-bias estimates) as in XGBoost's demo
+        unbiased = {"lambdarank_unbiased": True, "lambdarank_bias_norm": 1.0}
+        return {**super().translate(params, {}, metric), **unbiased, **engine_params}
+
+
+class ClickXGBoost(ClickTrained, XGBoostLambdaMART):
+    """Naive baseline: XGBoost ``rank:ndcg`` on click logs, clicks taken as relevance labels."""
+
+    name = "lambdamart_xgb_clicks"
+    default_params: ClassVar[dict[str, Any]] = {**XGBoostLambdaMART.default_params, **XGB_CLICK_PARAMS}
