@@ -403,6 +403,9 @@ def compare(
     _check_query_sets(tables, baseline)
     order = tables[baseline][0]
     metric_names = list(tables[baseline][1]) if metrics is None else [str(m) for m in metrics]
+    if len(set(metric_names)) != len(metric_names):
+        dup = next(m for m in metric_names if metric_names.count(m) > 1)
+        raise ConfigError(f"metrics lists {dup!r} more than once")
     if not metric_names:
         raise ConfigError("no metrics to compare (metrics is empty and the baseline has no metric columns)")
     systems = list(tables)

@@ -165,6 +165,17 @@ def test_other_input_errors(systems: dict[str, pd.DataFrame]) -> None:
         compare({"a": {"m": [0.1, 0.2, 0.3]}, "b": {"m": [0.2, 0.3]}}, baseline="a", query_ids=[1, 2])
     with pytest.raises(DataError, match="only 1 queries"):
         compare({"a": {"m": [0.1, np.nan]}, "b": {"m": [0.2, 0.3]}}, baseline="a", query_ids=[1, 2])
+    with pytest.raises(ConfigError, match="'err@10' more than once"):
+        compare(systems, baseline="bm25", metrics=["err@10", "ndcg@10", "err@10"])
+    with pytest.raises(ConfigError, match="no entry for system 'b'"):
+        compare({"a": {"m": [0.1, 0.2]}, "b": {"m": [0.2, 0.3]}}, baseline="a", query_ids={"a": [1, 2]})
+    text = {s: df.assign(note="x") for s, df in systems.items()}
+    with pytest.raises(DataError, match="metric 'note': values must be numeric"):
+        compare(text, baseline="bm25", metrics=["note"], B=100)
+    with pytest.raises(DataError, match="±inf"):
+        compare({"a": {"m": [0.1, np.inf]}, "b": {"m": [0.2, 0.3]}}, baseline="a", query_ids=[1, 2])
+    with pytest.raises(DataError, match="expected a DataFrame or a mapping"):
+        compare({"a": [0.1, 0.2], "b": [0.2, 0.3]}, baseline="a", query_ids=[1, 2])
     for kwargs in (
         {"ci": "basic"},
         {"correction": "sidak"},
