@@ -80,7 +80,7 @@ def test_debiased_models_beat_naive_click_training_on_true_labels(data):
         )
     }
     means = {name: float(np.nanmean(v)) for name, v in results.items()}
-    # measured (docs/position_bias.md): LightGBM 0.623 -> 0.657, XGBoost 0.648 -> 0.661
+    # measured (docs/position_bias.md): LightGBM 0.636 -> 0.665, XGBoost 0.648 -> 0.661
     assert means["lambdamart_unbiased"] > means["lambdamart_clicks"] + 0.01, means
     assert means["lambdamart_xgb_unbiased"] > means["lambdamart_xgb_clicks"], means
     # the logging ranker alone (feature 0) is far worse than any learned model

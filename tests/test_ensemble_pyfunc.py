@@ -1,0 +1,68 @@
+"""Ensembles through MLflow: ltr.models.pyfunc logs the ensemble folder; mlflow.pyfunc.load_model scores
+documents identically. A DataFrame is scored as ONE query (per-query normalisation needs the query's rows)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from ltr.data.synthetic import generate
+from ltr.models import build_ranker
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+mlflow = pytest.importorskip("mlflow")
+
+FAST = {
+    "params": {"n_trees": 15, "num_leaves": 7, "min_data_in_leaf": 5},
+    "early_stopping": {"patience": None},
+}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mlflow")
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(f"sqlite:///{root}/mlflow.db")
+    yield mlflow.create_experiment("ensemble-pyfunc", artifact_location=(root / "artifacts").as_uri())
+    mlflow.set_tracking_uri(previous)
+
+
+@pytest.mark.slow  # MLflow model logging and loading: 60-120 s on a busy 2-core machine
+def test_ensembles_round_trip_through_mlflow_pyfunc(store):
+    from ltr.models.pyfunc import as_frame, log_pyfunc_model
+
+    train = generate(60, seed=1, max_docs=30)
+    valid = generate(30, seed=2, max_docs=30, qid_start=1000)
+    test = generate(20, seed=3, max_docs=30, qid_start=2000)
+    ensembles = {
+        "bagging": {
+            "name": "ensemble_bagging",
+            "members": [{"model": "lambdamart", "bags": 2, "query_fraction": 0.7, **FAST}],
+        },
+        "blend": {
+            "name": "ensemble_blend",
+            "members": [{"model": "lambdamart", **FAST}, {"model": "regression", **FAST}],
+            "params": {"n_restarts": 2, "max_steps": 10},
+        },
+    }
+    fitted = {k: build_ranker(cfg, seed=3, num_threads=1).fit(train, valid) for k, cfg in ensembles.items()}
+    with mlflow.start_run(experiment_id=store):
+        uris = {
+            k: log_pyfunc_model(ens, name=k, input_example=test.dense()[:3]).model_uri
+            for k, ens in fitted.items()
+        }
+    loaded = {k: mlflow.pyfunc.load_model(uri) for k, uri in uris.items()}
+
+    # bagging averages raw scores: rows are independent, any batch of rows scores identically
+    np.testing.assert_array_equal(
+        np.asarray(loaded["bagging"].predict(as_frame(test.dense())), dtype=np.float64),
+        fitted["bagging"].predict(test),
+    )
+    # the blend normalises per query: one query's documents per call give that query's scores
+    expected = fitted["blend"].predict(test)
+    for q in range(test.n_queries):
+        rows = slice(test.offsets[q], test.offsets[q + 1])
+        got = np.asarray(loaded["blend"].predict(as_frame(test.dense()[rows])), dtype=np.float64)
+        np.testing.assert_array_equal(got, expected[rows])
