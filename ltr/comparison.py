@@ -29,8 +29,9 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Literal
 
 import numpy as np
@@ -39,12 +40,14 @@ from numpy.typing import ArrayLike
 
 from ltr.errors import ConfigError, DataError
 from ltr.stats import (
+    HSDResult,
     adjust_pvalues,
     bootstrap_ci,
     effect_size,
     paired_bootstrap_ci,
     paired_t_test,
     randomization_test,
+    tukey_hsd,
     win_tie_loss,
 )
 from ltr.stats._validate import check_B, check_choice, check_level
@@ -96,6 +99,7 @@ class ComparisonReport:
     test: str
     tie_tolerance: float
     lower_is_better: frozenset[str]
+    hsd: Mapping[str, HSDResult] = field(default_factory=lambda: MappingProxyType({}))
 
     def row(self, system: str, metric: str) -> ComparisonRow:
         """The row of ``system`` × ``metric``."""
@@ -174,6 +178,8 @@ class ComparisonReport:
                 for s in self.systems:
                     if s != self.baseline:
                         lines.append(_md_row([_md_escape(s), *_detail_cells(self.row(s, m), f)]))
+                if m in self.hsd:
+                    lines += ["", *_hsd_table(self.hsd[m])]
         return "\n".join(lines) + "\n"
 
     def to_latex(
@@ -224,6 +230,22 @@ def _detail_cells(r: ComparisonRow, f) -> list[str]:  # noqa: ANN001 - a formatt
         str(r.n_queries),
         str(r.n_dropped),
     ]
+
+
+def _hsd_table(result: HSDResult) -> list[str]:
+    """Markdown matrix of the randomised Tukey HSD p-values (all pairs, family-wise)."""
+    names = [_md_escape(s) for s in result.systems]
+    lines = [
+        f"Randomised Tukey HSD, all pairs (family-wise p-values; B = {result.B:,}, seed {result.seed}, "
+        f"{result.n} queries):",
+        "",
+        _md_row(["", *names]),
+        _md_row(["---", *["---:"] * len(names)]),
+    ]
+    for i, name in enumerate(names):
+        cells = ["—" if i == j else _fmt_p(float(result.pvalues[i, j])) for j in range(len(names))]
+        lines.append(_md_row([name, *cells]))
+    return lines
 
 
 def _fmt(decimals: int):  # noqa: ANN202 - returns a formatter
@@ -379,6 +401,7 @@ def compare(
     test: Literal["randomization", "t"] = "randomization",
     tie_tolerance: float = 0.0,
     lower_is_better: Collection[str] = (),
+    all_pairs: bool = False,
 ) -> ComparisonReport:
     """Compare systems paired by query against ``baseline`` (see the module docstring).
 
@@ -387,6 +410,8 @@ def compare(
     array). ``metrics`` defaults to the baseline's metrics in their order. ``test`` is the paired test
     (``randomization``: sign-flip, exact for ≤ 20 queries; ``t``), ``correction`` the adjustment within
     each metric's family of comparisons with the baseline, ``tie_tolerance`` the win/tie/loss tolerance.
+    ``all_pairs=True`` also runs a randomised Tukey HSD over all pairs of systems for each metric
+    (``report.hsd[metric]``; shown by ``to_markdown(detail=True)``).
     """
     check_choice("ci", ci, ("bca", "percentile"))
     check_choice("correction", correction, ("holm", "bh", "bonferroni", "none"))
@@ -410,6 +435,7 @@ def compare(
         raise ConfigError("no metrics to compare (metrics is empty and the baseline has no metric columns)")
     systems = list(tables)
     rows: list[ComparisonRow] = []
+    hsd: dict[str, HSDResult] = {}
     for metric in metric_names:
         columns = {}
         for system, (ids, values) in tables.items():
@@ -420,6 +446,8 @@ def compare(
             raise DataError(
                 f"metric {metric!r}: only {n} queries are scored by every system; need at least 2"
             )
+        if all_pairs:
+            hsd[metric] = tukey_hsd({s: v[scored] for s, v in columns.items()}, B=B, seed=seed)
         rows.extend(
             _metric_rows(
                 metric,
@@ -450,6 +478,7 @@ def compare(
         test=test,
         tie_tolerance=float(tie_tolerance),
         lower_is_better=frozenset(map(str, lower_is_better)),
+        hsd=MappingProxyType(hsd),
     )
 
 

@@ -23,6 +23,7 @@ from ltr.stats import (
     holm,
     paired_bootstrap_ci,
     randomization_test,
+    tukey_hsd,
     win_tie_loss,
 )
 
@@ -386,3 +387,31 @@ def test_compare_on_real_per_query_ndcg_from_pytrec_eval(shared_data: Path) -> N
         ref = stats.ttest_rel(aligned[system], aligned["f90"]).pvalue
         assert t_rep.row(system, "ndcg@10").pvalue == pytest.approx(ref, rel=1e-12)
     assert "198 queries (3 dropped" in rep.to_markdown()
+
+
+def test_all_pairs_runs_randomised_tukey_hsd_per_metric(systems: dict[str, pd.DataFrame]) -> None:
+    rep = compare(systems, baseline="bm25", B=1000, seed=2, all_pairs=True)
+    assert set(rep.hsd) == {"ndcg@10", "err@10"}
+    for metric in rep.metrics:
+        kept = pd.DataFrame({s: df[metric] for s, df in systems.items()}).dropna()
+        assert rep.hsd[metric] == tukey_hsd({s: kept[s].to_numpy() for s in kept}, B=1000, seed=2)
+    assert rep.hsd["ndcg@10"].n == N - 4
+    with pytest.raises(TypeError):
+        rep.hsd["map"] = rep.hsd["err@10"]  # type: ignore[index]
+    md = rep.to_markdown(detail=True)
+    h = rep.hsd["err@10"]
+    assert "Randomised Tukey HSD, all pairs (family-wise p-values; B = 1,000, seed 2, 250 queries)" in md
+    row = (
+        "| rank\\_net | "
+        + " | ".join(
+            "—"
+            if s == "rank_net"
+            else f"{h.pvalue('rank_net', s):.4f}"
+            if h.pvalue("rank_net", s) >= 1e-4
+            else "<1e-4"
+            for s in h.systems
+        )
+        + " |"
+    )
+    assert row in md
+    assert dict(compare(systems, baseline="bm25", B=100).hsd) == {}

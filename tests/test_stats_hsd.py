@@ -72,6 +72,10 @@ def test_result_shape_reproducibility_and_nan_rows() -> None:
     table[[3, 10], 1] = np.nan
     r = tukey_hsd(table, names=["a", "b", "c"], B=2000, seed=4)
     assert r.n == 78 and r.systems == ("a", "b", "c") and r.B == 2000 and r.seed == 4
+    again = tukey_hsd(table, names=["a", "b", "c"], B=2000, seed=4)
+    assert r == again and r != tukey_hsd(table, names=["a", "b", "c"], B=2000, seed=5)
+    frame = r.to_frame()
+    assert list(frame.index) == ["a", "b", "c"] and frame.loc["a", "c"] == r.pvalue("a", "c")
     assert r == r and np.array_equal(
         r.pvalues, tukey_hsd(table, names=["a", "b", "c"], B=2000, seed=4).pvalues
     )

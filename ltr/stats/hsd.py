@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike
 
 from ltr.errors import DataError
@@ -30,7 +31,7 @@ from ltr.stats import _kernels
 from ltr.stats._validate import NanPolicy, Seed, as_values, check_B, check_choice, make_rng, need
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class HSDResult:
     """Pairwise outcome of :func:`tukey_hsd`: ``pvalues[i, j]`` for systems ``i``, ``j`` (diagonal 1);
     ``diffs[i, j] = mean_i − mean_j``; ``n`` queries used."""
@@ -42,6 +43,22 @@ class HSDResult:
     n: int
     B: int
     seed: int | None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HSDResult):
+            return NotImplemented
+        return (self.systems, self.n, self.B, self.seed) == (
+            other.systems,
+            other.n,
+            other.B,
+            other.seed,
+        ) and all(np.array_equal(x, y) for x, y in ((self.means, other.means), (self.pvalues, other.pvalues)))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def to_frame(self) -> pd.DataFrame:
+        """The ``k × k`` matrix of adjusted p-values as a DataFrame indexed and labelled by system."""
+        return pd.DataFrame(self.pvalues, index=list(self.systems), columns=list(self.systems))
 
     def _index(self, system: str) -> int:
         if system not in self.systems:
