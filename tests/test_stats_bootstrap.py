@@ -198,3 +198,13 @@ def test_coverage_on_simulated_normal_data(method: str) -> None:
     coverage = covered / trials
     # bootstrap intervals under-cover slightly at n = 60 (≈ 0.94); binomial sd at 1500 trials is 0.006
     assert 0.925 <= coverage <= 0.965, coverage
+
+
+def test_weighted_paired_ci_is_the_weighted_ci_of_differences() -> None:
+    rng = np.random.default_rng(12)
+    a, b, w = rng.random(120), rng.random(120), rng.uniform(0.5, 2.0, 120)
+    a[5] = np.nan
+    r = paired_bootstrap_ci(a, b, weights=w, B=2000, seed=3)
+    assert r == bootstrap_ci(a - b, weights=w, B=2000, seed=3)
+    keep = ~np.isnan(a)
+    assert r.n == 119 and r.estimate == pytest.approx(np.average((a - b)[keep], weights=w[keep]), rel=1e-13)

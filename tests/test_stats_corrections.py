@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from ltr.errors import ConfigError, DataError
@@ -68,3 +70,18 @@ def test_invalid_inputs() -> None:
         benjamini_hochberg([[0.1]])
     with pytest.raises(ConfigError, match="correction"):
         adjust_pvalues([0.1], "sidak")  # type: ignore[arg-type]
+
+
+@given(st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=1, max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_adjustment_invariants(p: list[float]) -> None:
+    """raw ≤ BH ≤ Holm ≤ Bonferroni ≤ 1, and every adjustment keeps the order of the raw p-values."""
+    raw = np.array(p)
+    bh, ho, bo = benjamini_hochberg(raw), holm(raw), adjust_pvalues(raw, "bonferroni")
+    tol = 1e-12
+    assert np.all(raw <= bh + tol) and np.all(bh <= ho + tol) and np.all(ho <= bo + tol) and np.all(bo <= 1.0)
+    order = np.argsort(raw, kind="stable")
+    for adjusted in (bh, ho, bo):
+        assert np.all(np.diff(adjusted[order]) >= -tol)
+    np.testing.assert_allclose(bh, stats.false_discovery_control(raw, method="bh"), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(ho, _naive_holm(p), rtol=0, atol=1e-15)
