@@ -251,6 +251,33 @@ def test_average_ties_match_brute_force_enumeration(seed):
         np.testing.assert_allclose(got[parse_metric(name).name], want, rtol=1e-12, atol=1e-14, err_msg=name)
 
 
+CUT_NAMES = ["ndcg@3", "err@2", "map@3", "mrr@2", "p@3", "r@2", "dcg@1"]
+
+
+@pytest.mark.parametrize("ties", ["stable", "pessimistic", "optimistic", "docno_desc", "average"])
+def test_truncated_ranking_for_cutoff_only_metrics(ties):
+    # only cutoff metrics -> each query ranks just its top 3 plus rows tied with the 3rd (rank_lists depth)
+    rng = np.random.default_rng(21)
+    labels, scores, offsets, docno = random_queries(rng, 120, 7, n_scores=3)
+    got = evaluate(CUT_NAMES, labels, scores, offsets, ties=ties, docno=docno)
+    full = evaluate([*CUT_NAMES, "ndcg"], labels, scores, offsets, ties=ties, docno=docno)
+    for name in CUT_NAMES:
+        want = ref_evaluate(name, labels, scores, offsets, docno=docno, ties=ties)
+        np.testing.assert_allclose(got[name], want, rtol=1e-12, atol=1e-14, err_msg=name)
+        np.testing.assert_array_equal(got[name], full[name])
+
+
+def test_truncated_ranking_keeps_whole_boundary_tie_group():
+    from ltr.metrics import rank_lists
+
+    labels = np.array([0.0, 1, 2, 3, 4, 0])
+    scores = np.array([5.0, 1, 1, 1, 0, 1])
+    r = rank_lists(labels, scores, np.array([0, 6]), "average", depth=2)
+    assert r.order.tolist() == [0, 1, 2, 3, 5] and r.bounds.tolist() == [0, 1, 5] and r.sizes.tolist() == [6]
+    v = evaluate("dcg@2", labels, scores, [0, 6])["dcg@2"][0]
+    assert v == pytest.approx(0 + np.mean([1, 3, 7, 0]) / np.log2(3), rel=1e-14)
+
+
 def test_average_ties_all_scores_equal_large_group():
     # one 7-document tie group: 5,040 orders, still enumerable; exercises the ESM recursion depth
     rng = np.random.default_rng(7)

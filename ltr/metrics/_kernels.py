@@ -17,24 +17,75 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def rank_order(scores, key, offsets, use_key):  # pragma: no cover - compiled
-    """Row indices in ranked order: per query by score descending, ties by ``key`` ascending
-    (when ``use_key``) and then by input order (mergesort is stable)."""
-    n = scores.shape[0]
-    out = np.empty(n, np.int64)
-    for q in range(offsets.shape[0] - 1):
+def _fill_top(scores, a, b, k, buf):  # pragma: no cover - compiled
+    """Put the k largest of scores[a:b] (k <= b − a) into buf[:k], sorted descending.
+
+    Insertion into a k-long sorted buffer: O(n) for typical data (a value rarely beats the k-th).
+    """
+    filled = 0
+    for j in range(a, b):
+        v = scores[j]
+        if filled == k and v <= buf[k - 1]:
+            continue
+        pos = filled if filled < k else k - 1
+        while pos > 0 and buf[pos - 1] < v:
+            buf[pos] = buf[pos - 1]
+            pos -= 1
+        buf[pos] = v
+        if filled < k:
+            filled += 1
+
+
+@njit(cache=True, nogil=True)
+def rank_order(scores, key, offsets, use_key, depth):  # pragma: no cover - compiled
+    """Row indices in ranked order: per query by score descending, ties by ``key`` ascending (when
+    ``use_key``) and then by input order (mergesort is stable).
+
+    With ``depth`` >= 1 only the rows scoring at least the depth-th largest score of their query are
+    ranked (the top ``depth`` plus every row tied with the last of them, so tie groups stay whole);
+    ``depth`` = 0 ranks every row. Returns (order, offsets of the ranked rows per query).
+    """
+    nq = offsets.shape[0] - 1
+    thr = np.full(nq, -np.inf)
+    new_off = np.zeros(nq + 1, np.int64)
+    buf = np.empty(max(depth, 1))
+    for q in range(nq):
         a = offsets[q]
         b = offsets[q + 1]
-        if b - a == 0:
+        m = b - a
+        if depth > 0 and m > depth:
+            _fill_top(scores, a, b, depth, buf)
+            t = buf[depth - 1]
+            thr[q] = t
+            m = 0
+            for j in range(a, b):
+                if scores[j] >= t:
+                    m += 1
+        new_off[q + 1] = new_off[q] + m
+    out = np.empty(new_off[nq], np.int64)
+    for q in range(nq):
+        a = offsets[q]
+        b = offsets[q + 1]
+        m = new_off[q + 1] - new_off[q]
+        if m == 0:
             continue
-        neg = -scores[a:b]
-        if use_key:
-            first = np.argsort(key[a:b], kind="mergesort")
-            second = np.argsort(neg[first], kind="mergesort")
-            out[a:b] = first[second] + a
+        if m == b - a:
+            rows = np.arange(a, b)
         else:
-            out[a:b] = np.argsort(neg, kind="mergesort") + a
-    return out
+            rows = np.empty(m, np.int64)
+            c = 0
+            for j in range(a, b):
+                if scores[j] >= thr[q]:
+                    rows[c] = j
+                    c += 1
+        neg = -scores[rows]
+        if use_key:
+            first = np.argsort(key[rows], kind="mergesort")
+            second = np.argsort(neg[first], kind="mergesort")
+            out[new_off[q] : new_off[q + 1]] = rows[first[second]]
+        else:
+            out[new_off[q] : new_off[q + 1]] = rows[np.argsort(neg, kind="mergesort")]
+    return out, new_off
 
 
 @njit(cache=True, nogil=True)
@@ -142,3 +193,71 @@ def precision_sum(rel, bounds, qgrp, offsets, k):  # pragma: no cover - compiled
             hits += r
         out[q] = total
     return out
+
+
+@njit(cache=True, nogil=True)
+def ideal_dcg(gain, offsets, disc, k):  # pragma: no cover - compiled
+    """Per query Σ_{i<=k} G_(i) D(i) over the gains sorted descending (the ideal DCG@k).
+
+    For k below the list length only the k largest gains are selected (:func:`_fill_top`) instead
+    of sorting the whole list.
+    """
+    nq = offsets.shape[0] - 1
+    out = np.zeros(nq)
+    top = np.empty(max(min(k, disc.shape[0]), 1))
+    for q in range(nq):
+        a = offsets[q]
+        b = offsets[q + 1]
+        n = b - a
+        if n == 0:
+            continue
+        total = 0.0
+        if k >= n:
+            g = np.sort(gain[a:b])
+            for i in range(n):
+                total += g[n - 1 - i] * disc[i]
+        else:
+            _fill_top(gain, a, b, k, top)
+            for i in range(k):
+                total += top[i] * disc[i]
+        out[q] = total
+    return out
+
+
+@njit(cache=True, nogil=True)
+def query_stats(labels, offsets, threshold):  # pragma: no cover - compiled
+    """Per query: number of labels >= threshold, and the largest label (0 for an empty query)."""
+    nq = offsets.shape[0] - 1
+    n_rel = np.zeros(nq)
+    top = np.zeros(nq)
+    for q in range(nq):
+        r = 0.0
+        m = 0.0
+        for i in range(offsets[q], offsets[q + 1]):
+            if labels[i] >= threshold:
+                r += 1.0
+            if labels[i] > m:
+                m = labels[i]
+        n_rel[q] = r
+        top[q] = m
+    return n_rel, top
+
+
+@njit(cache=True, nogil=True)
+def tie_groups(sorted_scores, offsets):  # pragma: no cover - compiled
+    """Tie groups of ranked lists: ``bounds`` (group g = rows bounds[g]:bounds[g+1]) and ``qgrp``
+    (query q owns groups qgrp[q]:qgrp[q+1]); a group never spans two queries."""
+    n = sorted_scores.shape[0]
+    nq = offsets.shape[0] - 1
+    bounds = np.empty(n + 1, np.int64)
+    qgrp = np.empty(nq + 1, np.int64)
+    g = 0
+    for q in range(nq):
+        qgrp[q] = g
+        for i in range(offsets[q], offsets[q + 1]):
+            if i == offsets[q] or sorted_scores[i] != sorted_scores[i - 1]:
+                bounds[g] = i
+                g += 1
+    qgrp[nq] = g
+    bounds[g] = n
+    return bounds[: g + 1].copy(), qgrp

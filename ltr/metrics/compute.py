@@ -100,7 +100,9 @@ class RankedLists:
     """Labels in ranked order with the tie groups the ``ties`` convention leaves open.
 
     ``order`` are row indices in ranked order; ``bounds``/``qgrp`` describe the tie groups (a single
-    row each unless ties are ``average``); ``offsets`` are the query offsets (unchanged by sorting).
+    row each unless ties are ``average``); ``offsets`` delimit each query's ranked rows, which are
+    all its rows, or only the top ``depth`` (plus rows tied with the last of them) when ranking was
+    truncated; ``sizes`` are the full list lengths.
     """
 
     order: np.ndarray
@@ -108,12 +110,21 @@ class RankedLists:
     bounds: np.ndarray
     qgrp: np.ndarray
     offsets: np.ndarray
+    sizes: np.ndarray
 
 
 def rank_lists(
-    labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray, ties: str, docno: Any = None
+    labels: np.ndarray,
+    scores: np.ndarray,
+    offsets: np.ndarray,
+    ties: str,
+    docno: Any = None,
+    depth: int | None = None,
 ) -> RankedLists:
     """Sort every query by score descending, break ties by the convention, and mark the tie groups.
+
+    With ``depth`` only the top ``depth`` rows of each query (and rows tied with the last of them)
+    are ranked: enough for metrics with cutoffs <= depth, and O(n) instead of O(n log n) per query.
 
     >>> r = rank_lists(np.array([0., 3, 1, 2]), np.array([1., 1, 1, .5]), np.array([0, 4]), "pessimistic")
     >>> r.labels.tolist(), r.bounds.tolist()
@@ -122,8 +133,9 @@ def rank_lists(
     [0, 3, 4]
     """
     n = labels.shape[0]
+    d = 0 if depth is None else int(depth)
     if ties in ("stable", "average"):
-        order = _kernels.rank_order(scores, scores, offsets, False)
+        order, ranked_off = _kernels.rank_order(scores, scores, offsets, False, d)
     else:
         if ties == "pessimistic":
             key = labels
@@ -131,23 +143,18 @@ def rank_lists(
             key = -labels
         else:
             key = _docno_key(docno, n, ties)
-        order = _kernels.rank_order(scores, key, offsets, True)
+        order, ranked_off = _kernels.rank_order(scores, key, offsets, True, d)
     sorted_labels = labels[order]
     if ties == "average":
-        s = scores[order]
-        new = np.ones(n, dtype=bool)
-        new[1:] = s[1:] != s[:-1]
-        new[offsets[:-1][offsets[:-1] < n]] = True
-        bounds = np.append(np.flatnonzero(new), n).astype(np.int64)
-        qgrp = np.searchsorted(bounds, offsets).astype(np.int64)
+        bounds, qgrp = _kernels.tie_groups(scores[order], ranked_off)
     else:
-        bounds = np.arange(n + 1, dtype=np.int64)
-        qgrp = offsets
-    return RankedLists(order, sorted_labels, bounds, qgrp, offsets)
+        bounds = np.arange(order.shape[0] + 1, dtype=np.int64)
+        qgrp = ranked_off
+    return RankedLists(order, sorted_labels, bounds, qgrp, ranked_off, np.diff(offsets))
 
 
 class _Evaluator:
-    """Shared state of one :func:`evaluate` call: ranked lists, ideal set, cached IDCGs."""
+    """Shared state of one :func:`evaluate` call: ranked lists, ideal set, cached per-query values."""
 
     def __init__(
         self,
@@ -158,23 +165,29 @@ class _Evaluator:
     ) -> None:
         self.c = c
         self.r = ranked
-        self.sizes = np.diff(ranked.offsets)
+        self.sizes = ranked.sizes
         self.n_queries = self.sizes.shape[0]
         self.max_len = int(max(self.sizes.max(initial=0), np.diff(ideal_offsets).max(initial=0)))
         self.disc = c.discounts(max(self.max_len, 1))
-        self.gain = c.gain_values(ranked.labels)
-        self.rel = (ranked.labels >= c.rel_threshold).astype(np.float64)
-        ideal_q = np.repeat(np.arange(self.n_queries), np.diff(ideal_offsets))
-        self.n_rel = np.bincount(ideal_q, weights=(ideal_labels >= c.rel_threshold), minlength=self.n_queries)
-        ideal_gain = c.gain_values(ideal_labels)
-        order = _kernels.rank_order(ideal_gain, ideal_gain, ideal_offsets, False)
-        self.ideal_gain = ideal_gain[order]
+        self.ideal_labels = ideal_labels
         self.ideal_offsets = ideal_offsets
-        self.ideal_has_gain = np.bincount(ideal_q, weights=ideal_gain > 0, minlength=self.n_queries) > 0
-        self.ideal_max_label = np.zeros(self.n_queries)
-        if ideal_labels.size:
-            np.maximum.at(self.ideal_max_label, ideal_q, ideal_labels)
+        self.n_rel, self.ideal_max_label = _kernels.query_stats(ideal_labels, ideal_offsets, c.rel_threshold)
+        self._gain: np.ndarray | None = None
+        self._rel: np.ndarray | None = None
+        self._ideal_gain: np.ndarray | None = None
         self._idcg: dict[int, np.ndarray] = {}
+
+    @property
+    def gain(self) -> np.ndarray:
+        if self._gain is None:
+            self._gain = self.c.gain_values(self.r.labels)
+        return self._gain
+
+    @property
+    def rel(self) -> np.ndarray:
+        if self._rel is None:
+            self._rel = (self.r.labels >= self.c.rel_threshold).astype(np.float64)
+        return self._rel
 
     def cutoff(self, k: int | None) -> int:
         return self.max_len if k is None else k
@@ -186,9 +199,9 @@ class _Evaluator:
     def idcg(self, k: int | None) -> np.ndarray:
         kk = self.cutoff(k)
         if kk not in self._idcg:
-            bounds = np.arange(self.ideal_gain.shape[0] + 1, dtype=np.int64)
-            off = self.ideal_offsets
-            self._idcg[kk] = _kernels.discounted_sum(self.ideal_gain, bounds, off, off, self.disc, kk)
+            if self._ideal_gain is None:
+                self._ideal_gain = self.c.gain_values(self.ideal_labels)
+            self._idcg[kk] = _kernels.ideal_dcg(self._ideal_gain, self.ideal_offsets, self.disc, kk)
         return self._idcg[kk]
 
     def hits(self, k: int | None) -> np.ndarray:
@@ -196,13 +209,28 @@ class _Evaluator:
         ones = np.ones_like(self.disc)
         return _kernels.discounted_sum(self.rel, r.bounds, r.qgrp, r.offsets, ones, self.cutoff(k))
 
+    def values(self, spec: MetricSpec) -> np.ndarray:
+        """Per-query values of one metric, with ``default_k`` and the ``no_relevant`` choice applied."""
+        c = self.c
+        if spec.k is None and c.default_k is not None:
+            spec = MetricSpec(spec.family, c.default_k)
+        values, no_rel = self.compute(spec)
+        choice = c.no_relevant_for(spec.family)
+        if choice == "skip":
+            values[no_rel] = np.nan
+        elif choice == "zero":
+            values[no_rel] = 0.0
+        elif spec.family in NORMALISED:
+            values[no_rel] = 1.0
+        return values
+
     def compute(self, spec: MetricSpec) -> tuple[np.ndarray, np.ndarray]:
         """(values, mask of queries without relevant documents) for one metric."""
         fam, k, r, c = spec.family, spec.k, self.r, self.c
         kk = self.cutoff(k)
         no_rel = self.n_rel == 0
         if fam in ("ndcg", "dcg"):
-            no_rel = self.idcg(None) == 0
+            no_rel = self.idcg(1) == 0  # IDCG = 0 iff no judged document has a positive gain
             dcg = self.dcg(k)
             if fam == "dcg":
                 return dcg, no_rel
@@ -215,7 +243,7 @@ class _Evaluator:
                     "set err_gmax to the largest grade"
                 )
             stop = (np.exp2(r.labels) - 1.0) / 2.0**c.err_gmax
-            return _kernels.cascade_sum(stop, r.bounds, r.qgrp, r.offsets, kk), ~self.ideal_has_gain
+            return _kernels.cascade_sum(stop, r.bounds, r.qgrp, r.offsets, kk), self.ideal_max_label == 0
         if fam == "mrr":
             return _kernels.cascade_sum(self.rel, r.bounds, r.qgrp, r.offsets, kk), no_rel
         if fam == "map":
@@ -296,22 +324,11 @@ def evaluate(
                 f"ideal_offsets describes {ideal_off.shape[0] - 1} queries but offsets describes {off.shape[0] - 1}"
             )
         _check_labels(ideal_lab, ideal_off, "ideal_labels")
-    ranked = rank_lists(lab, sc, off, c.ties, docno)
+    cutoffs = [spec.k if spec.k is not None else c.default_k for spec in specs.values()]
+    depth = None if any(k is None for k in cutoffs) else max(cutoffs)
+    ranked = rank_lists(lab, sc, off, c.ties, docno, depth=depth)
     ev = _Evaluator(c, ranked, ideal_lab, ideal_off)
-    out: dict[str, np.ndarray] = {}
-    for name, spec in specs.items():
-        if spec.k is None and c.default_k is not None:
-            spec = MetricSpec(spec.family, c.default_k)
-        values, no_rel = ev.compute(spec)
-        choice = c.no_relevant_for(spec.family)
-        if choice == "skip":
-            values[no_rel] = np.nan
-        elif choice == "zero":
-            values[no_rel] = 0.0
-        elif spec.family in NORMALISED:
-            values[no_rel] = 1.0
-        out[name] = values
-    return out
+    return {name: ev.values(spec) for name, spec in specs.items()}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,149 @@
+"""Speed of ltr.metrics (NDCG@10 + ERR@10) against ranx and pytrec_eval on the same queries, one run.
+
+    .venv/bin/python benchmarks/bench_metrics.py --queries 30000 --docs 100 --repeats 5
+
+Every tool is pinned to one thread (NUMBA_NUM_THREADS / OMP_NUM_THREADS = 1, set before import).
+The input is one set of per-query labels and float64 scores; ranx and pytrec_eval receive it as
+the nested ``{qid: {docid: value}}`` dicts they take. Timed (medians over ``--repeats``):
+
+- ltr: ``evaluate(["ndcg@10", "err@10"], labels, scores, offsets)`` from flat arrays, including
+  the per-query sort (presets ``ltr`` = exact average ties, and ``ranx_burges`` = stable ties);
+- ranx: ``ranx.evaluate(qrels, run, "ndcg_burges@10")`` on prebuilt ``Qrels``/``Run`` objects (the
+  most favourable case for ranx; building them from dicts is reported separately). ranx has no ERR;
+- pytrec_eval: ``RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)`` (no ERR either).
+
+The first ltr and ranx calls of the process (numba JIT compile or cache load) are reported apart.
+Before timing, the NDCG@10 values of every tool are checked against ltr's (preset matched).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from ltr.metrics import evaluate  # noqa: E402
+
+
+def make_data(n_queries: int, n_docs: int, seed: int):
+    """MSLR-like grades (0..4) and scores correlated with them; every query has n_docs documents."""
+    rng = np.random.default_rng(seed)
+    labels = rng.choice(5, size=n_queries * n_docs, p=[0.5, 0.3, 0.15, 0.04, 0.01])
+    scores = labels * 0.5 + rng.normal(size=labels.shape[0])
+    offsets = np.arange(n_queries + 1, dtype=np.int64) * n_docs
+    return labels, scores, offsets
+
+
+def timed(fn: Callable[[], object], repeats: int) -> tuple[list[float], object]:
+    times, out = [], None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return times, out
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return f"{cpu}, nproc {nproc}, Python {platform.python_version()}, load average {load:.1f} at start"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--queries", type=int, default=30000)
+    ap.add_argument("--docs", type=int, default=100)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-ranx", action="store_true")
+    ap.add_argument("--no-pytrec", action="store_true")
+    args = ap.parse_args()
+
+    print(f"machine: {machine()}")
+    labels, scores, offsets = make_data(args.queries, args.docs, args.seed)
+    print(
+        f"input: {args.queries} queries x {args.docs} documents = {labels.shape[0]:,} rows, repeats {args.repeats}"
+    )
+    rows: list[tuple[str, float, str]] = []
+
+    def ours(preset: str):
+        return evaluate(["ndcg@10", "err@10"], labels, scores, offsets, preset=preset)
+
+    t = time.perf_counter()
+    ours("ltr")
+    first = time.perf_counter() - t
+    print(f"ltr first call (numba compile or cache load + run): {first:.2f} s")
+    times, ltr_values = timed(lambda: ours("ltr"), args.repeats)
+    ltr_median = statistics.median(times)
+    rows.append(("ltr ndcg@10+err@10, preset ltr (average ties)", ltr_median, ""))
+    times, stable_values = timed(lambda: ours("ranx_burges"), args.repeats)
+    rows.append(("ltr ndcg@10+err@10, stable ties", statistics.median(times), ""))
+
+    n_q, n_d = args.queries, args.docs
+    qids = [f"q{i:06d}" for i in range(n_q)]
+    docs = [f"d{j}" for j in range(n_d)]
+    lab_list, score_list = labels.tolist(), scores.tolist()
+    qrels = {qids[i]: dict(zip(docs, lab_list[i * n_d : (i + 1) * n_d], strict=True)) for i in range(n_q)}
+    run = {qids[i]: dict(zip(docs, score_list[i * n_d : (i + 1) * n_d], strict=True)) for i in range(n_q)}
+
+    if not args.no_ranx:
+        import ranx
+
+        t = time.perf_counter()
+        rq, rr = ranx.Qrels(qrels), ranx.Run(run)
+        build = time.perf_counter() - t
+        print(f"ranx Qrels+Run from dicts (first, includes JIT): {build:.2f} s")
+        t = time.perf_counter()
+        ranx.evaluate(rq, rr, "ndcg_burges@10", return_mean=False)
+        print(f"ranx first evaluate (JIT compile or cache load + run): {time.perf_counter() - t:.2f} s")
+        times, rv = timed(lambda: ranx.evaluate(rq, rr, "ndcg_burges@10", return_mean=False), args.repeats)
+        diff = np.abs(np.asarray(rv) - stable_values["ndcg@10"]).max()
+        print(f"ranx ndcg_burges@10 vs ltr (preset ranx_burges): max |diff| {diff:.1e}")
+        rows.append(("ranx ndcg_burges@10 (prebuilt Qrels/Run)", statistics.median(times), ""))
+        times, _ = timed(lambda: (ranx.Qrels(qrels), ranx.Run(run)), max(1, args.repeats // 2))
+        rows.append(
+            ("ranx Qrels+Run construction from dicts (warm)", statistics.median(times), "not in ratio")
+        )
+
+    if not args.no_pytrec:
+        import pytrec_eval
+
+        def trec():
+            return pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
+
+        times, tv = timed(trec, max(1, min(args.repeats, 3)))
+        trec_ours = evaluate("ndcg@10", labels, scores, offsets, preset="trec", docno=np.tile(docs, n_q))[
+            "ndcg@10"
+        ]
+        diff = np.abs(np.array([tv[q]["ndcg_cut_10"] for q in qids]) - trec_ours).max()
+        print(f"pytrec_eval ndcg_cut_10 vs ltr (preset trec): max |diff| {diff:.1e}")
+        rows.append(("pytrec_eval ndcg_cut.10 (evaluator + evaluate)", statistics.median(times), ""))
+
+    print()
+    print("| what | median s | ltr (preset ltr) is faster by |")
+    print("|---|---|---|")
+    for name, median, note in rows:
+        ratio = "" if note or name.startswith("ltr") else f"{median / ltr_median:.1f}x"
+        print(f"| {name} | {median:.3f} | {ratio or note} |")
+    _ = ltr_values
+
+
+if __name__ == "__main__":
+    main()
