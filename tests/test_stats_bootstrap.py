@@ -208,3 +208,11 @@ def test_weighted_paired_ci_is_the_weighted_ci_of_differences() -> None:
     assert r == bootstrap_ci(a - b, weights=w, B=2000, seed=3)
     keep = ~np.isnan(a)
     assert r.n == 119 and r.estimate == pytest.approx(np.average((a - b)[keep], weights=w[keep]), rel=1e-13)
+
+
+def test_bca_refuses_an_estimate_outside_every_replicate() -> None:
+    """Two values and a single resample (seed 2 draws the same query twice): z0 = ±inf, BCa undefined."""
+    with pytest.raises(DataError, match="BCa interval undefined"):
+        bootstrap_ci([0.0, 1.0], B=1, seed=2)
+    r = bootstrap_ci([0.0, 1.0], B=1, seed=2, method="percentile")
+    assert r.low == r.high in (0.0, 1.0)

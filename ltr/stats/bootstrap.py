@@ -111,14 +111,14 @@ def interval_from_replicates(
             2.0 * B
         )
         z0 = ndtri(share)
+        if not np.isfinite(z0):
+            raise DataError(
+                f"BCa interval undefined: the estimate {estimate!r} lies outside all {B} bootstrap replicates "
+                "(too few distinct values or resamples); use method='percentile'"
+            )
         z = np.array([ndtri(alpha / 2.0), -ndtri(alpha / 2.0)])
         num = z0 + z
         probs = ndtr(z0 + num / (1.0 - acceleration * num))
-        if not np.all(np.isfinite(probs)):
-            raise DataError(
-                f"BCa interval undefined: the estimate {estimate!r} lies outside all {B} bootstrap replicates "
-                "(too few distinct values); use method='percentile'"
-            )
     low, high = np.quantile(replicates, probs)
     return float(low), float(high)
 
