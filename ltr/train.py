@@ -245,6 +245,7 @@ class RunOutcome:
     baseline: SplitResult
     history: dict[str, dict[str, list[float]]]
     ranker: Any
+    frames: dict[str, Any]  # split → per-query DataFrame (as logged to per_query/<split>.parquet)
 
 
 def per_query_frame(result: SplitResult, data: Any, extra: Mapping[str, np.ndarray] | None = None) -> Any:
@@ -349,6 +350,7 @@ def train_and_log(
     parent_run_id: str | None = None,
     console: Any = None,
     plots_dir: Path | None = None,
+    label: str | None = None,
 ) -> RunOutcome:
     """Fit ``cfg.model`` on ``splits``, evaluate every split, and log the complete run (see module docstring)."""
     from omegaconf import OmegaConf
@@ -397,6 +399,7 @@ def train_and_log(
 
         curve_names = curve_metrics(cfg.eval)
         scores: dict[str, np.ndarray] = {}
+        frames: dict[str, Any] = {}
         for split in cfg.eval.splits:
             if split not in splits:
                 continue
@@ -415,7 +418,8 @@ def train_and_log(
                     preset=cfg.eval.preset,
                     **dict(cfg.eval.get("conventions") or {}),
                 )
-            tracker.log_frame(per_query_frame(results[split], data, extra), f"per_query/{split}.parquet")
+            frames[split] = per_query_frame(results[split], data, extra)
+            tracker.log_frame(frames[split], f"per_query/{split}.parquet")
 
         report_split = "test" if "test" in results else next(reversed(results))
         data = splits[report_split]
@@ -424,7 +428,7 @@ def train_and_log(
             {mlflow_metric_name(f"baseline_random/{report_split}", m): baseline.mean(m) for m in metrics}
         )
         if cfg.tracking.get("log_plots", True) or plots_dir is not None:
-            log_run_plots(tracker, ranker, history, data, plots_dir, str(cfg.model.name))
+            log_run_plots(tracker, ranker, history, data, plots_dir, label or str(cfg.model.name))
         if cfg.tracking.get("log_model", True):
             example = data.dense()[:5] if data.n_docs else None
             tracker.log_ranker(ranker, example=example)
@@ -432,7 +436,7 @@ def train_and_log(
     value_split = "valid" if "valid" in results else report_split
     value = results[value_split].mean(target) if target in results[value_split].per_query else float("nan")
     return RunOutcome(
-        name=str(cfg.model.name),
+        name=label or str(cfg.model.name),
         run_id=tracker.run_id,
         value=value,
         target=target,
@@ -441,6 +445,7 @@ def train_and_log(
         baseline=baseline,
         history={k: dict(v) for k, v in history.items()},
         ranker=ranker,
+        frames=frames,
     )
 
 
@@ -554,6 +559,7 @@ def configure_process_environment() -> None:
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,540 @@
+"""``python -m ltr.compare experiment=NAME``: a Yahoo!-challenge-style comparison of several systems.
+
+An experiment file (``experiments/NAME.yaml``) names the data (overrides shared by every system), a
+list of systems (a model config plus overrides each), the baseline, the primary metric and the
+statistics. Each system is trained and evaluated exactly as ``python -m ltr.train`` would (same config
+tree, same logging) on the same splits; the per-query test values of all systems go to
+:func:`ltr.comparison.compare`, which gives mean ± 95% bootstrap CI per system and metric, paired
+differences against the baseline with their CIs, paired randomisation tests with Holm correction,
+effect sizes and W/T/L. The leaderboard is sorted by the primary metric and written as Markdown, CSV
+and LaTeX next to PNG plots (NDCG@k with CI bands, per-query differences, CI forest plot, learning
+curves and feature importance per system), printed, and logged to an MLflow parent run whose
+children are the systems' runs.
+
+The same report can be built from runs already in MLflow (their ``per_query/test.parquet``)::
+
+    python -m ltr.compare --from-mlflow --experiment ltr --run-names lambdamart-synthetic regression-synthetic
+    python -m ltr.compare --from-mlflow --parent <parent run id> experiment=synthetic_challenge
+    python -m ltr.compare --from-mlflow --run-ids 1a2b... 3c4d... --baseline regression-synthetic
+
+Any other ``key=value`` argument is an override of the train config applied to every system
+(``seed=7``, ``tracking=none``, ``num_threads=1``, ``data.n_queries.train=100``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ltr.errors import ConfigError, LtrError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+EXPERIMENTS_DIR = PROJECT_ROOT / "experiments"
+DEFAULT_METRICS = ["err@10", "ndcg@1", "ndcg@5", "ndcg@10"]
+DEFAULT_STATS = {
+    "ci": "bca",
+    "B": 10_000,
+    "confidence": 0.95,
+    "test": "randomization",
+    "correction": "holm",
+    "alpha": 0.05,
+}
+
+
+#: the experiment settings of ``--from-mlflow`` without ``experiment=NAME``
+FROM_MLFLOW = {
+    "name": "from_mlflow",
+    "title": "Comparison rebuilt from MLflow runs",
+    "baseline": None,
+    "primary": DEFAULT_METRICS[0],
+    "metrics": DEFAULT_METRICS,
+    "stats": DEFAULT_STATS,
+}
+
+
+@dataclass
+class ComparisonResult:
+    """What a comparison produced: the report, the files written, and the MLflow parent run."""
+
+    report: Any
+    out_dir: Path
+    files: list[Path]
+    parent_run_id: str | None = None
+    child_run_ids: dict[str, str | None] = field(default_factory=dict)
+
+
+# --- experiment files ----------------------------------------------------------------------------------
+
+
+def available_experiments() -> list[str]:
+    """Experiment names, one per ``experiments/*.yaml``."""
+    return sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml"))
+
+
+def load_experiment(name_or_path: str) -> Any:
+    """Load and check ``experiments/NAME.yaml`` (or a path to a YAML file) as an OmegaConf node."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = EXPERIMENTS_DIR / f"{name_or_path}.yaml"
+    if not path.is_file():
+        raise ConfigError(
+            f"experiment={name_or_path}: no file {path}; available: {', '.join(available_experiments())}"
+        )
+    try:
+        exp = OmegaConf.load(path)
+    except (OmegaConfBaseException, OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a valid experiment YAML ({exc})") from exc
+    return check_experiment(exp, str(path))
+
+
+def check_experiment(exp: Any, where: str) -> Any:
+    """Fill defaults and check the experiment's fields (clear errors naming the file and field)."""
+    from omegaconf import OmegaConf
+
+    exp = OmegaConf.merge(
+        {
+            "name": Path(where).stem,
+            "title": "",
+            "overrides": [],
+            "metrics": DEFAULT_METRICS,
+            "stats": DEFAULT_STATS,
+        },
+        exp,
+    )
+    systems = exp.get("systems")
+    if not systems or not isinstance(OmegaConf.to_container(systems), dict) or len(systems) < 2:
+        raise ConfigError(
+            f"{where}: 'systems' must map at least 2 system names to {{model: NAME, overrides: [...]}}"
+        )
+    for name, spec in systems.items():
+        if not isinstance(spec, Mapping) or not spec.get("model"):
+            raise ConfigError(f"{where}: systems.{name} needs a 'model' (a conf/model/*.yaml name)")
+        unknown = sorted(set(spec) - {"model", "overrides"})
+        if unknown:
+            raise ConfigError(
+                f"{where}: systems.{name}: unknown key(s) {', '.join(unknown)} (expected model, overrides)"
+            )
+    baseline = exp.get("baseline") or next(iter(systems))
+    if baseline not in systems:
+        raise ConfigError(f"{where}: baseline={baseline!r} is not one of the systems: {', '.join(systems)}")
+    exp.baseline = baseline
+    metrics = list(exp.metrics)
+    exp.primary = exp.get("primary") or metrics[0]
+    if exp.primary not in metrics:
+        raise ConfigError(f"{where}: primary={exp.primary!r} must be one of metrics {metrics}")
+    unknown_stats = sorted(set(exp.stats) - set(DEFAULT_STATS))
+    if unknown_stats:
+        raise ConfigError(
+            f"{where}: stats: unknown key(s) {', '.join(unknown_stats)}; known: {', '.join(DEFAULT_STATS)}"
+        )
+    return exp
+
+
+def _quoted_list(values: Sequence[str]) -> str:
+    return "[" + ",".join(f"'{v}'" for v in values) + "]"
+
+
+def system_overrides(exp: Any, system: str, cli_overrides: Sequence[str]) -> list[str]:
+    """The ``ltr.train`` overrides that define one system: shared, model, per-system, then the command line's."""
+    spec = exp.systems[system]
+    return [
+        *map(str, exp.overrides),
+        f"+model={spec.model}",
+        f"eval.metrics={_quoted_list(list(exp.metrics))}",
+        *map(str, spec.get("overrides") or []),
+        *cli_overrides,
+    ]
+
+
+def compose_system(exp: Any, system: str, cli_overrides: Sequence[str]) -> Any:
+    """The full train config of one system, composed from ``conf/`` exactly as ``ltr.train`` would."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from ltr.schemas import register_configs
+    from ltr.train import CONF_DIR
+
+    register_configs()
+    overrides = system_overrides(exp, system, cli_overrides)
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return compose(config_name="config", overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(f"system {system!r} (overrides {overrides}): {exc}") from exc
+
+
+# --- the report ----------------------------------------------------------------------------------------
+
+
+def rank_systems(frames: Mapping[str, Any], primary: str, baseline: str) -> list[str]:
+    """Systems by mean ``primary`` over the queries every system scored, best first (stable on ties)."""
+    common = np.logical_and.reduce([frames[s][primary].notna().to_numpy() for s in frames])
+    means = {
+        s: float(frames[s][primary].to_numpy()[common].mean()) if common.any() else np.nan for s in frames
+    }
+    return sorted(frames, key=lambda s: -means[s] if np.isfinite(means[s]) else np.inf)
+
+
+def build_report(frames: Mapping[str, Any], exp: Any, *, seed: int) -> Any:
+    """:func:`ltr.comparison.compare` over per-query test frames (``qid`` column + one column per metric)."""
+    from ltr.comparison import compare
+
+    order = rank_systems(frames, exp.primary, exp.baseline)
+    per_query = {s: frames[s].set_index("qid")[list(exp.metrics)] for s in order}
+    stats = exp.stats
+    return compare(
+        per_query,
+        baseline=str(exp.baseline),
+        metrics=list(exp.metrics),
+        ci=str(stats.ci),
+        B=int(stats.B),
+        seed=int(seed),
+        alpha=float(stats.alpha),
+        confidence=float(stats.confidence),
+        correction=str(stats.correction),
+        test=str(stats.test),
+    )
+
+
+def at_k_curves(frames: Mapping[str, Any], stats: Any, seed: int, metric: str = "ndcg") -> dict[str, tuple]:
+    """Mean and bootstrap CI of ``metric@k`` (k = 1.. as stored) per system: ``{system: (mean, low, high)}``."""
+    from ltr.stats import bootstrap_ci
+
+    curves: dict[str, tuple] = {}
+    for system, frame in frames.items():
+        ks = sorted(
+            int(c.split("@")[1])
+            for c in frame.columns
+            if c.startswith(f"{metric}@") and c.split("@")[1].isdigit()
+        )
+        ks = [k for k in ks if k == (ks.index(k) + 1)]  # the contiguous 1..K prefix
+        if not ks:
+            continue
+        cis = [
+            bootstrap_ci(
+                frame[f"{metric}@{k}"].to_numpy(float),
+                method=str(stats.ci),
+                B=int(stats.B),
+                confidence=float(stats.confidence),
+                seed=seed,
+            )
+            for k in ks
+        ]
+        curves[system] = (
+            np.array([c.estimate for c in cis]),
+            np.array([c.low for c in cis]),
+            np.array([c.high for c in cis]),
+        )
+    return curves
+
+
+def write_outputs(
+    report: Any, frames: Mapping[str, Any], exp: Any, out_dir: Path, *, seed: int, note: str = ""
+) -> list[Path]:
+    """Leaderboard (Markdown, CSV, LaTeX) and comparison plots in ``out_dir``; returns the files."""
+    from ltr.plots import plot_difference_histogram, plot_forest, plot_ndcg_at_k
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    title = exp.get("title") or exp.name
+    markdown = f"# {title}\n\nSorted by {exp.primary} (primary). {note}\n\n" + report.to_markdown(detail=True)
+    files = [
+        out_dir / "leaderboard.md",
+        report.to_csv(out_dir / "leaderboard.csv"),
+        out_dir / "leaderboard.tex",
+    ]
+    files[0].write_text(markdown)
+    files[2].write_text(report.to_latex(caption=f"{title}, sorted by {exp.primary}", label=f"tab:{exp.name}"))
+    plots = out_dir / "plots"
+    curves = at_k_curves(frames, exp.stats, seed)
+    if curves:
+        files.append(plot_ndcg_at_k(curves, plots / "ndcg_at_k.png", confidence=float(exp.stats.confidence)))
+    base = frames[exp.baseline][exp.primary].to_numpy(float)
+    diffs = {s: frames[s][exp.primary].to_numpy(float) - base for s in report.systems if s != exp.baseline}
+    files.append(
+        plot_difference_histogram(
+            diffs, plots / "difference_histogram.png", metric=str(exp.primary), baseline=str(exp.baseline)
+        )
+    )
+    files.append(plot_forest(report, plots / "ci_forest.png"))
+    return files
+
+
+def leaderboard_metrics(report: Any) -> dict[str, float]:
+    """``leaderboard/<system>/<metric>`` (mean, CI, diff, adjusted p) for the parent run's metrics."""
+    from ltr.tracking import mlflow_metric_name
+
+    out: dict[str, float] = {}
+    for r in report.rows:
+        key = mlflow_metric_name(f"leaderboard/{r.system}", r.metric)
+        out[key], out[f"{key}_ci_low"], out[f"{key}_ci_high"] = r.mean, r.ci_low, r.ci_high
+        if not r.is_baseline:
+            out[f"{key}_diff"], out[f"{key}_p_adjusted"], out[f"{key}_effect_size"] = (
+                r.diff,
+                r.pvalue_adjusted,
+                r.effect_size,
+            )
+    return {k: v for k, v in out.items() if np.isfinite(v)}
+
+
+# --- running a comparison ------------------------------------------------------------------------------
+
+
+def run_comparison(
+    exp: Any, cli_overrides: Sequence[str] = (), *, out_dir: Path | None = None, console: Any = None
+) -> ComparisonResult:
+    """Train every system of ``exp`` on the same data, build the leaderboard, write and log it."""
+    from omegaconf import OmegaConf
+    from rich.console import Console
+
+    from ltr.metrics import describe_conventions
+    from ltr.progress import task_progress
+    from ltr.schemas import validate_config
+    from ltr.tracking import dashboard_command, flatten_params, make_tracker
+    from ltr.train import command_line, load_splits, print_data_summary, run_tags, train_and_log
+
+    console = console or Console(highlight=False)
+    systems = list(exp.systems)
+    configs = {
+        s: compose_system(exp, s, cli_overrides) for s in systems
+    }  # every typo fails here, before work
+    first = configs[systems[0]]
+    for s, cfg in configs.items():
+        validate_config(cfg)
+        if OmegaConf.to_container(cfg.data, resolve=True) != OmegaConf.to_container(first.data, resolve=True):
+            raise ConfigError(
+                f"system {s!r} uses different data than {systems[0]!r}; a comparison needs the same queries"
+            )
+    root = Path(first.paths.root).resolve()
+    out_dir = Path(out_dir) if out_dir is not None else root / "reports" / str(exp.name)
+    tracker = make_tracker(first.tracking, root)  # an unreachable server fails here
+    splits = load_splits(first.data)
+    if "test" not in splits:
+        raise ConfigError(f"data '{first.data.name}' has no test split; a comparison scores the test queries")
+    print_data_summary(console, first.data, splits)
+    command, _ = command_line("ltr.compare")
+    parent_tags = {
+        "ltr.compare.role": "parent",
+        "ltr.compare.experiment": str(exp.name),
+        "ltr.command": command,
+        "ltr.data": str(first.data.name),
+        **{
+            k: v
+            for k, v in run_tags(first, splits).items()
+            if k.startswith(("git.", "version.", "ltr.data.fingerprint"))
+        },
+    }
+    frames: dict[str, Any] = {}
+    children: dict[str, str | None] = {}
+    with tracker.start(run_name=f"compare-{exp.name}", tags=parent_tags):
+        tracker.log_params(flatten_params(OmegaConf.to_container(exp, resolve=True)))
+        tracker.log_params(
+            {"seed": first.seed, "num_threads": first.num_threads, "cli_overrides": " ".join(cli_overrides)}
+        )
+        with task_progress(len(systems), f"comparison {exp.name}") as advance:
+            for system in systems:
+                cfg = configs[system]
+                tags = run_tags(cfg, splits) | {
+                    "ltr.compare.system": system,
+                    "ltr.compare.experiment": str(exp.name),
+                    "ltr.command": train_command(system_overrides(exp, system, cli_overrides)),
+                }
+                outcome = train_and_log(
+                    cfg,
+                    splits,
+                    tracker.spawn(),
+                    run_name=system,
+                    tags=tags,
+                    parent_run_id=tracker.run_id,
+                    console=console,
+                    plots_dir=out_dir / "plots",
+                    label=system,
+                )
+                frames[system], children[system] = outcome.frames["test"], outcome.run_id
+                advance(system)
+        conventions = describe_conventions(first.eval.preset, **dict(first.eval.get("conventions") or {}))
+        note = "Metric conventions: " + ", ".join(f"{k}={v}" for k, v in conventions.items()) + "."
+        report = build_report(frames, exp, seed=int(first.seed))
+        files = write_outputs(report, frames, exp, out_dir, seed=int(first.seed), note=note)
+        files += sorted((out_dir / "plots").glob("learning_curves_*.png")) + sorted(
+            (out_dir / "plots").glob("feature_importance_*.png")
+        )
+        tracker.log_metrics(leaderboard_metrics(report))
+        tracker.set_tags(
+            {
+                "ltr.compare.best": report.best(str(exp.primary)),
+                "ltr.compare.systems": ",".join(report.systems),
+            }
+        )
+        for path in files:
+            tracker.log_artifact(path, "plots" if path.parent.name == "plots" else "leaderboard")
+        parent_id = tracker.run_id
+    print_leaderboard(console, report, exp, out_dir)
+    if tracker.enabled:
+        console.print(
+            f"[bold]MLflow[/bold] parent run {parent_id} ('compare-{exp.name}') at {tracker.uri}",
+            soft_wrap=True,
+        )
+        console.print(f"  dashboard: {dashboard_command(tracker.uri)}", soft_wrap=True)
+    return ComparisonResult(report, out_dir, files, parent_id, children)
+
+
+def train_command(overrides: Sequence[str]) -> str:
+    """The single ``python -m ltr.train`` command that reproduces one system of a comparison."""
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in [sys.executable, "-m", "ltr.train", *overrides])
+
+
+def print_leaderboard(console: Any, report: Any, exp: Any, out_dir: Path) -> None:
+    """The Markdown leaderboard on the console, and where the files are."""
+    console.print(f"\n[bold]Leaderboard[/bold] {exp.get('title') or exp.name} — sorted by {exp.primary}\n")
+    console.print(report.to_markdown(), markup=False, highlight=False, soft_wrap=True)
+    console.print(f"Written: {out_dir}/leaderboard.{{md,csv,tex}} and {out_dir}/plots/*.png", soft_wrap=True)
+
+
+def report_from_mlflow(
+    uri: str,
+    exp: Any,
+    *,
+    run_ids: Sequence[str] = (),
+    run_names: Sequence[str] = (),
+    experiment: str | None = None,
+    parent_run_id: str | None = None,
+    baseline: str | None = None,
+    split: str = "test",
+    out_dir: Path,
+    seed: int = 42,
+    console: Any = None,
+) -> ComparisonResult:
+    """Rebuild the leaderboard from runs already logged (their ``per_query/<split>.parquet``)."""
+    from rich.console import Console
+
+    from ltr.tracking import download_frame, find_runs
+
+    console = console or Console(highlight=False)
+    runs = find_runs(
+        uri, run_ids=run_ids, run_names=run_names, experiment=experiment, parent_run_id=parent_run_id
+    )
+    if len(runs) < 2:
+        raise ConfigError(f"--from-mlflow: need at least 2 runs to compare, found {len(runs)} in {uri}")
+    frames: dict[str, Any] = {}
+    ids: dict[str, str] = {}
+    for run in runs:
+        label = run["tags"].get("ltr.compare.system") or run["name"] or run["run_id"]
+        if label in frames:
+            label = f"{label}-{run['run_id'][:8]}"
+        frames[label], ids[label] = (
+            download_frame(uri, run["run_id"], f"per_query/{split}.parquet"),
+            run["run_id"],
+        )
+    chosen = baseline or (exp.baseline if exp.get("baseline") in frames else next(iter(frames)))
+    if chosen not in frames:
+        raise ConfigError(f"--baseline {chosen!r} is not one of the runs: {', '.join(frames)}")
+    exp.baseline = chosen
+    missing = [(s, m) for s in frames for m in exp.metrics if m not in frames[s].columns]
+    if missing:
+        raise ConfigError(
+            f"run {missing[0][0]!r} has no per-query values of {missing[0][1]!r}; logged: {', '.join(frames[missing[0][0]].columns)}"
+        )
+    report = build_report(frames, exp, seed=seed)
+    note = "Rebuilt from MLflow runs " + ", ".join(f"{s}={ids[s]}" for s in frames) + "."
+    files = write_outputs(report, frames, exp, out_dir, seed=seed, note=note)
+    print_leaderboard(console, report, exp, out_dir)
+    return ComparisonResult(report, out_dir, files, None, dict(ids))
+
+
+# --- command line --------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m ltr.compare",
+        description="Challenge-style comparison: train several systems on the same queries and build a leaderboard.",
+        epilog=f"Experiments: {', '.join(available_experiments())} (experiments/*.yaml).",
+    )
+    parser.add_argument("overrides", nargs="*", help="experiment=NAME and train-config overrides (key=value)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output folder (default <root>/reports/<name>)"
+    )
+    group = parser.add_argument_group("rebuild from MLflow")
+    group.add_argument(
+        "--from-mlflow", action="store_true", help="build the report from logged runs, train nothing"
+    )
+    group.add_argument(
+        "--tracking-uri", default=None, help="store to read (default: the project's SQLite store)"
+    )
+    group.add_argument("--run-ids", nargs="+", default=[], metavar="ID")
+    group.add_argument("--run-names", nargs="+", default=[], metavar="NAME")
+    group.add_argument(
+        "--experiment", default=None, help="MLflow experiment name (with --run-names, or all its runs)"
+    )
+    group.add_argument(
+        "--parent", default=None, metavar="RUN_ID", help="the children of a comparison's parent run"
+    )
+    group.add_argument(
+        "--baseline", default=None, help="baseline run label (default: the experiment's, else the first)"
+    )
+    group.add_argument("--split", default="test")
+    args = parser.parse_args(list(argv))
+    bad = [o for o in args.overrides if "=" not in o]
+    if bad:
+        parser.error(f"expected key=value arguments, got {' '.join(bad)}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m ltr.compare``; returns the process exit code."""
+    import os
+
+    from ltr.tracking import resolve_tracking_uri
+
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    name = next((o.split("=", 1)[1] for o in args.overrides if o.startswith("experiment=")), None)
+    overrides = [o for o in args.overrides if not o.startswith("experiment=")]
+    try:
+        if args.from_mlflow:
+            from omegaconf import OmegaConf
+
+            exp = load_experiment(name) if name else OmegaConf.create(dict(FROM_MLFLOW))
+            root = Path(os.environ.get("LTR_ROOT", ".")).resolve()
+            seed = next((int(o.split("=", 1)[1]) for o in overrides if o.startswith("seed=")), 42)
+            report_from_mlflow(
+                resolve_tracking_uri(args.tracking_uri, root),
+                exp,
+                run_ids=args.run_ids,
+                run_names=args.run_names,
+                experiment=args.experiment,
+                parent_run_id=args.parent,
+                baseline=args.baseline,
+                split=args.split,
+                out_dir=args.out or root / "reports" / str(exp.name),
+                seed=seed,
+            )
+            return 0
+        if name is None:
+            raise ConfigError(
+                "choose an experiment: python -m ltr.compare experiment=NAME; available: "
+                + ", ".join(available_experiments())
+            )
+        run_comparison(load_experiment(name), overrides, out_dir=args.out)
+    except LtrError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    from ltr.train import configure_process_environment
+
+    configure_process_environment()
+    sys.exit(main())

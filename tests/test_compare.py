@@ -1,0 +1,241 @@
+"""Challenge-style comparisons: experiment files, the leaderboard, MLflow parent/child runs, rebuild from MLflow."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+from omegaconf import OmegaConf
+
+from ltr.compare import (
+    available_experiments,
+    build_report,
+    check_experiment,
+    compose_system,
+    load_experiment,
+    main,
+    rank_systems,
+    run_comparison,
+)
+from ltr.errors import ConfigError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+TINY_DATA = [
+    "data.n_queries.train=60",
+    "data.n_queries.valid=30",
+    "data.n_queries.test=40",
+    "data.max_docs=30",
+    "num_threads=1",
+    "eval.bootstrap.B=500",
+]
+SMALL_TREES = ["model.params.n_trees=25", "model.early_stopping.patience=10"]
+
+
+def _experiment(tmp_path: Path) -> Path:
+    spec = {
+        "name": "tiny",
+        "title": "Tiny comparison",
+        "overrides": ["data=synthetic"],
+        "baseline": "feature",
+        "primary": "err@10",
+        "metrics": ["err@10", "ndcg@1", "ndcg@5", "ndcg@10"],
+        "stats": {"B": 2000},
+        "systems": {
+            "feature": {"model": "feature"},
+            "regression": {"model": "regression", "overrides": SMALL_TREES},
+            "lambdamart": {"model": "lambdamart", "overrides": SMALL_TREES},
+        },
+    }
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+@pytest.fixture(scope="module")
+def comparison(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cmp")
+    exp = load_experiment(str(_experiment(root)))
+    result = run_comparison(exp, [*TINY_DATA, f"paths.root={root}"])
+    return root, exp, result
+
+
+def _client(root: Path) -> MlflowClient:
+    return MlflowClient(tracking_uri=f"sqlite:///{root.resolve()}/mlflow.db")
+
+
+def test_every_shipped_experiment_composes_for_every_system():
+    names = available_experiments()
+    assert {"synthetic_challenge", "yahoo_challenge", "mslr_challenge"} <= set(names)
+    for name in names:
+        exp = load_experiment(name)
+        assert exp.primary == "err@10" and exp.baseline in exp.systems
+        for system in exp.systems:
+            cfg = compose_system(exp, system, [])
+            assert cfg.model.name == exp.systems[system].model
+            assert list(cfg.eval.metrics) == list(exp.metrics)
+        header = (PROJECT_ROOT / "experiments" / f"{name}.yaml").read_text().splitlines()[:10]
+        assert any(f"python -m ltr.compare experiment={name}" in line for line in header)
+
+
+def test_bad_experiments_fail_with_clear_errors(tmp_path):
+    with pytest.raises(ConfigError, match="available: .*synthetic_challenge"):
+        load_experiment("nope")
+    base = {"systems": {"a": {"model": "lambdamart"}, "b": {"model": "regression"}}}
+    with pytest.raises(ConfigError, match="baseline='c' is not one of the systems: a, b"):
+        check_experiment(OmegaConf.create({**base, "baseline": "c"}), "x.yaml")
+    with pytest.raises(ConfigError, match="systems.b needs a 'model'"):
+        check_experiment(OmegaConf.create({"systems": {"a": {"model": "m"}, "b": {}}}), "x.yaml")
+    with pytest.raises(ConfigError, match="primary='map' must be one of metrics"):
+        check_experiment(OmegaConf.create({**base, "primary": "map"}), "x.yaml")
+    exp = check_experiment(OmegaConf.create(base), "x.yaml")
+    with pytest.raises(ConfigError, match="system 'a'.*model.params.nope"):
+        compose_system(exp, "a", ["model.params.nope=1"])
+
+
+def test_cli_without_experiment_lists_them(capsys):
+    assert main([]) == 2
+    assert "synthetic_challenge" in capsys.readouterr().err
+
+
+def test_rank_systems_and_report_match_numpy():
+    rng = np.random.default_rng(3)
+    qid = np.arange(50)
+    base = rng.random(50)
+    frames = {
+        "base": pd.DataFrame({"qid": qid, "err@10": base}),
+        "good": pd.DataFrame({"qid": qid, "err@10": np.clip(base + 0.1 + rng.normal(0, 0.02, 50), 0, 1)}),
+        "bad": pd.DataFrame({"qid": qid, "err@10": base - 0.05}),
+    }
+    exp = check_experiment(
+        OmegaConf.create(
+            {
+                "baseline": "base",
+                "metrics": ["err@10"],
+                "stats": {"B": 1000},
+                "systems": {s: {"model": "m"} for s in frames},
+            }
+        ),
+        "t.yaml",
+    )
+    assert rank_systems(frames, "err@10", "base") == ["good", "base", "bad"]
+    report = build_report(frames, exp, seed=1)
+    assert report.systems == ("good", "base", "bad")
+    row = report.row("good", "err@10")
+    diff = frames["good"]["err@10"] - frames["base"]["err@10"]
+    assert row.mean == pytest.approx(frames["good"]["err@10"].mean(), abs=1e-12)
+    assert row.diff == pytest.approx(diff.mean(), abs=1e-12)
+    assert (row.wins, row.ties, row.losses) == (
+        int((diff > 0).sum()),
+        int((diff == 0).sum()),
+        int((diff < 0).sum()),
+    )
+    assert row.significant and report.row("bad", "err@10").losses == 50
+
+
+@pytest.mark.slow
+def test_comparison_writes_leaderboard_plots_and_mlflow_parent_with_children(comparison):
+    root, exp, result = comparison
+    out = result.out_dir
+    assert out == root / "reports" / "tiny"
+    for name in ("leaderboard.md", "leaderboard.csv", "leaderboard.tex"):
+        assert (out / name).is_file()
+    for name in (
+        "ndcg_at_k.png",
+        "difference_histogram.png",
+        "ci_forest.png",
+        "learning_curves_lambdamart.png",
+    ):
+        assert (out / "plots" / name).stat().st_size > 5000
+    assert (out / "plots" / "feature_importance_lambdamart.png").is_file()
+    board = pd.read_csv(out / "leaderboard.csv")
+    assert set(board["system"]) == {"feature", "regression", "lambdamart"}
+    assert set(board["metric"]) == {"err@10", "ndcg@1", "ndcg@5", "ndcg@10"}
+    # sorted by the primary metric
+    err = board[board.metric == "err@10"].set_index("system")["mean"]
+    assert list(result.report.systems) == list(err.sort_values(ascending=False, kind="stable").index)
+    md = (out / "leaderboard.md").read_text()
+    assert "Holm" in md and "W/T/L" in md and "(baseline)" in md and "conventions" in md.lower()
+    assert "\\begin{tabular}" in (out / "leaderboard.tex").read_text()
+
+    client = _client(root)
+    parent = client.get_run(result.parent_run_id)
+    assert parent.info.status == "FINISHED" and parent.info.run_name == "compare-tiny"
+    children = client.search_runs(
+        [parent.info.experiment_id], f"tags.mlflow.parentRunId = '{result.parent_run_id}'"
+    )
+    assert sorted(c.info.run_name for c in children) == ["feature", "lambdamart", "regression"]
+    for child in children:
+        system = child.info.run_name
+        # the leaderboard mean is the child's logged test mean (same queries, same conventions)
+        assert err[system] == pytest.approx(child.data.metrics["test/err_at_10"], abs=1e-12)
+        assert parent.data.metrics[f"leaderboard/{system}/err_at_10"] == pytest.approx(err[system], abs=1e-12)
+        assert (
+            "python -m ltr.train" in child.data.tags["ltr.command"]
+            and f"+model={system}" in child.data.tags["ltr.command"]
+        )
+    leaderboard_files = {
+        Path(a.path).name for a in client.list_artifacts(result.parent_run_id, "leaderboard")
+    }
+    assert leaderboard_files == {"leaderboard.md", "leaderboard.csv", "leaderboard.tex"}
+    plot_files = {Path(a.path).name for a in client.list_artifacts(result.parent_run_id, "plots")}
+    assert {"ndcg_at_k.png", "ci_forest.png", "difference_histogram.png"} <= plot_files
+
+
+@pytest.mark.slow
+def test_report_rebuilt_from_mlflow_equals_the_original(comparison, tmp_path):
+    root, exp, result = comparison
+    env = {**os.environ, "LTR_ROOT": str(root), "MLFLOW_DISABLE_TELEMETRY": "true", "CI": "true"}
+    by_parent = tmp_path / "by_parent"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr.compare", "--from-mlflow", "--parent", result.parent_run_id,
+         f"experiment={_experiment(tmp_path)}", "--out", str(by_parent)],
+        cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Leaderboard" in proc.stdout
+    original = pd.read_csv(result.out_dir / "leaderboard.csv")
+    rebuilt = pd.read_csv(by_parent / "leaderboard.csv")
+    pd.testing.assert_frame_equal(original, rebuilt)
+    # chosen by run id (baseline given explicitly), then by name within the experiment
+    ids = [result.child_run_ids[s] for s in ("feature", "lambdamart")]
+    args = ["--from-mlflow", "--run-ids", *ids, "--baseline", "feature", "--out", str(tmp_path / "by_id")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr.compare", *args],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    two = pd.read_csv(tmp_path / "by_id" / "leaderboard.csv")
+    assert set(two["system"]) == {"feature", "lambdamart"}
+    row = two[(two.system == "lambdamart") & (two.metric == "ndcg@10")].iloc[0]
+    orig = original[(original.system == "lambdamart") & (original.metric == "ndcg@10")].iloc[0]
+    assert row["mean"] == pytest.approx(orig["mean"], abs=1e-12)
+    args = [
+        "--from-mlflow",
+        "--experiment",
+        "ltr",
+        "--run-names",
+        "regression",
+        "nope",
+        "--out",
+        str(tmp_path / "x"),
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr.compare", *args],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2 and "no finished run named 'nope'" in proc.stderr
