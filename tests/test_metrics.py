@@ -318,6 +318,20 @@ def test_conventions_match_naive_loop(conv):
             )
 
 
+@pytest.mark.parametrize("k", [None, 1, 2])
+def test_ideal_dcg_with_non_monotone_table_and_fractional_labels(k):
+    name = "ndcg" if k is None else f"ndcg@{k}"
+    # table gain (0, 5, 1): label 1 is the most valuable, so the ideal order is 1, 2, 0
+    labels, scores = [2, 1, 0], [3.0, 2.0, 1.0]
+    got = evaluate(name, labels, scores, [0, 3], gain=(0.0, 5.0, 1.0))[name][0]
+    want = ref_evaluate(name, labels, scores, [0, 3], gain=(0.0, 5.0, 1.0))[0]
+    assert got == pytest.approx(want, rel=1e-14) and got < 1
+    frac = [0.5, 2.25, 0.0]
+    got = evaluate(name, frac, scores, [0, 3], gain="linear")[name][0]
+    want = ref_evaluate(name, frac, scores, [0, 3], gain="linear")[0]
+    assert got == pytest.approx(want, rel=1e-14) and got < 1
+
+
 def test_ideal_from_judged_labels():
     # ranked list retrieves 2 of the 3 relevant judged documents
     labels, scores, offsets = [2, 0, 1], [3.0, 2.0, 1.0], [0, 3]

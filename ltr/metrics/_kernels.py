@@ -37,6 +37,25 @@ def _fill_top(scores, a, b, k, buf):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def _insertion_rank(scores, key, use_key, rows, out, start):  # pragma: no cover - compiled
+    """Stable insertion sort of ``rows`` (score descending, then key ascending) into out[start:]."""
+    m = rows.shape[0]
+    for t in range(m):
+        j = rows[t]
+        sj = scores[j]
+        kj = key[j]
+        pos = start + t
+        while pos > start:
+            prev = out[pos - 1]
+            sp = scores[prev]
+            if sp > sj or (sp == sj and (not use_key or key[prev] <= kj)):
+                break
+            out[pos] = prev
+            pos -= 1
+        out[pos] = j
+
+
+@njit(cache=True, nogil=True)
 def rank_order(scores, key, offsets, use_key, depth):  # pragma: no cover - compiled
     """Row indices in ranked order: per query by score descending, ties by ``key`` ascending (when
     ``use_key``) and then by input order (mergesort is stable).
@@ -78,6 +97,9 @@ def rank_order(scores, key, offsets, use_key, depth):  # pragma: no cover - comp
                 if scores[j] >= thr[q]:
                     rows[c] = j
                     c += 1
+        if m <= 64:
+            _insertion_rank(scores, key, use_key, rows, out, new_off[q])
+            continue
         neg = -scores[rows]
         if use_key:
             first = np.argsort(key[rows], kind="mergesort")
@@ -196,30 +218,32 @@ def precision_sum(rel, bounds, qgrp, offsets, k):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def ideal_dcg(gain, offsets, disc, k):  # pragma: no cover - compiled
-    """Per query Σ_{i<=k} G_(i) D(i) over the gains sorted descending (the ideal DCG@k).
+def ideal_dcg(labels, offsets, disc, k, table):  # pragma: no cover - compiled
+    """Per query Σ_{i<=k} G(l_(i)) D(i) over the labels sorted descending (the ideal DCG@k).
 
-    For k below the list length only the k largest gains are selected (:func:`_fill_top`) instead
-    of sorting the whole list.
+    ``table`` maps labels to gains: G(l) = table[int(l)] when the table is non-empty, else G(l) = l
+    (pass gains as ``labels`` for any other gain). The gain must be non-decreasing in the label, so
+    the k largest labels give the k largest gains; for k below the list length only those are
+    selected (:func:`_fill_top`) instead of sorting the whole list.
     """
     nq = offsets.shape[0] - 1
     out = np.zeros(nq)
     top = np.empty(max(min(k, disc.shape[0]), 1))
+    use_table = table.shape[0] > 0
     for q in range(nq):
         a = offsets[q]
         b = offsets[q + 1]
         n = b - a
         if n == 0:
             continue
-        total = 0.0
         if k >= n:
-            g = np.sort(gain[a:b])
-            for i in range(n):
-                total += g[n - 1 - i] * disc[i]
+            g = np.sort(labels[a:b])[::-1]
         else:
-            _fill_top(gain, a, b, k, top)
-            for i in range(k):
-                total += top[i] * disc[i]
+            _fill_top(labels, a, b, k, top)
+            g = top[:k]
+        total = 0.0
+        for i in range(g.shape[0]):
+            total += (table[int(g[i])] if use_table else g[i]) * disc[i]
         out[q] = total
     return out
 

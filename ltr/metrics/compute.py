@@ -175,6 +175,7 @@ class _Evaluator:
         self._gain: np.ndarray | None = None
         self._rel: np.ndarray | None = None
         self._ideal_gain: np.ndarray | None = None
+        self._ideal_table = np.zeros(0)
         self._idcg: dict[int, np.ndarray] = {}
 
     @property
@@ -196,12 +197,24 @@ class _Evaluator:
         r = self.r
         return _kernels.discounted_sum(self.gain, r.bounds, r.qgrp, r.offsets, self.disc, self.cutoff(k))
 
+    def _ideal_input(self) -> tuple[np.ndarray, np.ndarray]:
+        """(values, table) for :func:`_kernels.ideal_dcg`: labels + a gain table when the gain is
+        non-decreasing in whole-number labels (selection on labels), else the gains themselves."""
+        if self._ideal_gain is None:
+            labels = self.ideal_labels
+            top = int(self.ideal_max_label.max(initial=0))
+            table = self.c.gain_values(np.arange(top + 1, dtype=np.float64)) if top <= 1024 else None
+            if table is not None and np.all(np.diff(table) >= 0) and np.array_equal(labels, np.floor(labels)):
+                self._ideal_gain, self._ideal_table = labels, table
+            else:
+                self._ideal_gain, self._ideal_table = self.c.gain_values(labels), np.zeros(0)
+        return self._ideal_gain, self._ideal_table
+
     def idcg(self, k: int | None) -> np.ndarray:
         kk = self.cutoff(k)
         if kk not in self._idcg:
-            if self._ideal_gain is None:
-                self._ideal_gain = self.c.gain_values(self.ideal_labels)
-            self._idcg[kk] = _kernels.ideal_dcg(self._ideal_gain, self.ideal_offsets, self.disc, kk)
+            values, table = self._ideal_input()
+            self._idcg[kk] = _kernels.ideal_dcg(values, self.ideal_offsets, self.disc, kk, table)
         return self._idcg[kk]
 
     def hits(self, k: int | None) -> np.ndarray:
@@ -230,7 +243,8 @@ class _Evaluator:
         kk = self.cutoff(k)
         no_rel = self.n_rel == 0
         if fam in ("ndcg", "dcg"):
-            no_rel = self.idcg(1) == 0  # IDCG = 0 iff no judged document has a positive gain
+            _, table = self._ideal_input()  # IDCG = 0 iff no judged document has a positive gain
+            no_rel = table[self.ideal_max_label.astype(np.int64)] == 0 if table.size else self.idcg(1) == 0
             dcg = self.dcg(k)
             if fam == "dcg":
                 return dcg, no_rel
