@@ -308,3 +308,29 @@ def test_unfitted_ensemble_refuses_to_predict(splits):
     ens = build_ranker({"name": "ensemble_mean", "members": ["lambdamart"]}, seed=0, num_threads=1)
     with pytest.raises(ConfigError, match="not fitted"):
         ens.predict(splits["test"])
+
+
+def test_members_across_engines_save_in_their_native_formats(splits, tmp_path):
+    train, valid, test = splits["train"], splits["valid"], splits["test"]
+    cfg = {
+        "name": "ensemble_borda",
+        "members": [
+            {"model": "lambdamart", "params": FAST, "early_stopping": NO_ES},
+            {"model": "lambdamart_xgb", "params": {"n_trees": 20, "max_depth": 3}, "early_stopping": NO_ES},
+            "linear",
+        ],
+    }
+    ens = build_ranker(cfg, seed=6, num_threads=1).fit(train, valid)
+    engines = [
+        json.loads((tmp_path / "e" / m / "manifest.json").read_text())["engine"]
+        for m in _saved(ens, tmp_path / "e")
+    ]
+    assert engines == ["lightgbm", "xgboost", "sklearn"]
+    loaded = load_ranker(tmp_path / "e")
+    np.testing.assert_array_equal(loaded.predict(test), ens.predict(test))
+    np.testing.assert_allclose(ens.predict(test), fuse(ens.member_scores(test), test.offsets, "borda"))
+
+
+def _saved(ens, folder: Path) -> list[str]:
+    ens.save(folder)
+    return [m["dir"] for m in json.loads((folder / "manifest.json").read_text())["members"]]
