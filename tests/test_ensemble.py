@@ -126,6 +126,14 @@ def test_bad_blend_and_stack_params():
         build_ranker({"name": "ensemble_blend", "members": ["lambdamart"], "params": {"metric": "ndgc@10"}})
     with pytest.raises(ConfigError, match="n_folds: expected an integer >= 2"):
         build_ranker({"name": "ensemble_stack", "members": ["lambdamart"], "params": {"n_folds": 1}})
+    with pytest.raises(ConfigError, match=r"unknown parameter\(s\) params.n_tree"):
+        build_ranker(
+            {
+                "name": "ensemble_stack",
+                "members": ["lambdamart"],
+                "stacker": {"model": "lambdamart", "params": {"n_tree": 5}},
+            }
+        )
     with pytest.raises(ConfigError, match="stacker: no model config"):
         build_ranker({"name": "ensemble_stack", "members": ["lambdamart"], "stacker": "nope"})
 

@@ -575,6 +575,9 @@ class StackEnsemble(Ensemble):
         self.stacker_config_, _ = resolve_member(
             self.stacker or DEFAULT_STACKER, f"model {self.name}: stacker"
         )
+        from ltr.models import build_ranker
+
+        build_ranker(self.stacker_config_, seed=0, num_threads=1)  # validate the stacker's config now
 
     def _features(self, S: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         return stack_features(S, offsets, tuple(self.params_["normalizations"]))
