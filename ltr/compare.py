@@ -208,7 +208,7 @@ def build_report(frames: Mapping[str, Any], exp: Any, *, seed: int) -> Any:
 
 def at_k_curves(frames: Mapping[str, Any], stats: Any, seed: int, metric: str = "ndcg") -> dict[str, tuple]:
     """Mean and bootstrap CI of ``metric@k`` (k = 1.. as stored) per system: ``{system: (mean, low, high)}``."""
-    from ltr.stats import bootstrap_ci
+    from ltr.train import robust_bootstrap_ci
 
     curves: dict[str, tuple] = {}
     for system, frame in frames.items():
@@ -221,7 +221,7 @@ def at_k_curves(frames: Mapping[str, Any], stats: Any, seed: int, metric: str = 
         if not ks:
             continue
         cis = [
-            bootstrap_ci(
+            robust_bootstrap_ci(
                 frame[f"{metric}@{k}"].to_numpy(float),
                 method=str(stats.ci),
                 B=int(stats.B),

@@ -101,9 +101,10 @@ class BackendSchema:
     """Fields of ``conf/backend/*.yaml`` checked when present (``local`` or ``dask``)."""
 
     name: str = "local"
-    n_workers: int = 1
+    scheduler_address: str | None = None
+    n_workers: int = 2
     threads_per_worker: int = 1
-    address: str | None = None
+    partitions_per_worker: int = 1
 
 
 def metric_direction(metric: str) -> str:

@@ -182,6 +182,18 @@ def load_splits(data_cfg: Any) -> dict[str, Any]:
     return load_dataset(data_cfg)
 
 
+def make_ranker(cfg: Any) -> Any:
+    """The configured ranker: ``backend=dask`` → LightGBM on a Dask cluster, otherwise a local engine."""
+    backend = cfg.get("backend")
+    if backend is not None and str(backend.get("name", "local")) == "dask":
+        from ltr.models.dask_lightgbm import build_dask_ranker
+
+        return build_dask_ranker(cfg.model, backend, seed=int(cfg.seed), num_threads=int(cfg.num_threads))
+    from ltr.models import build_ranker
+
+    return build_ranker(cfg.model, seed=int(cfg.seed), num_threads=int(cfg.num_threads))
+
+
 def optimised_metric(cfg: Any) -> str:
     """The validation metric a sweep optimises: the early-stopping metric, else the first eval metric."""
     early = cfg.model.get("early_stopping") or {}
@@ -265,12 +277,23 @@ def curve_metrics(eval_cfg: Mapping[str, Any]) -> list[str]:
     return [f"{curve.get('metric', 'ndcg')}@{k}" for k in range(1, max_k + 1)]
 
 
+def robust_bootstrap_ci(values: np.ndarray, *, method: str, B: int, confidence: float, seed: int) -> Any:
+    """:func:`ltr.stats.bootstrap_ci`; where BCa is undefined (e.g. nearly constant values) the percentile CI."""
+    from ltr.errors import DataError
+    from ltr.stats import bootstrap_ci
+
+    try:
+        return bootstrap_ci(values, method=method, B=B, confidence=confidence, seed=seed)
+    except DataError:
+        if method != "bca":
+            raise
+        return bootstrap_ci(values, method="percentile", B=B, confidence=confidence, seed=seed)
+
+
 def ci_metrics(
     result: SplitResult, metrics: list[str], eval_cfg: Mapping[str, Any], seed: int
 ) -> dict[str, tuple[float, float]]:
     """``{metric: (low, high)}``: bootstrap CI of the mean over queries (``eval.bootstrap``; run seed)."""
-    from ltr.stats import bootstrap_ci
-
     boot = eval_cfg.get("bootstrap") or {}
     if not boot or int(boot.get("B", 0) or 0) == 0:
         return {}
@@ -279,7 +302,7 @@ def ci_metrics(
         values = result.per_query[metric]
         if int(np.isfinite(values).sum()) < 2:
             continue
-        ci = bootstrap_ci(
+        ci = robust_bootstrap_ci(
             values,
             method=str(boot.get("method", "bca")),
             B=int(boot["B"]),
@@ -357,14 +380,13 @@ def train_and_log(
     from rich.console import Console
 
     from ltr.metrics import describe_conventions, evaluate
-    from ltr.models import build_ranker
     from ltr.progress import iteration_progress
     from ltr.tracking import flatten_params, mlflow_metric_name
 
     console = console or Console(highlight=False)
     resolved = OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else dict(cfg)
     conventions = describe_conventions(cfg.eval.preset, **dict(cfg.eval.get("conventions") or {}))
-    ranker = build_ranker(cfg.model, seed=int(cfg.seed), num_threads=int(cfg.num_threads))
+    ranker = make_ranker(cfg)
     target = optimised_metric(cfg)
     metrics = list(cfg.eval.metrics)
     results: dict[str, SplitResult] = {}

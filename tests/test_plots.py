@@ -1,0 +1,93 @@
+"""Plots are real PNGs of the data given; feature importance agrees with the engines' own numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from matplotlib.image import imread
+
+from ltr.comparison import compare
+from ltr.data.synthetic import generate
+from ltr.models import build_ranker
+from ltr.plots import (
+    feature_importance,
+    plot_difference_histogram,
+    plot_feature_importance,
+    plot_forest,
+    plot_learning_curves,
+    plot_ndcg_at_k,
+)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return generate(n_queries=40, seed=3, max_docs=30)
+
+
+def _png(path):
+    image = imread(path)
+    assert image.ndim == 3 and image.shape[0] > 200 and image.shape[1] > 400
+    assert image[..., :3].std() > 0.05  # not a blank canvas
+    return image
+
+
+def test_each_plot_writes_a_png(tmp_path):
+    rng = np.random.default_rng(0)
+    _png(
+        plot_learning_curves(
+            {"valid": {"ndcg@10": [0.5, 0.6, 0.65]}, "train": {"ndcg@10": [0.6, 0.7, 0.8]}},
+            tmp_path / "a.png",
+            best_iteration=2,
+        )
+    )
+    k = np.arange(1, 21)
+    curves = {
+        "a": (0.5 + 0.01 * k, 0.45 + 0.01 * k, 0.55 + 0.01 * k),
+        "b": (0.4 + 0.01 * k, 0.35 + 0.01 * k, 0.45 + 0.01 * k),
+    }
+    _png(plot_ndcg_at_k(curves, tmp_path / "b.png"))
+    _png(
+        plot_difference_histogram(
+            {"a": rng.normal(0.02, 0.1, 200), "b": np.r_[rng.normal(0, 0.1, 50), np.nan]},
+            tmp_path / "c.png",
+            metric="err@10",
+            baseline="base",
+        )
+    )
+    base = rng.random(60)
+    report = compare(
+        {
+            "base": {"m": base},
+            "x": {"m": base + 0.1 + rng.normal(0, 0.05, 60)},
+            "y": {"m": base + rng.normal(0, 0.1, 60)},
+        },
+        baseline="base",
+        query_ids=np.arange(60),
+        B=500,
+    )
+    _png(plot_forest(report, tmp_path / "d.png"))
+    _png(plot_feature_importance(np.array([0.0, 5.0, 1.0, 0.0, 3.0]), tmp_path / "e.png"))
+
+
+def test_lightgbm_importance_is_the_boosters_gain(data):
+    ranker = build_ranker({"name": "lambdamart", "params": {"n_trees": 10}}, seed=1, num_threads=1).fit(data)
+    expected = ranker.booster_.feature_importance(importance_type="gain")
+    np.testing.assert_array_equal(feature_importance(ranker), expected)
+    assert expected.sum() > 0
+
+
+def test_xgboost_importance_is_total_gain_by_column(data):
+    ranker = build_ranker({"name": "lambdamart_xgb", "params": {"n_trees": 10}}, seed=1, num_threads=1).fit(
+        data
+    )
+    scores = ranker.booster_.get_score(importance_type="total_gain")
+    got = feature_importance(ranker, data.n_features)
+    assert got.shape == (data.n_features,)
+    for key, value in scores.items():
+        assert got[int(key[1:])] == pytest.approx(value)
+    assert np.count_nonzero(got) == len(scores)
+
+
+def test_rankers_without_importance_give_none(data):
+    ranker = build_ranker({"name": "feature"}, seed=1, num_threads=1).fit(data, data)
+    assert feature_importance(ranker) is None

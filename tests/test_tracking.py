@@ -1,0 +1,86 @@
+"""The MLflow tracker: retries on SQLite locks, child runs, Parquet artifacts, statuses, NullTracker parity."""
+
+from __future__ import annotations
+
+import inspect
+import sqlite3
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from ltr.errors import ConfigError
+from ltr.tracking import NullTracker, Tracker, _retry, download_frame, find_runs, flatten_params
+
+
+def test_retry_backs_off_on_sqlite_lock_then_succeeds():
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise sqlite3.OperationalError("database is locked")
+        return "ok"
+
+    assert _retry(flaky) == "ok" and len(calls) == 3
+
+
+def test_retry_does_not_hide_other_errors():
+    calls = []
+
+    def broken():
+        calls.append(1)
+        raise ValueError("bad value")
+
+    with pytest.raises(ValueError, match="bad value"):
+        _retry(broken)
+    assert len(calls) == 1
+
+
+def test_null_tracker_has_every_public_method_of_tracker():
+    public = {n for n, _ in inspect.getmembers(Tracker, inspect.isfunction) if not n.startswith("_")}
+    assert public <= {n for n in dir(NullTracker) if not n.startswith("_")}
+
+
+def test_flatten_params_nested_lists_and_empty():
+    assert flatten_params({"a": {"b": [1, 2], "c": {}}, "d": None}) == {
+        "a.b": "[1, 2]",
+        "a.c": "{}",
+        "d": "None",
+    }
+
+
+def test_child_runs_parquet_and_statuses(tmp_path):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    parent = Tracker(uri, "exp", artifact_root=tmp_path / "art")
+    frame = pd.DataFrame({"qid": [3, 1], "ndcg@10": [0.5, float("nan")]})
+    with parent.start(run_name="parent"):
+        child = parent.spawn()
+        with child.start(run_name="child", parent_run_id=parent.run_id):
+            child.log_frame(frame, "per_query/test.parquet")
+            child.log_iteration_values([(0, {"valid/ndcg@10": 0.1}), (1, {"valid/ndcg@10": 0.2})])
+        with pytest.raises(RuntimeError), child.start(run_name="bad", parent_run_id=parent.run_id):
+            raise RuntimeError("nope")
+    client = MlflowClient(uri)
+    runs = {r.info.run_name: r for r in client.search_runs([parent.experiment_id])}
+    assert runs["child"].data.tags["mlflow.parentRunId"] == runs["parent"].info.run_id
+    assert (runs["parent"].info.status, runs["child"].info.status, runs["bad"].info.status) == (
+        "FINISHED",
+        "FINISHED",
+        "FAILED",
+    )
+    assert [
+        m.value for m in client.get_metric_history(runs["child"].info.run_id, "curve/valid/ndcg_at_10")
+    ] == [0.1, 0.2]
+    pd.testing.assert_frame_equal(
+        download_frame(uri, runs["child"].info.run_id, "per_query/test.parquet"), frame
+    )
+    # selection for --from-mlflow: by parent (finished children only), by name, unknown name
+    assert [r["name"] for r in find_runs(uri, parent_run_id=runs["parent"].info.run_id)] == ["child"]
+    assert [r["run_id"] for r in find_runs(uri, run_names=["child"], experiment="exp")] == [
+        runs["child"].info.run_id
+    ]
+    with pytest.raises(ConfigError, match="no finished run named 'zzz'"):
+        find_runs(uri, run_names=["zzz"])
+    with pytest.raises(ConfigError, match="has no artifact"):
+        download_frame(uri, runs["parent"].info.run_id, "per_query/test.parquet")
