@@ -96,3 +96,23 @@ def test_two_worker_local_cluster_matches_local_training(tmp_path):
     again = load_ranker(tmp_path / "m")
     assert type(again).__name__ == "LambdaMART"
     np.testing.assert_array_equal(again.predict(test), dask.predict(test))
+
+
+@pytest.mark.slow  # starts a LocalCluster of its own (the "running cluster")
+def test_scheduler_address_uses_a_running_cluster_and_leaves_it_running():
+    from distributed import Client, LocalCluster
+
+    train = generate(80, seed=4, max_docs=30)
+    valid = generate(40, seed=5, max_docs=30, qid_start=10_000)
+    cfg = {
+        "name": "lambdamart",
+        "params": {"n_trees": 20, "num_leaves": 7},
+        "early_stopping": {"patience": 5},
+    }
+    with LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None) as cluster:
+        backend = {"name": "dask", "scheduler_address": cluster.scheduler_address}
+        ranker = build_dask_ranker(cfg, backend, seed=2, num_threads=1).fit(train, valid)
+        with Client(cluster) as client:  # the cluster the ranker used is still up, with both workers
+            assert len(client.scheduler_info()["workers"]) == 2
+    assert ranker.best_iteration_ is not None and len(ranker.evals_result_["valid"]["ndcg@10"]) >= 6
+    assert ranker.predict(valid).shape == (valid.n_docs,)

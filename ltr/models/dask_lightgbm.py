@@ -31,6 +31,7 @@ The fitted model is an ordinary LightGBM booster: ``save`` writes a ``lambdamart
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -199,7 +200,9 @@ class DaskLambdaMART(LambdaMART):
             params, cfg.engine_params, max_label=w.max_label, metric=w.metric
         )
         lgb_params = dict(self.engine_params_)
-        lgb_params.pop("num_threads", None)  # lightgbm.dask uses each worker's thread count (threads_per_worker)
+        lgb_params.pop(
+            "num_threads", None
+        )  # lightgbm.dask uses each worker's thread count (threads_per_worker)
         eval_at = lgb_params.pop("eval_at", None)
         kwargs = {_SKLEARN_NAMES.get(k, k): v for k, v in lgb_params.items()}
         backend = self.backend_
@@ -219,7 +222,9 @@ class DaskLambdaMART(LambdaMART):
                 if eval_at:
                     fit_kw["eval_at"] = list(eval_at)
             model = DaskLGBMRanker(client=client, **kwargs)
-            model.fit(X, y, group=group, **fit_kw)
+            with warnings.catch_warnings():  # threads come from the workers, as intended: not a user error
+                warnings.filterwarnings("ignore", message="Parameter n_jobs will be ignored")
+                model.fit(X, y, group=group, **fit_kw)
             self.booster_ = model.booster_
             self.engine_evals_result_ = dict(getattr(model, "evals_result_", {}) or {})
             curve = self._validation_curve(client, valid_parts, w.metric) if valid_parts else None
