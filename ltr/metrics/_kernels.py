@@ -17,34 +17,39 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def _fill_top(scores, a, b, k, buf):  # pragma: no cover - compiled
-    """Put the k largest of scores[a:b] (k <= b − a) into buf[:k], sorted descending.
+def _kth_largest(scores, a, b, k, buf):  # pragma: no cover - compiled
+    """The k-th largest value of scores[a:b] (k <= b − a).
 
-    Insertion into a k-long sorted buffer: O(n) for typical data (a value rarely beats the k-th).
+    Keeps the k largest seen so far, unsorted, with the position of their minimum; a new value
+    replaces the minimum only when larger (O(n) for typical data, few branches).
     """
-    filled = 0
-    for j in range(a, b):
+    for i in range(k):
+        buf[i] = scores[a + i]
+    low = 0
+    for i in range(1, k):
+        if buf[i] < buf[low]:
+            low = i
+    m = buf[low]
+    for j in range(a + k, b):
         v = scores[j]
-        if filled == k and v <= buf[k - 1]:
-            continue
-        pos = filled if filled < k else k - 1
-        while pos > 0 and buf[pos - 1] < v:
-            buf[pos] = buf[pos - 1]
-            pos -= 1
-        buf[pos] = v
-        if filled < k:
-            filled += 1
+        if v > m:
+            buf[low] = v
+            low = 0
+            for i in range(1, k):
+                if buf[i] < buf[low]:
+                    low = i
+            m = buf[low]
+    return m
 
 
 @njit(cache=True, nogil=True)
-def _insertion_rank(scores, key, use_key, rows, out, start):  # pragma: no cover - compiled
-    """Stable insertion sort of ``rows`` (score descending, then key ascending) into out[start:]."""
-    m = rows.shape[0]
-    for t in range(m):
-        j = rows[t]
+def _insertion_rank(scores, key, use_key, out, start, stop):  # pragma: no cover - compiled
+    """Stable in-place insertion sort of the rows out[start:stop] (score descending, then key)."""
+    for t in range(start + 1, stop):
+        j = out[t]
         sj = scores[j]
         kj = key[j]
-        pos = start + t
+        pos = t
         while pos > start:
             prev = out[pos - 1]
             sp = scores[prev]
@@ -58,56 +63,44 @@ def _insertion_rank(scores, key, use_key, rows, out, start):  # pragma: no cover
 @njit(cache=True, nogil=True)
 def rank_order(scores, key, offsets, use_key, depth):  # pragma: no cover - compiled
     """Row indices in ranked order: per query by score descending, ties by ``key`` ascending (when
-    ``use_key``) and then by input order (mergesort is stable).
+    ``use_key``) and then by input order (both sorts used are stable).
 
     With ``depth`` >= 1 only the rows scoring at least the depth-th largest score of their query are
     ranked (the top ``depth`` plus every row tied with the last of them, so tie groups stay whole);
     ``depth`` = 0 ranks every row. Returns (order, offsets of the ranked rows per query).
     """
     nq = offsets.shape[0] - 1
-    thr = np.full(nq, -np.inf)
     new_off = np.zeros(nq + 1, np.int64)
+    out = np.empty(offsets[nq], np.int64)
     buf = np.empty(max(depth, 1))
+    pos = 0
     for q in range(nq):
         a = offsets[q]
         b = offsets[q + 1]
-        m = b - a
-        if depth > 0 and m > depth:
-            _fill_top(scores, a, b, depth, buf)
-            t = buf[depth - 1]
-            thr[q] = t
-            m = 0
+        start = pos
+        if depth > 0 and b - a > depth:
+            t = _kth_largest(scores, a, b, depth, buf)
             for j in range(a, b):
                 if scores[j] >= t:
-                    m += 1
-        new_off[q + 1] = new_off[q] + m
-    out = np.empty(new_off[nq], np.int64)
-    for q in range(nq):
-        a = offsets[q]
-        b = offsets[q + 1]
-        m = new_off[q + 1] - new_off[q]
-        if m == 0:
-            continue
-        if m == b - a:
-            rows = np.arange(a, b)
+                    out[pos] = j
+                    pos += 1
         else:
-            rows = np.empty(m, np.int64)
-            c = 0
             for j in range(a, b):
-                if scores[j] >= thr[q]:
-                    rows[c] = j
-                    c += 1
-        if m <= 64:
-            _insertion_rank(scores, key, use_key, rows, out, new_off[q])
-            continue
-        neg = -scores[rows]
-        if use_key:
-            first = np.argsort(key[rows], kind="mergesort")
-            second = np.argsort(neg[first], kind="mergesort")
-            out[new_off[q] : new_off[q + 1]] = rows[first[second]]
+                out[pos] = j
+                pos += 1
+        new_off[q + 1] = pos
+        if pos - start <= 64:
+            _insertion_rank(scores, key, use_key, out, start, pos)
         else:
-            out[new_off[q] : new_off[q + 1]] = rows[np.argsort(neg, kind="mergesort")]
-    return out, new_off
+            rows = out[start:pos].copy()
+            neg = -scores[rows]
+            if use_key:
+                first = np.argsort(key[rows], kind="mergesort")
+                second = np.argsort(neg[first], kind="mergesort")
+                out[start:pos] = rows[first[second]]
+            else:
+                out[start:pos] = rows[np.argsort(neg, kind="mergesort")]
+    return out[:pos].copy(), new_off
 
 
 @njit(cache=True, nogil=True)
@@ -218,53 +211,80 @@ def precision_sum(rel, bounds, qgrp, offsets, k):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def ideal_dcg(labels, offsets, disc, k, table):  # pragma: no cover - compiled
-    """Per query Σ_{i<=k} G(l_(i)) D(i) over the labels sorted descending (the ideal DCG@k).
-
-    ``table`` maps labels to gains: G(l) = table[int(l)] when the table is non-empty, else G(l) = l
-    (pass gains as ``labels`` for any other gain). The gain must be non-decreasing in the label, so
-    the k largest labels give the k largest gains; for k below the list length only those are
-    selected (:func:`_fill_top`) instead of sorting the whole list.
-    """
+def ideal_dcg(gain, offsets, disc, k):  # pragma: no cover - compiled
+    """Per query Σ_{i<=k} G_(i) D(i) over the gains sorted descending (the ideal DCG@k)."""
     nq = offsets.shape[0] - 1
     out = np.zeros(nq)
-    top = np.empty(max(min(k, disc.shape[0]), 1))
-    use_table = table.shape[0] > 0
     for q in range(nq):
         a = offsets[q]
         b = offsets[q + 1]
         n = b - a
         if n == 0:
             continue
-        if k >= n:
-            g = np.sort(labels[a:b])[::-1]
-        else:
-            _fill_top(labels, a, b, k, top)
-            g = top[:k]
+        g = np.sort(gain[a:b])
         total = 0.0
-        for i in range(g.shape[0]):
-            total += (table[int(g[i])] if use_table else g[i]) * disc[i]
+        for i in range(min(k, n)):
+            total += g[n - 1 - i] * disc[i]
+        out[q] = total
+    return out
+
+
+@njit(cache=True, nogil=True)
+def ideal_dcg_counts(labels, offsets, disc, k, table, grades_by_gain):  # pragma: no cover - compiled
+    """Ideal DCG@k for whole-number labels 0..G−1 by counting: O(n + G + k) per query, no sort.
+
+    ``table[g]`` is the gain of grade g and ``grades_by_gain`` the grades in decreasing gain order;
+    the ideal list is grades_by_gain[0] repeated count times, then grades_by_gain[1], …
+    """
+    nq = offsets.shape[0] - 1
+    out = np.zeros(nq)
+    counts = np.zeros(table.shape[0], np.int64)
+    for q in range(nq):
+        a = offsets[q]
+        b = offsets[q + 1]
+        if b == a:
+            continue
+        counts[:] = 0
+        for j in range(a, b):
+            counts[int(labels[j])] += 1
+        total = 0.0
+        pos = 0
+        limit = min(k, b - a)
+        for t in range(grades_by_gain.shape[0]):
+            g = grades_by_gain[t]
+            c = counts[g]
+            while c > 0 and pos < limit:
+                total += table[g] * disc[pos]
+                pos += 1
+                c -= 1
+            if pos >= limit:
+                break
         out[q] = total
     return out
 
 
 @njit(cache=True, nogil=True)
 def query_stats(labels, offsets, threshold):  # pragma: no cover - compiled
-    """Per query: number of labels >= threshold, and the largest label (0 for an empty query)."""
+    """Per query: number of labels >= threshold and the largest label (0 for an empty query);
+    and whether every label is a whole number."""
     nq = offsets.shape[0] - 1
     n_rel = np.zeros(nq)
     top = np.zeros(nq)
+    whole = True
     for q in range(nq):
         r = 0.0
         m = 0.0
         for i in range(offsets[q], offsets[q + 1]):
-            if labels[i] >= threshold:
+            v = labels[i]
+            if v >= threshold:
                 r += 1.0
-            if labels[i] > m:
-                m = labels[i]
+            if v > m:
+                m = v
+            if whole and v != np.floor(v):
+                whole = False
         n_rel[q] = r
         top[q] = m
-    return n_rel, top
+    return n_rel, top, whole
 
 
 @njit(cache=True, nogil=True)

@@ -171,11 +171,12 @@ class _Evaluator:
         self.disc = c.discounts(max(self.max_len, 1))
         self.ideal_labels = ideal_labels
         self.ideal_offsets = ideal_offsets
-        self.n_rel, self.ideal_max_label = _kernels.query_stats(ideal_labels, ideal_offsets, c.rel_threshold)
+        self.n_rel, self.ideal_max_label, self.ideal_whole = _kernels.query_stats(
+            ideal_labels, ideal_offsets, c.rel_threshold
+        )
         self._gain: np.ndarray | None = None
         self._rel: np.ndarray | None = None
         self._ideal_gain: np.ndarray | None = None
-        self._ideal_table = np.zeros(0)
         self._idcg: dict[int, np.ndarray] = {}
 
     @property
@@ -197,24 +198,23 @@ class _Evaluator:
         r = self.r
         return _kernels.discounted_sum(self.gain, r.bounds, r.qgrp, r.offsets, self.disc, self.cutoff(k))
 
-    def _ideal_input(self) -> tuple[np.ndarray, np.ndarray]:
-        """(values, table) for :func:`_kernels.ideal_dcg`: labels + a gain table when the gain is
-        non-decreasing in whole-number labels (selection on labels), else the gains themselves."""
-        if self._ideal_gain is None:
-            labels = self.ideal_labels
-            top = int(self.ideal_max_label.max(initial=0))
-            table = self.c.gain_values(np.arange(top + 1, dtype=np.float64)) if top <= 1024 else None
-            if table is not None and np.all(np.diff(table) >= 0) and np.array_equal(labels, np.floor(labels)):
-                self._ideal_gain, self._ideal_table = labels, table
-            else:
-                self._ideal_gain, self._ideal_table = self.c.gain_values(labels), np.zeros(0)
-        return self._ideal_gain, self._ideal_table
-
     def idcg(self, k: int | None) -> np.ndarray:
+        """IDCG@k per query: by counting grades for whole-number labels (any gain table), else by sorting gains."""
         kk = self.cutoff(k)
         if kk not in self._idcg:
-            values, table = self._ideal_input()
-            self._idcg[kk] = _kernels.ideal_dcg(values, self.ideal_offsets, self.disc, kk, table)
+            top = int(self.ideal_max_label.max(initial=0))
+            if isinstance(self.c.gain, tuple) and top >= len(self.c.gain):
+                self.c.gain_values(self.ideal_labels)  # raises, naming the offending label
+            if self.ideal_whole and top < 256:
+                table = self.c.gain_values(np.arange(top + 1, dtype=np.float64))
+                by_gain = np.argsort(-table, kind="stable").astype(np.int64)
+                self._idcg[kk] = _kernels.ideal_dcg_counts(
+                    self.ideal_labels, self.ideal_offsets, self.disc, kk, table, by_gain
+                )
+            else:
+                if self._ideal_gain is None:
+                    self._ideal_gain = self.c.gain_values(self.ideal_labels)
+                self._idcg[kk] = _kernels.ideal_dcg(self._ideal_gain, self.ideal_offsets, self.disc, kk)
         return self._idcg[kk]
 
     def hits(self, k: int | None) -> np.ndarray:
@@ -243,8 +243,7 @@ class _Evaluator:
         kk = self.cutoff(k)
         no_rel = self.n_rel == 0
         if fam in ("ndcg", "dcg"):
-            _, table = self._ideal_input()  # IDCG = 0 iff no judged document has a positive gain
-            no_rel = table[self.ideal_max_label.astype(np.int64)] == 0 if table.size else self.idcg(1) == 0
+            no_rel = self.idcg(1) == 0  # IDCG = 0 iff no judged document has a positive gain
             dcg = self.dcg(k)
             if fam == "dcg":
                 return dcg, no_rel
