@@ -274,3 +274,14 @@ def test_writer_format(tmp_path):
     with pytest.raises(ConfigError, match="line break"):
         write_svmlight(d, tmp_path / "w.txt", comments=["a\nb", "c"])
     assert sorted(x.name for x in tmp_path.iterdir()) == ["w.txt"]  # no temp files left behind
+
+
+def test_float32_extremes_round_trip_with_defaults(tmp_path, engine):
+    f32 = np.finfo(np.float32)
+    X = np.array([[f32.max, -f32.max, f32.tiny, np.float32(1e-45)]], np.float32)
+    d = RankingData(X=X, y=[1], qid=[1])
+    back = load_svmlight(write_svmlight(d, tmp_path / "x.txt"), engine=engine)
+    np.testing.assert_array_equal(back.X, X)
+    # just above what rounds to a finite float32: caught as a sentinel
+    with pytest.raises(DataError, match="non-finite or huge value '1:3.4028236e38'"):
+        load_svmlight(_write(tmp_path, "1 qid:1 1:3.4028236e38\n", "o.txt"), engine=engine)

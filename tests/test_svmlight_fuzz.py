@@ -64,7 +64,7 @@ def test_round_trip_property(dtype):
                 dtype=np.dtype(dtype).name,
                 engine=engine,
                 output="dense",
-                huge=float(np.finfo(dtype).max),
+                huge=None if dtype == np.float32 else float(np.finfo(dtype).max),
             )
             np.testing.assert_array_equal(back.X, want)
             np.testing.assert_array_equal(back.y, d.y)

@@ -62,6 +62,7 @@ def _pow10_table() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 _P10_HI, _P10_LO, _P10_BACK = _pow10_table()
+_P10_EXACT = np.array([10.0**k for k in range(23)])  # exactly representable powers of ten
 
 # byte values
 _SP, _TAB, _CR, _LF, _FF, _VT = 32, 9, 13, 10, 12, 11
@@ -200,78 +201,76 @@ def _parse_uint(buf, a, b, max_digits):
 
 
 @njit(cache=True)
+def _slow_number(buf, i, hi):
+    """Exact parse of the token starting at buf[i] (rare spellings: nan/inf, > 18 digits, errors)."""
+    e = i
+    while e < hi and _CLS[buf[e]] == 0:
+        e += 1
+    ok, v = _parse_number(buf, i, e)
+    return ok, v, e
+
+
+@njit(cache=True)
 def _scan_number(buf, i, hi):
     """Parse a number starting at buf[i] and ending at a delimiter; returns (ok, value, end).
 
-    One pass over the bytes (the hot path of the parser). ``ok`` is False when the bytes up to the
-    next delimiter are not exactly one number; the caller then classifies the error slowly.
+    The hot path of the parser: one pass over at most 18 digits, then Clinger's exact fast path
+    (an integer below 2^53 times or divided by an exact power of ten ≤ 10^22) or :func:`_scale`.
+    Anything else (nan/inf, more digits, malformed) goes to :func:`_slow_number`, which gives the
+    same result for valid numbers and the same verdict for invalid ones.
     """
     j = i
     neg = False
     if j < hi and (buf[j] == _PLUS or buf[j] == _MINUS):
         neg = buf[j] == _MINUS
         j += 1
-    if j < hi:
-        c = _lower(buf[j])
-        if c == 110 or c == 105:  # nan / inf: rare, use the slow path
-            e = j
-            while e < hi and _CLS[buf[e]] == 0:
-                e += 1
-            ok, v = _parse_number(buf, i, e)
-            return ok, v, e
     m = np.int64(0)
     nd = 0
-    adj = 0
-    digits = False
     while j < hi:
-        d = np.int32(buf[j]) - 48
+        d = np.int64(buf[j]) - 48
         if d < 0 or d > 9:
             break
-        digits = True
-        if nd < 18:
-            if m != 0 or d != 0:
-                m = m * 10 + d
-                nd += 1
-        else:
-            adj += 1
+        m = m * 10 + d
+        nd += 1
         j += 1
+    frac = 0
     if j < hi and buf[j] == _DOT:
         j += 1
         while j < hi:
-            d = np.int32(buf[j]) - 48
+            d = np.int64(buf[j]) - 48
             if d < 0 or d > 9:
                 break
-            digits = True
-            if nd < 18:
-                if m != 0 or d != 0:
-                    m = m * 10 + d
-                    nd += 1
-                adj -= 1
+            m = m * 10 + d
+            frac += 1
             j += 1
-    if not digits:
-        return False, 0.0, j
-    if j < hi and _lower(buf[j]) == 101:
+    if nd + frac == 0 or nd + frac > 18:
+        return _slow_number(buf, i, hi)
+    e = -frac
+    if j < hi and (buf[j] | 32) == 101:  # 'e' / 'E'
         j += 1
         eneg = False
         if j < hi and (buf[j] == _PLUS or buf[j] == _MINUS):
             eneg = buf[j] == _MINUS
             j += 1
         ev = 0
-        ed = False
+        ed = 0
         while j < hi:
-            d = np.int32(buf[j]) - 48
+            d = np.int64(buf[j]) - 48
             if d < 0 or d > 9:
                 break
-            ed = True
             if ev < 100000:
                 ev = ev * 10 + d
+            ed += 1
             j += 1
-        if not ed:
+        if ed == 0:
             return False, 0.0, j
-        adj += -ev if eneg else ev
+        e += -ev if eneg else ev
     if j < hi and _CLS[buf[j]] == 0:
-        return False, 0.0, j
-    v = _scale(m, adj)
+        return _slow_number(buf, i, hi)
+    if m <= 9007199254740992 and -22 <= e <= 22:
+        v = float(m) * _P10_EXACT[e] if e >= 0 else float(m) / _P10_EXACT[-e]
+    else:
+        v = _scale(m, e)
     return True, -v if neg else v, j
 
 
@@ -333,7 +332,8 @@ def _count_part(buf, lo, hi, shift, need_max):
                 c = buf[i]
                 if c == _LF or c == _HASH:  # noqa: SIM109 (numba hot loop)
                     break
-                nnz += c == _COLON
+                if c == _COLON:
+                    nnz += 1
                 i += 1
         while i < hi and buf[i] != _LF:
             i += 1
@@ -469,16 +469,14 @@ def _fill_part(
                 code = S.INDEX_TOO_LARGE
             elif not allow_unsorted and prev >= 0 and idx <= prev:
                 code = S.DUPLICATE if idx == prev else S.UNSORTED
-            elif np.isnan(v):
+            elif not (abs(v) <= huge):  # one comparison catches NaN, ±inf and huge values
                 if policy == 0:
                     code = S.NONFINITE
-                elif policy == 3:
-                    code = S.NAN_CLIP
-                else:
-                    replaced += 1
-            elif np.isinf(v) or abs(v) > huge:
-                if policy == 0:
-                    code = S.NONFINITE
+                elif np.isnan(v):
+                    if policy == 3:
+                        code = S.NAN_CLIP
+                    else:
+                        replaced += 1
                 else:
                     replaced += 1
                     if policy == 1:

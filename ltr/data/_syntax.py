@@ -23,7 +23,9 @@ import numpy as np
 
 from ltr.errors import ConfigError
 
-FLOAT32_MAX = float(np.finfo(np.float32).max)
+# the largest float64 that still rounds to a finite float32 (float32 max plus just under half an ulp):
+# every value above it would become inf in a float32 array
+FLOAT32_MAX = float(np.nextafter(np.float64(2.0**127) * (2.0 - 2.0**-24), 0.0))
 MAX_INDEX = 2**31 - 2  # largest feature index we can store in int32 CSR indices
 
 # error codes shared by both engines -------------------------------------------------------------
@@ -69,8 +71,9 @@ class ParseOptions:
         ``"error"`` (default), ``"keep"`` (NaN stays NaN, huge and inf become ±inf),
         ``"missing"`` (all become NaN, which LightGBM and XGBoost treat as missing) or
         ``"clip"`` (±inf and huge become ±huge; NaN is still an error).
-    huge: magnitude above which a value counts as a sentinel; defaults to the float32 maximum,
-        so every value that would overflow float32 is caught.
+    huge: magnitude above which a value counts as a sentinel; defaults to the largest value that
+        still rounds to a finite float32 (3.4028235677973362e38), so every value that would
+        overflow float32 is caught and float32's own maximum (``3.40282347e+38``) is not.
     output: ``"dense"``, ``"csr"`` or ``"auto"`` (dense when the ``index:value`` entries in the file
         / (rows × n_features) ≥ ``density``).
     density: threshold for ``output="auto"``.
