@@ -342,3 +342,36 @@ def test_members_across_engines_save_in_their_native_formats(splits, tmp_path):
 def _saved(ens, folder: Path) -> list[str]:
     ens.save(folder)
     return [m["dir"] for m in json.loads((folder / "manifest.json").read_text())["members"]]
+
+
+@pytest.mark.shared_data
+def test_blend_beats_or_ties_its_best_member_on_real_yahoo_sample(shared_data):
+    from ltr.data.svmlight import load_svmlight
+
+    data = load_svmlight(shared_data / "lightgbm_lambdarank" / "rank.train", output="dense")
+    order = np.random.default_rng(0).permutation(data.n_queries)
+    train, valid = data.subset(np.sort(order[:140])), data.subset(np.sort(order[140:]))
+    cfg = {
+        "name": "ensemble_blend",
+        "members": [
+            {
+                "model": "lambdamart",
+                "params": {"n_trees": 40, "min_data_in_leaf": 10},
+                "early_stopping": NO_ES,
+            },
+            {
+                "model": "regression",
+                "params": {"n_trees": 40, "min_data_in_leaf": 10},
+                "early_stopping": NO_ES,
+            },
+            "linear",
+        ],
+        "params": {"metric": "err@10", "n_restarts": 3},
+    }
+    ens = build_ranker(cfg, seed=0, num_threads=1).fit(train, valid)
+    S = ens.member_scores(valid)
+
+    def err10(scores):
+        return float(np.nanmean(evaluate(["err@10"], valid.y, scores, valid.offsets)["err@10"]))
+
+    assert err10(ens.predict(valid)) >= max(err10(S[:, j]) for j in range(S.shape[1])) - 1e-12
