@@ -375,3 +375,12 @@ def test_blend_beats_or_ties_its_best_member_on_real_yahoo_sample(shared_data):
         return float(np.nanmean(evaluate(["err@10"], valid.y, scores, valid.offsets)["err@10"]))
 
     assert err10(ens.predict(valid)) >= max(err10(S[:, j]) for j in range(S.shape[1])) - 1e-12
+
+
+@pytest.mark.parametrize("module", ["ltr.models.ensemble"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

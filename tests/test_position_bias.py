@@ -94,3 +94,12 @@ def test_click_trained_model_round_trip(data, tmp_path):
     again = load_ranker(tmp_path / "m")
     assert type(again).__name__ == "UnbiasedLambdaMART"
     np.testing.assert_array_equal(again.predict(data["test"]), ours.predict(data["test"]))
+
+
+@pytest.mark.parametrize("module", ["ltr.models.unbiased"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
