@@ -172,6 +172,12 @@ class ComparisonReport:
             lines.append(_md_row(cells))
         lines += ["", self.legend()]
         if detail:
+            lines += [
+                "",
+                f"Detail: Δ = system − baseline with its {self.confidence:.0%} bootstrap CI; p raw and adjusted; "
+                f"d = paired Cohen's d (mean / sd of per-query differences); W/T/L = queries where the system "
+                f"beats the baseline by more than {self.tie_tolerance:g}, is within it, or loses by more.",
+            ]
             for m in self.metrics:
                 lines += ["", f"**{_md_escape(m)}** vs {_md_escape(self.baseline)}", ""]
                 lines += [_md_row(_DETAIL_HEADER), _md_row(["---", *["---:"] * (len(_DETAIL_HEADER) - 1)])]

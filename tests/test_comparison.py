@@ -250,6 +250,7 @@ def test_markdown_rendering(report: ComparisonReport) -> None:
     ):
         assert phrase in legend
     detail = report.to_markdown(detail=True, decimals=3)
+    assert "W/T/L = queries where the system beats the baseline by more than 0, is within it" in detail
     r = report.row("lambdamart", "err@10")
     assert f"| lambdamart | {r.diff:+.3f} | [{r.diff_ci_low:+.3f}, {r.diff_ci_high:+.3f}] |" in detail
     assert f"{r.wins}/{r.ties}/{r.losses} | {r.n_queries} | 0 |" in detail

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -216,3 +219,29 @@ def test_bca_refuses_an_estimate_outside_every_replicate() -> None:
         bootstrap_ci([0.0, 1.0], B=1, seed=2)
     r = bootstrap_ci([0.0, 1.0], B=1, seed=2, method="percentile")
     assert r.low == r.high in (0.0, 1.0)
+
+
+def test_benchmark_script_runs_on_a_small_problem() -> None:
+    """Smoke test of benchmarks/bench_bootstrap.py (no timing asserted): it runs and prints its three rows."""
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(root / "benchmarks" / "bench_bootstrap.py"),
+            "--n",
+            "300",
+            "--B",
+            "300",
+            "--repeats",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    rows = [line for line in run.stdout.splitlines() if line.startswith("| ") and "×" in line]
+    labels = [r.split(" | ")[0] for r in rows]
+    assert len(labels) == 3 and labels[:2] == ["| bca CI of the mean", "| percentile CI of the mean"]
+    assert labels[2].startswith("| paired sign-flip test")
