@@ -54,13 +54,13 @@ from ltr.stats._validate import check_B, check_choice, check_level
 
 PerQuery = Mapping[str, pd.DataFrame] | Mapping[str, Mapping[str, ArrayLike]]
 TEST_NAMES = {"randomization": "paired randomisation test", "t": "paired t-test"}
-CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini–Hochberg", "bonferroni": "Bonferroni", "none": "no"}
+CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini–Hochberg", "bonferroni": "Bonferroni"}
 
 
 @dataclass(frozen=True, slots=True)
 class ComparisonRow:
-    """One system × metric. Difference fields are ``None``-free floats; for the baseline they are NaN
-    and the win/tie/loss counts are ``None``."""
+    """One system × metric. For the baseline's own rows the difference, p-value and effect-size fields
+    are NaN and the win/tie/loss counts are ``None``."""
 
     system: str
     metric: str
@@ -140,6 +140,12 @@ class ComparisonReport:
     def legend(self, *, dagger: str = "†") -> str:
         """Plain-text legend: what the marks, brackets and counts mean, with every setting used."""
         ci = "BCa" if self.ci == "bca" else "percentile"
+        correction = (
+            "not corrected for multiple comparisons"
+            if self.correction == "none"
+            else f"{CORRECTION_NAMES[self.correction]}-corrected over the {len(self.systems) - 1} "
+            "comparisons per metric"
+        )
         counts = "; ".join(
             f"{m}: {self.row(self.baseline, m).n_queries} queries"
             + (
@@ -151,9 +157,8 @@ class ComparisonReport:
         )
         return (
             f"Bold: best mean per metric. {dagger} significantly different from the baseline {self.baseline} "
-            f"({TEST_NAMES[self.test]}, {CORRECTION_NAMES[self.correction]}-corrected over the "
-            f"{len(self.systems) - 1} comparisons per metric, alpha = {self.alpha:g}). Brackets: "
-            f"{self.confidence:.0%} {ci} bootstrap CI over queries (B = {self.B:,}, seed {self.seed}). {counts}."
+            f"({TEST_NAMES[self.test]}, {correction}, alpha = {self.alpha:g}). Brackets: "
+            f"{_percent(self.confidence)} {ci} bootstrap CI over queries (B = {self.B:,}, seed {self.seed}). {counts}."
         )
 
     def to_markdown(self, *, decimals: int = 4, detail: bool = False) -> str:
@@ -174,7 +179,7 @@ class ComparisonReport:
         if detail:
             lines += [
                 "",
-                f"Detail: Δ = system − baseline with its {self.confidence:.0%} bootstrap CI; p raw and adjusted; "
+                f"Detail: Δ = system − baseline with its {_percent(self.confidence)} bootstrap CI; p raw and adjusted; "
                 f"d = paired Cohen's d (mean / sd of per-query differences); W/T/L = queries where the system "
                 f"beats the baseline by more than {self.tie_tolerance:g}, is within it, or loses by more.",
             ]
@@ -262,6 +267,11 @@ def _fmt(decimals: int):  # noqa: ANN202 - returns a formatter
         return f"{x:+.{decimals}f}" if sign else f"{x:.{decimals}f}"
 
     return f
+
+
+def _percent(level: float) -> str:
+    """``0.95`` → ``95%``, ``0.975`` → ``97.5%`` (never rounded to a different level)."""
+    return f"{level * 100:.10g}%"
 
 
 def _fmt_p(p: float) -> str:

@@ -416,3 +416,33 @@ def test_all_pairs_runs_randomised_tukey_hsd_per_metric(systems: dict[str, pd.Da
     )
     assert row in md
     assert dict(compare(systems, baseline="bm25", B=100).hsd) == {}
+
+
+def test_legend_states_every_setting(systems: dict[str, pd.DataFrame]) -> None:
+    rep = compare(
+        systems,
+        baseline="bm25",
+        B=300,
+        seed=9,
+        ci="percentile",
+        confidence=0.975,
+        alpha=0.01,
+        correction="none",
+        test="t",
+        metrics=["err@10"],
+    )
+    legend = rep.legend()
+    for phrase in (
+        "baseline bm25",
+        "paired t-test",
+        "not corrected for multiple comparisons",
+        "alpha = 0.01",
+        "97.5% percentile bootstrap CI",
+        "B = 300",
+        "seed 9",
+        "err@10: 250 queries.",
+    ):
+        assert phrase in legend, phrase
+    assert "ndcg@10" not in legend
+    bh = compare(systems, baseline="bm25", B=300, correction="bh", metrics=["err@10"]).legend()
+    assert "Benjamini–Hochberg-corrected over the 3 comparisons per metric" in bh
