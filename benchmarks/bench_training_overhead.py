@@ -1,0 +1,171 @@
+"""Training overhead of ``ltr`` over a direct ``lightgbm.train`` call, on MSLR-WEB30K-sized data.
+
+Data (generated in memory, seeded; NOT real data): 18,919 training queries and 2.27 M documents ×
+136 float32 features (MSLR-WEB30K Fold 1 train), log-normal query sizes (mean ≈ 120, 1–1,251
+documents), labels 0–4 with MSLR's label shares, cut from a noisy linear + interaction latent
+relevance; a 6,306-query validation split of the same kind. ``--scale`` shrinks both.
+
+Two scenarios, each timed with the same parameters, the same threads, interleaved repeats (the
+order alternates each repeat) and medians; the wall-clock ratio ``ltr / direct`` is the figure:
+
+* ``train``: ``build_ranker(lambdamart).fit(train)`` against ``lightgbm.train(ranker.engine_params_,
+  lgb.Dataset(X, y, group=sizes))`` — ltr's own work is validation of labels / query sizes and the
+  parameter translation. Predictions on the validation split must be identical (checked).
+* ``valid``: both with the validation split evaluated every round and no early stopping (so both
+  grow the same trees): direct LightGBM computes its own ``ndcg@10``; ltr additionally computes
+  ``ndcg@10`` with ltr's conventions (``ltr.metrics.evaluate``) through a ``feval`` every round —
+  the price of early stopping on the metric the run reports. Predictions again identical.
+
+Run from the project root (prints a Markdown table; figures recorded in docs/benchmarks.md):
+
+    .venv/bin/python benchmarks/bench_training_overhead.py --threads 2 --trees 100 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import lightgbm as lgb  # noqa: E402
+
+from ltr.data import RankingData  # noqa: E402
+from ltr.models import build_ranker  # noqa: E402
+
+MSLR_TRAIN = (18_919, 2_270_296)
+MSLR_VALID = (6_306, 747_218)
+N_FEATURES = 136
+LABEL_SHARES = np.array([0.515, 0.325, 0.134, 0.018, 0.008])  # MSLR-WEB30K label 0..4
+
+
+def synthetic_split(n_queries: int, n_docs: int, *, seed: int, name: str) -> RankingData:
+    """MSLR-shaped synthetic ranking data (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    raw = rng.lognormal(mean=4.3, sigma=0.9, size=n_queries)
+    sizes = np.clip(np.round(raw / raw.sum() * n_docs), 1, 1251).astype(np.int64)
+    sizes[np.argmax(sizes)] += n_docs - sizes.sum()  # exact total
+    sizes = np.clip(sizes, 1, None)
+    n = int(sizes.sum())
+    X = rng.standard_normal((n, N_FEATURES), dtype=np.float32)
+    w = rng.normal(size=12).astype(np.float32)
+    latent = X[:, :12] @ w + 0.8 * X[:, 12] * X[:, 13] + np.repeat(rng.normal(0, 0.5, n_queries), sizes)
+    latent += rng.normal(0, 1.5, n).astype(np.float32)
+    cuts = np.quantile(latent, np.cumsum(LABEL_SHARES)[:-1])
+    y = np.searchsorted(cuts, latent).astype(np.float64)
+    return RankingData(X=X, y=y, qid=np.repeat(np.arange(n_queries), sizes), name=name)
+
+
+def timed(fn) -> tuple[float, float, object]:
+    gc.collect()
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    return time.perf_counter() - wall, time.process_time() - cpu, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of the MSLR-WEB30K sizes")
+    parser.add_argument("--trees", type=int, default=100)
+    parser.add_argument("--leaves", type=int, default=255)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--scenarios", nargs="*", default=["train", "valid"])
+    args = parser.parse_args()
+
+    t0 = time.perf_counter()
+    train = synthetic_split(*(round(v * args.scale) for v in MSLR_TRAIN), seed=1, name="synthetic-train")
+    valid = synthetic_split(*(round(v * args.scale) for v in MSLR_VALID), seed=2, name="synthetic-valid")
+    print(f"generated {train} and {valid} in {time.perf_counter() - t0:.1f} s", flush=True)
+
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    cpu = next((ln.split(":", 1)[1].strip() for ln in cpuinfo if ln.startswith("model name")), "?")
+    print(
+        f"machine: nproc {os.cpu_count()}, CPU {cpu}, Python {platform.python_version()}, lightgbm {lgb.__version__}"
+    )
+    print(f"load average at start: {os.getloadavg()}")
+
+    params = {"n_trees": args.trees, "num_leaves": args.leaves, "learning_rate": 0.1, "min_data_in_leaf": 50}
+    rows = []
+    for scenario in args.scenarios:
+        with_valid = scenario == "valid"
+        cfg = {
+            "name": "lambdamart",
+            "params": params,
+            "early_stopping": {"metric": "ndcg@10", "patience": None, "eval_train": False},
+        }
+
+        def run_ltr(cfg=cfg, with_valid=with_valid):
+            r = build_ranker(cfg, seed=7, num_threads=args.threads)
+            return r.fit(train, valid if with_valid else None)
+
+        # the exact parameters ltr hands LightGBM (metric included), taken from a 1-tree fit
+        probe = build_ranker({**cfg, "params": {**params, "n_trees": 1}}, seed=7, num_threads=args.threads)
+        probe.fit(
+            train.subset(np.arange(50)), valid.subset(np.arange(20)) if with_valid else None
+        )  # also warms numba
+        engine_params = {**probe.engine_params_, "num_iterations": args.trees}
+
+        def run_direct(engine_params=engine_params, with_valid=with_valid):
+            dtrain = lgb.Dataset(train.X, train.y, group=train.group_sizes, free_raw_data=True)
+            sets = {}
+            if with_valid:
+                sets["valid"] = lgb.Dataset(valid.X, valid.y, group=valid.group_sizes, reference=dtrain)
+            return lgb.train(
+                dict(engine_params),
+                dtrain,
+                num_boost_round=args.trees,
+                valid_sets=list(sets.values()),
+                valid_names=list(sets),
+            )
+
+        times: dict[str, list[tuple[float, float]]] = {"ltr": [], "direct": []}
+        preds: dict[str, np.ndarray] = {}
+        for rep in range(args.repeats):
+            order = ("ltr", "direct") if rep % 2 == 0 else ("direct", "ltr")
+            for who in order:
+                wall, cpu_s, model = timed(run_ltr if who == "ltr" else run_direct)
+                times[who].append((wall, cpu_s))
+                p = model.predict(valid) if who == "ltr" else model.predict(valid.X)
+                if who in preds and not np.array_equal(preds[who], p):
+                    raise SystemExit(f"{scenario}: {who} is not deterministic across repeats")
+                preds[who] = p
+                print(f"  {scenario} rep {rep} {who:<6} wall {wall:7.1f} s  cpu {cpu_s:7.1f} s", flush=True)
+                del model
+        identical = bool(np.array_equal(preds["ltr"], preds["direct"]))
+        med = {
+            who: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t))
+            for who, t in times.items()
+        }
+        rows.append((scenario, med, identical))
+
+    print(f"\nload average at end: {os.getloadavg()}")
+    print(
+        f"\n{train.n_queries:,} train queries / {train.n_docs:,} docs × {N_FEATURES}; {args.trees} trees, "
+        f"{args.leaves} leaves, {args.threads} threads, {args.repeats} interleaved repeats (medians)\n"
+    )
+    print(
+        "| scenario | direct wall (s) | ltr wall (s) | ratio wall | direct CPU (s) | ltr CPU (s) | ratio CPU | identical predictions |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for scenario, med, identical in rows:
+        d, r = med["direct"], med["ltr"]
+        print(
+            f"| {scenario} | {d[0]:.1f} | {r[0]:.1f} | {r[0] / d[0]:.3f} | {d[1]:.1f} | {r[1]:.1f} | "
+            f"{r[1] / d[1]:.3f} | {'yes' if identical else 'NO'} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
