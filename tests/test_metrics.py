@@ -267,6 +267,27 @@ def test_truncated_ranking_for_cutoff_only_metrics(ties):
         np.testing.assert_array_equal(got[name], full[name])
 
 
+@pytest.mark.parametrize("pattern", ["ascending", "descending", "few_values", "random"])
+def test_truncated_ranking_on_adversarial_score_orders(pattern):
+    # long lists: the top-k candidate set can exceed the insertion-sort size (64) and fall back
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(11, 300, 40)
+    offsets = np.r_[0, np.cumsum(sizes)]
+    n = offsets[-1]
+    labels = rng.integers(0, 5, n)
+    scores = {
+        "ascending": np.concatenate([np.arange(s, dtype=float) for s in sizes]),
+        "descending": np.concatenate([-np.arange(s, dtype=float) for s in sizes]),
+        "few_values": rng.integers(0, 3, n).astype(float),
+        "random": rng.normal(size=n),
+    }[pattern]
+    for ties in ("stable", "average", "pessimistic"):
+        cut = evaluate(["ndcg@10", "err@5", "map@7"], labels, scores, offsets, ties=ties)
+        full = evaluate(["ndcg@10", "err@5", "map@7", "ndcg"], labels, scores, offsets, ties=ties)
+        for name in cut:
+            np.testing.assert_array_equal(cut[name], full[name], err_msg=f"{name} {ties}")
+
+
 def test_truncated_ranking_keeps_whole_boundary_tie_group():
     from ltr.metrics import rank_lists
 
@@ -462,6 +483,7 @@ def test_bad_conventions(kwargs, match):
         (([1, 0], [1.0, 0.0], [0, 2]), dict(ties="docno_desc"), "needs docno"),
         (([1, 9], [1.0, 0.0], [0, 2]), dict(gain=[0, 1, 3]), "gain table has 3 entries"),
         (([1, 5], [1.0, 0.0], [0, 2]), {}, "exceeds err_gmax=4"),
+        (([1, 0, 5], [2.0, 1.0, 0.0], [0, 3]), dict(names=["err@1"]), "label 5 exceeds err_gmax=4"),
         (
             ([1, 0], [1.0, 0.0], [0, 2]),
             dict(ideal_labels=[1, 0, 1], ideal_offsets=[0, 1, 3]),
@@ -470,7 +492,8 @@ def test_bad_conventions(kwargs, match):
     ],
 )
 def test_bad_inputs(args, kwargs, match):
-    names = ["ndcg", "err"]
+    kwargs = dict(kwargs)
+    names = kwargs.pop("names", ["ndcg", "err"])
     with pytest.raises(MetricError, match=match):
         evaluate(names, *args, **kwargs)
 

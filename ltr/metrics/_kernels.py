@@ -17,32 +17,6 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def _kth_largest(scores, a, b, k, buf):  # pragma: no cover - compiled
-    """The k-th largest value of scores[a:b] (k <= b − a).
-
-    Keeps the k largest seen so far, unsorted, with the position of their minimum; a new value
-    replaces the minimum only when larger (O(n) for typical data, few branches).
-    """
-    for i in range(k):
-        buf[i] = scores[a + i]
-    low = 0
-    for i in range(1, k):
-        if buf[i] < buf[low]:
-            low = i
-    m = buf[low]
-    for j in range(a + k, b):
-        v = scores[j]
-        if v > m:
-            buf[low] = v
-            low = 0
-            for i in range(1, k):
-                if buf[i] < buf[low]:
-                    low = i
-            m = buf[low]
-    return m
-
-
-@njit(cache=True, nogil=True)
 def _insertion_rank(scores, key, use_key, out, start, stop):  # pragma: no cover - compiled
     """Stable in-place insertion sort of the rows out[start:stop] (score descending, then key)."""
     for t in range(start + 1, stop):
@@ -61,6 +35,22 @@ def _insertion_rank(scores, key, use_key, out, start, stop):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
+def _sort_rows(scores, key, use_key, out, start, stop):  # pragma: no cover - compiled
+    """Stable sort of the rows out[start:stop] by score descending, then key ascending."""
+    if stop - start <= 64:
+        _insertion_rank(scores, key, use_key, out, start, stop)
+        return
+    rows = out[start:stop].copy()
+    neg = -scores[rows]
+    if use_key:
+        first = np.argsort(key[rows], kind="mergesort")
+        second = np.argsort(neg[first], kind="mergesort")
+        out[start:stop] = rows[first[second]]
+    else:
+        out[start:stop] = rows[np.argsort(neg, kind="mergesort")]
+
+
+@njit(cache=True, nogil=True)
 def rank_order(scores, key, offsets, use_key, depth):  # pragma: no cover - compiled
     """Row indices in ranked order: per query by score descending, ties by ``key`` ascending (when
     ``use_key``) and then by input order (both sorts used are stable).
@@ -68,38 +58,45 @@ def rank_order(scores, key, offsets, use_key, depth):  # pragma: no cover - comp
     With ``depth`` >= 1 only the rows scoring at least the depth-th largest score of their query are
     ranked (the top ``depth`` plus every row tied with the last of them, so tie groups stay whole);
     ``depth`` = 0 ranks every row. Returns (order, offsets of the ranked rows per query).
+
+    Top-``depth`` selection: split the list into ``depth`` non-empty blocks; the smallest block
+    maximum t0 is <= the depth-th largest score (each block holds a score >= t0), so the rows
+    scoring >= t0 (typically ~2·depth) contain the answer; only they are sorted.
     """
     nq = offsets.shape[0] - 1
     new_off = np.zeros(nq + 1, np.int64)
     out = np.empty(offsets[nq], np.int64)
-    buf = np.empty(max(depth, 1))
     pos = 0
     for q in range(nq):
         a = offsets[q]
         b = offsets[q + 1]
+        n = b - a
         start = pos
-        if depth > 0 and b - a > depth:
-            t = _kth_largest(scores, a, b, depth, buf)
+        if depth > 0 and n > depth:
+            t0 = np.inf
+            for blk in range(depth):
+                lo = a + (blk * n) // depth
+                hi = a + ((blk + 1) * n) // depth
+                m = scores[lo]
+                for j in range(lo + 1, hi):
+                    m = max(m, scores[j])
+                t0 = min(t0, m)
             for j in range(a, b):
-                if scores[j] >= t:
+                if scores[j] >= t0:
                     out[pos] = j
                     pos += 1
+            _sort_rows(scores, key, use_key, out, start, pos)
+            last = scores[out[start + depth - 1]]
+            keep = depth
+            while start + keep < pos and scores[out[start + keep]] == last:
+                keep += 1
+            pos = start + keep
         else:
             for j in range(a, b):
                 out[pos] = j
                 pos += 1
+            _sort_rows(scores, key, use_key, out, start, pos)
         new_off[q + 1] = pos
-        if pos - start <= 64:
-            _insertion_rank(scores, key, use_key, out, start, pos)
-        else:
-            rows = out[start:pos].copy()
-            neg = -scores[rows]
-            if use_key:
-                first = np.argsort(key[rows], kind="mergesort")
-                second = np.argsort(neg[first], kind="mergesort")
-                out[start:pos] = rows[first[second]]
-            else:
-                out[start:pos] = rows[np.argsort(neg, kind="mergesort")]
     return out[:pos].copy(), new_off
 
 
@@ -235,9 +232,11 @@ def ideal_dcg_counts(labels, offsets, disc, k, table, grades_by_gain):  # pragma
 
     ``table[g]`` is the gain of grade g and ``grades_by_gain`` the grades in decreasing gain order;
     the ideal list is grades_by_gain[0] repeated count times, then grades_by_gain[1], …
+    Also returns, per query, whether any document has a positive gain (IDCG > 0).
     """
     nq = offsets.shape[0] - 1
     out = np.zeros(nq)
+    positive = np.zeros(nq, np.bool_)
     counts = np.zeros(table.shape[0], np.int64)
     for q in range(nq):
         a = offsets[q]
@@ -253,6 +252,8 @@ def ideal_dcg_counts(labels, offsets, disc, k, table, grades_by_gain):  # pragma
         for t in range(grades_by_gain.shape[0]):
             g = grades_by_gain[t]
             c = counts[g]
+            if c > 0 and pos == 0:
+                positive[q] = table[g] > 0
             while c > 0 and pos < limit:
                 total += table[g] * disc[pos]
                 pos += 1
@@ -260,7 +261,7 @@ def ideal_dcg_counts(labels, offsets, disc, k, table, grades_by_gain):  # pragma
             if pos >= limit:
                 break
         out[q] = total
-    return out
+    return out, positive
 
 
 @njit(cache=True, nogil=True)

@@ -61,6 +61,7 @@ def _as_offsets(offsets: Any, n: int, what: str) -> np.ndarray:
 
 
 def _as_vector(x: Any, n: int | None, what: str) -> np.ndarray:
+    integral = isinstance(x, np.ndarray) and x.dtype.kind in "iub"
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -69,7 +70,7 @@ def _as_vector(x: Any, n: int | None, what: str) -> np.ndarray:
         raise MetricError(f"{what} must be 1-d, got shape {arr.shape}")
     if n is not None and arr.shape[0] != n:
         raise MetricError(f"{what} has {arr.shape[0]} entries but labels has {n}")
-    if not np.all(np.isfinite(arr)):
+    if not integral and not np.all(np.isfinite(arr)):
         raise MetricError(
             f"{what} must be finite; row {np.flatnonzero(~np.isfinite(arr))[0]} is {arr[~np.isfinite(arr)][0]}"
         )
@@ -178,6 +179,7 @@ class _Evaluator:
         self._rel: np.ndarray | None = None
         self._ideal_gain: np.ndarray | None = None
         self._idcg: dict[int, np.ndarray] = {}
+        self._has_gain: np.ndarray | None = None
 
     @property
     def gain(self) -> np.ndarray:
@@ -208,14 +210,22 @@ class _Evaluator:
             if self.ideal_whole and top < 256:
                 table = self.c.gain_values(np.arange(top + 1, dtype=np.float64))
                 by_gain = np.argsort(-table, kind="stable").astype(np.int64)
-                self._idcg[kk] = _kernels.ideal_dcg_counts(
+                self._idcg[kk], self._has_gain = _kernels.ideal_dcg_counts(
                     self.ideal_labels, self.ideal_offsets, self.disc, kk, table, by_gain
                 )
             else:
                 if self._ideal_gain is None:
                     self._ideal_gain = self.c.gain_values(self.ideal_labels)
                 self._idcg[kk] = _kernels.ideal_dcg(self._ideal_gain, self.ideal_offsets, self.disc, kk)
+                if self._has_gain is None:
+                    self._has_gain = self.idcg(1) > 0
         return self._idcg[kk]
+
+    def has_gain(self) -> np.ndarray:
+        """Per query: does any document of the ideal set have a positive gain (IDCG > 0)?"""
+        if self._has_gain is None:
+            self.idcg(1)
+        return self._has_gain
 
     def hits(self, k: int | None) -> np.ndarray:
         r = self.r
@@ -243,17 +253,17 @@ class _Evaluator:
         kk = self.cutoff(k)
         no_rel = self.n_rel == 0
         if fam in ("ndcg", "dcg"):
-            no_rel = self.idcg(1) == 0  # IDCG = 0 iff no judged document has a positive gain
             dcg = self.dcg(k)
             if fam == "dcg":
-                return dcg, no_rel
+                return dcg, ~self.has_gain()
             idcg = self.idcg(k)
+            no_rel = ~self.has_gain()
             return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0), no_rel
         if fam == "err":
-            if self.r.labels.size and self.r.labels.max() > c.err_gmax:
+            top = max(self.ideal_max_label.max(initial=0), r.labels.max(initial=0))
+            if top > c.err_gmax:
                 raise MetricError(
-                    f"err: label {self.r.labels.max():g} exceeds err_gmax={c.err_gmax}; "
-                    "set err_gmax to the largest grade"
+                    f"err: label {top:g} exceeds err_gmax={c.err_gmax}; set err_gmax to the largest grade"
                 )
             stop = (np.exp2(r.labels) - 1.0) / 2.0**c.err_gmax
             return _kernels.cascade_sum(stop, r.bounds, r.qgrp, r.offsets, kk), self.ideal_max_label == 0
