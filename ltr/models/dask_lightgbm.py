@@ -120,7 +120,9 @@ def _scatter(client: Any, data: RankingData, n_parts: int, workers: list[str]) -
     for i, (q0, q1) in enumerate(query_chunks(data.offsets, n_parts)):
         r0, r1 = int(data.offsets[q0]), int(data.offsets[q1])
         where = [workers[i % len(workers)]]
-        fx, fy, fg = (client.scatter(a, workers=where) for a in (X[r0:r1], data.y[r0:r1], sizes[q0:q1]))
+        fx, fy, fg = (
+            client.scatter(a, workers=where, hash=False) for a in (X[r0:r1], data.y[r0:r1], sizes[q0:q1])
+        )
         Xs.append(da.from_delayed(fx, shape=(r1 - r0, X.shape[1]), dtype=X.dtype))
         ys.append(da.from_delayed(fy, shape=(r1 - r0,), dtype=data.y.dtype))
         gs.append(da.from_delayed(fg, shape=(q1 - q0,), dtype=sizes.dtype))
