@@ -384,3 +384,27 @@ def test_docstring_examples(module):
 
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_on_iteration_reports_every_member_under_its_label(splits):
+    seen: dict[str, int] = {}
+
+    def record(i, values):
+        for key in values:
+            seen[key] = seen.get(key, 0) + 1
+
+    cfg = {"name": "ensemble_mean", "members": members("lambdamart", "regression"), "n_jobs": 2}
+    build_ranker(cfg, seed=1, num_threads=2).fit(splits["train"], splits["valid"], on_iteration=record)
+    assert seen["lambdamart/valid/ndcg@10"] == seen["regression/valid/ndcg@10"] == 25  # one call per round
+    assert {key.split("/")[0] for key in seen} == {"lambdamart", "regression"}
+
+
+def test_sklearn_clone_rebuilds_an_unfitted_copy():
+    from sklearn.base import clone
+
+    ens = build_ranker(
+        {"name": "ensemble_stack", "members": ["lambdamart"], "stacker": "linear"}, seed=3, num_threads=1
+    )
+    copy = clone(ens)
+    assert type(copy) is type(ens) and copy.get_params() == ens.get_params()
+    assert not hasattr(copy, "rankers_")
