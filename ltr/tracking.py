@@ -166,8 +166,12 @@ class Tracker:
                 self.experiment_id = existing.experiment_id
             else:
                 location = Path(artifact_root).resolve().as_uri() if artifact_root else None
+                # the dashboard opens a "model training" experiment on its runs table (not the GenAI view)
                 self.experiment_id = _retry(
-                    self.client.create_experiment, experiment, artifact_location=location
+                    self.client.create_experiment,
+                    experiment,
+                    artifact_location=location,
+                    tags={"mlflow.experimentKind": "custom_model_development"},
                 )
 
     def spawn(self) -> Tracker:

@@ -1,0 +1,219 @@
+"""The MLflow dashboard as a user sees it: a real `mlflow server`, a small comparison logged to it, and the
+experiment page opened in headless Chromium, checked for the runs and their test/ndcg_at_10 values.
+
+The screenshot is kept as ``test-artifacts/dashboard.png`` (gitignored). Needs Debian's ``chromium``
+(``.ci/run`` installs it); outside CI the test is skipped when it is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ltr.compare import load_experiment, run_comparison
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = PROJECT_ROOT / "test-artifacts"
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+EXPERIMENT = "dashboard-check"
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _group_members(pgid: int) -> list[int]:
+    """PIDs whose process group is ``pgid`` (the server and every child it started)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getpgid(int(entry.name)) == pgid:
+                    pids.append(int(entry.name))
+            except (ProcessLookupError, PermissionError):
+                continue
+    return pids
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM the server's process group (its PID), wait, then SIGKILL leftover children by PID."""
+    pgid = proc.pid  # started with start_new_session=True: the group id is the server's PID
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while _group_members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    for pid in _group_members(pgid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+    time.sleep(0.5)
+    assert not _group_members(pgid), f"server processes left behind: {_group_members(pgid)}"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if not CHROMIUM.exists():
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"{CHROMIUM} is missing in CI; .ci/run must install Debian's chromium")
+        pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium); the browser check needs it")
+    root = tmp_path_factory.mktemp("server")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+    }
+    mlflow_exe = Path(sys.executable).with_name("mlflow")
+    cmd = [
+        str(mlflow_exe),
+        "server",
+        "--backend-store-uri", f"sqlite:///{root}/mlflow.db",
+        "--artifacts-destination", str(root / "artifacts"),
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--workers", "1",
+    ]  # fmt: skip
+    log = (root / "server.log").open("w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    "mlflow server did not start:\n" + (root / "server.log").read_text()[-3000:]
+                )
+            time.sleep(0.5)
+        yield url, root
+    finally:
+        _stop(proc)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def comparison(server):
+    url, root = server
+    spec = {
+        "name": "dashboard",
+        "title": "Dashboard check",
+        "overrides": ["data=synthetic"],
+        "baseline": "feature",
+        "metrics": ["err@10", "ndcg@10"],
+        "stats": {"B": 1000},
+        "systems": {
+            "feature": {"model": "feature"},
+            "lambdamart": {"model": "lambdamart", "overrides": ["model.params.n_trees=20"]},
+        },
+    }
+    path = root / "dashboard.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    overrides = [
+        f"tracking.uri={url}",
+        f"tracking.experiment={EXPERIMENT}",
+        f"paths.root={root}",
+        "data.n_queries.train=60",
+        "data.n_queries.valid=20",
+        "data.n_queries.test=30",
+        "data.max_docs=30",
+        "num_threads=1",
+        "eval.bootstrap.B=500",
+    ]
+    return run_comparison(load_experiment(str(path)), overrides)
+
+
+def _api(url: str, endpoint: str, payload: dict | None = None) -> dict:
+    data = json.dumps(payload).encode() if payload is not None else None
+    request = urllib.request.Request(
+        f"{url}/api/2.0/mlflow/{endpoint}", data=data, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+
+
+def test_dashboard_shows_the_runs_and_their_test_ndcg(server, comparison):
+    from playwright.sync_api import sync_playwright
+
+    url, _ = server
+    exp_id = _api(url, f"experiments/get-by-name?experiment_name={EXPERIMENT}")["experiment"]["experiment_id"]
+    runs = _api(url, "runs/search", {"experiment_ids": [exp_id]})["runs"]
+    values = {
+        r["info"]["run_name"]: m["value"]
+        for r in runs
+        for m in r["data"].get("metrics", [])
+        if m["key"] == "test/ndcg_at_10"
+    }
+    assert set(values) == {"feature", "lambdamart"}
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1800, "height": 700})
+            # the experiment page: the comparison's parent run is listed
+            page.goto(f"{url}/#/experiments/{exp_id}/runs", timeout=90_000)
+            page.get_by_text("compare-dashboard", exact=True).first.wait_for(timeout=90_000)
+            # the systems' runs, sorted by test/ndcg_at_10, with that metric (and ERR@10) as columns
+            query = urllib.parse.quote("metrics.`test/ndcg_at_10` > 0")
+            order = urllib.parse.quote("metrics.`test/ndcg_at_10`")
+            page.goto(
+                f"{url}/#/experiments/{exp_id}/runs?searchFilter={query}&orderByKey={order}&orderByAsc=false"
+            )
+            page.get_by_text("lambdamart", exact=True).first.wait_for(timeout=90_000)
+            close = page.get_by_role("button", name="Close", exact=True)  # the assistant side panel, if shown
+            if close.count():
+                close.first.click()
+            page.get_by_role("button", name="Columns").click()
+            page.keyboard.type("test/")
+            for metric in ("test/ndcg_at_10", "test/err_at_10"):
+                page.locator("span").filter(has_text=re.compile(f"^{re.escape(metric)}$")).first.click()
+                page.wait_for_timeout(300)
+            page.keyboard.press("Escape")
+            for value in values.values():
+                page.get_by_text(re.compile(re.escape(f"{value}"[:8]))).first.wait_for(timeout=30_000)
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(ARTIFACTS / "dashboard.png"))
+            text = page.inner_text("body")
+        finally:
+            browser.close()
+    assert "test/ndcg_at_10" in text and "lambdamart" in text and "feature" in text
+    for name, value in values.items():
+        assert f"{value}"[:8] in text, f"{name}: test/ndcg_at_10 {value} not visible"
+    assert (ARTIFACTS / "dashboard.png").stat().st_size > 20_000
