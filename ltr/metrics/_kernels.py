@@ -227,50 +227,43 @@ def ideal_dcg(gain, offsets, disc, k):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def ideal_dcg_counts(labels, offsets, disc, k, table, grades_by_gain):  # pragma: no cover - compiled
-    """Ideal DCG@k for whole-number labels 0..G−1 by counting: O(n + G + k) per query, no sort.
+def ideal_dcg_counts(counts, disc, k, table, grades_by_gain):  # pragma: no cover - compiled
+    """Ideal DCG@k from per-query grade counts (``counts[q, g]`` documents of grade g): no sort.
 
     ``table[g]`` is the gain of grade g and ``grades_by_gain`` the grades in decreasing gain order;
     the ideal list is grades_by_gain[0] repeated count times, then grades_by_gain[1], …
     Also returns, per query, whether any document has a positive gain (IDCG > 0).
     """
-    nq = offsets.shape[0] - 1
+    nq = counts.shape[0]
     out = np.zeros(nq)
     positive = np.zeros(nq, np.bool_)
-    counts = np.zeros(table.shape[0], np.int64)
     for q in range(nq):
-        a = offsets[q]
-        b = offsets[q + 1]
-        if b == a:
-            continue
-        counts[:] = 0
-        for j in range(a, b):
-            counts[int(labels[j])] += 1
         total = 0.0
         pos = 0
-        limit = min(k, b - a)
         for t in range(grades_by_gain.shape[0]):
             g = grades_by_gain[t]
-            c = counts[g]
+            c = counts[q, g]
             if c > 0 and pos == 0:
                 positive[q] = table[g] > 0
-            while c > 0 and pos < limit:
+            while c > 0 and pos < k:
                 total += table[g] * disc[pos]
                 pos += 1
                 c -= 1
-            if pos >= limit:
+            if pos >= k:
                 break
         out[q] = total
     return out, positive
 
 
 @njit(cache=True, nogil=True)
-def query_stats(labels, offsets, threshold):  # pragma: no cover - compiled
-    """Per query: number of labels >= threshold and the largest label (0 for an empty query);
-    and whether every label is a whole number."""
+def query_stats(labels, offsets, threshold, n_grades):  # pragma: no cover - compiled
+    """One pass over the labels: per query the number of labels >= threshold, the largest label
+    (0 for an empty query) and, when ``n_grades`` > 0, the count of each grade 0..n_grades−1;
+    and whether every label is a whole number (the counts are valid only then)."""
     nq = offsets.shape[0] - 1
     n_rel = np.zeros(nq)
     top = np.zeros(nq)
+    counts = np.zeros((nq, max(n_grades, 1)), np.int32)
     whole = True
     for q in range(nq):
         r = 0.0
@@ -281,11 +274,14 @@ def query_stats(labels, offsets, threshold):  # pragma: no cover - compiled
                 r += 1.0
             if v > m:
                 m = v
-            if whole and v != np.floor(v):
-                whole = False
+            if whole:
+                if v != np.floor(v):
+                    whole = False
+                elif n_grades > 0:
+                    counts[q, int(v)] += 1
         n_rel[q] = r
         top[q] = m
-    return n_rel, top, whole
+    return n_rel, top, whole, counts
 
 
 @njit(cache=True, nogil=True)

@@ -37,6 +37,8 @@ from ltr.metrics import _kernels
 from ltr.metrics.conventions import Conventions, resolve_conventions
 from ltr.metrics.registry import MetricSpec, parse_metric
 
+#: Whole-number labels below this are counted per grade for IDCG (no sort); larger ones are sorted.
+MAX_COUNTED_GRADE = 256
 #: Families normalised by something that is zero when a query has no relevant document.
 NORMALISED = frozenset({"ndcg", "map", "r"})
 
@@ -172,9 +174,12 @@ class _Evaluator:
         self.disc = c.discounts(max(self.max_len, 1))
         self.ideal_labels = ideal_labels
         self.ideal_offsets = ideal_offsets
-        self.n_rel, self.ideal_max_label, self.ideal_whole = _kernels.query_stats(
-            ideal_labels, ideal_offsets, c.rel_threshold
+        top = float(ideal_labels.max(initial=0.0))
+        n_grades = int(top) + 1 if top < MAX_COUNTED_GRADE else 0
+        self.n_rel, self.ideal_max_label, whole, self.grade_counts = _kernels.query_stats(
+            ideal_labels, ideal_offsets, c.rel_threshold, n_grades
         )
+        self.counted = whole and n_grades > 0
         self._gain: np.ndarray | None = None
         self._rel: np.ndarray | None = None
         self._ideal_gain: np.ndarray | None = None
@@ -207,11 +212,13 @@ class _Evaluator:
             top = int(self.ideal_max_label.max(initial=0))
             if isinstance(self.c.gain, tuple) and top >= len(self.c.gain):
                 self.c.gain_values(self.ideal_labels)  # raises, naming the offending label
-            if self.ideal_whole and top < 256:
-                table = self.c.gain_values(np.arange(top + 1, dtype=np.float64))
+            if self.counted:
+                n_grades = self.grade_counts.shape[1]
+                table = self.c.gain_values(np.arange(min(n_grades, top + 1), dtype=np.float64))
+                table = np.pad(table, (0, n_grades - table.shape[0]))  # grades above every label
                 by_gain = np.argsort(-table, kind="stable").astype(np.int64)
                 self._idcg[kk], self._has_gain = _kernels.ideal_dcg_counts(
-                    self.ideal_labels, self.ideal_offsets, self.disc, kk, table, by_gain
+                    self.grade_counts, self.disc, kk, table, by_gain
                 )
             else:
                 if self._ideal_gain is None:
