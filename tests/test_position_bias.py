@@ -103,3 +103,10 @@ def test_docstring_examples(module):
 
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_click_training_needs_a_labelled_ranking_dataset():
+    from ltr.errors import DataError
+
+    with pytest.raises(DataError, match="train must be an ltr.data.RankingData"):
+        build_ranker({"name": "lambdamart_unbiased"}).fit(np.zeros((3, 2)))

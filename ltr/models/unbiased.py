@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 from ltr.clicks import ClickLog, clicks_from_config, resolve_click_config
 from ltr.data import RankingData
-from ltr.errors import ConfigError
+from ltr.errors import ConfigError, DataError
 from ltr.models.base import BaseRanker, OnIteration
 from ltr.models.lgbm import LambdaMART
 from ltr.models.xgb import XGBoostLambdaMART
@@ -82,7 +82,7 @@ class ClickTrained:
     ) -> Any:
         """Simulate clicks on ``train`` (seeded), train on them; ``valid`` keeps its true labels."""
         if not isinstance(train, RankingData):
-            raise ConfigError(f"{self.name}.fit: train must be an ltr.data.RankingData")  # type: ignore[attr-defined]
+            raise DataError(f"{self.name}.fit: train must be an ltr.data.RankingData")  # type: ignore[attr-defined]
         log = clicks_from_config(train, self.clicks, seed=int(self.seed))  # type: ignore[attr-defined]
         self.click_stats_ = {
             "sessions": log.data.n_queries,
