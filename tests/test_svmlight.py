@@ -285,3 +285,38 @@ def test_float32_extremes_round_trip_with_defaults(tmp_path, engine):
     # just above what rounds to a finite float32: caught as a sentinel
     with pytest.raises(DataError, match="non-finite or huge value '1:3.4028236e38'"):
         load_svmlight(_write(tmp_path, "1 qid:1 1:3.4028236e38\n", "o.txt"), engine=engine)
+
+
+@pytest.mark.parametrize("chunk", [16, 64, 1 << 20])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("output", ["dense", "csr"])
+def test_fast_engine_chunks_and_gaps_match_reference(tmp_path, chunk, threads, output):
+    """Tiny chunks (lines longer than the buffer, many parts) with blank and comment lines in between:
+    the gaps they leave in the upper-bound layout are closed, and the result equals the reference."""
+    from ltr.data import _fastparse, _pyparse
+    from ltr.data._syntax import ParseOptions
+
+    rng = np.random.default_rng(chunk + threads)
+    lines = []
+    for i in range(120):
+        feats = " ".join(
+            f"{j}:{rng.normal():.6g}" for j in sorted(rng.choice(np.arange(1, 30), 6, replace=False))
+        )
+        lines.append(f"{rng.integers(0, 5)} qid:{i // 7} {feats} # d{i}: x")
+        if rng.random() < 0.2:
+            lines.append(rng.choice(["", "   ", "# only a comment: 1:2", "\t"]))
+    text = ("\r\n".join(lines) + "\n").encode()
+    p = _write(tmp_path, text)
+    opts = ParseOptions(output=output, n_features=30)
+    fast = _fastparse.parse_path(p, opts, n_threads=threads, chunk=chunk)
+    ref = _pyparse.parse_bytes(text, opts)
+    np.testing.assert_array_equal(fast.y, ref.y)
+    np.testing.assert_array_equal(fast.qid, ref.qid)
+    if output == "dense":
+        np.testing.assert_array_equal(fast.dense, ref.dense)
+    else:
+        for a in ("indptr", "indices", "data"):
+            np.testing.assert_array_equal(getattr(fast, a), getattr(ref, a))
+    # and with n_features unknown (the exact scan for the largest index)
+    loose = _fastparse.parse_path(p, ParseOptions(output=output), n_threads=threads, chunk=chunk)
+    assert loose.n_features == _pyparse.parse_bytes(text, ParseOptions(output=output)).n_features

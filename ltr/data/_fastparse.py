@@ -503,6 +503,89 @@ def _fill_part(
             i += 1
         i += 1
     err[6] = replaced
+    err[7] = r - row0
+    err[8] = k - k0
+
+
+@njit(cache=True)
+def _count_byte(buf, lo, hi, byte):
+    """Occurrences of one byte value in buf[lo:hi] (a single-counter loop, which LLVM vectorises)."""
+    sub = buf[lo:hi]  # a zero-based view: this loop shape is the one LLVM vectorises
+    c = 0
+    for i in range(sub.shape[0]):
+        if sub[i] == byte:
+            c += 1
+    return c
+
+
+@njit(cache=True, parallel=True)
+def _bound_chunk(buf, bounds, out):
+    """Per part: an upper bound on its rows (lines) and on its entries (``:`` bytes)."""
+    for p in prange(bounds.shape[0] - 1):
+        lo, hi = bounds[p], bounds[p + 1]
+        lines = _count_byte(buf, lo, hi, _LF)
+        if hi > lo and buf[hi - 1] != _LF:
+            lines += 1
+        out[p, 0] = lines
+        out[p, 1] = _count_byte(buf, lo, hi, _COLON)
+
+
+@njit(cache=True)
+def _first_qid(buf, n):
+    """Whether the first data line in buf[:n] has a ``qid:`` token: 1, 0, or -1 (no data line)."""
+    i = 0
+    while i < n:
+        while i < n and _CLS[buf[i]] == 1:
+            i += 1
+        if i >= n:
+            return -1
+        if buf[i] == _LF or buf[i] == _HASH:
+            while i < n and buf[i] != _LF:
+                i += 1
+            i += 1
+            continue
+        while i < n and _CLS[buf[i]] == 0:
+            i += 1
+        while i < n and _CLS[buf[i]] == 1:
+            i += 1
+        ok = i + 3 < n and buf[i] == 113 and buf[i + 1] == 105 and buf[i + 2] == 100 and buf[i + 3] == _COLON
+        return 1 if ok else 0
+    return -1
+
+
+@njit(cache=True)
+def _compact(row_starts, k_starts, written, dst_r, dst_k, dense, has_qid, y, qid, X, indptr, indices, data):
+    """Close the gaps left by parts that wrote fewer rows/entries than their upper bounds.
+
+    Parts are moved down in order (destination never above source, so ascending copies are safe);
+    dense rows vacated by a move are zeroed again, because later rows only write their non-zeros.
+    Returns the next free row and entry.
+    """
+    for p in range(row_starts.shape[0]):
+        src_r = row_starts[p]
+        src_k = k_starts[p]
+        w = written[p, 7]
+        e = written[p, 8]
+        if src_r != dst_r:
+            for j in range(w):
+                y[dst_r + j] = y[src_r + j]
+                if has_qid:
+                    qid[dst_r + j] = qid[src_r + j]
+                if dense:
+                    X[dst_r + j, :] = X[src_r + j, :]
+            if dense:
+                for j in range(max(dst_r + w, src_r), src_r + w):
+                    X[j, :] = 0
+        if not dense and (src_r != dst_r or src_k != dst_k):
+            shift = src_k - dst_k
+            for j in range(e):
+                indices[dst_k + j] = indices[src_k + j]
+                data[dst_k + j] = data[src_k + j]
+            for j in range(w):
+                indptr[dst_r + j + 1] = indptr[src_r + j + 1] - shift
+        dst_r += w
+        dst_k += e
+    return dst_r, dst_k
 
 
 @njit(cache=True, parallel=True)
@@ -631,49 +714,56 @@ def parse_path(
 def _parse(path: Path, opts: S.ParseOptions, threads: int, chunk: int) -> RawParse:
     shift = 0 if opts.zero_based else 1
     parts = threads if threads > 1 else 1
-    # pass 1: counts per part of every chunk
-    counts: list[np.ndarray] = []
+    need_max = opts.n_features is None
+    # pass 1: per part of every chunk, upper bounds on rows (lines) and entries (':' bytes), both
+    # from vectorised byte counts; plus the largest index when n_features is not given
+    bounds_per_chunk: list[np.ndarray] = []
+    first_flag = -1
+    max_col = -1
     for buf, n, _ in _chunks(path, chunk):
         bounds = _part_bounds(buf, n, parts)
-        out = np.zeros((parts, 4), dtype=np.int64)
-        _count_chunk(buf, bounds, shift, opts.n_features is None, out)
-        counts.append(out)
-    allc = np.concatenate(counts) if counts else np.zeros((0, 4), np.int64)
-    n_rows = int(allc[:, 0].sum())
-    nnz = int(allc[:, 1].sum())
-    flags = allc[allc[:, 3] >= 0, 3]
-    has_qid = bool(flags[0]) if flags.size else False
-    if opts.n_features is not None:
-        n_features = opts.n_features
-    else:
-        n_features = int(allc[:, 2].max()) + 1 if allc.shape[0] else 0
-    dense = choose_dense(opts, n_rows, nnz, n_features)
+        out = np.zeros((parts, 2), dtype=np.int64)
+        _bound_chunk(buf, bounds, out)
+        bounds_per_chunk.append(out)
+        if first_flag < 0:
+            first_flag = _first_qid(buf, n)
+        if need_max:
+            exact = np.zeros((parts, 4), dtype=np.int64)
+            _count_chunk(buf, bounds, shift, True, exact)
+            max_col = max(max_col, int(exact[:, 2].max()))
+    allc = np.concatenate(bounds_per_chunk) if bounds_per_chunk else np.zeros((0, 2), np.int64)
+    lines = int(allc[:, 0].sum())
+    colons = int(allc[:, 1].sum())
+    has_qid = first_flag == 1
+    n_features = opts.n_features if not need_max else max_col + 1
+    dense = choose_dense(opts, lines, max(colons - lines * has_qid, 0), n_features)
     dtype = np.dtype(opts.dtype)
-    y = np.empty(n_rows, dtype=np.float64)
-    qid = np.empty(n_rows if has_qid else 0, dtype=np.int64)
+    # allocate for the upper bounds; untouched tails of zeros/empty arrays are never paged in
+    y = np.empty(lines, dtype=np.float64)
+    qid = np.empty(lines if has_qid else 0, dtype=np.int64)
     if dense:
-        X = np.zeros((n_rows, n_features), dtype=dtype)
+        X = np.zeros((lines, n_features), dtype=dtype)
         indptr = np.zeros(1, dtype=np.int64)
         indices = np.zeros(0, dtype=np.int32)
         data = np.zeros(0, dtype=dtype)
     else:
         X = np.zeros((0, 0), dtype=dtype)
-        indptr = np.zeros(n_rows + 1, dtype=np.int64)
-        indices = np.empty(nnz, dtype=np.int32)
-        data = np.empty(nnz, dtype=dtype)
+        indptr = np.zeros(lines + 1, dtype=np.int64)
+        indices = np.empty(colons, dtype=np.int32)
+        data = np.empty(colons, dtype=dtype)
     lo_label, hi_label = opts.label_range if opts.label_range is not None else (0.0, 0.0)
-    row_base = 0
-    nnz_base = 0
+    dst_r = 0  # rows / entries actually written so far (after compaction)
+    dst_k = 0
     replaced = 0
-    nf = n_features
     for ci, (buf, n, offset) in enumerate(_chunks(path, chunk)):
         bounds = _part_bounds(buf, n, parts)
-        c = counts[ci]
-        row_offsets = row_base + np.concatenate([[0], np.cumsum(c[:-1, 0])]).astype(np.int64)
-        nnz_offsets = nnz_base + np.concatenate([[0], np.cumsum(c[:-1, 1])]).astype(np.int64)
-        errs = np.zeros((parts, 7), dtype=np.int64)
+        c = bounds_per_chunk[ci]
+        # parts start where the previous chunk's data actually ended (dst), plus upper bounds
+        row_offsets = dst_r + np.concatenate([[0], np.cumsum(c[:-1, 0])]).astype(np.int64)
+        k_offsets = dst_k + np.concatenate([[0], np.cumsum(c[:-1, 1])]).astype(np.int64)
+        errs = np.zeros((parts, 9), dtype=np.int64)
         _fill_chunk(
-            buf, bounds, offset, row_offsets, nnz_offsets, shift, nf, has_qid, opts.allow_unsorted,
+            buf, bounds, offset, row_offsets, k_offsets, shift, n_features, has_qid, opts.allow_unsorted,
             opts.integer_labels, opts.allow_negative_labels, opts.label_range is not None,
             lo_label, hi_label, opts.nonfinite_code, opts.huge, dense, y, qid, X, indptr, indices, data, errs,
         )  # fmt: skip
@@ -682,15 +772,18 @@ def _parse(path: Path, opts: S.ParseOptions, threads: int, chunk: int) -> RawPar
             e = errs[bad[0]]
             raise ParseFailure(int(e[0]), int(e[1]), int(e[2]), int(e[3]), int(e[4]), int(e[5]))
         replaced += int(errs[:, 6].sum())
-        row_base += int(c[:, 0].sum())
-        nnz_base += int(c[:, 1].sum())
-    raw = RawParse(y=y, qid=qid if has_qid else None, n_features=n_features, n_replaced=replaced)
+        dst_r, dst_k = _compact(row_offsets, k_offsets, errs, dst_r, dst_k, dense, has_qid, y, qid, X, indptr,
+                                indices, data)  # fmt: skip
+    n_rows, nnz = int(dst_r), int(dst_k)
+    raw = RawParse(
+        y=y[:n_rows], qid=qid[:n_rows] if has_qid else None, n_features=n_features, n_replaced=replaced
+    )
     if dense:
-        raw.dense = X
+        raw.dense = X[:n_rows]
     else:
+        indptr, indices, data = indptr[: n_rows + 1], indices[:nnz], data[:nnz]
         if opts.allow_unsorted:
             kept = _canonicalize_rows(indptr, indices, data)
-            if kept < nnz:
-                indices, data = indices[:kept].copy(), data[:kept].copy()
+            indices, data = indices[:kept], data[:kept]
         raw.indptr, raw.indices, raw.data = indptr, indices, data
     return raw

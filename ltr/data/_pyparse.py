@@ -78,7 +78,6 @@ def parse_bytes(buf: bytes, opts: S.ParseOptions) -> RawParse:
     has_qid: bool | None = None
     shift = 0 if opts.zero_based else 1
     n_replaced = 0
-    n_tokens = 0  # index:value entries in the file (before a repeated index is merged)
     max_col = -1
     pos = 0
     for line in buf.split(b"\n"):
@@ -145,7 +144,6 @@ def parse_bytes(buf: bytes, opts: S.ParseOptions) -> RawParse:
                     v = math.nan
                 else:
                     v = math.copysign(opts.huge, v)
-            n_tokens += 1
             feats.pop(col, None)  # last wins, and keeps insertion order = order of last occurrence
             feats[col] = v
             max_col = max(max_col, col)
@@ -159,7 +157,11 @@ def parse_bytes(buf: bytes, opts: S.ParseOptions) -> RawParse:
     nnz = sum(len(r) for r in rows)
     dtype = np.dtype(opts.dtype)
     raw = RawParse(y=y, qid=qid, n_features=n_features, n_replaced=n_replaced)
-    if choose_dense(opts, n, n_tokens, n_features):
+    # the density estimate both engines use: ':' bytes (minus one per line when there are qids)
+    # per line and feature; equal to entries / cells for files without comments or blank lines
+    lines = buf.count(b"\n") + (1 if buf and not buf.endswith(b"\n") else 0)
+    entries = max(buf.count(b":") - lines * bool(has_qid), 0)
+    if choose_dense(opts, lines, entries, n_features):
         X = np.zeros((n, n_features), dtype=dtype)
         for i, r in enumerate(rows):
             for c, v in r.items():

@@ -74,8 +74,10 @@ class ParseOptions:
     huge: magnitude above which a value counts as a sentinel; defaults to the largest value that
         still rounds to a finite float32 (3.4028235677973362e38), so every value that would
         overflow float32 is caught and float32's own maximum (``3.40282347e+38``) is not.
-    output: ``"dense"``, ``"csr"`` or ``"auto"`` (dense when the ``index:value`` entries in the file
-        / (rows × n_features) ≥ ``density``).
+    output: ``"dense"``, ``"csr"`` or ``"auto"``: dense when entries / (lines × n_features) ≥
+        ``density``, where entries = the ``:`` bytes of the file minus one per line if it has qids
+        (exactly the ``index:value`` entries per cell for files without comments or blank lines; a
+        byte count both engines make before parsing).
     density: threshold for ``output="auto"``.
     dtype: feature dtype, ``"float32"`` (default) or ``"float64"``.
     regroup: when a qid appears in several separate blocks, gather its rows (stable: queries in
