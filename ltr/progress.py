@@ -20,6 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 OnIteration = Callable[[int, dict[str, float]], None]
 _TRUE = {"1", "true", "yes", "on"}
@@ -33,7 +34,7 @@ def progress_enabled(*, environ: Mapping[str, str] | None = None, isatty: bool |
     return sys.stderr.isatty() if isatty is None else isatty
 
 
-def _bar(description: str, total: int | None):  # noqa: ANN202 - rich types stay internal
+def _bar(description: str, total: int | None, console: Any = None):  # noqa: ANN202 - rich types stay internal
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -52,8 +53,8 @@ def _bar(description: str, total: int | None):  # noqa: ANN202 - rich types stay
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
+        console=console or Console(stderr=True),
+        transient=console is None,
     )
     task = progress.add_task(description, total=total, status="")
     return progress, task
@@ -61,7 +62,7 @@ def _bar(description: str, total: int | None):  # noqa: ANN202 - rich types stay
 
 @contextmanager
 def iteration_progress(
-    total: int | None, description: str = "training", *, enabled: bool | None = None
+    total: int | None, description: str = "training", *, enabled: bool | None = None, console: Any = None
 ) -> Iterator[OnIteration]:
     """Yield an ``on_iteration(i, values)`` callback that advances a bar of ``total`` iterations.
 
@@ -71,7 +72,7 @@ def iteration_progress(
     if not (progress_enabled() if enabled is None else enabled):
         yield lambda i, values: None
         return
-    progress, task = _bar(description, total)
+    progress, task = _bar(description, total, console)
 
     def tick(i: int, values: dict[str, float]) -> None:
         shown = next((k for k in values if k.startswith("valid/")), next(iter(values), None))
@@ -84,13 +85,13 @@ def iteration_progress(
 
 @contextmanager
 def task_progress(
-    total: int, description: str, *, enabled: bool | None = None
+    total: int, description: str, *, enabled: bool | None = None, console: Any = None
 ) -> Iterator[Callable[[str], None]]:
     """Yield ``advance(label)`` for a loop of ``total`` jobs (systems of a comparison, sweep jobs)."""
     if not (progress_enabled() if enabled is None else enabled):
         yield lambda label: None
         return
-    progress, task = _bar(description, total)
+    progress, task = _bar(description, total, console)
 
     def advance(label: str) -> None:
         progress.update(task, advance=1, status=label)

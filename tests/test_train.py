@@ -173,3 +173,33 @@ def test_multirun_logs_one_run_per_job(tmp_path):
     assert len(summaries) == 1  # the sweep summary (ltr.sweep.SweepSummary)
     assert sorted(r.data.params["model.params.learning_rate"] for r in runs) == ["0.05", "0.2"]
     assert all(r.info.status == "FINISHED" for r in runs)
+
+
+def test_progress_bar_reports_iterations_and_is_quiet_in_ci(monkeypatch):
+    from ltr.progress import iteration_progress, progress_enabled, task_progress
+
+    monkeypatch.setenv("CI", "true")
+    assert not progress_enabled(isatty=True)
+    monkeypatch.delenv("CI")
+    monkeypatch.delenv("LTR_NO_PROGRESS", raising=False)
+    assert progress_enabled(isatty=True)
+    import io
+
+    from rich.console import Console
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=150)
+    with iteration_progress(5, "fit", enabled=True, console=console) as tick:
+        for i in range(5):
+            tick(i, {"train/ndcg@10": 0.9, "valid/ndcg@10": 0.1 * i})
+    with task_progress(2, "systems", enabled=True, console=console) as advance:
+        advance("a")
+        advance("b")
+    text = out.getvalue()
+    assert "fit" in text and "5/5" in text and "valid/ndcg@10 0.4000" in text and "ETA" in text
+    assert "systems" in text and "2/2" in text
+
+
+def test_cli_in_ci_prints_no_progress_bar(cli_run):
+    _, proc = cli_run
+    assert "ETA" not in proc.stdout + proc.stderr and "━" not in proc.stderr
