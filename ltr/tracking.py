@@ -308,7 +308,12 @@ class Tracker:
     def log_ranker(self, ranker: Any, example: Any = None) -> None:
         """Log the fitted model under ``model/``: LightGBM/XGBoost flavors for their boosters."""
         # the requirements are given explicitly; silence MLflow's environment-inference chatter
-        for noisy in ("mlflow.utils.environment", "mlflow.utils.uv_utils", "mlflow.models.model"):
+        for noisy in (
+            "mlflow.utils.environment",
+            "mlflow.utils.uv_utils",
+            "mlflow.models.model",
+            "mlflow.pyfunc",
+        ):
             logging.getLogger(noisy).setLevel(logging.ERROR)
         booster = getattr(ranker, "booster_", None)
         module = type(booster).__module__ if booster is not None else ""
