@@ -152,30 +152,36 @@ def _curve_sums(
 
 @contextmanager
 def dask_client(backend: Mapping[str, Any]) -> Iterator[Any]:
-    """A ``distributed.Client``: to ``scheduler_address``, or to a LocalCluster closed on exit."""
+    """A ``distributed.Client``: to ``scheduler_address``, or to a LocalCluster closed on exit.
+
+    Dask's INFO chatter (scheduler/nanny start and stop) is held back to warnings while it runs: an
+    app that logs at INFO, such as Hydra's ``ltr.train``, would otherwise print dozens of lines.
+    """
     from distributed import Client, LocalCluster
 
-    if backend["scheduler_address"]:
-        client = Client(backend["scheduler_address"], timeout="30s")
-        try:
-            yield client
-        finally:
-            client.close()
-        return
-    cluster = LocalCluster(
-        n_workers=backend["n_workers"],
-        threads_per_worker=backend["threads_per_worker"],
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-        silence_logs=logging.ERROR,
-    )
-    client = Client(cluster)
+    quiet = logging.getLogger("distributed")
+    level = quiet.level
+    quiet.setLevel(max(level, logging.WARNING))
     try:
-        yield client
+        if backend["scheduler_address"]:
+            with Client(backend["scheduler_address"], timeout="30s") as client:
+                yield client
+            return
+        cluster = LocalCluster(
+            n_workers=backend["n_workers"],
+            threads_per_worker=backend["threads_per_worker"],
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+        try:
+            with Client(cluster) as client:
+                yield client
+        finally:
+            cluster.close()
     finally:
-        client.close()
-        cluster.close()
+        quiet.setLevel(level)
 
 
 class DaskLambdaMART(LambdaMART):
