@@ -1,5 +1,10 @@
 """Ranking metrics with explicit conventions: per-query values for every query at once.
 
+Modules: ``registry`` (metric names), ``conventions`` (conventions and presets), ``compute``
+(:func:`evaluate`, :func:`mean`), ``_kernels`` (compiled per-query loops), ``trec`` (qrels/runs and
+trec_eval measure names, used by ``python -m ltr.evaluate``), ``uncertain`` (expected metrics under
+label distributions, tie sensitivity). Formulas, conventions and presets: ``docs/metrics.md``.
+
 >>> import numpy as np
 >>> v = evaluate(["ndcg@10", "err@10"], [3, 2, 3, 0, 1], -np.arange(5.0), [0, 5])
 >>> round(float(v["ndcg@10"][0]), 6), round(float(v["err@10"][0]), 6)
