@@ -139,6 +139,20 @@ def test_missing_file_is_a_data_error(tmp_path):
         read_qrels(tmp_path / "absent")
 
 
+def test_cli_preset_option_gdeval_skips_topics_without_relevant(tmp_path, capsys):
+    (tmp_path / "q").write_text("1 0 a 2\n1 0 b 0\n2 0 x 0\n")
+    (tmp_path / "r").write_text("1 Q0 b 1 2.0 t\n1 Q0 a 2 1.0 t\n2 Q0 x 1 1.0 t\n")
+    args = ["--qrels", str(tmp_path / "q"), "--run", str(tmp_path / "r"), "-m", "ndcg@2", "-q"]
+    assert main([*args, "--preset", "gdeval"]) == 0
+    out = parse_trec_output(capsys.readouterr().out)
+    assert out[("ndcg@2", "1")] == f"{(3 / np.log2(3)) / 3:.4f}" and ("ndcg@2", "2") not in out
+    assert out[("num_q", "all")] == "1"
+    assert main(args) == 0  # trec: topic 2 scores 0 and counts; gain linear
+    out = parse_trec_output(capsys.readouterr().out)
+    assert out[("ndcg@2", "2")] == "0.0000" and out[("num_q", "all")] == "2"
+    assert out[("ndcg@2", "1")] == f"{(2 / np.log2(3)) / 2:.4f}"
+
+
 def test_format_skips_nan_topics(tmp_path):
     (tmp_path / "q").write_text("1 0 a 1\n2 0 b 0\n")
     (tmp_path / "r").write_text("1 Q0 a 1 1.0 t\n2 Q0 b 1 1.0 t\n")

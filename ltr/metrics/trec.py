@@ -247,7 +247,8 @@ def evaluate_trec(
 def format_trec(result: TrecResult, *, per_topic: bool = False) -> str:
     """trec_eval's text output: ``measure<TAB>topic<TAB>value`` (value to 4 decimals), then ``all``.
 
-    Skipped topics (NaN, possible only with a ``skip`` convention) are not printed and not averaged.
+    Skipped topics (NaN, possible only with a ``skip`` convention) are not printed, not averaged and
+    not counted in ``num_q``.
     """
     lines = []
     if per_topic:
@@ -256,7 +257,10 @@ def format_trec(result: TrecResult, *, per_topic: bool = False) -> str:
                 if not math.isnan(v[i]):
                     lines.append(f"{name:<22}\t{topic}\t{v[i]:.4f}")
     lines.append(f"{'runid':<22}\tall\t{result.run_tag}")
-    lines.append(f"{'num_q':<22}\tall\t{len(result.topics)}")
+    kept_topics = sum(
+        1 for i in range(len(result.topics)) if any(not math.isnan(v[i]) for v in result.values.values())
+    )
+    lines.append(f"{'num_q':<22}\tall\t{kept_topics}")
     for name, v in result.values.items():
         kept = v[~np.isnan(v)]
         lines.append(f"{name:<22}\tall\t{(kept.mean() if kept.size else float('nan')):.4f}")
