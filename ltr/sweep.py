@@ -152,8 +152,83 @@ def log_summary(summary: dict[str, Any], config: Any) -> str | None:
     return summary_run
 
 
+def sweep_size(config: Any) -> int | None:
+    """How many jobs a multirun will launch: Optuna's ``n_trials``, or the size of the override grid.
+
+    >>> from omegaconf import OmegaConf
+    >>> sweep_size(OmegaConf.create({"hydra": {"sweeper": {}, "overrides": {"task": ["a=1,2", "b=x,y,z", "c=0"]}}}))
+    6
+    """
+    sweeper = config.hydra.get("sweeper") or {}
+    if sweeper.get("n_trials") is not None:
+        return int(sweeper.n_trials)
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
+    except Exception:  # an override syntax Hydra itself will report
+        return None
+    total = 1
+    for override in parsed:
+        if override.is_sweep_override():
+            values = list(override.sweep_iterator())
+            total *= len(values)
+    return total
+
+
+def progress_line(done: int, total: int | None, elapsed: float) -> str:
+    """``sweep: 3/8 jobs done, elapsed 0:01:30, ETA 0:02:30`` (ETA from the mean time per finished job).
+
+    >>> progress_line(2, 8, 60.0)
+    'sweep: 2/8 jobs done, elapsed 0:01:00, ETA 0:03:00'
+    """
+    import datetime
+
+    def fmt(seconds: float) -> str:
+        return str(datetime.timedelta(seconds=round(seconds)))
+
+    if total is None or done == 0:
+        return f"sweep: {done} jobs done, elapsed {fmt(elapsed)}"
+    return f"sweep: {done}/{total} jobs done, elapsed {fmt(elapsed)}, ETA {fmt(elapsed / done * max(total - done, 0))}"
+
+
 class SweepSummary(Callback):
-    """Hydra callback (``hydra.callbacks.sweep_summary`` in ``conf/config.yaml``)."""
+    """Hydra callback (``hydra.callbacks.sweep_summary`` in ``conf/config.yaml``): progress after each
+    job (on a terminal, not in CI) and the summary at the end of the multirun."""
+
+    START_FILE = ".ltr_sweep_start.json"
+
+    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+        import time
+
+        folder = Path(config.hydra.sweep.dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        record = {"start": time.time(), "total": sweep_size(config)}
+        (folder / self.START_FILE).write_text(json.dumps(record))
+
+    def on_job_end(self, config: Any, job_return: Any, **kwargs: Any) -> None:
+        """Runs in the job's process (any launcher): count finished jobs from the sweep folder."""
+        import sys
+        import time
+
+        from ltr.progress import progress_enabled
+
+        if not progress_enabled():
+            return
+        try:
+            from hydra.core.hydra_config import HydraConfig
+            from hydra.types import RunMode
+
+            if HydraConfig.get().mode != RunMode.MULTIRUN:
+                return
+            folder = Path(HydraConfig.get().sweep.dir)
+            start = json.loads((folder / self.START_FILE).read_text())
+        except (ValueError, OSError):
+            return
+        done = len(list(folder.glob(f"*/{RESULT_FILE}")))
+        print(
+            progress_line(done, start.get("total"), time.time() - start["start"]), file=sys.stderr, flush=True
+        )
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
         summarize_sweep(config.hydra.sweep.dir, config)

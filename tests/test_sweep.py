@@ -178,3 +178,23 @@ def test_optuna_sweep_runs_trials_and_reports_the_best(tmp_path):
     # Optuna's own record of the best trial agrees
     optuna_best = (sweep_dir / "optimization_results.yaml").read_text()
     assert f"{summary['best']['value']}"[:8] in optuna_best
+
+
+def test_sweep_size_and_progress_line():
+    from omegaconf import OmegaConf
+
+    from ltr.sweep import progress_line, sweep_size
+
+    grid = OmegaConf.create(
+        {
+            "hydra": {
+                "sweeper": {},
+                "overrides": {"task": ["+model=lambdamart", "a=0.05,0.1,0.2,0.3", "b=range(1,3)"]},
+            }
+        }
+    )
+    assert sweep_size(grid) == 8
+    optuna = _compose(["+model=lambdamart", "hparams_search=lambdamart_optuna"], return_hydra_config=True)
+    assert sweep_size(optuna) == 20
+    assert progress_line(4, 8, 100.0) == "sweep: 4/8 jobs done, elapsed 0:01:40, ETA 0:01:40"
+    assert progress_line(0, None, 5.0) == "sweep: 0 jobs done, elapsed 0:00:05"
