@@ -36,7 +36,7 @@ import scipy.sparse as sp
 
 from ltr.data import _pyparse
 from ltr.data._syntax import ParseOptions, error_message
-from ltr.data.dataset import RankingData
+from ltr.data.dataset import RankingData, offsets_from_qid
 from ltr.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -324,11 +324,10 @@ def build_dataset(
             docids = None if docids is None else docids[order]
             row_w = None if row_w is None else row_w[order]
             raw.y = y
+    offsets = offsets_from_qid(qid, source=str(path))  # a split qid block: the error names the file
     weight = None
     if row_w is not None:
-        from ltr.data.dataset import offsets_from_qid
-
-        weight = _query_weights(row_w, offsets_from_qid(qid, source=label), wfile)
+        weight = _query_weights(row_w, offsets, wfile)
     return RankingData(X=X, y=raw.y, qid=qid, name=label, weight=weight, docid=docids)
 
 
