@@ -320,3 +320,14 @@ def test_fast_engine_chunks_and_gaps_match_reference(tmp_path, chunk, threads, o
     # and with n_features unknown (the exact scan for the largest index)
     loose = _fastparse.parse_path(p, ParseOptions(output=output), n_threads=threads, chunk=chunk)
     assert loose.n_features == _pyparse.parse_bytes(text, ParseOptions(output=output)).n_features
+
+
+def test_thread_counts_give_identical_results(tmp_path):
+    rng = np.random.default_rng(11)
+    X = rng.random((300, 12)).astype(np.float32)
+    d = RankingData(X=X, y=rng.integers(0, 5, 300), qid=np.repeat(np.arange(30), 10))
+    p = write_svmlight(d, tmp_path / "t.txt")
+    prints = {load_svmlight(p, n_threads=k, n_features=12).fingerprint() for k in (1, 2)}
+    assert prints == {d.fingerprint()}
+    cached = load_svmlight(p, n_threads=1, n_features=12, cache_dir=tmp_path / "c")
+    assert cached.fingerprint() == d.fingerprint()

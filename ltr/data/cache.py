@@ -246,6 +246,7 @@ def load_cached(
     weight_file: Path | None = None,
     docid: bool = False,
     engine: str = "auto",
+    n_threads: int | None = None,
     name: str | None = None,
     full_hash: bool = False,
 ) -> RankingData:
@@ -261,6 +262,8 @@ def load_cached(
             return read_entry(entry, key, name=name or str(path))
         except CacheInvalid as why:
             log.warning("cache entry %s is not usable (%s); rebuilding it", entry, why)
-    data = build_dataset(path, parse_file(path, opts, engine), opts, query_file, weight_file, docid, name)
+    data = build_dataset(
+        path, parse_file(path, opts, engine, n_threads), opts, query_file, weight_file, docid, name
+    )
     write_entry(entry, data, key, desc, path)
     return data

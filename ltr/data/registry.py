@@ -41,6 +41,7 @@ PARSE_KEYS = (
     "weight_file",
     "docid",
     "engine",
+    "n_threads",
 )
 
 

@@ -89,7 +89,9 @@ def _failure_to_error(path: Path, fail: _pyparse.ParseFailure, opts: ParseOption
     return DataError(f"{path}:{line}: {msg}")
 
 
-def parse_file(path: Path, opts: ParseOptions, engine: str = "auto") -> _pyparse.RawParse:
+def parse_file(
+    path: Path, opts: ParseOptions, engine: str = "auto", n_threads: int | None = None
+) -> _pyparse.RawParse:
     """Run one parsing engine on a file and turn its failures into ``DataError``s."""
     if engine not in ENGINES:
         raise ConfigError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -98,7 +100,7 @@ def parse_file(path: Path, opts: ParseOptions, engine: str = "auto") -> _pyparse
             return _pyparse.parse_bytes(path.read_bytes(), opts)
         from ltr.data import _fastparse
 
-        return _fastparse.parse_path(path, opts)
+        return _fastparse.parse_path(path, opts, n_threads=n_threads)
     except _pyparse.ParseFailure as fail:
         raise _failure_to_error(path, fail, opts) from None
 
@@ -231,6 +233,7 @@ def load_svmlight(
     weight_file: str | Path | None = "auto",
     docid: bool = False,
     engine: str = "auto",
+    n_threads: int | None = None,
     cache_dir: str | Path | None = None,
     name: str | None = None,
 ) -> RankingData:
@@ -243,6 +246,7 @@ def load_svmlight(
         sidecar is an error. Row weights become per-query weights (they must be constant per query).
     docid: keep each row's comment (the ``docid = X`` value in LETOR files) as ``RankingData.docid``.
     engine: ``"numba"`` (fast, chunked, parallel), ``"python"`` (reference) or ``"auto"`` (numba).
+    n_threads: parser threads (numba engine; default: numba's thread count, i.e. all cores).
     cache_dir: when given, read through the binary cache in that folder (see :mod:`ltr.data.cache`).
     """
     path = Path(path)
@@ -275,9 +279,10 @@ def load_svmlight(
             weight_file=wfile,
             docid=docid,
             engine=engine,
+            n_threads=n_threads,
             name=name,
         )
-    return build_dataset(path, parse_file(path, opts, engine), opts, qfile, wfile, docid, name)
+    return build_dataset(path, parse_file(path, opts, engine, n_threads), opts, qfile, wfile, docid, name)
 
 
 def build_dataset(
