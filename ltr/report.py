@@ -4,10 +4,12 @@
 >>> from ltr.train import SplitResult
 >>> model = SplitResult("test", 2, {"ndcg@10": np.array([0.9, np.nan])})
 >>> base = SplitResult("test", 2, {"ndcg@10": np.array([0.3, np.nan])})
+>>> import io
 >>> from rich.console import Console
->>> console = Console(width=100, record=True)
+>>> console = Console(width=100, record=True, file=io.StringIO())
 >>> console.print(results_table(model, base, model_name="lambdamart"))
->>> "0.9000" in console.export_text() and "+0.6000" in console.export_text()
+>>> text = console.export_text()
+>>> "0.9000" in text and "+0.6000" in text
 True
 """
 

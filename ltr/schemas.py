@@ -13,10 +13,11 @@ Resolvers (registered by :func:`register_configs`) used by the sweep configs:
 
 >>> from omegaconf import OmegaConf
 >>> register_configs()
->>> validate_config(OmegaConf.create({"data": {"name": "x", "kind": 3}}))  # doctest: +ELLIPSIS
+>>> validate_config(OmegaConf.create({"data": {"name": "x", "kind": "letor", "synthetic": "maybe"}}))
+... # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-ltr.errors.ConfigError: data.kind=3: ...
+ltr.errors.ConfigError: data.synthetic='maybe': ...
 >>> metric_direction("ndcg@10"), metric_direction("rmse")
 ('maximize', 'minimize')
 """

@@ -3,10 +3,13 @@
 The Hydra entry point is a thin wrapper over :func:`run`, a pure function of the resolved config
 that returns the optimised validation metric (so sweepers such as Optuna can use it).
 
-Flow: load the dataset (``data`` group) → build the ranker (``model`` group) → fit with early
-stopping on the validation split → score every split → per-query metrics with explicit
-conventions (``eval`` group) → a random-scores baseline on the same queries → console table →
-MLflow (``tracking`` group).
+Flow: check the config (:mod:`ltr.schemas`) → connect to the tracking store (an unreachable server
+fails here) → load the dataset (``data`` group) → build the ranker (``model`` group; ``backend=dask``
+→ LightGBM on Dask) → fit with early stopping on the validation split, curves logged live →
+score every split → per-query metrics with explicit conventions (``eval`` group) and bootstrap CI
+bounds → a random-scores baseline on the same queries → console table → MLflow (``tracking``
+group): params, provenance tags, metrics, per-query Parquet, plots, resolved config, model.
+:func:`train_and_log` is the reusable core (``ltr.compare`` calls it once per system).
 """
 
 from __future__ import annotations
