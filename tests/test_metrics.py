@@ -408,6 +408,26 @@ def test_mean_weighted_and_all_skipped():
         mean([1.0], weights=[1.0, 2.0])
 
 
+@pytest.mark.parametrize("names", [ALL_NAMES, CUT_NAMES])
+def test_average_ties_do_not_depend_on_input_order(names):
+    # invariant: with exact averaging over tie orders, shuffling rows inside a query changes nothing
+    rng = np.random.default_rng(13)
+    labels, scores, offsets, _ = random_queries(rng, 150, 25, n_scores=4)
+    perm = np.concatenate([offsets[q] + rng.permutation(offsets[q + 1] - offsets[q]) for q in range(150)])
+    a = evaluate(names, labels, scores, offsets)
+    b = evaluate(names, labels[perm], scores[perm], offsets)
+    for name in a:
+        np.testing.assert_allclose(a[name], b[name], rtol=1e-12, atol=1e-15, err_msg=name)
+        finite = a[name][~np.isnan(a[name])]
+        if not name.startswith("dcg"):
+            assert np.all((finite >= 0) & (finite <= 1 + 1e-12)), name
+    stable = evaluate("ndcg@3", labels[perm], scores[perm], offsets, ties="stable")["ndcg@3"]
+    assert (
+        np.nanmax(np.abs(stable - evaluate("ndcg@3", labels, scores, offsets, ties="stable")["ndcg@3"]))
+        > 1e-3
+    )
+
+
 def test_vectorised_results_do_not_depend_on_query_batching():
     rng = np.random.default_rng(11)
     labels, scores, offsets, _ = random_queries(rng, 200, 30)
