@@ -16,7 +16,6 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
 from ltr.errors import ConfigError
-from ltr.models import register_model
 from ltr.models.lgbm import LambdaMART
 from ltr.schemas import register_configs
 from ltr.train import CONF_DIR, run
@@ -46,7 +45,12 @@ class ExplodingLambdaMART(LambdaMART):
         return super().fit(train, valid, on_iteration=boom)
 
 
-register_model("exploding_lambdamart", f"{__name__}:ExplodingLambdaMART")
+@pytest.fixture
+def exploding_model(monkeypatch):
+    """Register the exploding model for one test only (the registry is process-wide)."""
+    from ltr.models import registry
+
+    monkeypatch.setitem(registry._REGISTRY, "exploding_lambdamart", f"{__name__}:ExplodingLambdaMART")
 
 
 def _compose(overrides: list[str]):
@@ -65,7 +69,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_exception_mid_fit_ends_run_failed_with_traceback_and_keeps_what_was_logged(tmp_path):
+def test_exception_mid_fit_ends_run_failed_with_traceback_and_keeps_what_was_logged(
+    tmp_path, exploding_model
+):
     cfg = _compose(["+model=lambdamart", "model.name=exploding_lambdamart", *TINY, f"paths.root={tmp_path}"])
     with pytest.raises(RuntimeError, match="boom at iteration 5"):
         run(cfg)
