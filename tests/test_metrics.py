@@ -198,6 +198,9 @@ def test_design_dcg_and_idcg_figures():
         assert v["dcg"][0] == pytest.approx(dcg, abs=5e-7)
         ideal = evaluate("dcg", sorted(labels, reverse=True), -np.arange(n, dtype=float), [0, n])["dcg"][0]
         assert ideal == pytest.approx(idcg, abs=5e-7)
+        # the IDCG that NDCG divides by (grade-count kernel, not a sort of the list)
+        ndcg = evaluate("ndcg", labels, -np.arange(n, dtype=float), [0, n])["ndcg"][0]
+        assert v["dcg"][0] / ndcg == pytest.approx(idcg, abs=5e-7)
 
 
 TIE_CASE = dict(labels=[0, 3, 1, 2], scores=[1.0, 1.0, 1.0, 0.5], offsets=[0, 4], docno=["b", "c", "a", "d"])
@@ -406,6 +409,12 @@ def test_mean_weighted_and_all_skipped():
     assert math.isnan(m.value) and m.n_skipped == 2
     with pytest.raises(MetricError, match="weights has shape"):
         mean([1.0], weights=[1.0, 2.0])
+    with pytest.raises(MetricError, match="finite and >= 0"):
+        mean([1.0, 0.5], weights=[-1.0, 2.0])
+    with pytest.raises(MetricError, match="numeric per-query values"):
+        mean(["a"])
+    with pytest.raises(MetricError, match=r"shape \(n_queries,\)"):
+        mean([[1.0]])
 
 
 @pytest.mark.parametrize("names", [ALL_NAMES, CUT_NAMES])
@@ -485,6 +494,13 @@ def test_describe_conventions_is_flat_strings():
         (dict(no_relevant_by_metric={"mapp": "zero"}), "unknown metric family 'mapp'"),
         (dict(no_relevant_by_metric={"map": "nan"}), r"no_relevant_by_metric\[map\]='nan'"),
         (dict(default_k=0), "default_k=0"),
+        (dict(discount="log", discount_base="e"), "discount_base='e' must be a number"),
+        (dict(discount_offset=None), "discount_offset=None must be a number"),
+        (dict(rel_threshold=float("nan")), "rel_threshold=nan"),
+        (dict(err_gmax=4.0), "err_gmax=4.0 must be an integer"),
+        (dict(p_denominator="n"), "p_denominator='n' is not one of"),
+        (dict(ap_denominator="k"), "ap_denominator='k' is not one of"),
+        (dict(no_relevant="nan"), "no_relevant='nan' is not one of"),
     ],
 )
 def test_bad_conventions(kwargs, match):
@@ -509,6 +525,35 @@ def test_bad_conventions(kwargs, match):
             dict(ideal_labels=[1, 0, 1], ideal_offsets=[0, 1, 3]),
             "describes 2 queries",
         ),
+        (([1, np.nan], [1.0, 0.0], [0, 2]), {}, "labels must be finite; row 1 is nan"),
+        (([1, 0], [1.0, -np.inf], [0, 2]), {}, "scores must be finite; row 1 is -inf"),
+        (([[1, 0]], [1.0, 0.0], [0, 2]), {}, r"labels must be 1-d, got shape \(1, 2\)"),
+        ((["a", "b"], [1.0, 0.0], [0, 2]), {}, "labels must be numeric"),
+        (([1, 0], [1.0, 0.0], [0.0, 2.0]), {}, "offsets must be a 1-d integer array"),
+        (([1, 0], [1.0, 0.0], []), {}, "offsets must be a 1-d integer array"),
+        (([1, 0], [1.0, 0.0], [0, 1]), {}, "offsets must start at 0 and end at the number of documents 2"),
+        (([1, 0], [1.0, 0.0], [0, 2]), dict(ties="docno_asc", docno=["a"]), r"docno has shape \(1,\)"),
+        (
+            ([1, 0], [1.0, 0.0], [0, 2]),
+            dict(ideal_labels=[1, np.nan], ideal_offsets=[0, 2]),
+            "ideal_labels must be finite",
+        ),
+        (
+            ([1, 0], [1.0, 0.0], [0, 2]),
+            dict(ideal_labels=[1, -2], ideal_offsets=[0, 2]),
+            "ideal_labels must be >= 0",
+        ),
+        (([1, 0], [1.0, 0.0], [0, 2]), dict(ideal_labels=[1, 0]), "ideal_labels needs ideal_offsets"),
+        (
+            ([1, 0], [1.0, 0.0], [0, 2]),
+            dict(ideal_offsets=[0, 2]),
+            "ideal_offsets given without ideal_labels",
+        ),
+        (([2000, 0], [1.0, 0.0], [0, 2]), dict(names=["ndcg"]), "label 2000 overflows"),
+        (([1, 0], [1.0, 0.0], [0, 2]), dict(names=["ndcg@-1"]), "unknown metric 'ndcg@-1'"),
+        (([1, 0], [1.0, 0.0], [0, 2]), dict(names=["p@0"]), "cutoff k must be >= 1"),
+        (([1, 0], [1.0, 0.0], [0, 2]), dict(names=[]), "at least one metric name"),
+        (([1, 0], [1.0, 0.0], [0, 2]), dict(names=10), "names must be a metric name or a sequence"),
     ],
 )
 def test_bad_inputs(args, kwargs, match):
@@ -522,3 +567,16 @@ def test_resolve_conventions_validates_table():
     assert resolve_conventions("ltr", gain=np.array([0, 1, 3])).gain == (0.0, 1.0, 3.0)
     with pytest.raises(MetricError, match="finite values >= 0"):
         resolve_conventions("ltr", gain=[0, -1])
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["ltr.metrics", "ltr.metrics.compute", "ltr.metrics.conventions", "ltr.metrics.registry",
+     "ltr.metrics.trec", "ltr.metrics.uncertain"],
+)  # fmt: skip
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

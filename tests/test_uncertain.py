@@ -124,6 +124,16 @@ def test_sample_labels_frequencies():
         (lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], n_samples=1), "n_samples must be"),
         (lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], confidence=1.5), "confidence must be"),
         (lambda: tie_sensitivity("ndcg", [1], [1.0], [0, 1], ties="stable"), "do not pass ties"),
+        (lambda: tie_sensitivity("ndcg", [1], [1.0, 0.5], [0, 2]), "labels has 1 entries but scores has 2"),
+        (lambda: tie_sensitivity("ndcg", [1, -1], [1.0, 0.5], [0, 2]), "labels must be >= 0"),
+        (lambda: expected_dcg("dcg", [[1.0], [1.0]], [1.0, np.nan], [0, 2]), "scores must be finite"),
+        (lambda: expected_dcg("dcg", [1.0, 1.0], [1.0, 0.5], [0, 2]), "shape \\(n_docs, n_grades\\)"),
+        (lambda: expected_dcg("dcg", [[1.5, -0.5]], [1.0], [0, 1]), "finite and >= 0"),
+        (lambda: expected_dcg("dcg@0", [[1.0]], [1.0], [0, 1]), "cutoff k must be >= 1"),
+        (lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], seed=-1), "seed=-1"),
+        (lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], seed="x"), "seed='x'"),
+        (lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], confidence="x"), "confidence must be"),
+        (lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0, 2.0], [0, 2]), "label_probs has 1 rows"),
     ],
 )
 def test_errors(call, match):

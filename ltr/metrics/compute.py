@@ -11,8 +11,8 @@ documents when ``ideal_labels`` is given):
 - P@k = Σ_{i<=k} rel_i / (k or min(k, n));  R@k = Σ_{i<=k} rel_i / R
 
 With ``ties="average"`` each value is the exact expectation over uniformly random orders of the
-documents that share a score. A query whose normaliser is zero (IDCG = 0, or R = 0; for ERR and DCG
-no document with positive gain) gets 0, 1 (NDCG, AP, R only; the others keep their natural 0) or NaN
+documents that share a score. A query whose normaliser is zero (NDCG, DCG: IDCG = 0; AP, RR, P, R:
+R = 0; ERR: no label > 0) gets 0, 1 (NDCG, AP, R only; the others keep their natural 0) or NaN
 under ``no_relevant`` = ``zero`` / ``one`` / ``skip``.
 
 Example (DESIGN.md §2, labels in ranked order):
@@ -62,7 +62,7 @@ def _as_offsets(offsets: Any, n: int, what: str) -> np.ndarray:
     return off
 
 
-def _as_vector(x: Any, n: int | None, what: str) -> np.ndarray:
+def _as_vector(x: Any, n: int | None, what: str, ref: str = "labels") -> np.ndarray:
     integral = isinstance(x, np.ndarray) and x.dtype.kind in "iub"
     try:
         arr = np.asarray(x, dtype=np.float64)
@@ -71,7 +71,7 @@ def _as_vector(x: Any, n: int | None, what: str) -> np.ndarray:
     if arr.ndim != 1:
         raise MetricError(f"{what} must be 1-d, got shape {arr.shape}")
     if n is not None and arr.shape[0] != n:
-        raise MetricError(f"{what} has {arr.shape[0]} entries but labels has {n}")
+        raise MetricError(f"{what} has {arr.shape[0]} entries but {ref} has {n}")
     if not integral and not np.all(np.isfinite(arr)):
         raise MetricError(
             f"{what} must be finite; row {np.flatnonzero(~np.isfinite(arr))[0]} is {arr[~np.isfinite(arr)][0]}"
@@ -328,6 +328,8 @@ def evaluate(
     """
     if isinstance(names, str):
         names = [names]
+    elif not isinstance(names, Sequence):
+        raise MetricError(f"names must be a metric name or a sequence of names, got {type(names).__name__}")
     specs: dict[str, MetricSpec] = {}
     for name in names:
         spec = parse_metric(name)
@@ -378,7 +380,10 @@ def mean(values: Any, weights: Any = None) -> MetricMean:
     >>> mean([1.0, 0.0], weights=[3, 1]).value
     0.75
     """
-    v = np.asarray(values, dtype=np.float64)
+    try:
+        v = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise MetricError(f"mean() takes numeric per-query values, got {type(values).__name__}") from exc
     if v.ndim != 1:
         raise MetricError(f"mean() takes per-query values of shape (n_queries,), got {v.shape}")
     keep = ~np.isnan(v)
@@ -386,7 +391,10 @@ def mean(values: Any, weights: Any = None) -> MetricMean:
     if weights is None:
         value = float(v[keep].mean()) if keep.any() else float("nan")
     else:
-        w = np.asarray(weights, dtype=np.float64)
+        try:
+            w = np.asarray(weights, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise MetricError(f"weights must be numeric, got {type(weights).__name__}") from exc
         if w.shape != v.shape:
             raise MetricError(f"weights has shape {w.shape} but values has shape {v.shape}")
         if not np.all(np.isfinite(w)) or np.any(w < 0):

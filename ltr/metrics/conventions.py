@@ -33,6 +33,8 @@ TIES = ("stable", "pessimistic", "optimistic", "docno_desc", "docno_asc", "avera
 NO_RELEVANT = ("zero", "one", "skip")
 P_DENOMINATORS = ("k", "min_k_n")
 AP_DENOMINATORS = ("R", "min_R_k")
+#: Largest label whose exp2 gain 2^l − 1 is finite in float64.
+MAX_EXP2_LABEL = 1023
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,11 @@ class Conventions:
                 )
             return table[idx]
         if self.gain == "exp2":
+            if labels.size and labels.max() > MAX_EXP2_LABEL:
+                raise MetricError(
+                    f"gain='exp2': label {labels.max():g} overflows 2^l - 1 in float64 (labels must be "
+                    f"<= {MAX_EXP2_LABEL}); use gain='linear' or a gain table"
+                )
             return np.exp2(labels) - 1.0
         return labels.copy()
 
@@ -140,6 +147,10 @@ def _validated(c: Conventions) -> Conventions:
     else:
         raise MetricError(f"convention gain={c.gain!r} is not one of {', '.join(GAINS)} or a table of gains")
     _choice("discount", c.discount, DISCOUNTS)
+    for name in ("discount_base", "discount_offset"):
+        value = getattr(c, name)
+        if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+            raise MetricError(f"convention {name}={value!r} must be a number")
     if c.discount == "log":
         if not (c.discount_base > 1.0 and math.isfinite(c.discount_base)):
             raise MetricError(f"convention discount_base={c.discount_base!r} must be a finite number > 1")

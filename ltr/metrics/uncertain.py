@@ -175,12 +175,14 @@ def monte_carlo_metrics(
         raise MetricError("monte_carlo_metrics() needs at least one metric name")
     if not (isinstance(n_samples, int) and n_samples >= 2):
         raise MetricError(f"n_samples must be an integer >= 2, got {n_samples!r}")
-    if not 0 < confidence < 1:
-        raise MetricError(f"confidence must be in (0, 1), got {confidence!r}")
+    if isinstance(confidence, bool) or not (isinstance(confidence, int | float) and 0 < confidence < 1):
+        raise MetricError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise MetricError(f"seed={seed!r} must be a non-negative int")
     c, probs, off, ranked = _prepare(
         "monte_carlo_metrics", label_probs, scores, offsets, preset, docno, conventions
     )
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(int(seed))
     n_q = off.shape[0] - 1
     sums = {n: np.zeros(n_q) for n in specs}
     squares = {n: np.zeros(n_q) for n in specs}
@@ -219,7 +221,7 @@ def monte_carlo_metrics(
             centre - half,
             centre + half,
             n_samples,
-            seed,
+            int(seed),
             confidence,
         )
     return out
@@ -265,7 +267,7 @@ def tie_sensitivity(
         raise MetricError("tie_sensitivity varies the tie convention itself; do not pass ties=")
     sc = _as_vector(scores, None, "scores")
     off = _as_offsets(offsets, sc.shape[0], "offsets")
-    lab = _as_vector(labels, sc.shape[0], "labels")
+    lab = _as_vector(labels, sc.shape[0], "labels", ref="scores")
     ranked = rank_lists(lab, sc, off, "average")
     k = spec.k if spec.k is not None else int(np.diff(off).max(initial=0))
     in_top = np.zeros(off.shape[0] - 1, dtype=bool)
