@@ -50,3 +50,9 @@ def test_fingerprint_same_for_dense_and_values_and_changes_with_labels():
     assert a.fingerprint() == b.fingerprint() != c.fingerprint()
     s = RankingData(X=sp.csr_matrix(X), y=[1, 0], qid=[1, 1])
     assert s.is_sparse and np.array_equal(s.dense(), X)
+
+
+def test_split_qid_error_names_the_first_split_in_row_order():
+    # qid 9 splits first (rows 1-1 / 3-3); qid 2 splits later (rows 2-2 / 4-4): name qid 9
+    with pytest.raises(DataError, match=r"qid 9 appears in two separate blocks \(rows 1-1 and 3-3\)"):
+        offsets_from_qid(np.array([9, 2, 9, 2]))

@@ -7,6 +7,7 @@ Layout (``<cache_dir>/<file stem>-<key>/``)::
     y.npy qid.npy   labels (float64), query ids (int64)
     X.npy           dense features, or indptr.npy / indices.npy / data.npy for CSR
     weight.npy      per-query weights (only when a .weight sidecar was used)
+    position.npy    per-row position ids (only when a .position sidecar was used)
     docid.npy       per-row comments (only when loaded with docid=True)
 
 **Key** = hash of the source file's identity (size, ``st_mtime_ns`` and a blake2b digest of the
@@ -92,6 +93,7 @@ def cache_key(
     weight_file: Path | None = None,
     docid: bool = False,
     full_hash: bool = False,
+    position_file: Path | None = None,
 ) -> tuple[str, dict]:
     """The entry key (32 hex digits) and the JSON-able description it hashes."""
     desc = {
@@ -102,6 +104,8 @@ def cache_key(
         "docid": bool(docid),
         "options": opts.as_dict(),
     }
+    if position_file is not None:  # only present when used, so older keys stay valid
+        desc["position_file"] = file_identity(position_file, full_hash=full_hash)
     blob = json.dumps(desc, sort_keys=True).encode()
     return hashlib.blake2b(blob, digest_size=16).hexdigest(), desc
 
@@ -126,6 +130,8 @@ def _arrays(data: RankingData) -> dict[str, np.ndarray]:
         out["weight"] = data.weight
     if data.docid is not None:
         out["docid"] = np.asarray(data.docid, dtype=str)
+    if data.position is not None:
+        out["position"] = data.position
     return out
 
 
@@ -232,6 +238,7 @@ def read_entry(entry: Path, key: str | None = None, *, name: str | None = None) 
             name=name or manifest["source_path"],
             weight=a.get("weight"),
             docid=a.get("docid"),
+            position=a.get("position"),
         )
     except (KeyError, ValueError) as e:
         raise CacheInvalid(f"inconsistent entry ({e})") from None
@@ -249,13 +256,14 @@ def load_cached(
     n_threads: int | None = None,
     name: str | None = None,
     full_hash: bool = False,
+    position_file: Path | None = None,
 ) -> RankingData:
     """Load ``path`` through the cache: reuse a verified entry, or parse and write a new one."""
     from ltr.data.svmlight import build_dataset, parse_file
 
     path = Path(path)
     key, desc = cache_key(path, opts, query_file=query_file, weight_file=weight_file, docid=docid,
-                          full_hash=full_hash)  # fmt: skip
+                          full_hash=full_hash, position_file=position_file)  # fmt: skip
     entry = entry_dir(Path(cache_dir), path, key)
     if entry.exists():
         try:
@@ -263,7 +271,14 @@ def load_cached(
         except CacheInvalid as why:
             log.warning("cache entry %s is not usable (%s); rebuilding it", entry, why)
     data = build_dataset(
-        path, parse_file(path, opts, engine, n_threads), opts, query_file, weight_file, docid, name
+        path,
+        parse_file(path, opts, engine, n_threads),
+        opts,
+        query_file,
+        weight_file,
+        docid,
+        name,
+        position_file=position_file,
     )
     write_entry(entry, data, key, desc, path)
     return data

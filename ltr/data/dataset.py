@@ -43,12 +43,12 @@ def offsets_from_qid(qid: np.ndarray, *, source: str = "data") -> np.ndarray:
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
     offsets = np.r_[starts, n].astype(np.int64)
     block_q = qid[starts]
-    if np.unique(block_q).shape[0] != block_q.shape[0]:
-        order = np.argsort(block_q, kind="stable")
-        sorted_q = block_q[order]
-        dup = np.flatnonzero(sorted_q[1:] == sorted_q[:-1])[0]
-        first, second = sorted(order[dup : dup + 2])
-        q = block_q[first]
+    _, first_block, inverse = np.unique(block_q, return_index=True, return_inverse=True)
+    repeated = np.flatnonzero(first_block[inverse] != np.arange(block_q.shape[0]))
+    if repeated.size:  # name the first split in row order
+        second = int(repeated[0])
+        first = int(first_block[inverse[second]])
+        q = block_q[second]
         raise DataError(
             f"{source}: qid {q} appears in two separate blocks "
             f"(rows {offsets[first] + 1}-{offsets[first + 1]} and {offsets[second] + 1}-{offsets[second + 1]}); "
@@ -69,6 +69,8 @@ class RankingData:
     name : a label for messages (usually the source file).
     weight : optional per-query weights, shape (n_queries,).
     docid : optional per-row document ids (e.g. LETOR ``#docid = ...`` comments).
+    position : optional per-row display position ids (int64; LightGBM's ``.position`` sidecar, click
+        logs), used by position-debiased training.
     """
 
     X: FeatureMatrix
@@ -77,6 +79,7 @@ class RankingData:
     name: str = "data"
     weight: np.ndarray | None = None
     docid: np.ndarray | None = None
+    position: np.ndarray | None = None
     offsets: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -103,6 +106,14 @@ class RankingData:
                     f"{self.name}: weight must have one value per query ({offsets.shape[0] - 1}), got shape {w.shape}"
                 )
             object.__setattr__(self, "weight", w)
+        if self.position is not None:
+            pos = np.asarray(self.position)
+            if pos.shape != y.shape or pos.dtype.kind not in "iu":
+                raise DataError(
+                    f"{self.name}: position must hold one integer per row ({y.shape[0]}), "
+                    f"got shape {pos.shape} and dtype {pos.dtype}"
+                )
+            object.__setattr__(self, "position", pos.astype(np.int64, copy=False))
         object.__setattr__(self, "X", X)
         object.__setattr__(self, "y", y)
         object.__setattr__(self, "qid", qid)
@@ -161,6 +172,7 @@ class RankingData:
             name=name or self.name,
             weight=None if self.weight is None else self.weight[np.asarray(queries)],
             docid=None if self.docid is None else self.docid[rows],
+            position=None if self.position is None else self.position[rows],
         )
 
     def dense(self) -> np.ndarray:

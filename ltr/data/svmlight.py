@@ -164,6 +164,21 @@ def read_positions(path: str | Path) -> np.ndarray:
     return np.asarray(_read_column(Path(path), "a position id", str), dtype=object)
 
 
+def position_codes(ids: np.ndarray) -> np.ndarray:
+    """Integer position ids from sidecar strings: the trailing number (``pos_3`` → 3) when every id
+    has one, otherwise codes in sorted order of the distinct strings (LightGBM treats them as categories).
+
+    >>> position_codes(np.array(["pos_2", "pos_10", "3"], dtype=object)).tolist()
+    [2, 10, 3]
+    >>> position_codes(np.array(["top", "mid", "top"], dtype=object)).tolist()
+    [1, 0, 1]
+    """
+    numbers = [re.search(r"(\d+)$", str(v)) for v in ids]
+    if all(m is not None for m in numbers):
+        return np.array([int(m.group(1)) for m in numbers], dtype=np.int64)
+    return np.unique(np.asarray(ids, dtype=str), return_inverse=True)[1].astype(np.int64)
+
+
 def _groups_from_sizes(sizes: np.ndarray, n_rows: int, source: Path) -> np.ndarray:
     if int(sizes.sum()) != n_rows:
         raise DataError(
@@ -231,6 +246,7 @@ def load_svmlight(
     regroup: bool = False,
     query_file: str | Path | None = "auto",
     weight_file: str | Path | None = "auto",
+    position_file: str | Path | None = "auto",
     docid: bool = False,
     engine: str = "auto",
     n_threads: int | None = None,
@@ -244,6 +260,8 @@ def load_svmlight(
     query_file, weight_file: LightGBM sidecars for files without ``qid:``; ``"auto"`` uses
         ``PATH.query`` / ``PATH.weight`` when they exist. A file with neither qids nor a ``.query``
         sidecar is an error. Row weights become per-query weights (they must be constant per query).
+    position_file: LightGBM ``.position`` sidecar (``"auto"``: ``PATH.position`` when it exists):
+        one display position id per row, kept as ``RankingData.position`` (see :func:`position_codes`).
     docid: keep each row's comment (the ``docid = X`` value in LETOR files) as ``RankingData.docid``.
     engine: ``"numba"`` (fast, chunked, parallel), ``"python"`` (reference) or ``"auto"`` (numba).
     n_threads: parser threads (numba engine; default: numba's thread count, i.e. all cores).
@@ -268,6 +286,7 @@ def load_svmlight(
         raise DataError(f"{path}: no such file")
     qfile = _sidecar(path, query_file, ".query")
     wfile = _sidecar(path, weight_file, ".weight")
+    pfile = _sidecar(path, position_file, ".position")
     if cache_dir is not None:
         from ltr.data.cache import load_cached
 
@@ -277,12 +296,15 @@ def load_svmlight(
             cache_dir=cache_dir,
             query_file=qfile,
             weight_file=wfile,
+            position_file=pfile,
             docid=docid,
             engine=engine,
             n_threads=n_threads,
             name=name,
         )
-    return build_dataset(path, parse_file(path, opts, engine, n_threads), opts, qfile, wfile, docid, name)
+    return build_dataset(
+        path, parse_file(path, opts, engine, n_threads), opts, qfile, wfile, docid, name, position_file=pfile
+    )
 
 
 def build_dataset(
@@ -293,6 +315,7 @@ def build_dataset(
     wfile: Path | None,
     docid: bool,
     name: str | None,
+    position_file: Path | None = None,
 ) -> RankingData:
     """Attach sidecars, regroup if asked, and wrap parsed arrays into a checked ``RankingData``."""
     n = raw.y.shape[0]
@@ -321,6 +344,11 @@ def build_dataset(
         row_w = read_weights(wfile)
         if row_w.shape[0] != n:
             raise DataError(f"{wfile}: {row_w.shape[0]} weights but the data file has {n} rows")
+    position = None
+    if position_file is not None:
+        position = position_codes(read_positions(position_file))
+        if position.shape[0] != n:
+            raise DataError(f"{position_file}: {position.shape[0]} positions but the data file has {n} rows")
     label = name or str(path)
     if opts.regroup:
         order = regroup_order(qid)
@@ -328,12 +356,13 @@ def build_dataset(
             X, y, qid = X[order], raw.y[order], qid[order]
             docids = None if docids is None else docids[order]
             row_w = None if row_w is None else row_w[order]
+            position = None if position is None else position[order]
             raw.y = y
     offsets = offsets_from_qid(qid, source=str(path))  # a split qid block: the error names the file
     weight = None
     if row_w is not None:
         weight = _query_weights(row_w, offsets, wfile)
-    return RankingData(X=X, y=raw.y, qid=qid, name=label, weight=weight, docid=docids)
+    return RankingData(X=X, y=raw.y, qid=qid, name=label, weight=weight, docid=docids, position=position)
 
 
 def _format_values(values: np.ndarray) -> list[str]:
