@@ -166,7 +166,7 @@ def test_unsorted_and_duplicates_opt_in(tmp_path, engine):
 
 def test_non_contiguous_qids(tmp_path, engine):
     p = _write(tmp_path, "1 qid:5 1:1\n0 qid:3 1:2\n2 qid:5 1:3\n0 qid:3 1:4\n1 qid:9 1:5\n")
-    with pytest.raises(DataError, match=r"f\.txt: qid 3 appears in two separate blocks \(rows 2-2 and 4-4\)"):
+    with pytest.raises(DataError, match=r"f\.txt: qid 5 appears in two separate blocks \(rows 1-1 and 3-3\)"):
         load_svmlight(p, engine=engine, name="mslr/train")  # the message names the file, not the label
     d = load_svmlight(p, regroup=True, engine=engine)
     assert d.qid.tolist() == [5, 5, 3, 3, 9]
