@@ -50,7 +50,7 @@ from ltr.stats import (
     tukey_hsd,
     win_tie_loss,
 )
-from ltr.stats._validate import check_B, check_choice, check_level
+from ltr.stats._validate import check_B, check_choice, check_level, check_seed, check_tolerance
 
 PerQuery = Mapping[str, pd.DataFrame] | Mapping[str, Mapping[str, ArrayLike]]
 TEST_NAMES = {"randomization": "paired randomisation test", "t": "paired t-test"}
@@ -407,7 +407,7 @@ def compare(
     *,
     baseline: str,
     query_ids: Mapping[str, ArrayLike] | ArrayLike | None = None,
-    metrics: Sequence[str] | None = None,
+    metrics: str | Sequence[str] | None = None,
     ci: Literal["bca", "percentile"] = "bca",
     B: int = 10_000,
     seed: int = 0,
@@ -416,14 +416,15 @@ def compare(
     correction: Literal["holm", "bh", "bonferroni", "none"] = "holm",
     test: Literal["randomization", "t"] = "randomization",
     tie_tolerance: float = 0.0,
-    lower_is_better: Collection[str] = (),
+    lower_is_better: str | Collection[str] = (),
     all_pairs: bool = False,
 ) -> ComparisonReport:
     """Compare systems paired by query against ``baseline`` (see the module docstring).
 
     ``per_query``: ``system → DataFrame`` (index = query id, one column per metric) or
     ``system → {metric: per-query array}`` together with ``query_ids`` (``system → ids`` or one shared id
-    array). ``metrics`` defaults to the baseline's metrics in their order. ``test`` is the paired test
+    array). ``metrics`` (a name or a sequence) defaults to the baseline's metrics in their order;
+    ``lower_is_better`` (a name or a collection) must name compared metrics. ``test`` is the paired test
     (``randomization``: sign-flip, exact for ≤ 20 queries; ``t``), ``correction`` the adjustment within
     each metric's family of comparisons with the baseline, ``tie_tolerance`` the win/tie/loss tolerance.
     ``all_pairs=True`` also runs a randomised Tukey HSD over all pairs of systems for each metric
@@ -434,21 +435,28 @@ def compare(
     check_choice("test", test, ("randomization", "t"))
     B = check_B(B)
     alpha, confidence = check_level("alpha", alpha), check_level("confidence", confidence)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ConfigError(f"seed={seed!r} must be a non-negative int")
-    if not (isinstance(tie_tolerance, float | int) and tie_tolerance >= 0):
-        raise ConfigError(f"tie_tolerance={tie_tolerance!r} must be a number >= 0")
+    seed = check_seed(seed)
+    tie_tolerance = check_tolerance(tie_tolerance)
     tables = _system_tables(per_query, query_ids)
     if baseline not in tables:
         raise ConfigError(f"baseline={baseline!r} is not one of the systems: {', '.join(map(repr, tables))}")
     _check_query_sets(tables, baseline)
     order = tables[baseline][0]
-    metric_names = list(tables[baseline][1]) if metrics is None else [str(m) for m in metrics]
+    if metrics is None:
+        metric_names = list(tables[baseline][1])
+    else:
+        metric_names = [metrics] if isinstance(metrics, str) else [str(m) for m in metrics]
     if len(set(metric_names)) != len(metric_names):
         dup = next(m for m in metric_names if metric_names.count(m) > 1)
         raise ConfigError(f"metrics lists {dup!r} more than once")
     if not metric_names:
         raise ConfigError("no metrics to compare (metrics is empty and the baseline has no metric columns)")
+    lower = frozenset([lower_is_better] if isinstance(lower_is_better, str) else map(str, lower_is_better))
+    if lower - set(metric_names):
+        raise ConfigError(
+            f"lower_is_better names {', '.join(map(repr, sorted(lower - set(metric_names))))}, which is not "
+            f"among the compared metrics: {', '.join(map(repr, metric_names))}"
+        )
     systems = list(tables)
     rows: list[ComparisonRow] = []
     hsd: dict[str, HSDResult] = {}
@@ -462,12 +470,13 @@ def compare(
             raise DataError(
                 f"metric {metric!r}: only {n} queries are scored by every system; need at least 2"
             )
+        kept = {s: v[scored] for s, v in columns.items()}
         if all_pairs:
-            hsd[metric] = tukey_hsd({s: v[scored] for s, v in columns.items()}, B=B, seed=seed)
+            hsd[metric] = tukey_hsd(kept, B=B, seed=seed)
         rows.extend(
             _metric_rows(
                 metric,
-                {s: v[scored] for s, v in columns.items()},
+                kept,
                 baseline,
                 dropped,
                 ci=ci,
@@ -492,8 +501,8 @@ def compare(
         confidence=confidence,
         correction=correction,
         test=test,
-        tie_tolerance=float(tie_tolerance),
-        lower_is_better=frozenset(map(str, lower_is_better)),
+        tie_tolerance=tie_tolerance,
+        lower_is_better=lower,
         hsd=MappingProxyType(hsd),
     )
 

@@ -185,8 +185,11 @@ def test_other_input_errors(systems: dict[str, pd.DataFrame]) -> None:
         {"B": 0},
         {"seed": -1},
         {"tie_tolerance": -1},
+        {"tie_tolerance": "0.1"},
+        {"seed": 1.5},
+        {"lower_is_better": ["err@01"]},
     ):
-        with pytest.raises(ConfigError):
+        with pytest.raises(ConfigError, match=next(iter(kwargs))):
             compare(systems, baseline="bm25", **kwargs)
 
 
@@ -223,7 +226,12 @@ def test_small_query_sets_use_the_exact_randomisation_test() -> None:
 def test_best_and_lower_is_better(report: ComparisonReport, systems: dict[str, pd.DataFrame]) -> None:
     assert report.best("ndcg@10") == "lambdamart"
     rep = compare(systems, baseline="bm25", B=200, lower_is_better=["err@10"])
-    assert rep.best("err@10") == min(systems, key=lambda s: rep.row(s, "err@10").mean)
+    lowest = min(systems, key=lambda s: systems[s]["err@10"].mean())  # from the data, not the report
+    assert rep.best("err@10") == lowest != report.best("err@10")
+    # a single name is one metric, not a sequence of characters
+    one = compare(systems, baseline="bm25", B=200, metrics="err@10", lower_is_better="err@10")
+    assert one.metrics == ("err@10",) and one.lower_is_better == frozenset({"err@10"})
+    assert one.best("err@10") == lowest
 
 
 def test_markdown_rendering(report: ComparisonReport) -> None:

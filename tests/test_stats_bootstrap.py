@@ -150,6 +150,12 @@ def test_degenerate_and_invalid_inputs() -> None:
         bootstrap_ci([0.1, 0.2], weights=[1.0])
     with pytest.raises(DataError, match="> 0"):
         bootstrap_ci([0.1, 0.2], weights=[1.0, 0.0])
+    with pytest.raises(DataError, match="values: per-query values must be numeric"):
+        bootstrap_ci(["a", "b"])
+    with pytest.raises(ConfigError, match="nan_policy"):
+        bootstrap_ci([0.1, 0.2], nan_policy="drop")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="seed"):
+        bootstrap_ci([0.1, 0.2], seed="1")  # type: ignore[arg-type]
 
 
 def test_nan_queries_are_dropped_with_their_weights() -> None:

@@ -70,6 +70,10 @@ def test_invalid_inputs() -> None:
         benjamini_hochberg([[0.1]])
     with pytest.raises(ConfigError, match="correction"):
         adjust_pvalues([0.1], "sidak")  # type: ignore[arg-type]
+    with pytest.raises(DataError, match="numeric"):
+        holm(["a"])
+    with pytest.raises(DataError, match="outside"):
+        adjust_pvalues([0.1, -0.2], "bonferroni")
 
 
 @given(st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=1, max_size=40))

@@ -38,8 +38,10 @@ def test_win_tie_loss_with_tolerance() -> None:
     assert (w.wins, w.ties, w.losses) == (2, 2, 1)
     w = win_tie_loss(a, b, tie_tolerance=0.5)
     assert (w.wins, w.ties, w.losses) == (0, 5, 0)
-    with pytest.raises(ConfigError, match="tie_tolerance"):
-        win_tie_loss(a, b, tie_tolerance=-0.1)
+    for bad in (-0.1, float("nan"), "0.1", None):
+        with pytest.raises(ConfigError, match="tie_tolerance"):
+            win_tie_loss(a, b, tie_tolerance=bad)  # type: ignore[arg-type]
+    assert win_tie_loss(a, b, tie_tolerance=np.float32(0.02)) == win_tie_loss(a, b, tie_tolerance=0.02)
 
 
 def test_design_example_3532() -> None:
@@ -94,6 +96,12 @@ def test_power_inputs_are_validated() -> None:
         achieved_power(1, 0.01, 0.15)
     with pytest.raises(ConfigError, match="method"):
         achieved_power(10, 0.01, 0.15, method="exact")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="paired='yes'"):
+        queries_needed(0.01, 0.15, paired="yes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="alpha"):
+        achieved_power(100, 0.01, 0.15, alpha=0.0)
+    with pytest.raises(ConfigError, match="n="):
+        achieved_power(100.0, 0.01, 0.15)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("module", ["bootstrap", "paired", "corrections", "hsd", "effects", "power"])

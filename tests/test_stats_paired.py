@@ -116,6 +116,12 @@ def test_randomization_reproducible_never_zero_and_validated() -> None:
         randomization_test(a, b, exact=True)
     with pytest.raises(ConfigError, match="B="):
         randomization_test(a, b, B=0)
+    with pytest.raises(ConfigError, match="exact='yes' must be True or False or None"):
+        randomization_test(a, b, exact="yes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="seed="):
+        randomization_test(a, b, seed=-3)
+    with pytest.raises(DataError, match="numeric"):
+        randomization_test(["x", "y"], [0.1, 0.2])
 
 
 def test_exact_randomization_equals_brute_force_enumeration_at_n_20() -> None:
@@ -185,8 +191,9 @@ def test_sign_test_equals_binomtest(n: int, tol: float) -> None:
 def test_sign_test_all_ties() -> None:
     r = sign_test([0.1, 0.2], [0.1, 0.2])
     assert (r.pvalue, r.n) == (1.0, 0)
-    with pytest.raises(ConfigError, match="tie_tolerance"):
-        sign_test([0.1], [0.2], tie_tolerance=-1.0)
+    for bad in (-1.0, float("nan"), "0.1"):
+        with pytest.raises(ConfigError, match="tie_tolerance"):
+            sign_test([0.1], [0.2], tie_tolerance=bad)  # type: ignore[arg-type]
 
 
 @pytest.mark.slow

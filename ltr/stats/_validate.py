@@ -15,7 +15,10 @@ Seed = int | np.random.Generator
 
 def as_values(x: ArrayLike, name: str) -> np.ndarray:
     """``x`` as a 1-D float64 array; :class:`DataError` naming ``name`` if it is not 1-D or holds ±inf."""
-    arr = np.asarray(x, dtype=np.float64)
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{name}: per-query values must be numeric ({exc})") from None
     if arr.ndim != 1:
         raise DataError(f"{name}: expected a 1-D array of per-query values, got shape {arr.shape}")
     if np.isinf(arr).any():
@@ -90,10 +93,33 @@ def check_level(param: str, value: float) -> float:
     return float(value)
 
 
+def check_seed(seed: object, expected: str = "a non-negative int") -> int:
+    """An int seed >= 0 (numpy integers accepted), as a Python int."""
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ConfigError(f"seed={seed!r} must be {expected}")
+    return int(seed)
+
+
+def check_tolerance(tie_tolerance: object) -> float:
+    """A tie tolerance: a number >= 0 (not NaN)."""
+    if (
+        isinstance(tie_tolerance, bool)
+        or not isinstance(tie_tolerance, int | float | np.integer | np.floating)
+        or not tie_tolerance >= 0
+    ):
+        raise ConfigError(f"tie_tolerance={tie_tolerance!r} must be a number >= 0")
+    return float(tie_tolerance)
+
+
+def check_flag(param: str, value: object, *, allow_none: bool = False) -> None:
+    """Raise :class:`ConfigError` unless ``value`` is a bool (or None when ``allow_none``)."""
+    if not (isinstance(value, bool | np.bool_) or (allow_none and value is None)):
+        raise ConfigError(f"{param}={value!r} must be True or False" + (" or None" if allow_none else ""))
+
+
 def make_rng(seed: Seed) -> tuple[np.random.Generator, int | None]:
     """A Generator from an int seed (or the Generator itself) and the int seed to record (None if a Generator)."""
     if isinstance(seed, np.random.Generator):
         return seed, None
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ConfigError(f"seed={seed!r} must be a non-negative int or a numpy.random.Generator")
-    return np.random.default_rng(int(seed)), int(seed)
+    seed = check_seed(seed, "a non-negative int or a numpy.random.Generator")
+    return np.random.default_rng(seed), seed

@@ -31,7 +31,10 @@ Correction = Literal["holm", "bh", "bonferroni", "none"]
 
 
 def _pvalues(p: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    arr = np.asarray(p, dtype=np.float64)
+    try:
+        arr = np.asarray(p, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"p-values must be numeric ({exc})") from None
     if arr.ndim != 1:
         raise DataError(f"p-values: expected a 1-D array, got shape {arr.shape}")
     finite = ~np.isnan(arr)

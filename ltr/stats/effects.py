@@ -21,8 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ltr.errors import ConfigError
-from ltr.stats._validate import NanPolicy, need, paired_diffs
+from ltr.stats._validate import NanPolicy, check_tolerance, need, paired_diffs
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +58,7 @@ def win_tie_loss(
     a: ArrayLike, b: ArrayLike, *, tie_tolerance: float = 0.0, nan_policy: NanPolicy = "omit"
 ) -> WinTieLoss:
     """Counts of queries where ``a − b > τ`` (win), ``|a − b| ≤ τ`` (tie), ``a − b < −τ`` (loss)."""
-    if not (isinstance(tie_tolerance, float | int) and tie_tolerance >= 0):
-        raise ConfigError(f"tie_tolerance={tie_tolerance!r} must be a number >= 0")
+    tie_tolerance = check_tolerance(tie_tolerance)
     d = paired_diffs(a, b, nan_policy)
     wins = int(np.count_nonzero(d > tie_tolerance))
     losses = int(np.count_nonzero(d < -tie_tolerance))

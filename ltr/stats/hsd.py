@@ -82,12 +82,18 @@ def _as_table(
             raise DataError(f"every system must score the same queries; got different lengths ({sizes})")
         table = np.column_stack(cols) if cols else np.empty((0, 0))
     else:
-        table = np.asarray(systems, dtype=np.float64)
+        try:
+            table = np.asarray(systems, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise DataError(f"per-query values must be numeric ({exc})") from None
         if table.ndim != 2:
             raise DataError(f"expected a (queries × systems) table, got shape {table.shape}")
         names = [str(i) for i in range(table.shape[1])] if names is None else list(names)
         if len(names) != table.shape[1]:
             raise DataError(f"{len(names)} system names for {table.shape[1]} columns")
+    if len(set(names)) != len(names):
+        dup = next(s for s in names if names.count(s) > 1)
+        raise DataError(f"system name {dup!r} is given more than once; names must be unique")
     return table, names
 
 

@@ -31,7 +31,17 @@ from scipy import special, stats
 
 from ltr.errors import ConfigError
 from ltr.stats import _kernels
-from ltr.stats._validate import NanPolicy, Seed, check_B, check_choice, make_rng, need, paired_diffs
+from ltr.stats._validate import (
+    NanPolicy,
+    Seed,
+    check_B,
+    check_choice,
+    check_flag,
+    check_tolerance,
+    make_rng,
+    need,
+    paired_diffs,
+)
 
 EXACT_MAX_N = 20
 
@@ -113,6 +123,7 @@ def randomization_test(
     n = d.shape[0]
     need(n, 1, "a randomisation test")
     B = check_B(B)
+    check_flag("exact", exact, allow_none=True)
     if exact is None:
         exact = n <= EXACT_MAX_N
     if exact and n > 26:
@@ -205,8 +216,7 @@ def sign_test(
     ``p = min(1, 2·P(X ≤ min(k, m − k)))``, ``X ~ Binomial(m, 1/2)`` (= :func:`scipy.stats.binomtest`).
     No untied pair gives ``p = 1`` (statistic 0, n 0). Statistic: ``k`` (number of wins of ``a``).
     """
-    if not tie_tolerance >= 0.0:
-        raise ConfigError(f"tie_tolerance={tie_tolerance!r} must be >= 0")
+    tie_tolerance = check_tolerance(tie_tolerance)
     d = paired_diffs(a, b, nan_policy)
     untied = np.abs(d) > tie_tolerance
     m = int(untied.sum())

@@ -31,7 +31,7 @@ from typing import Literal
 from scipy import special, stats
 
 from ltr.errors import ConfigError
-from ltr.stats._validate import check_choice, check_level
+from ltr.stats._validate import check_choice, check_flag, check_level
 
 PowerMethod = Literal["normal", "t"]
 
@@ -61,6 +61,7 @@ def achieved_power(
     differences (``paired=True``). See the module docstring for both methods.
     """
     check_choice("method", method, ("normal", "t"))
+    check_flag("paired", paired)
     alpha = check_level("alpha", alpha)
     delta = _check_positive("delta", abs(delta) if isinstance(delta, float | int) else delta)
     sigma = _check_positive("sigma", sigma)
@@ -93,6 +94,7 @@ def queries_needed(
     1766
     """
     check_choice("method", method, ("normal", "t"))
+    check_flag("paired", paired)
     alpha = check_level("alpha", alpha)
     power = check_level("power", power)
     delta = _check_positive("delta", abs(delta) if isinstance(delta, float | int) else delta)
