@@ -129,7 +129,15 @@ def read_qrels(path: str | Path) -> TrecTable:
 
 
 def read_run(path: str | Path) -> TrecTable:
-    """Read a TREC run ``topic Q0 docno rank score tag``; the rank column is checked but ignored."""
+    """Read a TREC run ``topic Q0 docno rank score tag``; the rank column is checked but ignored.
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".run", delete=False) as f:
+    ...     _ = f.write("1 Q0 b 1 2.0 bm25\\n1 Q0 a 2 1.0 bm25\\n")
+    >>> r = read_run(f.name); os.unlink(f.name)
+    >>> r.topics, r.docno.tolist(), r.values.tolist(), r.tag
+    (['1'], ['b', 'a'], [2.0, 1.0], 'bm25')
+    """
     path = Path(path)
     rows, tags = [], set()
     for number, (topic, _q0, docno, rank, score, tag) in _rows(path, 6, "topic Q0 docno rank score tag"):
@@ -207,6 +215,21 @@ def evaluate_trec(
     """Evaluate a run against qrels the way trec_eval does (preset ``trec``, ideal from qrels).
 
     Run documents without a judgment have relevance 0; negative relevance levels count as 0.
+
+    Example: a (rel 2) and the unjudged z tie at 1.0; docno descending ranks z first, so the ranking
+    is b (0), z (0), a (2): P@2 = 0, RR = 1/3, NDCG@3 = (2/log2 4) / (2 + 1/log2 3) = 0.380094
+    (IDCG from all judged documents, including c, which the run did not retrieve).
+
+    >>> import shutil, tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "q").write_text("1 0 a 2\\n1 0 b 0\\n1 0 c 1\\n")
+    >>> _ = (d / "r").write_text("1 Q0 b 1 2.0 t\\n1 Q0 a 2 1.0 t\\n1 Q0 z 3 1.0 t\\n")
+    >>> res = evaluate_trec(read_qrels(d / "q"), read_run(d / "r"), ["P_2", "recip_rank", "ndcg_cut_3"])
+    >>> shutil.rmtree(d)
+    >>> {m: round(float(v[0]), 6) for m, v in res.values.items()}
+    {'P_2': 0.0, 'recip_rank': 0.333333, 'ndcg_cut_3': 0.380094}
+    >>> format_trec(res).splitlines()[-1].split()   # the 'all' line of ndcg_cut_3
+    ['ndcg_cut_3', 'all', '0.3801']
     """
     pairs = trec_measures(measures)
     q_index = {t: i for i, t in enumerate(qrels.topics)}
@@ -249,6 +272,10 @@ def format_trec(result: TrecResult, *, per_topic: bool = False) -> str:
 
     Skipped topics (NaN, possible only with a ``skip`` convention) are not printed, not averaged and
     not counted in ``num_q``.
+
+    >>> res = TrecResult(["1", "2"], {"map": np.array([0.5, np.nan])}, "run1")
+    >>> [line.split() for line in format_trec(res, per_topic=True).splitlines()]
+    [['map', '1', '0.5000'], ['runid', 'all', 'run1'], ['num_q', 'all', '1'], ['map', 'all', '0.5000']]
     """
     lines = []
     if per_topic:

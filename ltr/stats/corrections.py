@@ -66,12 +66,20 @@ def _bh_sorted(p: np.ndarray) -> np.ndarray:
 
 
 def holm(pvalues: ArrayLike) -> np.ndarray:
-    """Holm step-down adjusted p-values (see the module docstring)."""
+    """Holm step-down adjusted p-values (see the module docstring).
+
+    >>> holm([0.01, 0.04, 0.03]).tolist()   # sorted .01, .03, .04 -> 3·.01, 2·.03, max(.04, .06)
+    [0.03, 0.06, 0.06]
+    """
     return _stepwise(pvalues, _holm_sorted)
 
 
 def benjamini_hochberg(pvalues: ArrayLike) -> np.ndarray:
-    """Benjamini–Hochberg step-up adjusted p-values (see the module docstring)."""
+    """Benjamini–Hochberg step-up adjusted p-values (see the module docstring).
+
+    >>> benjamini_hochberg([0.01, 0.04, 0.03]).tolist()   # sorted -> 3·.01/1, min(3·.03/2, .04), 3·.04/3
+    [0.03, 0.04, 0.04]
+    """
     return _stepwise(pvalues, _bh_sorted)
 
 

@@ -75,6 +75,12 @@ def paired_t_test(a: ArrayLike, b: ArrayLike, *, nan_policy: NanPolicy = "omit")
     function). Deviations, by design: every ``d`` zero → ``t = NaN``, ``p = 1.0`` (no observed difference);
     fewer than 2 pairs → :class:`~ltr.errors.DataError`. Constant non-zero ``d`` gives ``t = ±inf, p = 0``
     like scipy.
+
+    >>> a = [0.52, 0.61, 0.40, 0.73, 0.55, 0.48, 0.66, 0.59]
+    >>> b = [0.50, 0.55, 0.41, 0.62, 0.50, 0.40, 0.60, 0.61]
+    >>> r = paired_t_test(a, b)   # scipy.stats.ttest_rel(a, b): t = 2.78823, p = 0.0269767
+    >>> round(r.statistic, 5), round(r.pvalue, 7), r.df
+    (2.78823, 0.0269767, 7)
     """
     d = paired_diffs(a, b, nan_policy)
     n = d.shape[0]
@@ -118,6 +124,14 @@ def randomization_test(
     ``p = #{|T*| ≥ |T|} / 2ⁿ``; otherwise it draws ``B`` sign vectors (seeded) and reports
     ``p = (b + 1) / (B + 1)`` with ``b = #{|T*| ≥ |T|}``, which is never 0 and is a valid p-value.
     Comparisons allow a relative slack of ``n·ε·Σ|d_i|`` for floating-point rounding.
+
+    >>> a = [0.52, 0.61, 0.40, 0.73, 0.55, 0.48, 0.66, 0.59]
+    >>> b = [0.50, 0.55, 0.41, 0.62, 0.50, 0.40, 0.60, 0.61]
+    >>> randomization_test(a, b).pvalue   # exact: 12 of the 2**8 sign vectors are as extreme
+    0.046875
+    >>> r = randomization_test(a, b, exact=False, B=2000, seed=1)
+    >>> r.exact, r.B, r.seed, round(r.pvalue * 2001) - 1   # b resamples as extreme: p = (b + 1)/(B + 1)
+    (False, 2000, 1, 78)
     """
     d = paired_diffs(a, b, nan_policy)
     n = d.shape[0]
@@ -166,6 +180,12 @@ def wilcoxon_test(
     differences, t tie-group sizes, no continuity correction). ``'exact'``/``'asymptotic'`` force one.
     It tests symmetry of ``d`` about 0, not a zero mean difference: poorly calibrated for comparing the
     mean of a metric; prefer :func:`randomization_test` or :func:`paired_t_test`.
+
+    >>> a = [0.52, 0.61, 0.40, 0.73, 0.55, 0.48, 0.66, 0.59]
+    >>> b = [0.50, 0.55, 0.41, 0.62, 0.50, 0.40, 0.60, 0.61]
+    >>> r = wilcoxon_test(a, b)   # ties in |d|, n <= 13: exact sign-flip of the signed ranks (= scipy)
+    >>> r.statistic, r.pvalue, r.exact
+    (3.5, 0.046875, True)
     """
     check_choice("method", method, ("auto", "exact", "asymptotic"))
     d_all = paired_diffs(a, b, nan_policy)
@@ -215,6 +235,12 @@ def sign_test(
     Pairs with ``|d_i| ≤ tie_tolerance`` are ties and dropped; with ``k`` wins among ``m`` untied pairs,
     ``p = min(1, 2·P(X ≤ min(k, m − k)))``, ``X ~ Binomial(m, 1/2)`` (= :func:`scipy.stats.binomtest`).
     No untied pair gives ``p = 1`` (statistic 0, n 0). Statistic: ``k`` (number of wins of ``a``).
+
+    >>> a = [0.52, 0.61, 0.40, 0.73, 0.55, 0.48, 0.66, 0.59]
+    >>> b = [0.50, 0.55, 0.41, 0.62, 0.50, 0.40, 0.60, 0.61]
+    >>> r = sign_test(a, b)   # 6 wins of 8: scipy.stats.binomtest(6, 8).pvalue = 0.2890625
+    >>> r.statistic, r.n, r.pvalue
+    (6.0, 8, 0.2890625)
     """
     tie_tolerance = check_tolerance(tie_tolerance)
     d = paired_diffs(a, b, nan_policy)
