@@ -298,6 +298,8 @@ def test_truncated_ranking_keeps_whole_boundary_tie_group():
     scores = np.array([5.0, 1, 1, 1, 0, 1])
     r = rank_lists(labels, scores, np.array([0, 6]), "average", depth=2)
     assert r.order.tolist() == [0, 1, 2, 3, 5] and r.bounds.tolist() == [0, 1, 5] and r.sizes.tolist() == [6]
+    with pytest.raises(MetricError, match="ties='random' is not one of"):
+        rank_lists(labels, scores, np.array([0, 6]), "random")
     v = evaluate("dcg@2", labels, scores, [0, 6])["dcg@2"][0]
     assert v == pytest.approx(0 + np.mean([1, 3, 7, 0]) / np.log2(3), rel=1e-14)
 

@@ -188,6 +188,16 @@ def test_tie_sensitivity_against_naive_counts():
     assert report.spread == pytest.approx(report.optimistic - report.pessimistic)
 
 
+def test_tie_sensitivity_bare_name_uses_the_preset_cutoff():
+    # xgboost reads a bare "ndcg" as ndcg@32: a tie group at ranks 32-33 crosses that cutoff
+    scores = np.r_[np.arange(40.0, 9.0, -1.0), [5.0, 5.0], np.zeros(7)]  # 31 distinct, a pair, 7 tied at 0
+    labels = np.r_[np.zeros(31), [2, 0], np.ones(7)]
+    r = tie_sensitivity("ndcg", labels, scores, [0, 40], preset="xgboost")
+    assert (r.k, r.n_ties_in_top_k, r.n_ties_crossing_k) == (32, 1, 1)
+    whole = tie_sensitivity("ndcg", labels, scores, [0, 40])  # ltr: whole list, both groups inside
+    assert (whole.k, whole.n_ties_in_top_k, whole.n_ties_crossing_k) == (None, 1, 0)
+
+
 def test_tie_sensitivity_without_ties_has_zero_spread():
     labels, scores, offsets = [2, 0, 1, 1, 0], [0.9, 0.5, 0.1, 0.3, 0.2], [0, 3, 5]
     r = tie_sensitivity("err@10", labels, scores, offsets)

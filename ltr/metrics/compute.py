@@ -34,7 +34,7 @@ import numpy as np
 
 from ltr.errors import MetricError
 from ltr.metrics import _kernels
-from ltr.metrics.conventions import Conventions, resolve_conventions
+from ltr.metrics.conventions import TIES, Conventions, resolve_conventions
 from ltr.metrics.registry import MetricSpec, parse_metric
 
 #: Whole-number labels below this are counted per grade for IDCG (no sort); larger ones are sorted.
@@ -135,6 +135,8 @@ def rank_lists(
     >>> rank_lists(np.array([0., 3, 1, 2]), np.array([1., 1, 1, .5]), np.array([0, 4]), "average").bounds.tolist()
     [0, 3, 4]
     """
+    if ties not in TIES:
+        raise MetricError(f"ties={ties!r} is not one of {', '.join(TIES)}")
     n = labels.shape[0]
     d = 0 if depth is None else int(depth)
     if ties in ("stable", "average"):

@@ -231,6 +231,7 @@ def monte_carlo_metrics(
 class TieSensitivity:
     """How much tied scores can move a metric.
 
+    ``k`` is the cutoff used (from the name, else the preset's ``default_k``, else None = whole list);
     ``n_ties_in_top_k``: queries where a group of two or more tied documents reaches into the top k
     (the tie convention decides order or membership of the top k, so it can change the metric);
     ``n_ties_crossing_k``: the subset whose tie group straddles the cutoff (which documents enter the
@@ -269,7 +270,8 @@ def tie_sensitivity(
     off = _as_offsets(offsets, sc.shape[0], "offsets")
     lab = _as_vector(labels, sc.shape[0], "labels", ref="scores")
     ranked = rank_lists(lab, sc, off, "average")
-    k = spec.k if spec.k is not None else int(np.diff(off).max(initial=0))
+    default_k = resolve_conventions(preset, **conventions).default_k
+    k = spec.k if spec.k is not None else (default_k or int(np.diff(off).max(initial=0)))
     in_top = np.zeros(off.shape[0] - 1, dtype=bool)
     crossing = np.zeros(off.shape[0] - 1, dtype=bool)
     starts = ranked.bounds[:-1]
@@ -285,7 +287,7 @@ def tie_sensitivity(
         means[ties] = float(np.nanmean(v)) if np.any(~np.isnan(v)) else float("nan")
     return TieSensitivity(
         spec.name,
-        spec.k,
+        spec.k if spec.k is not None else default_k,
         int(off.shape[0] - 1),
         int(in_top.sum()),
         int(crossing.sum()),
