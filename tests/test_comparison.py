@@ -396,6 +396,10 @@ def test_compare_on_real_per_query_ndcg_from_pytrec_eval(shared_data: Path) -> N
         ref = stats.ttest_rel(aligned[system], aligned["f90"]).pvalue
         assert t_rep.row(system, "ndcg@10").pvalue == pytest.approx(ref, rel=1e-12)
     assert "198 queries (3 dropped" in rep.to_markdown()
+    # docs/statistics.md shows this very report: every table row there must be what the code prints
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "statistics.md").read_text(encoding="utf-8")
+    rows = [line for line in rep.to_markdown(detail=True).splitlines() if line.startswith("| f")]
+    assert len(rows) == 5 and all(line in docs for line in rows), [r for r in rows if r not in docs]
 
 
 def test_all_pairs_runs_randomised_tukey_hsd_per_metric(systems: dict[str, pd.DataFrame]) -> None:
