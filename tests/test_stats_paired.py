@@ -120,6 +120,8 @@ def test_randomization_reproducible_never_zero_and_validated() -> None:
         randomization_test(a, b, exact="yes")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="seed="):
         randomization_test(a, b, seed=-3)
+    with pytest.raises(ConfigError, match="seed="):
+        randomization_test(a[:5], b[:5], seed=-3)  # exact path (n <= 20) checks the seed too
     with pytest.raises(DataError, match="numeric"):
         randomization_test(["x", "y"], [0.1, 0.2])
 

@@ -144,13 +144,13 @@ def randomization_test(
         raise ConfigError(
             f"exact=True enumerates 2**n sign vectors; n = {n} > 26 is too many (use exact=None)"
         )
+    rng, seed_used = make_rng(seed)  # validated even when the exact path does not use it
     observed = abs(float(d.sum()))
     tol = _tolerance(d)
     if exact:
         null = sign_flip_null(d)
         pvalue = np.count_nonzero(np.abs(null) >= observed - tol) / null.shape[0]
         return TestResult("randomization", float(d.mean()), float(pvalue), n, True)
-    rng, seed_used = make_rng(seed)
     null = np.empty(B)
     _kernels.sign_flip_sums(np.ascontiguousarray(d), _kernels.draw_seeds(rng, B), null)
     hits = np.count_nonzero(np.abs(null) >= observed - tol)
