@@ -582,3 +582,38 @@ def test_docstring_examples(module):
 
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_docs_preset_table_matches_presets():
+    """docs/metrics.md's preset table is hand-written: every row must state what PRESETS holds."""
+    from pathlib import Path
+
+    from ltr.metrics import PRESETS
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "metrics.md").read_text(encoding="utf-8")
+    table = text.split("## Presets", 1)[1].split("\n\n", 2)[1]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0].split("`")[1]] = cells
+    assert set(rows) == set(PRESETS)
+    no_rel = {"skip (counted)": ("skip", ()), "skip": ("skip", ()), "0": ("zero", ()), "1": ("one", ()),
+              "1 (MAP: 0)": ("one", (("map", "zero"),))}  # fmt: skip
+    ties = {
+        "average": "average",
+        "stable": "stable",
+        "pessimistic": "pessimistic",
+        "docno desc": "docno_desc",
+    }
+    p_den = {"k": "k", "min(k, n)": "min_k_n", "—": None}  # — : the tool has no such metric
+    ap_den = {"R": "R", "min(R, k)": "min_R_k", "—": None}
+    for name, (_, gain, tie, empty, p, ap, other, _tool) in rows.items():
+        c = PRESETS[name]
+        assert (c.gain, c.ties, (c.no_relevant, c.no_relevant_by_metric)) == (
+            gain,
+            ties[tie],
+            no_rel[empty],
+        ), name
+        assert p_den[p] in (None, c.p_denominator) and ap_den[ap] in (None, c.ap_denominator), name
+        assert (c.default_k == 32) == ("bare name = @32" in other), name
+        assert c.discount == "log2" and c.err_gmax == 4 and c.rel_threshold == 1.0, name
