@@ -453,6 +453,14 @@ def test_vectorised_results_do_not_depend_on_query_batching():
 # ----------------------------------------------------------------------------- names, conventions, errors
 
 
+def test_names_may_be_any_iterable_of_names():
+    import pandas as pd
+
+    want = evaluate(["ndcg@2", "map"], [1, 0], [1.0, 0.0], [0, 2])
+    for names in (("ndcg@2", "map"), pd.Index(["ndcg@2", "map"]), np.array(["ndcg@2", "map"])):
+        assert evaluate(names, [1, 0], [1.0, 0.0], [0, 2]).keys() == want.keys()
+
+
 def test_metric_key_and_registry():
     assert metric_key("ndcg@10") == "ndcg_at_10"
     assert metric_key("map@100") == "map_at_100"

@@ -26,7 +26,7 @@ Example (DESIGN.md §2, labels in ranked order):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -330,7 +330,7 @@ def evaluate(
     """
     if isinstance(names, str):
         names = [names]
-    elif not isinstance(names, Sequence):
+    elif not isinstance(names, Iterable):
         raise MetricError(f"names must be a metric name or a sequence of names, got {type(names).__name__}")
     specs: dict[str, MetricSpec] = {}
     for name in names:
