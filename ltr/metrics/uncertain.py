@@ -25,6 +25,7 @@ Example
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,10 +171,12 @@ def monte_carlo_metrics(
     """
     if isinstance(names, str):
         names = [names]
+    elif not isinstance(names, Iterable):
+        raise MetricError(f"names must be a metric name or a sequence of names, got {type(names).__name__}")
     specs = {parse_metric(n).name: parse_metric(n) for n in names}
     if not specs:
         raise MetricError("monte_carlo_metrics() needs at least one metric name")
-    if not (isinstance(n_samples, int) and n_samples >= 2):
+    if isinstance(n_samples, bool) or not (isinstance(n_samples, int | np.integer) and n_samples >= 2):
         raise MetricError(f"n_samples must be an integer >= 2, got {n_samples!r}")
     if isinstance(confidence, bool) or not (isinstance(confidence, int | float) and 0 < confidence < 1):
         raise MetricError(f"confidence must be a number in (0, 1), got {confidence!r}")
@@ -220,7 +223,7 @@ def monte_carlo_metrics(
             centre,
             centre - half,
             centre + half,
-            n_samples,
+            int(n_samples),
             int(seed),
             confidence,
         )
