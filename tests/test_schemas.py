@@ -27,6 +27,9 @@ def _compose(overrides: list[str]):
         "eval.bootstrap.confidence=high",
         "tracking.log_model=maybe",
         "eval.curve.max_k=[1]",
+        "data.n_queries.train=many",
+        "data.p_empty=lots",
+        "data.seed=abc",
     ],
 )
 def test_wrong_types_in_typed_groups_fail_at_composition(override):
@@ -45,8 +48,6 @@ def test_defaults_compose_and_validate():
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ("data.n_queries.train=many", "data.n_queries"),
-        ("data.p_empty=lots", "data.p_empty"),
         ("+data.typo=1", "unknown key(s) typo"),
     ],
 )
