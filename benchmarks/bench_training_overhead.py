@@ -15,10 +15,18 @@ order alternates each repeat) and medians; the wall-clock ratio ``ltr / direct``
   grow the same trees): direct LightGBM computes its own ``ndcg@10``; ltr additionally computes
   ``ndcg@10`` with ltr's conventions (``ltr.metrics.evaluate``) through a ``feval`` every round —
   the price of early stopping on the metric the run reports. Predictions again identical.
+* ``components`` (use at full scale when whole trainings are too slow for the machine): times, with
+  medians over ``--repeats``, (a) everything ltr does before handing over to LightGBM (parameter
+  resolution, label / query-size checks, translation), (b) ltr's per-round validation metric on the
+  validation split, (d) LightGBM's Dataset construction (binning; both sides pay it) and (c) one
+  LightGBM boosting round (median over rounds 2..``--trees`` of direct ``lightgbm.train`` calls on the
+  constructed Dataset), so the projected ratio of an N-round training is (d + N·c + a + N·b) / (d + N·c).
 
-Run from the project root (prints a Markdown table; figures recorded in docs/benchmarks.md):
+Run from the project root (figures recorded in docs/benchmarks.md):
 
-    .venv/bin/python benchmarks/bench_training_overhead.py --threads 2 --trees 100 --repeats 3
+    .venv/bin/python benchmarks/bench_training_overhead.py --scale 0.05 --trees 50 --leaves 63 --threads 1 --repeats 3
+    .venv/bin/python benchmarks/bench_training_overhead.py --scale 1 --trees 6 --leaves 255 --threads 1 \
+        --repeats 3 --scenarios components
 """
 
 from __future__ import annotations
@@ -53,8 +61,9 @@ def synthetic_split(n_queries: int, n_docs: int, *, seed: int, name: str) -> Ran
     rng = np.random.default_rng(seed)
     raw = rng.lognormal(mean=4.3, sigma=0.9, size=n_queries)
     sizes = np.clip(np.round(raw / raw.sum() * n_docs), 1, 1251).astype(np.int64)
-    sizes[np.argmax(sizes)] += n_docs - sizes.sum()  # exact total
-    sizes = np.clip(sizes, 1, None)
+    while (gap := n_docs - int(sizes.sum())) != 0:  # spread the rounding gap, keeping 1..1251
+        picks = rng.choice(n_queries, size=min(abs(gap), n_queries), replace=False)
+        sizes[picks] = np.clip(sizes[picks] + np.sign(gap), 1, 1251)
     n = int(sizes.sum())
     X = rng.standard_normal((n, N_FEATURES), dtype=np.float32)
     w = rng.normal(size=12).astype(np.float32)
@@ -72,6 +81,65 @@ def timed(fn) -> tuple[float, float, object]:
     return time.perf_counter() - wall, time.process_time() - cpu, out
 
 
+def components(train: RankingData, valid: RankingData, params: dict, args: argparse.Namespace) -> None:
+    """Scenario ``components``: ltr's fixed pre-training work, its per-round metric, one LightGBM round."""
+    from ltr.models.monitor import watch
+
+    cfg = {"name": "lambdamart", "params": params, "early_stopping": {"patience": 50}}
+    ranker = build_ranker(cfg, seed=7, num_threads=args.threads)
+
+    def prepare():
+        resolved = ranker._resolve()
+        w = watch(
+            train,
+            valid,
+            resolved.early_stopping,
+            None,
+            lambda d, role, top: ranker._check_data(d, role, resolved.params, top),
+        )
+        return ranker.translate(
+            resolved.params, resolved.engine_params, max_label=w.max_label, metric=w.metric
+        ), w
+
+    _, _, (engine_params, w) = timed(prepare)  # warm-up (numba compile / cache load)
+    scores = np.random.default_rng(0).normal(size=valid.n_docs)
+    w.metric.mean(valid, scores)
+    a = statistics.median(timed(prepare)[0] for _ in range(args.repeats))
+    b = statistics.median(timed(lambda: w.metric.mean(valid, scores))[0] for _ in range(args.repeats))
+    direct = {**engine_params, "metric": "None", "num_iterations": args.trees}
+
+    builds, rounds = [], []
+    for _ in range(args.repeats):  # (d) Dataset construction, then (c) per-round times of a direct train
+        seconds, _, dset = timed(
+            lambda: lgb.Dataset(train.X, train.y, group=train.group_sizes, params=direct).construct()
+        )
+        builds.append(seconds)
+        stamps = [time.perf_counter()]
+        lgb.train(
+            direct,
+            dset,
+            args.trees,
+            callbacks=[lambda env, stamps=stamps: stamps.append(time.perf_counter())],
+        )
+        rounds.extend(np.diff(stamps)[1:].tolist())  # the first round also sets the booster up
+        del dset
+    d = statistics.median(builds)
+    c = statistics.median(rounds)
+    print(
+        f"\ncomponents at {train.n_docs:,} train / {valid.n_docs:,} valid rows, {args.threads} threads (medians):"
+    )
+    print(f"  (a) ltr pre-training work        {a:8.3f} s  (once)")
+    print(f"  (b) ltr metric on valid          {b:8.3f} s  (per round)")
+    print(f"  (d) LightGBM Dataset construction {d:7.3f} s  (once, both sides)")
+    print(f"  (c) one LightGBM round           {c:8.3f} s  (median of rounds 2..{args.trees} of each repeat)")
+    for n in (100, 500):
+        base = d + n * c
+        print(
+            f"  projected ratio, {n} rounds: no valid {(base + a) / base:.4f}; "
+            f"early stopping on ltr's metric {(base + a + n * b) / base:.4f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -81,7 +149,7 @@ def main() -> None:
     parser.add_argument("--leaves", type=int, default=255)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--scenarios", nargs="*", default=["train", "valid"])
+    parser.add_argument("--scenarios", nargs="*", default=["train", "valid"], help="train, valid, components")
     args = parser.parse_args()
 
     t0 = time.perf_counter()
@@ -98,7 +166,9 @@ def main() -> None:
 
     params = {"n_trees": args.trees, "num_leaves": args.leaves, "learning_rate": 0.1, "min_data_in_leaf": 50}
     rows = []
-    for scenario in args.scenarios:
+    if "components" in args.scenarios:
+        components(train, valid, params, args)
+    for scenario in [s for s in args.scenarios if s != "components"]:
         with_valid = scenario == "valid"
         cfg = {
             "name": "lambdamart",
@@ -151,6 +221,8 @@ def main() -> None:
         rows.append((scenario, med, identical))
 
     print(f"\nload average at end: {os.getloadavg()}")
+    if not rows:
+        return
     print(
         f"\n{train.n_queries:,} train queries / {train.n_docs:,} docs × {N_FEATURES}; {args.trees} trees, "
         f"{args.leaves} leaves, {args.threads} threads, {args.repeats} interleaved repeats (medians)\n"

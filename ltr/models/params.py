@@ -74,7 +74,7 @@ EARLY_STOPPING_DEFAULTS: dict[str, Any] = {
     "patience": 50,  # stop after this many rounds without improvement; None or 0 = never stop early
     "preset": "ltr",  # metric conventions preset (ltr.metrics presets)
     "conventions": {},  # single-convention overrides on top of the preset
-    "eval_train": False,  # also compute the metric on the training set every round (costs ~0.45 µs per row per round)
+    "eval_train": False,  # also compute the metric on the training set every round (~0.08 µs per row per round)
 }
 
 
