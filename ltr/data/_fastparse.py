@@ -1,8 +1,8 @@
 """Fast SVMlight/LETOR parser: numba kernels over fixed-size chunks of the file, parallel within a chunk.
 
 Same grammar, options and error codes as the reference parser :mod:`ltr.data._pyparse` (the fuzz
-tests compare the two). The file is read twice in chunks of ``CHUNK`` bytes (the bytes stay in
-the page cache, so the second read is cheap):
+tests compare the two). The file is memory-mapped twice, one window of ``CHUNK`` bytes at a time
+(no copy out of the page cache, and only one or two windows mapped at once):
 
 1. **count**: rows, ``index:value`` tokens and the largest index, per part of each chunk;
 2. **fill**: with exact row / entry offsets per part known, every part parses its lines straight into
@@ -10,9 +10,6 @@ the page cache, so the second read is cheap):
    one chunk buffer.
 
 Errors come back as a code and byte offsets; the caller maps the offset to an exact line number.
-
-Digit runs (feature indices, integer and fraction parts) are read eight bytes at a time (SWAR, see
-:func:`_digits`), so a token costs a few branches instead of one per byte.
 
 Numbers are parsed with up to 18 significant digits as an integer mantissa ``m`` and a power of ten
 ``e``; ``m · 10^e`` is computed in double-double arithmetic (error ≤ 2^-100 relative) and rounded
@@ -30,15 +27,13 @@ True
 
 from __future__ import annotations
 
+import mmap
 from fractions import Fraction
 from pathlib import Path
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba import njit, prange, types
-from numba.cpython.unsafe.numbers import trailing_zeros
-from numba.extending import intrinsic
+from numba import njit, prange
 
 from ltr.data import _syntax as S
 from ltr.data._pyparse import ParseFailure, RawParse, choose_dense
@@ -79,66 +74,6 @@ _CLS = np.zeros(256, dtype=np.uint8)  # byte class: 0 token byte, 1 space, 2 new
 _CLS[[_SP, _TAB, _CR, _FF, _VT]] = 1
 _CLS[_LF] = 2
 _CLS[_HASH] = 3
-
-
-@intrinsic
-def _load_u64(typingctx, arr, idx):
-    """Unaligned little-endian load of the 8 bytes arr[idx:idx + 8] as one uint64 (caller checks bounds)."""
-    sig = types.uint64(arr, types.intp)
-
-    def codegen(context, builder, signature, args):
-        a = context.make_array(signature.args[0])(context, builder, args[0])
-        ptr = builder.gep(a.data, [args[1]])
-        return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
-
-    return sig, codegen
-
-
-_U = np.uint64
-_X30, _M7F, _A76, _H80 = (
-    _U(0x3030303030303030),
-    _U(0x7F7F7F7F7F7F7F7F),
-    _U(0x7676767676767676),
-    _U(0x8080808080808080),
-)
-_MFF, _MUL1, _MUL2, _M32 = (
-    _U(0x000000FF000000FF),
-    _U(0x000F424000000064),
-    _U(0x0000271000000001),
-    _U(0xFFFFFFFF),
-)
-_P10_U = np.array([10**k for k in range(9)], dtype=np.uint64)
-
-
-@njit(cache=True, inline="always")
-def _digits(buf, j, hi, m, nd):
-    """Append the run of ASCII digits at buf[j:] to the integer ``m``; returns (m, digits so far, end).
-
-    Eight bytes at a time (SWAR): a byte b is a digit iff (b ^ 0x30) < 10, tested on all bytes at once
-    without carries between bytes; the digits are shifted to the top and combined by three multiplies.
-    ``m`` wraps modulo 2^64 on overflow; callers reject more than 18 digits anyway.
-    """
-    while j + 8 <= hi:
-        x = _load_u64(buf, j) ^ _X30
-        flags = (((x & _M7F) + _A76) | x) & _H80
-        k = 8 if flags == 0 else np.int64(trailing_zeros(flags) >> _U(3))
-        s = _U(32 - 4 * k)
-        v = (x << s) << s  # the k digit bytes at the top, zeros (leading zeros) below
-        v = v * _U(10) + (v >> _U(8))
-        v = (((v & _MFF) * _MUL1 + ((v >> _U(16)) & _MFF) * _MUL2) >> _U(32)) & _M32
-        m = m * _P10_U[k] + v
-        nd += k
-        j += k
-        if k < 8:
-            return m, nd, j
-    while j < hi:
-        d = np.int64(buf[j]) - 48
-        if d < 0 or d > 9:
-            break
-        m = m * _U(10) + _U(d)
-        nd += 1
-        j += 1
-    return m, nd, j
 
 
 @njit(cache=True)
@@ -280,7 +215,7 @@ def _slow_number(buf, i, hi):
 def _scan_number(buf, i, hi):
     """Parse a number starting at buf[i] and ending at a delimiter; returns (ok, value, end).
 
-    The hot path of the parser: the digit runs via :func:`_digits` (at most 18 digits), then Clinger's exact fast path
+    The hot path of the parser: one pass over at most 18 digits, then Clinger's exact fast path
     (an integer below 2^53 times or divided by an exact power of ten ≤ 10^22) or :func:`_scale`.
     Anything else (nan/inf, more digits, malformed) goes to :func:`_slow_number`, which gives the
     same result for valid numbers and the same verdict for invalid ones.
@@ -290,11 +225,25 @@ def _scan_number(buf, i, hi):
     if j < hi and (buf[j] == _PLUS or buf[j] == _MINUS):
         neg = buf[j] == _MINUS
         j += 1
-    m, nd, j = _digits(buf, j, hi, _U(0), 0)
+    m = np.int64(0)
+    nd = 0
+    while j < hi:
+        d = np.int64(buf[j]) - 48
+        if d < 0 or d > 9:
+            break
+        m = m * 10 + d
+        nd += 1
+        j += 1
     frac = 0
     if j < hi and buf[j] == _DOT:
-        m, total, j = _digits(buf, j + 1, hi, m, nd)
-        frac = total - nd
+        j += 1
+        while j < hi:
+            d = np.int64(buf[j]) - 48
+            if d < 0 or d > 9:
+                break
+            m = m * 10 + d
+            frac += 1
+            j += 1
     if nd + frac == 0 or nd + frac > 18:
         return _slow_number(buf, i, hi)
     e = -frac
@@ -319,10 +268,10 @@ def _scan_number(buf, i, hi):
         e += -ev if eneg else ev
     if j < hi and _CLS[buf[j]] == 0:
         return _slow_number(buf, i, hi)
-    if m <= _U(9007199254740992) and -22 <= e <= 22:
+    if m <= 9007199254740992 and -22 <= e <= 22:
         v = float(m) * _P10_EXACT[e] if e >= 0 else float(m) / _P10_EXACT[-e]
     else:
-        v = _scale(np.int64(m), e)
+        v = _scale(m, e)
     return True, -v if neg else v, j
 
 
@@ -490,9 +439,17 @@ def _fill_part(
             if c != 0:
                 break
             a = i
-            uidx, nd, i = _digits(buf, i, hi, _U(0), 0)
-            ok = i < hi and buf[i] == _COLON and 0 < nd <= 10 and uidx <= _U(S.MAX_INDEX)
-            idx = np.int64(uidx) if ok else np.int64(0)
+            idx = np.int64(0)
+            nd = 0
+            while i < hi:
+                d = np.int32(buf[i]) - 48
+                if d < 0 or d > 9:
+                    break
+                if nd < 11:
+                    idx = idx * 10 + d
+                nd += 1
+                i += 1
+            ok = i < hi and buf[i] == _COLON and 0 < nd <= 10 and idx <= S.MAX_INDEX
             v = 0.0
             if ok:
                 ok, v, i = _scan_number(buf, i + 1, hi)
@@ -707,7 +664,62 @@ def _canonicalize_rows(indptr, indices, data):
 
 
 def _chunks(path: Path, chunk: int):
-    """Yield (buffer, n_valid, file_offset): complete lines only (the last may lack a newline at EOF)."""
+    """Yield (buffer, n_valid, file_offset): complete lines only (the last may lack a newline at EOF).
+
+    Memory-maps the file one window of ``chunk`` bytes at a time (no copy out of the page cache; a
+    window is unmapped once the caller drops it); falls back to reading into a buffer when the file
+    cannot be mapped (not a regular file).
+    """
+    try:
+        size = path.stat().st_size
+        mappable = path.is_file() and hasattr(mmap, "MAP_PRIVATE")  # POSIX mmap flags
+    except OSError:
+        mappable = False
+    if not mappable:
+        yield from _read_chunks(path, chunk)
+        return
+    gran = mmap.ALLOCATIONGRANULARITY
+    start = 0  # file offset of the next line
+    window = chunk
+    with open(path, "rb", buffering=0) as f:
+        while start < size:
+            base = start - start % gran
+            length = min(window + start - base, size - base)
+            # private + writable so the kernels see the same (writable) array type as the read fallback;
+            # nothing writes to it, so no page is ever copied. No MAP_POPULATE: measured slower here.
+            mm = mmap.mmap(
+                f.fileno(), length, flags=mmap.MAP_PRIVATE,
+                prot=mmap.PROT_READ | mmap.PROT_WRITE, offset=base,
+            )  # fmt: skip
+            view = np.frombuffer(mm, dtype=np.uint8)[start - base :]
+            del mm  # the array keeps the mapping alive; it is unmapped when the array is dropped
+            n = view.shape[0]
+            if base + length >= size:
+                yield view, n, start
+                return
+            last = _last_newline(view, n)
+            if last < 0:  # one line longer than the window: map a bigger one
+                window *= 2
+                continue
+            yield view, last + 1, start
+            start += last + 1
+            window = chunk
+
+
+def _read_chunks(path: Path, chunk: int):
+    """Yield like :func:`_chunks`, reading into one buffer that grows only for a longer line.
+
+    Both give the same lines at the same offsets, also when a line is longer than ``chunk``:
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.txt"
+    >>> _ = p.write_bytes(b"1 qid:1 1:2\\n0 qid:1 1:0.12345678901\\n2 qid:2 1:3")
+    >>> def lines(g): return [(bytes(b[:n]), off) for b, n, off in g]
+    >>> lines(_read_chunks(p, 8)) == lines(_chunks(p, 8))
+    True
+    >>> lines(_chunks(p, 16))[:2]
+    [(b'1 qid:1 1:2\\n', 0), (b'0 qid:1 1:0.12345678901\\n', 12)]
+    """
     buf = np.empty(chunk, dtype=np.uint8)
     carry = 0
     offset = 0
