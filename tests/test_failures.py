@@ -149,6 +149,9 @@ def test_ctrl_c_mid_training_ends_run_killed_and_keeps_what_was_logged(tmp_path)
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # a shell without job control starts background jobs with SIGINT ignored, and the child would
+        # inherit that (CI may run us that way): give it the default disposition, as in a terminal
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     client = _client(tmp_path)
     deadline = time.monotonic() + 240
