@@ -175,11 +175,7 @@ def git_state(repo: Path) -> dict[str, str]:
 
 
 def load_splits(data_cfg: Any) -> dict[str, Any]:
-    """The configured dataset's splits (``train``/``valid``/``test``) as RankingData."""
-    if data_cfg.get("kind") == "synthetic":
-        from ltr.data.synthetic import load_synthetic
-
-        return load_synthetic(data_cfg)
+    """The configured dataset's splits (``train``/``valid``/``test``) as RankingData (via the registry)."""
     from ltr.data.registry import load_dataset
 
     return load_dataset(data_cfg)
