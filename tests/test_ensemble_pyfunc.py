@@ -1,5 +1,6 @@
 """Ensembles through MLflow: ltr.models.pyfunc logs the ensemble folder; mlflow.pyfunc.load_model scores
-documents identically. A DataFrame is scored as ONE query (per-query normalisation needs the query's rows)."""
+documents identically. A DataFrame with a ``qid`` column is scored query by query (rows in any order);
+without one it is scored as ONE query (per-query normalisation needs the query's rows)."""
 
 from __future__ import annotations
 
@@ -66,3 +67,12 @@ def test_ensembles_round_trip_through_mlflow_pyfunc(store):
         rows = slice(test.offsets[q], test.offsets[q + 1])
         got = np.asarray(loaded["blend"].predict(as_frame(test.dense()[rows])), dtype=np.float64)
         np.testing.assert_array_equal(got, expected[rows])
+    # ... and a whole multi-query frame with a qid column, rows shuffled across queries, gives every
+    # row its query's score (the logged signature keeps the optional qid column)
+    perm = np.random.default_rng(0).permutation(test.n_docs)
+    frame = as_frame(test.dense()[perm], qid=test.qid[perm])
+    got = np.asarray(loaded["blend"].predict(frame), dtype=np.float64)
+    # within a query the rows come in a different order, so per-query sums may differ in the last bit
+    np.testing.assert_allclose(got, expected[perm], rtol=0, atol=1e-12)
+    # without the qid column the same frame is one query: different scores (the reason qid exists)
+    assert not np.allclose(np.asarray(loaded["blend"].predict(frame.drop(columns=["qid"]))), expected[perm])

@@ -57,6 +57,10 @@ def round_trip(store, models: list[str]) -> None:
     # columns may come in any order; a missing column is named (MLflow enforces the logged signature)
     shuffled = frame[frame.columns[::-1]]
     np.testing.assert_array_equal(np.asarray(loaded.predict(shuffled)), ranker.predict(test))
+    # the optional qid column is accepted and, for a row-wise model, changes nothing
+    with_qid = as_frame(test.dense(), qid=test.qid)
+    np.testing.assert_array_equal(np.asarray(loaded.predict(with_qid)), ranker.predict(test))
+    assert loaded.metadata.get_input_schema().input_names()[-1] == "qid"
     with pytest.raises(Exception, match="f0"):
         loaded.predict(frame.drop(columns=["f0"]))
 
@@ -68,6 +72,39 @@ def test_pyfunc_round_trip_gives_identical_scores(store):
 @pytest.mark.slow
 def test_pyfunc_round_trip_every_engine(store):
     round_trip(store, ["lambdamart_xgb", "random_forest", "feature"])
+
+
+def test_score_by_query_groups_rows_and_restores_order():
+    """A per-query ensemble scored through the pyfunc path: any row order, queries interleaved."""
+    from ltr.models.pyfunc import as_frame, input_matrix, input_qid, score_by_query
+
+    train = generate(n_queries=30, seed=1, max_docs=15)
+    test = generate(n_queries=12, seed=2, max_docs=15)
+    cfg = {"name": "ensemble_mean", "members": ["linear", "feature"], "params": {"normalization": "zscore"}}
+    ens = build_ranker(cfg, seed=0, num_threads=1).fit(train, train)
+    expected = ens.predict(test)
+    perm = np.random.default_rng(1).permutation(test.n_docs)
+    frame = as_frame(test.dense()[perm], qid=test.qid[perm])
+    got = score_by_query(ens, input_matrix(frame, test.n_features), input_qid(frame))
+    np.testing.assert_allclose(got, expected[perm], rtol=0, atol=1e-12)
+    # one query's rows alone score the same as inside the whole frame
+    q = test.qid[perm][0]
+    own = test.qid[perm] == q
+    alone = score_by_query(ens, test.dense()[perm][own], None)
+    np.testing.assert_allclose(alone, got[own], rtol=0, atol=1e-12)
+
+
+def test_qid_column_errors():
+    import pandas as pd
+
+    from ltr.models.pyfunc import as_frame, input_qid
+
+    with pytest.raises(DataError, match=r"column 'qid' must hold integer query ids; row 1 has 2.5"):
+        input_qid(pd.DataFrame({"f0": [1.0, 2.0], "qid": [1.0, 2.5]}))
+    with pytest.raises(DataError, match=r"row 0 has 'a'"):
+        input_qid(pd.DataFrame({"f0": [1.0], "qid": ["a"]}))
+    with pytest.raises(DataError, match=r"qid must hold one integer per row \(2\)"):
+        as_frame(np.eye(2), qid=[1])
 
 
 def test_input_matrix_errors():
