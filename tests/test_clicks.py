@@ -127,12 +127,3 @@ def test_bad_click_inputs():
         resolve_click_config({"session": 3})
     with pytest.raises(ConfigError, match="clicks.logging: expected"):
         resolve_click_config({"logging": {"kind": "model"}})
-
-
-@pytest.mark.parametrize("module", ["ltr.clicks"])
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0

@@ -341,15 +341,6 @@ def test_frame_and_csv(report: ComparisonReport, tmp_path) -> None:  # noqa: ANN
     assert back.loc[("x|y", "err@10"), "n_queries"] == 250
 
 
-def test_docstring_examples() -> None:
-    import doctest
-
-    import ltr.comparison
-
-    result = doctest.testmod(ltr.comparison)
-    assert result.attempted > 0 and result.failed == 0
-
-
 @pytest.mark.shared_data
 def test_compare_on_real_per_query_ndcg_from_pytrec_eval(shared_data: Path) -> None:
     """Real data end to end: two single-feature rankers on the Yahoo!-derived LightGBM sample, per-query

@@ -116,12 +116,3 @@ def test_scheduler_address_uses_a_running_cluster_and_leaves_it_running():
             assert len(client.scheduler_info()["workers"]) == 2
     assert ranker.best_iteration_ is not None and len(ranker.evals_result_["valid"]["ndcg@10"]) >= 6
     assert ranker.predict(valid).shape == (valid.n_docs,)
-
-
-@pytest.mark.parametrize("module", ["ltr.models.dask_lightgbm"])
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0

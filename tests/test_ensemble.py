@@ -377,15 +377,6 @@ def test_blend_beats_or_ties_its_best_member_on_real_yahoo_sample(shared_data):
     assert err10(ens.predict(valid)) >= max(err10(S[:, j]) for j in range(S.shape[1])) - 1e-12
 
 
-@pytest.mark.parametrize("module", ["ltr.models.ensemble"])
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
-
-
 def test_on_iteration_reports_every_member_under_its_label(splits):
     seen: dict[str, int] = {}
 

@@ -202,12 +202,3 @@ def test_bad_inputs_raise_clear_errors():
         fuse(bad, offsets, "borda")
     with pytest.raises(ConfigError, match="k"):
         reciprocal_rank_fusion(S, offsets, k=-1)
-
-
-@pytest.mark.parametrize("module", ["ltr.models.fusion", "ltr.models.blend"])
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0

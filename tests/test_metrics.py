@@ -579,19 +579,6 @@ def test_resolve_conventions_validates_table():
         resolve_conventions("ltr", gain=[0, -1])
 
 
-@pytest.mark.parametrize(
-    "module",
-    ["ltr.metrics", "ltr.metrics.compute", "ltr.metrics.conventions", "ltr.metrics.registry",
-     "ltr.metrics.trec", "ltr.metrics.uncertain"],
-)  # fmt: skip
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
-
-
 def test_docs_preset_table_matches_presets():
     """docs/metrics.md's preset table is hand-written: every row must state what PRESETS holds."""
     from pathlib import Path

@@ -96,15 +96,6 @@ def test_click_trained_model_round_trip(data, tmp_path):
     np.testing.assert_array_equal(again.predict(data["test"]), ours.predict(data["test"]))
 
 
-@pytest.mark.parametrize("module", ["ltr.models.unbiased"])
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
-
-
 def test_click_training_needs_a_labelled_ranking_dataset():
     from ltr.errors import DataError
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
-
 import numpy as np
 import pytest
 from scipy import stats
@@ -102,10 +99,3 @@ def test_power_inputs_are_validated() -> None:
         achieved_power(100, 0.01, 0.15, alpha=0.0)
     with pytest.raises(ConfigError, match="n="):
         achieved_power(100.0, 0.01, 0.15)  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize("module", ["bootstrap", "paired", "corrections", "hsd", "effects", "power"])
-def test_docstring_examples(module: str) -> None:
-    mod = importlib.import_module(f"ltr.stats.{module}")
-    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0

@@ -84,15 +84,3 @@ def test_child_runs_parquet_and_statuses(tmp_path):
         find_runs(uri, run_names=["zzz"])
     with pytest.raises(ConfigError, match="has no artifact"):
         download_frame(uri, runs["parent"].info.run_id, "per_query/test.parquet")
-
-
-@pytest.mark.parametrize(
-    "module",
-    ["ltr.tracking", "ltr.progress", "ltr.plots", "ltr.schemas", "ltr.sweep", "ltr.report", "ltr.compare"],
-)
-def test_docstring_examples_of_the_experiment_modules(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0
