@@ -112,7 +112,17 @@ def _outcome(path: Path, engine: str, opts: dict):
     return ("ok", X.tobytes(), X.shape, d.is_sparse, d.y.tobytes(), d.qid.tobytes())
 
 
+# The fast parser reads a feature token eight bytes at a time only when >= SWAR_REACH bytes of the
+# part follow it; a padding comment line puts every generated token on that path too.
+PADDING = "\n#" + "=" * 64 + "\n"
+
+
 def _check_same(text: str, opts: dict) -> None:
+    _check_same_once(text, opts)
+    _check_same_once(text + PADDING, opts)
+
+
+def _check_same_once(text: str, opts: dict) -> None:
     p = _file(text.encode("latin-1"))
     fast, ref = _outcome(p, "numba", opts), _outcome(p, "python", opts)
     assert fast == ref, (text, opts, fast[:2], ref[:2])
@@ -170,3 +180,57 @@ def test_numbers_agree_with_python_float():
     want = np.array([float(s) for s in spellings])
     want[np.abs(want) > 1.79e308] = np.copysign(np.inf, want[np.abs(want) > 1.79e308])
     np.testing.assert_array_equal(fast, want)
+
+
+SWAR_CASES = {
+    # token: value the eight-bytes-at-a-time path must return (or None: it must hand over)
+    "12:0.305345": 0.305345,
+    "7:143": 143.0,
+    "0007:2": 2.0,
+    "3:-0.5": -0.5,
+    "3:+.25": 0.25,
+    "3:5.": 5.0,
+    "3:-0": -0.0,
+    "1234567:1": 1.0,
+    "3:1234567.1234567": 1234567.1234567,
+    "3:0.0000001": 1e-7,
+    "12345678:1": None,  # 8 index digits
+    "3:12345678": None,  # 8 digits before the dot
+    "3:0.12345678": None,  # 8 digits after the dot
+    "3:1e5": None,
+    "3:nan": None,
+    "3:.": None,
+    "3:": None,
+    ":5": None,
+    "3:--5": None,
+    "3:5x": None,
+    "3:5\xe9": None,
+}
+
+
+@pytest.mark.parametrize("token", list(SWAR_CASES))
+def test_swar_token_fast_path_or_hand_over(token):
+    """The eight-bytes-at-a-time token reader: exact values on its path, a hand-over otherwise."""
+    from ltr.data._fastparse import SWAR, SWAR_REACH, _swar_token
+
+    if not SWAR:
+        pytest.skip("big-endian machine: the byte-by-byte path is the only one")
+    raw = token.encode("latin-1")
+    buf = np.frombuffer(raw + b" " + b"9" * SWAR_REACH, dtype=np.uint8).copy()
+    ok, idx, value, end = _swar_token(buf, 0)
+    want = SWAR_CASES[token]
+    if want is None:
+        assert not ok
+        return
+    assert ok and end == len(raw)
+    assert idx == int(token.split(":")[0])
+    assert value == want and np.signbit(value) == np.signbit(want)
+    assert value == float(token.split(":")[1])
+
+
+def test_swar_and_byte_paths_agree_on_hand_picked_tokens():
+    """Every case above, mid-file (fast path) and as the last token of the file (byte path)."""
+    for token in SWAR_CASES:
+        line = f"1 qid:1 {token}"
+        for text in (line + PADDING, line):
+            _check_same_once(text, {"allow_unsorted": True, "nonfinite": "keep", "zero_based": True})

@@ -28,15 +28,22 @@ True
 from __future__ import annotations
 
 import mmap
+import os
+import sys
 from fractions import Fraction
 from pathlib import Path
 
 import numba
 import numpy as np
+from llvmlite import ir
 from numba import njit, prange
+from numba.core import types
+from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import intrinsic
 
 from ltr.data import _syntax as S
 from ltr.data._pyparse import ParseFailure, RawParse, choose_dense
+from ltr.errors import DataError
 
 CHUNK = 32 << 20  # bytes per chunk buffer (grows only for a line longer than this)
 _DD_MIN, _DD_MAX = -360, 310
@@ -74,6 +81,97 @@ _CLS = np.zeros(256, dtype=np.uint8)  # byte class: 0 token byte, 1 space, 2 new
 _CLS[[_SP, _TAB, _CR, _FF, _VT]] = 1
 _CLS[_LF] = 2
 _CLS[_HASH] = 3
+
+# --- eight bytes at a time (SWAR) ----------------------------------------------------------------
+# The hot path reads a feature token ``idx:value`` with three unaligned 8-byte loads and no
+# data-dependent loop: the length of a run of digits is found from a bit mask, and up to 8 digits are
+# converted with three multiplications. Only little-endian machines (x86-64, arm64) take this path.
+SWAR = sys.byteorder == "little"
+SWAR_REACH = 40  # bytes the fast path may read from a token's start; closer to the part's end, bytes
+_U = np.uint64
+_K30, _K46, _K80 = _U(0x3030303030303030), _U(0x4646464646464646), _U(0x8080808080808080)
+_TOP = _U(1 << 63)
+_LOW_PAIRS = _U(0x000000FF000000FF)
+_MUL1, _MUL2 = _U(100 + (1000000 << 32)), _U(1 + (10000 << 32))
+_P10_INT = np.array([10**k for k in range(9)], dtype=np.uint64)
+
+
+@intrinsic
+def _load8(typingctx, arr, idx):
+    """``arr[idx : idx + 8]`` of a C-contiguous uint8 array as one little-endian uint64 (unaligned load).
+
+    No bounds check: callers guarantee ``idx + 8 <= len(arr)``.
+    """
+    if not (isinstance(arr, types.Array) and arr.dtype == types.uint8 and arr.layout == "C"):
+        return None
+    if not isinstance(idx, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        offset = context.cast(builder, args[1], signature.args[1], types.intp)
+        word = builder.bitcast(builder.gep(data, [offset]), ir.IntType(64).as_pointer())
+        return builder.load(word, align=1)
+
+    return types.uint64(arr, idx), codegen
+
+
+@njit(cache=True, inline="always")
+def _digit_run(w):
+    """Leading ASCII digits in the 8 bytes of ``w`` (first byte lowest), capped at 7.
+
+    A byte is flagged as a non-digit when it is below '0' (subtraction borrows into its top bit),
+    above '9' (adding 0x46 carries into it) or ≥ 0x80; borrows and carries only travel upwards from a
+    flagged byte, so the lowest flag is exact. All-digit words report 7: the caller then sees a digit
+    where it expects a delimiter and takes the exact byte-by-byte path.
+    """
+    flags = (((w - _K30) & ~w) | (w + _K46) | w) & _K80
+    return np.int64(trailing_zeros(flags | _TOP)) >> 3
+
+
+@njit(cache=True, inline="always")
+def _digits_value(w, n):
+    """Integer value of the first ``n`` (0..7) bytes of ``w``, all ASCII digits.
+
+    The digits are shifted to the top of the word (the vacated low bytes act as leading zeros), then
+    pairs, quads and the two halves are combined: ``d·10 + next``, ``·100``, ``·10^4``.
+    """
+    d = w - _K30
+    d = (d << _U(8)) << _U(56 - 8 * n)  # two shifts: never a shift by 64
+    d = d * _U(10) + (d >> _U(8))
+    d = ((d & _LOW_PAIRS) * _MUL1 + ((d >> _U(16)) & _LOW_PAIRS) * _MUL2) >> _U(32)
+    return np.int64(d)
+
+
+@njit(cache=True, inline="always")
+def _swar_token(buf, i):
+    """Fast path for a feature token ``idx:[sign]digits[.digits]`` followed by a delimiter at buf[i:].
+
+    Returns (ok, idx, value, end). ``ok`` is False for anything else (exponent, nan/inf, ≥ 8 digits
+    in the index or either part of the number, a bad byte): the caller then parses the token with
+    the exact byte-by-byte path, which also reports errors. Reads at most ``SWAR_REACH`` bytes.
+    Positions are unsigned (numba adds no negative-index fix-up) and the integer/decimal choice is
+    arithmetic, not a branch (files interleave both kinds of values).
+    """
+    i = _U(i)
+    w = _load8(buf, i)
+    ni = _U(_digit_run(w))
+    idx = _digits_value(w, np.int64(ni))
+    j = i + ni + _U(1)
+    c = buf[j]
+    j += _U((c == _MINUS) | (c == _PLUS))
+    w1 = _load8(buf, j)
+    n1 = _U(_digit_run(w1))
+    whole = _digits_value(w1, np.int64(n1))
+    k = j + n1
+    dot = _U(buf[k] == _DOT)
+    w2 = _load8(buf, k + _U(1))
+    n2 = _U(_digit_run(w2)) * dot
+    frac = _digits_value(w2, np.int64(n2))
+    end = k + dot * (n2 + _U(1))
+    ok = (ni > _U(0)) & (buf[i + ni] == _COLON) & (n1 + n2 > _U(0)) & (_CLS[buf[end]] != 0)
+    v = float(whole * np.int64(_P10_INT[n2]) + frac) / _P10_EXACT[n2]
+    return ok, idx, -v if c == _MINUS else v, np.int64(end)
 
 
 @njit(cache=True)
@@ -365,14 +463,16 @@ def _token_error(buf, a, b, shift):
 
 @njit(cache=True)
 def _fill_part(
-    buf, lo, hi, base, row0, k0, shift, n_features, has_qid, allow_unsorted, integer_labels,
+    buf, lo, hi, base, row0, k0, row_end, k_end, shift, n_features, has_qid, allow_unsorted, integer_labels,
     allow_negative, check_range, label_lo, label_hi, policy, huge, dense,
     y, qid, X, indptr, indices, data, err,
 ):  # fmt: skip
     """Pass 2: parse the complete lines in buf[lo:hi] into rows row0.. and entries k0.. of the outputs.
 
     ``err`` receives (code, line_start, tok_start, tok_end, index, prev, n_replaced) with file
-    offsets (``base`` is the file offset of ``buf[0]``).
+    offsets (``base`` is the file offset of ``buf[0]``). Rows ``row0..row_end`` and entries
+    ``k0..k_end`` are this part's share of the outputs, counted by pass 1; more than that means the
+    file changed between the passes (``FILE_CHANGED``), never a write past the share.
     """
     r = row0
     k = k0
@@ -394,6 +494,9 @@ def _fill_part(
             continue
         # label
         t0 = i
+        if r >= row_end:
+            err[0], err[1], err[2], err[3] = S.FILE_CHANGED, base + line_start, base + t0, base + t0
+            return
         ok, lab, i = _scan_number(buf, i, hi)
         code = 0
         if not ok:
@@ -434,28 +537,34 @@ def _fill_part(
             return
         prev = -1
         while i < hi:
-            c = _CLS[buf[i]]
+            c = _CLS[buf[_U(i)]]  # unsigned: no negative-index fix-up in the hot loop
             if c == 1:
                 i += 1
                 continue
             if c != 0:
                 break
             a = i
-            idx = np.int64(0)
-            nd = 0
-            while i < hi:
-                d = np.int32(buf[i]) - 48
-                if d < 0 or d > 9:
-                    break
-                if nd < 11:
-                    idx = idx * 10 + d
-                nd += 1
-                i += 1
-            ok = i < hi and buf[i] == _COLON and 0 < nd <= 10 and idx <= S.MAX_INDEX
-            v = 0.0
-            if ok:
-                ok, v, i = _scan_number(buf, i + 1, hi)
-            if not ok:
+            fast = False
+            if SWAR and i + SWAR_REACH <= hi:
+                fast, idx, v, end = _swar_token(buf, i)
+                if fast:
+                    i = end
+            if not fast:
+                idx = np.int64(0)
+                nd = 0
+                while i < hi:
+                    d = np.int32(buf[i]) - 48
+                    if d < 0 or d > 9:
+                        break
+                    if nd < 11:
+                        idx = idx * 10 + d
+                    nd += 1
+                    i += 1
+                ok = i < hi and buf[i] == _COLON and 0 < nd <= 10 and idx <= S.MAX_INDEX
+                v = 0.0
+                if ok:
+                    ok, v, i = _scan_number(buf, i + 1, hi)
+            if not fast and not ok:
                 b = i
                 while b < hi and _CLS[buf[b]] == 0:
                     b += 1
@@ -494,10 +603,13 @@ def _fill_part(
                 return
             prev = idx
             if dense:
-                X[r, col] = v
+                X[_U(r), _U(col)] = v
             else:
-                indices[k] = col
-                data[k] = v
+                if k >= k_end:
+                    err[0], err[1], err[2], err[3] = S.FILE_CHANGED, base + line_start, base + a, base + i
+                    return
+                indices[_U(k)] = col
+                data[_U(k)] = v
                 k += 1
         if not dense:
             indptr[r + 1] = k
@@ -603,13 +715,14 @@ def _count_chunk(buf, bounds, shift, need_max, out):
 
 @njit(cache=True, parallel=True)
 def _fill_chunk(
-    buf, bounds, base, row_offsets, nnz_offsets, shift, n_features, has_qid, allow_unsorted,
+    buf, bounds, base, row_offsets, nnz_offsets, row_ends, nnz_ends, shift, n_features, has_qid, allow_unsorted,
     integer_labels, allow_negative, check_range, label_lo, label_hi, policy, huge, dense,
     y, qid, X, indptr, indices, data, errs,
 ):  # fmt: skip
     for p in prange(bounds.shape[0] - 1):
         _fill_part(
-            buf, bounds[p], bounds[p + 1], base, row_offsets[p], nnz_offsets[p], shift, n_features,
+            buf, bounds[p], bounds[p + 1], base, row_offsets[p], nnz_offsets[p], row_ends[p], nnz_ends[p],
+            shift, n_features,
             has_qid, allow_unsorted, integer_labels, allow_negative, check_range, label_lo, label_hi,
             policy, huge, dense, y, qid, X, indptr, indices, data, errs[p],
         )  # fmt: skip
@@ -665,26 +778,49 @@ def _canonicalize_rows(indptr, indices, data):
     return out
 
 
-def _chunks(path: Path, chunk: int):
+MEMORY_MAP = hasattr(mmap, "MAP_PRIVATE")  # POSIX; elsewhere (and when set False) files are read()
+
+
+def file_identity(path: Path) -> tuple[int, int]:
+    """(size, mtime_ns) of a file: what must not change between the parser's two passes."""
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+def _changed(path: Path) -> DataError:
+    return DataError(
+        f"{path}: the file changed while it was being parsed (its size, modification time or line count "
+        "differs from the first pass); load it again once whoever writes it has finished"
+    )
+
+
+def _check_identity(path: Path, f, identity: tuple[int, int] | None) -> None:
+    if identity is not None:
+        st = os.fstat(f.fileno())
+        if (st.st_size, st.st_mtime_ns) != identity:
+            raise _changed(path)
+
+
+def _chunks(path: Path, chunk: int, identity: tuple[int, int] | None = None):
     """Yield (buffer, n_valid, file_offset): complete lines only (the last may lack a newline at EOF).
 
     Memory-maps the file one window of ``chunk`` bytes at a time (no copy out of the page cache; a
-    window is unmapped once the caller drops it); falls back to reading into a buffer when the file
-    cannot be mapped (not a regular file).
+    window is unmapped once the caller drops it); reads into a buffer instead (:func:`_read_chunks`)
+    when :data:`MEMORY_MAP` is off. Before every window the file's ``identity`` (size, mtime) is
+    checked, so a file rewritten between or during the passes raises :class:`DataError` instead of
+    being mis-parsed. (A file truncated *while one mapped window is being read* is the exception:
+    the operating system then stops the process with SIGBUS; the read fallback cannot be hit so.)
     """
-    try:
-        size = path.stat().st_size
-        mappable = path.is_file() and hasattr(mmap, "MAP_PRIVATE")  # POSIX mmap flags
-    except OSError:
-        mappable = False
-    if not mappable:
-        yield from _read_chunks(path, chunk)
+    if not MEMORY_MAP:
+        yield from _read_chunks(path, chunk, identity)
         return
     gran = mmap.ALLOCATIONGRANULARITY
     start = 0  # file offset of the next line
     window = chunk
     with open(path, "rb", buffering=0) as f:
+        size = os.fstat(f.fileno()).st_size if identity is None else identity[0]
         while start < size:
+            _check_identity(path, f, identity)
             base = start - start % gran
             length = min(window + start - base, size - base)
             # private + writable so the kernels see the same (writable) array type as the read fallback;
@@ -708,7 +844,7 @@ def _chunks(path: Path, chunk: int):
             window = chunk
 
 
-def _read_chunks(path: Path, chunk: int):
+def _read_chunks(path: Path, chunk: int, identity: tuple[int, int] | None = None):
     """Yield like :func:`_chunks`, reading into one buffer that grows only for a longer line.
 
     Both give the same lines at the same offsets, also when a line is longer than ``chunk``:
@@ -727,6 +863,7 @@ def _read_chunks(path: Path, chunk: int):
     offset = 0
     with open(path, "rb", buffering=0) as f:
         while True:
+            _check_identity(path, f, identity)
             n = carry
             eof = False
             while n < buf.shape[0]:
@@ -778,7 +915,8 @@ def _parse(path: Path, opts: S.ParseOptions, threads: int, chunk: int) -> RawPar
     bounds_per_chunk: list[np.ndarray] = []
     first_flag = -1
     max_col = -1
-    for buf, n, _ in _chunks(path, chunk):
+    identity = file_identity(path)
+    for buf, n, _ in _chunks(path, chunk, identity):
         bounds = _part_bounds(buf, n, parts)
         out = np.zeros((parts, 2), dtype=np.int64)
         _bound_chunk(buf, bounds, out)
@@ -813,7 +951,9 @@ def _parse(path: Path, opts: S.ParseOptions, threads: int, chunk: int) -> RawPar
     dst_r = 0  # rows / entries actually written so far (after compaction)
     dst_k = 0
     replaced = 0
-    for ci, (buf, n, offset) in enumerate(_chunks(path, chunk)):
+    for ci, (buf, n, offset) in enumerate(_chunks(path, chunk, identity)):
+        if ci >= len(bounds_per_chunk):
+            raise _changed(path)
         bounds = _part_bounds(buf, n, parts)
         c = bounds_per_chunk[ci]
         # parts start where the previous chunk's data actually ended (dst), plus upper bounds
@@ -821,13 +961,15 @@ def _parse(path: Path, opts: S.ParseOptions, threads: int, chunk: int) -> RawPar
         k_offsets = dst_k + np.concatenate([[0], np.cumsum(c[:-1, 1])]).astype(np.int64)
         errs = np.zeros((parts, 9), dtype=np.int64)
         _fill_chunk(
-            buf, bounds, offset, row_offsets, k_offsets, shift, n_features, has_qid, opts.allow_unsorted,
+            buf, bounds, offset, row_offsets, k_offsets, row_offsets + c[:, 0], k_offsets + c[:, 1], shift, n_features, has_qid, opts.allow_unsorted,
             opts.integer_labels, opts.allow_negative_labels, opts.label_range is not None,
             lo_label, hi_label, opts.nonfinite_code, opts.huge, dense, y, qid, X, indptr, indices, data, errs,
         )  # fmt: skip
         bad = np.flatnonzero(errs[:, 0])
         if bad.size:
             e = errs[bad[0]]
+            if e[0] == S.FILE_CHANGED:
+                raise _changed(path)
             raise ParseFailure(int(e[0]), int(e[1]), int(e[2]), int(e[3]), int(e[4]), int(e[5]))
         replaced += int(errs[:, 6].sum())
         dst_r, dst_k = _compact(row_offsets, k_offsets, errs, dst_r, dst_k, dense, has_qid, y, qid, X, indptr,

@@ -47,6 +47,7 @@ NAN_CLIP = 14
 QID_MISSING = 15
 QID_UNEXPECTED = 16
 LABEL_NONFINITE = 17
+FILE_CHANGED = 18  # more rows / entries than counted a pass earlier: the file changed under us
 
 NONFINITE_POLICIES = ("error", "keep", "missing", "clip")
 OUTPUTS = ("auto", "dense", "csr")
