@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from mlflow.tracking import MlflowClient
+from helpers import PROJECT_ROOT, store_client
 from omegaconf import OmegaConf
 
 from ltr.compare import (
@@ -26,7 +26,6 @@ from ltr.compare import (
 )
 from ltr.errors import ConfigError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 TINY_DATA = [
     "data.n_queries.train=60",
     "data.n_queries.valid=30",
@@ -64,10 +63,6 @@ def comparison(tmp_path_factory):
     exp = load_experiment(str(_experiment(root)))
     result = run_comparison(exp, [*TINY_DATA, f"paths.root={root}"])
     return root, exp, result
-
-
-def _client(root: Path) -> MlflowClient:
-    return MlflowClient(tracking_uri=f"sqlite:///{root.resolve()}/mlflow.db")
 
 
 def test_every_shipped_experiment_composes_for_every_system():
@@ -164,7 +159,7 @@ def test_comparison_writes_leaderboard_plots_and_mlflow_parent_with_children(com
     assert "Holm" in md and "W/T/L" in md and "(baseline)" in md and "conventions" in md.lower()
     assert "\\begin{tabular}" in (out / "leaderboard.tex").read_text()
 
-    client = _client(root)
+    client = store_client(root)
     parent = client.get_run(result.parent_run_id)
     assert parent.info.status == "FINISHED" and parent.info.run_name == "compare-tiny"
     children = client.search_runs(

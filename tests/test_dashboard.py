@@ -11,7 +11,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,10 +20,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import PROJECT_ROOT, free_port
 
 from ltr.compare import load_experiment, run_comparison
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = PROJECT_ROOT / "test-artifacts"
 BROWSER_ARGS = [
@@ -38,12 +37,6 @@ BROWSER_ARGS = [
 EXPERIMENT = "dashboard-check"
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _group_members(pgid: int) -> list[int]:
@@ -90,7 +83,7 @@ def server(tmp_path_factory):
             pytest.fail(f"{CHROMIUM} is missing in CI; .ci/run must install Debian's chromium")
         pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium); the browser check needs it")
     root = tmp_path_factory.mktemp("server")
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",

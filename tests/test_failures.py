@@ -5,29 +5,19 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from mlflow.tracking import MlflowClient
+from helpers import PROJECT_ROOT, TINY_DATA, compose_config, free_port, store_client
 
 from ltr.errors import ConfigError
 from ltr.models.lgbm import LambdaMART
-from ltr.schemas import register_configs
-from ltr.train import CONF_DIR, run
+from ltr.train import run
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-TINY = [
-    "data.n_queries.train=60",
-    "data.n_queries.valid=20",
-    "data.n_queries.test=20",
-    "data.max_docs=40",
-    "num_threads=1",
-]
+TINY = [*TINY_DATA, "num_threads=1"]
 
 
 class ExplodingLambdaMART(LambdaMART):
@@ -53,29 +43,15 @@ def exploding_model(monkeypatch):
     monkeypatch.setitem(registry._REGISTRY, "exploding_lambdamart", f"{__name__}:ExplodingLambdaMART")
 
 
-def _compose(overrides: list[str]):
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides)
-
-
-def _client(root: Path) -> MlflowClient:
-    return MlflowClient(tracking_uri=f"sqlite:///{root.resolve()}/mlflow.db")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_exception_mid_fit_ends_run_failed_with_traceback_and_keeps_what_was_logged(
     tmp_path, exploding_model
 ):
-    cfg = _compose(["+model=lambdamart", "model.name=exploding_lambdamart", *TINY, f"paths.root={tmp_path}"])
+    cfg = compose_config(
+        ["+model=lambdamart", "model.name=exploding_lambdamart", *TINY, f"paths.root={tmp_path}"]
+    )
     with pytest.raises(RuntimeError, match="boom at iteration 5"):
         run(cfg)
-    client = _client(tmp_path)
+    client = store_client(tmp_path)
     (r,) = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
     assert r.info.status == "FAILED"
     assert "boom at iteration 5" in r.data.tags["error"]
@@ -90,8 +66,8 @@ def test_exception_mid_fit_ends_run_failed_with_traceback_and_keeps_what_was_log
 
 
 def test_unreachable_tracking_server_fails_fast_before_training(tmp_path):
-    port = _free_port()
-    cfg = _compose(
+    port = free_port()
+    cfg = compose_config(
         ["+model=lambdamart", *TINY, f"paths.root={tmp_path}", f"tracking.uri=http://127.0.0.1:{port}"]
     )
     t0 = time.monotonic()
@@ -104,7 +80,7 @@ def test_unreachable_tracking_server_fails_fast_before_training(tmp_path):
 
 
 def test_unreachable_server_cli_exits_2_with_message(tmp_path):
-    port = _free_port()
+    port = free_port()
     proc = subprocess.run(
         [sys.executable, "-m", "ltr.train", "+model=lambdamart", f"tracking.uri=http://127.0.0.1:{port}"],
         cwd=PROJECT_ROOT,
@@ -153,7 +129,7 @@ def test_ctrl_c_mid_training_ends_run_killed_and_keeps_what_was_logged(tmp_path)
         # inherit that (CI may run us that way): give it the default disposition, as in a terminal
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    client = _client(tmp_path)
+    client = store_client(tmp_path)
     deadline = time.monotonic() + 240
     run_id = None
     try:

@@ -4,45 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from mlflow.tracking import MlflowClient
+from helpers import TINY_DATA, compose_config, quick_model, run_train_cli, store_client
 from rich.console import Console
 
-from ltr.schemas import register_configs, threads_per_job
+from ltr.schemas import threads_per_job
 from ltr.sweep import best_job, read_job_results, summarize_sweep, swept_overrides
-from ltr.train import CONF_DIR
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-TINY = [
-    "data.n_queries.train=60",
-    "data.n_queries.valid=20",
-    "data.n_queries.test=20",
-    "data.max_docs=40",
-    "model.params.n_trees=20",
-    "model.early_stopping.patience=10",
-]
-
-
-def _cli(args: list[str], root: Path, timeout: int = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ltr.train", *args],
-        cwd=PROJECT_ROOT,
-        env={**os.environ, "LTR_ROOT": str(root), "MLFLOW_DISABLE_TELEMETRY": "true", "CI": "true"},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def _compose(overrides: list[str], **kwargs):
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides, **kwargs)
+TINY = [*TINY_DATA, *quick_model(20)]
 
 
 def _write_jobs(folder: Path, values: list[float]) -> None:
@@ -76,7 +47,7 @@ def test_summary_picks_the_best_job_and_writes_it(tmp_path):
 
 
 def test_optuna_search_config_is_seeded_tpe_with_direction_from_the_metric():
-    cfg = _compose(
+    cfg = compose_config(
         ["+model=lambdamart", "hparams_search=lambdamart_optuna", "seed=7"], return_hydra_config=True
     )
     sweeper = cfg.hydra.sweeper
@@ -91,7 +62,7 @@ def test_optuna_search_config_is_seeded_tpe_with_direction_from_the_metric():
 
 
 def test_joblib_launcher_sets_threads_so_jobs_times_threads_fit_the_cores():
-    cfg = _compose(["+model=lambdamart", "launcher=joblib"], return_hydra_config=True)
+    cfg = compose_config(["+model=lambdamart", "launcher=joblib"], return_hydra_config=True)
     assert cfg.hydra.launcher._target_.endswith("JoblibLauncher")
     n_jobs = cfg.hydra.launcher.n_jobs
     assert n_jobs * threads_per_job(n_jobs) <= (os.cpu_count() or 1)
@@ -99,7 +70,7 @@ def test_joblib_launcher_sets_threads_so_jobs_times_threads_fit_the_cores():
 
 
 def test_outputs_and_multirun_folders_are_under_the_project_root(tmp_path):
-    cfg = _compose(["+model=lambdamart", f"paths.root={tmp_path}"], return_hydra_config=True)
+    cfg = compose_config(["+model=lambdamart", f"paths.root={tmp_path}"], return_hydra_config=True)
     assert cfg.hydra.run.dir.startswith(f"{tmp_path}/outputs/")
     assert cfg.hydra.sweep.dir.startswith(f"{tmp_path}/multirun/")
     assert cfg.hydra.callbacks.sweep_summary._target_ == "ltr.sweep.SweepSummary"
@@ -108,7 +79,7 @@ def test_outputs_and_multirun_folders_are_under_the_project_root(tmp_path):
 @pytest.mark.slow
 def test_eight_parallel_jobs_on_one_sqlite_store_lose_nothing(tmp_path):
     """8 grid jobs, 2 at a time (joblib processes), one SQLite store → 8 complete runs + a summary."""
-    proc = _cli(
+    proc = run_train_cli(
         [
             "-m",
             "+model=lambdamart",
@@ -121,7 +92,7 @@ def test_eight_parallel_jobs_on_one_sqlite_store_lose_nothing(tmp_path):
         timeout=1500,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path.resolve()}/mlflow.db")
+    client = store_client(tmp_path)
     exp = client.get_experiment_by_name("ltr")
     runs = client.search_runs([exp.experiment_id], max_results=100)
     jobs = [r for r in runs if r.data.tags.get("ltr.sweep.role") != "summary"]
@@ -157,7 +128,7 @@ def test_eight_parallel_jobs_on_one_sqlite_store_lose_nothing(tmp_path):
 
 @pytest.mark.slow
 def test_optuna_sweep_runs_trials_and_reports_the_best(tmp_path):
-    proc = _cli(
+    proc = run_train_cli(
         [
             "-m",
             "+model=lambdamart",
@@ -167,6 +138,7 @@ def test_optuna_sweep_runs_trials_and_reports_the_best(tmp_path):
             "num_threads=1",
         ],
         tmp_path,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (sweep_dir,) = {p.parent.parent for p in (tmp_path / "multirun").glob("*/*/*/ltr_result.json")}
@@ -194,7 +166,9 @@ def test_sweep_size_and_progress_line():
         }
     )
     assert sweep_size(grid) == 8
-    optuna = _compose(["+model=lambdamart", "hparams_search=lambdamart_optuna"], return_hydra_config=True)
+    optuna = compose_config(
+        ["+model=lambdamart", "hparams_search=lambdamart_optuna"], return_hydra_config=True
+    )
     assert sweep_size(optuna) == 20
     assert progress_line(4, 8, 100.0) == "sweep: 4/8 jobs done, elapsed 0:01:40, ETA 0:01:40"
     assert progress_line(0, None, 5.0) == "sweep: 0 jobs done, elapsed 0:00:05"

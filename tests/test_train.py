@@ -3,59 +3,24 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from hydra import compose, initialize_config_dir
-from mlflow.tracking import MlflowClient
+from helpers import TINY_DATA, compose_config, quick_model, run_train_cli, store_client
 
-from ltr.schemas import register_configs
-from ltr.train import CONF_DIR, available_models, run
+from ltr.train import available_models, run
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-TINY = [
-    "data.n_queries.train=60",
-    "data.n_queries.valid=20",
-    "data.n_queries.test=20",
-    "data.max_docs=40",
-    "model.params.n_trees=30",
-    "model.early_stopping.patience=10",
-    "num_threads=1",
-]
-
-
-def _env(root: Path) -> dict[str, str]:
-    return {**os.environ, "LTR_ROOT": str(root), "MLFLOW_DISABLE_TELEMETRY": "true"}
-
-
-def _cli(args: list[str], root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ltr.train", *args],
-        cwd=PROJECT_ROOT,
-        env=_env(root),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
-def _compose(overrides: list[str]):
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides)
+TINY = [*TINY_DATA, *quick_model(30), "num_threads=1"]
 
 
 @pytest.fixture(scope="module")
 def cli_run(tmp_path_factory):
     """One real `python -m ltr.train +model=lambdamart` run into a temporary SQLite store."""
     root = tmp_path_factory.mktemp("root")
-    proc = _cli(["+model=lambdamart", *TINY], root)
+    proc = run_train_cli(["+model=lambdamart", *TINY], root)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return root, proc
 
@@ -72,7 +37,7 @@ def test_cli_prints_synthetic_notice_table_and_dashboard_command(cli_run):
 
 def test_cli_run_is_logged_completely(cli_run):
     root, _ = cli_run
-    client = MlflowClient(tracking_uri=f"sqlite:///{root.resolve()}/mlflow.db")
+    client = store_client(root)
     exp = client.get_experiment_by_name("ltr")
     runs = client.search_runs([exp.experiment_id])
     assert len(runs) == 1
@@ -140,7 +105,7 @@ def test_cli_run_is_logged_completely(cli_run):
 
 
 def test_no_model_lists_available_models(tmp_path):
-    proc = _cli([], tmp_path)
+    proc = run_train_cli([], tmp_path)
     assert proc.returncode == 2
     assert "+model=lambdamart" in proc.stderr
     for name in available_models():
@@ -149,24 +114,24 @@ def test_no_model_lists_available_models(tmp_path):
 
 def test_run_is_deterministic_and_returns_validation_metric(tmp_path):
     overrides = ["+model=lambdamart", *TINY, "tracking=none", f"paths.root={tmp_path}"]
-    first = run(_compose(overrides))
-    second = run(_compose(overrides))
+    first = run(compose_config(overrides))
+    second = run(compose_config(overrides))
     assert 0.0 < first <= 1.0
     assert first == second
 
 
 def test_override_changes_the_model(tmp_path):
     base = ["+model=lambdamart", *TINY, "tracking=none", f"paths.root={tmp_path}"]
-    a = run(_compose(base))
-    b = run(_compose([*base, "model.params.learning_rate=0.3"]))
+    a = run(compose_config(base))
+    b = run(compose_config([*base, "model.params.learning_rate=0.3"]))
     assert np.isfinite(a) and np.isfinite(b) and a != b
 
 
 @pytest.mark.slow
 def test_multirun_logs_one_run_per_job(tmp_path):
-    proc = _cli(["-m", "+model=lambdamart", *TINY, "model.params.learning_rate=0.05,0.2"], tmp_path)
+    proc = run_train_cli(["-m", "+model=lambdamart", *TINY, "model.params.learning_rate=0.05,0.2"], tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path.resolve()}/mlflow.db")
+    client = store_client(tmp_path)
     runs = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
     summaries = [r for r in runs if r.data.tags.get("ltr.sweep.role") == "summary"]
     runs = [r for r in runs if r not in summaries]
