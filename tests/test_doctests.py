@@ -10,6 +10,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import pkgutil
+from pathlib import Path
 
 import pytest
 
@@ -30,5 +31,10 @@ def test_the_package_walk_finds_the_modules() -> None:
 
 @pytest.mark.parametrize("module", MODULES)
 def test_docstring_examples(module: str) -> None:
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS, verbose=False)
+    mod = importlib.import_module(module)
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS, verbose=False)
     assert result.failed == 0, f"{result.failed} of {result.attempted} docstring examples failed in {module}"
+    # a module whose source shows examples must have them found (and run), not silently skipped
+    source = Path(mod.__file__).read_text(encoding="utf-8")
+    if ">>> " in source:
+        assert result.attempted > 0, f"{module} shows '>>>' examples but doctest found none"

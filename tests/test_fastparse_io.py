@@ -102,3 +102,26 @@ def test_same_size_same_mtime_rewrite_cannot_write_past_the_counted_rows(tmp_pat
     _rewrite_after_first_pass(monkeypatch, p, rewrite)
     with pytest.raises(DataError, match="changed while it was being parsed"):
         _fastparse.parse_path(p, ParseOptions(output=output), n_threads=1)
+
+
+@pytest.mark.parametrize("memory_map", [True, False])
+def test_file_appended_during_the_second_pass_raises(tmp_path, monkeypatch, memory_map):
+    """Rows appended after pass 2 began (comment lines leave spare capacity, so the kernel's count check
+    alone would not notice): the identity check after the last window raises."""
+    p = tmp_path / "late.txt"
+    p.write_text("# header\n# another comment\n" + "".join(f"1 qid:{i} 1:0.5\n" for i in range(3)))
+    monkeypatch.setattr(_fastparse, "MEMORY_MAP", memory_map)
+    original = _fastparse._check_identity
+    calls = {"n": 0}
+
+    def check_then_append(path, f, identity):
+        calls["n"] += 1
+        original(path, f, identity)
+        if calls["n"] == 3:  # pass 1 checks twice (before its window, after the last); pass 2 begins
+            with open(path, "a") as out:
+                out.write("2 qid:9 1:0.5\n")
+
+    monkeypatch.setattr(_fastparse, "_check_identity", check_then_append)
+    with pytest.raises(DataError, match="changed while it was being parsed"):
+        _fastparse.parse_path(p, ParseOptions(), n_threads=1)
+    assert calls["n"] == 4  # the check after pass 2's last window is the one that raised

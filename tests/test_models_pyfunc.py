@@ -60,6 +60,8 @@ def round_trip(store, models: list[str]) -> None:
     # the optional qid column is accepted and, for a row-wise model, changes nothing
     with_qid = as_frame(test.dense(), qid=test.qid)
     np.testing.assert_array_equal(np.asarray(loaded.predict(with_qid)), ranker.predict(test))
+    # float64 features pass the (double) signature too, with the same scores
+    np.testing.assert_array_equal(np.asarray(loaded.predict(frame.astype("float64"))), ranker.predict(test))
     assert loaded.metadata.get_input_schema().input_names()[-1] == "qid"
     with pytest.raises(Exception, match="f0"):
         loaded.predict(frame.drop(columns=["f0"]))
@@ -105,6 +107,12 @@ def test_qid_column_errors():
         input_qid(pd.DataFrame({"f0": [1.0], "qid": ["a"]}))
     with pytest.raises(DataError, match=r"qid must hold one integer per row \(2\)"):
         as_frame(np.eye(2), qid=[1])
+    with pytest.raises(DataError, match=r"row 0 has True"):
+        input_qid(pd.DataFrame({"f0": [1.0], "qid": [True]}))
+    with pytest.raises(DataError, match=r"row 1 has 9007199254740992.0"):  # 2^53: ids may merge
+        input_qid(pd.DataFrame({"f0": [1.0, 2.0], "qid": [1.0, 2.0**53]}))
+    with pytest.raises(DataError, match="beyond the int64 range"):
+        input_qid(pd.DataFrame({"f0": [1.0], "qid": np.array([2**63], dtype=np.uint64)}))
 
 
 def test_input_matrix_errors():
@@ -114,5 +122,5 @@ def test_input_matrix_errors():
 
     with pytest.raises(DataError, match=r"missing feature column\(s\) \['f1'\]; expected columns f0 … f1"):
         input_matrix(pd.DataFrame({"f0": [1.0]}), 2)
-    # without a logged signature MLflow frames an array with integer columns: taken positionally
+    # called directly (not through MLflow), an array framed with integer columns is taken positionally
     assert input_matrix(pd.DataFrame(np.eye(2)), 2).tolist() == [[1.0, 0.0], [0.0, 1.0]]

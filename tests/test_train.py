@@ -20,7 +20,7 @@ TINY = [*TINY_DATA, *quick_model(30), "num_threads=1"]
 def cli_run(tmp_path_factory):
     """One real `python -m ltr.train +model=lambdamart` run into a temporary SQLite store."""
     root = tmp_path_factory.mktemp("root")
-    proc = run_train_cli(["+model=lambdamart", *TINY], root)
+    proc = run_train_cli(["+model=lambdamart", *TINY], root, ci=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return root, proc
 
@@ -105,7 +105,7 @@ def test_cli_run_is_logged_completely(cli_run):
 
 
 def test_no_model_lists_available_models(tmp_path):
-    proc = run_train_cli([], tmp_path)
+    proc = run_train_cli([], tmp_path, ci=False)
     assert proc.returncode == 2
     assert "+model=lambdamart" in proc.stderr
     for name in available_models():
@@ -129,7 +129,9 @@ def test_override_changes_the_model(tmp_path):
 
 @pytest.mark.slow
 def test_multirun_logs_one_run_per_job(tmp_path):
-    proc = run_train_cli(["-m", "+model=lambdamart", *TINY, "model.params.learning_rate=0.05,0.2"], tmp_path)
+    proc = run_train_cli(
+        ["-m", "+model=lambdamart", *TINY, "model.params.learning_rate=0.05,0.2"], tmp_path, ci=False
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     client = store_client(tmp_path)
     runs = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])

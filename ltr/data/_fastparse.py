@@ -87,7 +87,7 @@ _CLS[_HASH] = 3
 # data-dependent loop: the length of a run of digits is found from a bit mask, and up to 8 digits are
 # converted with three multiplications. Only little-endian machines (x86-64, arm64) take this path.
 SWAR = sys.byteorder == "little"
-SWAR_REACH = 40  # bytes the fast path may read from a token's start; closer to the part's end, bytes
+SWAR_REACH = 40  # the fast path reads < 26 bytes from a token's start; nearer a part's end: byte path
 _U = np.uint64
 _K30, _K46, _K80 = _U(0x3030303030303030), _U(0x4646464646464646), _U(0x8080808080808080)
 _TOP = _U(1 << 63)
@@ -870,6 +870,7 @@ def _chunks(path: Path, chunk: int, identity: tuple[int, int] | None = None):
             n = view.shape[0]
             if base + length >= size:
                 yield view, n, start
+                _check_identity(path, f, identity)  # nothing appended or rewritten while parsing
                 return
             last = _last_newline(view, n)
             if last < 0:  # one line longer than the window: map a bigger one
@@ -903,7 +904,10 @@ def _read_chunks(path: Path, chunk: int, identity: tuple[int, int] | None = None
             n = carry
             eof = False
             while n < buf.shape[0]:
-                got = f.readinto(memoryview(buf)[n:])
+                want = buf.shape[0] - n
+                if identity is not None:  # never past the size the first pass saw
+                    want = min(want, identity[0] - offset - n)
+                got = f.readinto(memoryview(buf)[n : n + want]) if want > 0 else 0
                 if not got:
                     eof = True
                     break
@@ -911,6 +915,7 @@ def _read_chunks(path: Path, chunk: int, identity: tuple[int, int] | None = None
             if eof:
                 if n:
                     yield buf, n, offset
+                _check_identity(path, f, identity)  # nothing appended or rewritten while parsing
                 return
             last = _last_newline(buf, n)
             if last < 0:  # one line longer than the buffer: grow and keep reading

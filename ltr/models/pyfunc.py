@@ -19,9 +19,10 @@ optionally an integer column ``qid``:
   is also right for every model that scores rows independently (single GBDT / linear models,
   bagging by raw-score averaging).
 
-The logged signature always declares ``f0 …`` (required) and ``qid`` (optional, integer), so MLflow
-neither drops a ``qid`` column nor requires one. A plain array with the same number of columns
-is scored positionally, as one query.
+The logged signature always declares ``f0 …`` (required, double: float32 and float64 columns both
+pass MLflow's checks) and ``qid`` (optional, integer), so MLflow neither drops a ``qid`` column nor
+requires one; MLflow therefore wants a DataFrame (``as_frame(X, qid=...)`` builds one). Called
+directly, :class:`RankerModel` also scores a plain array positionally, as one query.
 
 No pickle: the pyfunc is logged as *models from code* — a three-line generated script that builds
 :class:`RankerModel` — so MLflow never cloudpickles an object, and the ranker itself is loaded with
@@ -97,9 +98,13 @@ def input_qid(model_input: Any) -> np.ndarray | None:
         return None
     raw = model_input[QID_COLUMN].to_numpy()
     if raw.dtype.kind in "iu":
+        if raw.dtype == np.uint64 and raw.size and raw.max() > np.iinfo(np.int64).max:
+            raise DataError(f"pyfunc input: column {QID_COLUMN!r} has query ids beyond the int64 range")
         return raw.astype(np.int64)
-    values = pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(values) | (values != np.round(values))
+    # strings, objects, booleans are not query ids (NaN marks every row bad)
+    values = raw.astype(np.float64) if raw.dtype.kind == "f" else np.full(raw.shape[0], np.nan)
+    # floats hold integers exactly only below 2^53: larger ids could merge distinct queries
+    bad = ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) >= 2.0**53)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         shown = raw[row].item() if isinstance(raw[row], np.generic) else raw[row]
@@ -166,11 +171,14 @@ class RankerModel(mlflow.pyfunc.PythonModel):
 
 
 def signature(n_features: int) -> Any:
-    """The logged model signature: float ``f0 … f{n-1}`` (required) and integer ``qid`` (optional)."""
+    """The logged model signature: double ``f0 … f{n-1}`` (required) and integer ``qid`` (optional).
+
+    Double, not float: MLflow upcasts float32 input to a double column but refuses the reverse.
+    """
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, Schema
 
-    cols = [ColSpec("float", name) for name in feature_columns(n_features)]
+    cols = [ColSpec("double", name) for name in feature_columns(n_features)]
     cols.append(ColSpec("long", QID_COLUMN, required=False))
     return ModelSignature(inputs=Schema(cols), outputs=Schema([ColSpec("double")]))
 
