@@ -623,17 +623,6 @@ def _fill_part(
 
 
 @njit(cache=True)
-def _count_byte(buf, lo, hi, byte):
-    """Occurrences of one byte value in buf[lo:hi] (a single-counter loop, which LLVM vectorises)."""
-    sub = buf[lo:hi]  # a zero-based view: this loop shape is the one LLVM vectorises
-    c = 0
-    for i in range(sub.shape[0]):
-        if sub[i] == byte:
-            c += 1
-    return c
-
-
-@njit(cache=True)
 def _count_two_bytes(buf, lo, hi, first, second):
     """Occurrences of two byte values in buf[lo:hi], in one pass over memory.
 
