@@ -806,9 +806,12 @@ def _canonicalize_rows(indptr, indices, data):
 MEMORY_MAP = hasattr(mmap, "MAP_PRIVATE")  # POSIX; elsewhere (and when set False) files are read()
 
 
-def file_identity(path: Path) -> tuple[int, int]:
-    """(size, mtime_ns) of a file: what must not change between the parser's two passes."""
-    st = path.stat()
+def _identity(st: os.stat_result) -> tuple[int, int]:
+    """(size, mtime_ns) from a stat result: what must not change between the parser's two passes.
+
+    Cheap on purpose (no content hash, unlike :func:`ltr.data.cache.file_identity`): it is checked
+    before every window.
+    """
     return st.st_size, st.st_mtime_ns
 
 
@@ -820,10 +823,8 @@ def _changed(path: Path) -> DataError:
 
 
 def _check_identity(path: Path, f, identity: tuple[int, int] | None) -> None:
-    if identity is not None:
-        st = os.fstat(f.fileno())
-        if (st.st_size, st.st_mtime_ns) != identity:
-            raise _changed(path)
+    if identity is not None and _identity(os.fstat(f.fileno())) != identity:
+        raise _changed(path)
 
 
 def _chunks(path: Path, chunk: int, identity: tuple[int, int] | None = None):
@@ -945,7 +946,7 @@ def _parse(path: Path, opts: S.ParseOptions, threads: int, chunk: int) -> RawPar
     bounds_per_chunk: list[np.ndarray] = []
     first_flag = -1
     max_col = -1
-    identity = file_identity(path)
+    identity = _identity(path.stat())
     for buf, n, _ in _chunks(path, chunk, identity):
         bounds = _part_bounds(buf, n, parts)
         out = np.zeros((parts, 2), dtype=np.int64)
