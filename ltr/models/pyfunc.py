@@ -137,17 +137,19 @@ def input_matrix(model_input: Any, n_features: int) -> np.ndarray:
 def score_by_query(ranker: Any, X: np.ndarray, qid: np.ndarray | None) -> np.ndarray:
     """Scores of rows ``X`` in their given order; with ``qid``, every query is scored as a query.
 
-    Rows are grouped by a stable sort on ``qid`` (so one query's rows need not be adjacent), scored
-    as a :class:`~ltr.data.RankingData`, and the scores are put back in the caller's row order.
-    Without ``qid`` the rows are one query.
+    Rows are grouped with :func:`ltr.data.svmlight.regroup_order` (the loader's ``regroup``: queries
+    by first appearance, rows in input order, so one query's rows need not be adjacent), scored as a
+    :class:`~ltr.data.RankingData`, and the scores are put back in the caller's row order. Without
+    ``qid`` the rows are one query.
     """
     if qid is None:
         return ranker.predict(X)
     from ltr.data import RankingData
+    from ltr.data.svmlight import regroup_order
 
     if qid.shape[0] != X.shape[0]:
         raise DataError(f"pyfunc input: {qid.shape[0]} qid values for {X.shape[0]} rows")
-    order = np.argsort(qid, kind="stable")
+    order = regroup_order(qid)
     grouped = RankingData(X=X[order], y=np.zeros(X.shape[0]), qid=qid[order], name="pyfunc input")
     scores = np.empty(X.shape[0], dtype=np.float64)
     scores[order] = ranker.predict(grouped)
