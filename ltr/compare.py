@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 
 from ltr.errors import ConfigError, LtrError
+from ltr.resources import experiments_dir
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-EXPERIMENTS_DIR = PROJECT_ROOT / "experiments"
+EXPERIMENTS_DIR = experiments_dir()
 DEFAULT_METRICS = ["err@10", "ndcg@1", "ndcg@5", "ndcg@10"]
 DEFAULT_STATS = {
     "ci": "bca",

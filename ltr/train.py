@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from ltr.errors import ConfigError, LtrError
+from ltr.resources import config_dir, source_checkout
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+CONF_DIR = config_dir()
 
 
 def available_models() -> list[str]:
@@ -148,7 +149,7 @@ def run_tags(cfg: Any, splits: Mapping[str, Any], *, entry: str = "ltr.train") -
             tags[f"version.{package}"] = version(package)
         except PackageNotFoundError:
             continue
-    tags.update(git_state(Path(__file__).resolve().parents[1]))
+    tags.update(git_state(checkout) if (checkout := source_checkout()) else {})  # installed: version.ltr
     return tags
 
 

@@ -62,8 +62,9 @@ from ltr.data import RankingData
 from ltr.errors import ConfigError, DataError
 from ltr.models.blend import coordinate_ascent, query_folds, stack_features
 from ltr.models.fusion import NORMALIZATIONS, check_weights, fuse, weighted_sum
+from ltr.resources import config_dir
 
-MODEL_CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "model"
+MODEL_CONF_DIR = config_dir() / "model"
 MANIFEST = "manifest.json"
 FORMAT, FORMAT_VERSION = "ltr-ranker", 1  # the manifest format of ltr.models.base, read by load_ranker
 MEMBER_KEYS = ("model", "label", "params", "early_stopping", "engine_params", "bags", "query_fraction")
