@@ -18,6 +18,7 @@ True
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -51,14 +52,27 @@ def experiments_dir() -> Path:
     return package_folder("experiments")
 
 
-def source_checkout() -> Path | None:
+def source_checkout(root: Path | None = None) -> Path | None:
     """The repository root when ``ltr`` is imported from a git checkout, else ``None`` (an installed wheel).
 
-    A checkout is the package folder's parent holding both ``.git`` (a folder, or a file in a git
-    worktree) and ``pyproject.toml``; run provenance records its commit only then, so a virtual
-    environment that happens to live inside some other repository never records that repository.
+    ``root`` is the folder holding the ``ltr`` package (default: this installation's). It is a
+    checkout when it holds both ``.git`` (a folder, or a file in a git worktree) and
+    ``pyproject.toml``; run provenance records a commit only then, so a virtual environment that
+    happens to live inside some other repository never records that repository's commit.
+
+    >>> source_checkout(Path("/")) is None
+    True
     """
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[1] if root is None else root
     if (root / ".git").exists() and (root / "pyproject.toml").is_file():
         return root
     return None
+
+
+def work_root() -> Path:
+    """The folder data, caches, run outputs and the MLflow store go under: ``$LTR_ROOT``, else ``.``.
+
+    The same default as the Hydra setting ``paths.root`` (``conf/paths/default.yaml``), for the
+    entry points that are not Hydra apps (``python -m ltr.data``).
+    """
+    return Path(os.environ.get("LTR_ROOT", "."))

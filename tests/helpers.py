@@ -56,11 +56,11 @@ def compose_config(overrides: list[str], **kwargs: Any):
     """The app's config for ``overrides``, composed as ``python -m ltr.train`` would (typed groups too)."""
     from hydra import compose, initialize_config_dir
 
+    from ltr.resources import config_dir
     from ltr.schemas import register_configs
-    from ltr.train import CONF_DIR
 
     register_configs()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         return compose(config_name="config", overrides=overrides, **kwargs)
 
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from ltr.errors import LtrError
+from ltr.resources import work_root
 
 
 def _parse_opts(args: argparse.Namespace) -> dict:
@@ -139,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--fold", type=int)
         sp.add_argument("--variant")
         sp.add_argument("--dir", help="dataset folder (default: <data-dir>/<registry folder>)")
-        sp.add_argument("--data-dir", default="data")
+        sp.add_argument("--data-dir", default=str(work_root() / "data"))
         sp.add_argument("--n-features", type=int)
         sp.add_argument("--zero-based", action="store_true")
         sp.add_argument("--allow-unsorted", action="store_true")
@@ -154,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     conv = sub.add_parser("convert", help="parse into the binary cache")
     data_args(conv)
-    conv.add_argument("--cache-dir", default="data/cache")
+    conv.add_argument("--cache-dir", default=str(work_root() / "data" / "cache"))
     conv.set_defaults(func=cmd_convert)
 
     syn = sub.add_parser("synth", help="generate LETOR text at benchmark scale")
@@ -175,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     fe = sub.add_parser("fetch", help="download a public dataset (or say where to get a gated one)")
     fe.add_argument("name")
     fe.add_argument("--dir")
-    fe.add_argument("--data-dir", default="data")
+    fe.add_argument("--data-dir", default=str(work_root() / "data"))
     fe.add_argument("--variant")
     fe.add_argument("--url", help="a mirror of the archive (needs --sha256)")
     fe.add_argument("--sha256")
