@@ -1,0 +1,150 @@
+"""ltr finds its own configs through the package (ltr.resources), and users extend them from their folder.
+
+The wheel side (the same lookup in an installed package, from an empty folder) is tests/test_install.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import PROJECT_ROOT, compose_config
+
+from ltr.errors import LtrError
+from ltr.resources import config_dir, experiments_dir, package_folder, source_checkout, work_root
+
+
+def relative_files(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+
+
+def test_package_folders_are_the_repository_folders():
+    # in a checkout the one lookup reads the top-level conf/ and experiments/ that people edit
+    assert config_dir().resolve() == PROJECT_ROOT / "conf"
+    assert experiments_dir().resolve() == PROJECT_ROOT / "experiments"
+    assert relative_files(config_dir()) == relative_files(PROJECT_ROOT / "conf")
+    assert "model/lambdamart.yaml" in relative_files(config_dir())
+
+
+def test_entry_points_use_the_package_lookup():
+    from ltr.compare import EXPERIMENTS_DIR, available_experiments
+    from ltr.models.ensemble import MODEL_CONF_DIR
+    from ltr.train import CONF_DIR, available_models
+
+    assert (
+        config_dir(),
+        experiments_dir(),
+        config_dir() / "model",
+    ) == (CONF_DIR, EXPERIMENTS_DIR, MODEL_CONF_DIR)
+    assert available_models() == sorted(p.stem for p in (PROJECT_ROOT / "conf" / "model").glob("*.yaml"))
+    assert available_experiments() == sorted(p.stem for p in (PROJECT_ROOT / "experiments").glob("*.yaml"))
+
+
+def test_missing_package_folder_is_a_clear_error():
+    with pytest.raises(LtrError, match=r"ltr's nothing_here/ folder is missing at .*ltr/nothing_here"):
+        package_folder("nothing_here")
+
+
+def test_source_checkout_needs_git_and_pyproject(tmp_path):
+    assert source_checkout() == PROJECT_ROOT  # the tests run from a checkout
+    (tmp_path / "pyproject.toml").write_text("[project]\n")
+    assert source_checkout(tmp_path) is None  # e.g. site-packages of a venv: no .git
+    (tmp_path / ".git").write_text("gitdir: elsewhere\n")  # a git worktree's .git is a file
+    assert source_checkout(tmp_path) == tmp_path
+    (tmp_path / "pyproject.toml").unlink()
+    assert source_checkout(tmp_path) is None  # a repository, but not ltr's
+
+
+def test_work_root_follows_ltr_root(monkeypatch, tmp_path):
+    from ltr.data.__main__ import build_parser
+
+    monkeypatch.delenv("LTR_ROOT", raising=False)
+    assert work_root() == Path(".")
+    assert build_parser().parse_args(["fetch", "mq2007"]).data_dir == "data"
+    monkeypatch.setenv("LTR_ROOT", str(tmp_path))
+    assert work_root() == tmp_path
+    assert build_parser().parse_args(["fetch", "mq2007"]).data_dir == str(tmp_path / "data")
+    assert build_parser().parse_args(["convert", "x.txt"]).cache_dir == str(tmp_path / "data" / "cache")
+
+
+# --- a user's own config group, outside the package -------------------------------------------------
+
+USER_DATA = """\
+defaults:
+  - svmlight          # ltr's own data/svmlight.yaml: every option and its default
+  - _self_
+
+name: mydata
+train: ${paths.data_dir}/mydata/train.txt
+valid: ${paths.data_dir}/mydata/vali.txt
+test: ${paths.data_dir}/mydata/test.txt
+n_features: 10
+label_range: [0, 4]
+"""
+
+
+def write_letor(path: Path, n_queries: int, first_qid: int) -> None:
+    """Tiny LETOR text: ``n_queries`` queries of 5 documents, 10 features, labels 0..4."""
+    lines = [
+        f"{(q + d) % 5} qid:{first_qid + q} "
+        + " ".join(f"{f + 1}:{(q * 7 + d * 3 + f) % 11 / 10}" for f in range(10))
+        for q in range(n_queries)
+        for d in range(5)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def user_folder(tmp_path, monkeypatch) -> Path:
+    """A user's folder: myconf/data/mydata.yaml and its LETOR files under data/mydata/; cwd and LTR_ROOT."""
+    (tmp_path / "myconf" / "data").mkdir(parents=True)
+    (tmp_path / "myconf" / "data" / "mydata.yaml").write_text(USER_DATA)
+    (tmp_path / "data" / "mydata").mkdir(parents=True)
+    for name, n, first in (("train", 12, 1), ("vali", 4, 100), ("test", 3, 200)):
+        write_letor(tmp_path / "data" / "mydata" / f"{name}.txt", n, first)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LTR_ROOT", str(tmp_path))
+    return tmp_path
+
+
+def test_user_data_config_through_hydra_searchpath(user_folder):
+    from ltr.data.registry import load_dataset
+
+    cfg = compose_config(["+model=lambdamart", "data=mydata", "hydra.searchpath=[file://myconf]"])
+    assert cfg.data.name == "mydata"
+    assert cfg.data.kind == "svmlight" and cfg.data.nonfinite == "error"  # inherited from ltr's svmlight.yaml
+    assert cfg.data.train == f"{user_folder}/data/mydata/train.txt"
+    splits = load_dataset(cfg.data)
+    assert {s: d.n_queries for s, d in splits.items()} == {"train": 12, "valid": 4, "test": 3}
+    assert splits["test"].X.shape == (15, 10)
+
+
+def test_user_experiment_file_with_user_data(user_folder):
+    from ltr.compare import compose_system, load_experiment
+
+    (user_folder / "mine.yaml").write_text(
+        "overrides: ['hydra.searchpath=[file://myconf]', data=mydata]\n"
+        "baseline: regression\n"
+        "systems:\n  regression: {model: regression}\n  mart: {model: lambdamart}\n"
+    )
+    exp = load_experiment("mine.yaml")  # a path relative to the working directory, not a packaged name
+    assert exp.name == "mine" and list(exp.systems) == ["regression", "mart"]
+    cfg = compose_system(exp, "mart", ["seed=7"])
+    assert (cfg.data.name, cfg.model.name, cfg.seed) == ("mydata", "lambdamart", 7)
+
+
+def test_train_cli_config_dir_adds_user_groups(user_folder):
+    # Hydra's own flag; --cfg job --resolve prints the composed config without training
+    done = subprocess.run(
+        [sys.executable, "-m", "ltr.train", "--config-dir", "myconf", "+model=lambdamart", "data=mydata"]
+        + ["--cfg", "job", "--resolve"],
+        cwd=user_folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "name: mydata" in done.stdout
+    assert f"train: {user_folder}/data/mydata/train.txt" in done.stdout
