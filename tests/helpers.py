@@ -74,3 +74,43 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# --- a user's own config group, outside the package (tests/test_resources.py, tests/test_install.py) ---
+
+USER_DATA = """\
+defaults:
+  - svmlight          # ltr's own data/svmlight.yaml: every option and its default
+  - _self_
+
+name: mydata
+train: ${paths.data_dir}/mydata/train.txt
+valid: ${paths.data_dir}/mydata/vali.txt
+test: ${paths.data_dir}/mydata/test.txt
+n_features: 10
+label_range: [0, 4]
+"""
+
+
+def write_user_data(folder: Path) -> None:
+    """A user's own data config ``folder/myconf/data/mydata.yaml`` and its files ``folder/data/mydata/*.txt``.
+
+    Used as ``--config-dir myconf data=mydata`` (or ``hydra.searchpath=[file://myconf]``) from ``folder``:
+    12 train, 4 valid and 3 test queries of 5 documents each.
+    """
+    (folder / "myconf" / "data").mkdir(parents=True)
+    (folder / "myconf" / "data" / "mydata.yaml").write_text(USER_DATA)
+    (folder / "data" / "mydata").mkdir(parents=True)
+    for name, n, first in (("train", 12, 1), ("vali", 4, 100), ("test", 3, 200)):
+        write_letor(folder / "data" / "mydata" / f"{name}.txt", n, first)
+
+
+def write_letor(path: Path, n_queries: int, first_qid: int) -> None:
+    """Tiny LETOR text: ``n_queries`` queries of 5 documents, 10 features, labels 0..4."""
+    lines = [
+        f"{(q + d) % 5} qid:{first_qid + q} "
+        + " ".join(f"{f + 1}:{(q * 7 + d * 3 + f) % 11 / 10}" for f in range(10))
+        for q in range(n_queries)
+        for d in range(5)
+    ]
+    path.write_text("\n".join(lines) + "\n")

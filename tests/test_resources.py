@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import PROJECT_ROOT, compose_config
+from helpers import PROJECT_ROOT, compose_config, write_user_data
 
 from ltr.errors import LtrError
 from ltr.resources import config_dir, experiments_dir, package_folder, source_checkout, work_root
@@ -69,41 +69,10 @@ def test_work_root_follows_ltr_root(monkeypatch, tmp_path):
     assert build_parser().parse_args(["convert", "x.txt"]).cache_dir == str(tmp_path / "data" / "cache")
 
 
-# --- a user's own config group, outside the package -------------------------------------------------
-
-USER_DATA = """\
-defaults:
-  - svmlight          # ltr's own data/svmlight.yaml: every option and its default
-  - _self_
-
-name: mydata
-train: ${paths.data_dir}/mydata/train.txt
-valid: ${paths.data_dir}/mydata/vali.txt
-test: ${paths.data_dir}/mydata/test.txt
-n_features: 10
-label_range: [0, 4]
-"""
-
-
-def write_letor(path: Path, n_queries: int, first_qid: int) -> None:
-    """Tiny LETOR text: ``n_queries`` queries of 5 documents, 10 features, labels 0..4."""
-    lines = [
-        f"{(q + d) % 5} qid:{first_qid + q} "
-        + " ".join(f"{f + 1}:{(q * 7 + d * 3 + f) % 11 / 10}" for f in range(10))
-        for q in range(n_queries)
-        for d in range(5)
-    ]
-    path.write_text("\n".join(lines) + "\n")
-
-
 @pytest.fixture
 def user_folder(tmp_path, monkeypatch) -> Path:
     """A user's folder: myconf/data/mydata.yaml and its LETOR files under data/mydata/; cwd and LTR_ROOT."""
-    (tmp_path / "myconf" / "data").mkdir(parents=True)
-    (tmp_path / "myconf" / "data" / "mydata.yaml").write_text(USER_DATA)
-    (tmp_path / "data" / "mydata").mkdir(parents=True)
-    for name, n, first in (("train", 12, 1), ("vali", 4, 100), ("test", 3, 200)):
-        write_letor(tmp_path / "data" / "mydata" / f"{name}.txt", n, first)
+    write_user_data(tmp_path)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LTR_ROOT", str(tmp_path))
     return tmp_path
