@@ -98,8 +98,23 @@ def ltr_in(python: Path, folder: Path, label: str, *args: str) -> subprocess.Com
     return done
 
 
-def test_wheel_and_sdist_carry_the_config_tree_and_experiments(dist):
+def test_wheel_and_sdist_carry_the_config_tree_and_experiments(dist, tmp_path):
     names = set(zipfile.ZipFile(dist["wheel"]).namelist())
+    # a wheel built straight from the checkout (as `pip install /path/to/ltr` does) holds the same files
+    direct = [
+        find_uv(),
+        "build",
+        "--wheel",
+        "--out-dir",
+        str(tmp_path),
+        "--python",
+        sys.executable,
+        str(PROJECT_ROOT),
+    ]
+    done = timed("uv build --wheel (from the checkout)", direct, timeout=900, env=user_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    (wheel,) = tmp_path.glob("ltr-*.whl")
+    assert set(zipfile.ZipFile(wheel).namelist()) == names
     for folder in ("conf", "experiments"):
         shipped = {n.removeprefix(f"ltr/{folder}/") for n in names if n.startswith(f"ltr/{folder}/")}
         assert shipped == repo_files(folder), f"wheel's ltr/{folder}/ differs from the repository's {folder}/"
