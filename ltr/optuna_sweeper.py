@@ -172,7 +172,11 @@ class OptunaSweeper(Sweeper):
         max_failure_rate: float = 0.0,
         sampler: Any = None,
         params: Any = None,
+        **unknown: Any,
     ) -> None:
+        if unknown:  # only reachable with '+hydra.sweeper.KEY=…'; the schema rejects the rest
+            accepted = ", ".join(f for f in OptunaSweeperConf.__dataclass_fields__ if not f.startswith("_"))
+            raise ConfigError(f"hydra.sweeper: unknown key(s) {sorted(unknown)}; accepted: {accepted}")
         self.settings = checked_settings(
             direction=direction,
             study_name=study_name,

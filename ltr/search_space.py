@@ -12,7 +12,8 @@ override value                     Optuna distribution
 ``tag(log, interval(a, b))``       the same with ``log=True`` (``a > 0``)
 ``range(start, stop, step)``       ``IntDistribution`` (``FloatDistribution`` for float bounds) over
                                    exactly Hydra's values: ``stop`` is excluded, as in a grid sweep
-``choice(x, y, …)``, ``x,y,…``     ``CategoricalDistribution`` (also ``glob(…)``, ``shuffle(…)``)
+``choice(x, y, …)``, ``x,y,…``     ``CategoricalDistribution`` (also ``glob(…)``, and ``shuffle(…)``,
+                                   whose choices keep their written order)
 =================================  ==================================================================
 
 A command-line override replaces the ``params`` entry of the same key (``model.params.num_leaves=31``
@@ -31,6 +32,7 @@ unsupported sweep or tag, or bounds Optuna rejects raise :class:`ltr.errors.Conf
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -110,7 +112,9 @@ def distribution_of(override: Override, where: str) -> BaseDistribution:
                 return IntDistribution(value.start, value.end, log=log)
             return FloatDistribution(float(value.start), float(value.end), log=log)
         _check_tags(tags, frozenset(), where)
-        if isinstance(value, RangeSweep) and not value.shuffle:
+        if getattr(value, "shuffle", False):  # a sampler picks in any order: keep the written one
+            override = dataclasses.replace(override, _value=dataclasses.replace(value, shuffle=False))
+        elif isinstance(value, RangeSweep):
             return _range_distribution(list(override.sweep_iterator()), value, where)
         choices = list(override.sweep_iterator(transformer=Transformer.encode))
     except (ValueError, TypeError, HydraException) as exc:

@@ -10,6 +10,8 @@ import pytest
 from helpers import TINY_DATA, compose_config, quick_model, run_train_cli, store_client
 from rich.console import Console
 
+from ltr.errors import ConfigError
+from ltr.optuna_sweeper import OptunaSweeper
 from ltr.schemas import threads_per_job
 from ltr.sweep import best_job, read_job_results, summarize_sweep, swept_overrides
 
@@ -46,19 +48,38 @@ def test_summary_picks_the_best_job_and_writes_it(tmp_path):
     assert swept_overrides(rows) == {f"model.params.learning_rate={i}" for i in range(11)}
 
 
-def test_optuna_search_config_is_seeded_tpe_with_direction_from_the_metric():
+def test_optuna_search_config_is_ltrs_own_sweeper_seeded_tpe_with_direction_from_the_metric():
     cfg = compose_config(
         ["+model=lambdamart", "hparams_search=lambdamart_optuna", "seed=7"], return_hydra_config=True
     )
     sweeper = cfg.hydra.sweeper
-    assert sweeper._target_ == "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper"
+    assert sweeper._target_ == "hydra_plugins.ltr_optuna_sweeper.LtrOptunaSweeper"
     assert sweeper.sampler._target_ == "optuna.samplers.TPESampler"
     assert sweeper.sampler.seed == 7
-    assert (
-        str(sweeper.direction.name if hasattr(sweeper.direction, "name") else sweeper.direction) == "maximize"
-    )
-    assert sweeper.n_trials == 20
+    # hydra-optuna-sweeper passed multivariate=False; Optuna 5 defaults to True (other trials)
+    assert sweeper.sampler.multivariate is False
+    assert sweeper.direction == "maximize"
+    assert sweeper.n_trials == 20 and sweeper.n_jobs == 1 and sweeper.max_failure_rate == 0.0
     assert "model.params.learning_rate" in sweeper.params
+    # a lower-is-better early-stopping metric flips the study direction
+    rmse = compose_config(
+        ["+model=lambdamart", "hparams_search=lambdamart_optuna", "model.early_stopping.metric=rmse"],
+        return_hydra_config=True,
+    )
+    assert rmse.hydra.sweeper.direction == "minimize"
+
+
+def test_an_unknown_sweeper_key_fails_while_the_config_is_composed():
+    from hydra.errors import ConfigCompositionException
+
+    with pytest.raises(ConfigCompositionException, match="n_trail"):
+        compose_config(
+            ["+model=lambdamart", "hparams_search=lambdamart_optuna", "hydra.sweeper.n_trail=3"],
+            return_hydra_config=True,
+        )
+    # forced in with '+', it reaches the sweeper, which names it
+    with pytest.raises(ConfigError, match=r"hydra.sweeper: unknown key\(s\) \['n_trail'\]"):
+        OptunaSweeper(direction="maximize", n_trail=3)
 
 
 def test_joblib_launcher_sets_threads_so_jobs_times_threads_fit_the_cores():
