@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 from helpers import TINY_DATA, compose_config, quick_model, run_train_cli, store_client
 from rich.console import Console
 
@@ -147,8 +148,8 @@ def test_eight_parallel_jobs_on_one_sqlite_store_lose_nothing(tmp_path):
     assert "Best job" in proc.stdout
 
 
-@pytest.mark.slow
 def test_optuna_sweep_runs_trials_and_reports_the_best(tmp_path):
+    """A real ``python -m ltr.train -m … hparams_search=lambdamart_optuna`` sweep of 3 tiny trials."""
     proc = run_train_cli(
         [
             "-m",
@@ -157,6 +158,7 @@ def test_optuna_sweep_runs_trials_and_reports_the_best(tmp_path):
             "hydra.sweeper.n_trials=3",
             *TINY,
             "num_threads=1",
+            "tracking=none",
         ],
         tmp_path,
         timeout=900,
@@ -168,9 +170,44 @@ def test_optuna_sweep_runs_trials_and_reports_the_best(tmp_path):
     values = [j["value"] for j in summary["jobs"]]
     assert summary["best"]["value"] == max(values)
     assert len({j["overrides"][0] for j in summary["jobs"]}) == 3  # TPE proposed 3 different configs
-    # Optuna's own record of the best trial agrees
-    optuna_best = (sweep_dir / "optimization_results.yaml").read_text()
-    assert f"{summary['best']['value']}"[:8] in optuna_best
+    # the sweeper's record of the study agrees with the jobs' own results
+    results = yaml.safe_load((sweep_dir / "optimization_results.yaml").read_text())
+    assert results["best_value"] == summary["best"]["value"]
+    assert results["best_overrides"] == summary["best"]["overrides"]
+    assert results["n_trials"]["COMPLETE"] == 3
+    best_lr = next(o for o in summary["best"]["overrides"] if o.startswith("model.params.learning_rate="))
+    assert results["best_params"]["model.params.learning_rate"] == float(best_lr.split("=")[1])
+
+
+@pytest.mark.slow
+def test_a_trial_that_ltr_rejects_fails_alone_and_the_sweep_goes_on(tmp_path):
+    """num_leaves=1 is a ConfigError in ltr: that trial is FAIL, the others complete (max_failure_rate=1)."""
+    proc = run_train_cli(
+        [
+            "-m",
+            "+model=lambdamart",
+            "hparams_search=lambdamart_optuna",
+            "hydra.sweeper.n_trials=4",
+            "hydra.sweeper.max_failure_rate=1.0",
+            "model.params.num_leaves=1,7",
+            *TINY,
+            "num_threads=1",
+            "tracking=none",
+        ],
+        tmp_path,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (sweep_dir,) = {p.parent for p in (tmp_path / "multirun").glob("*/*/optimization_results.yaml")}
+    overrides = [
+        yaml.safe_load((sweep_dir / str(job) / ".hydra" / "overrides.yaml").read_text()) for job in range(4)
+    ]
+    rejected = sum("model.params.num_leaves=1" in o for o in overrides)
+    assert 0 < rejected < 4
+    results = yaml.safe_load((sweep_dir / "optimization_results.yaml").read_text())
+    assert results["n_trials"]["FAIL"] == rejected and results["n_trials"]["COMPLETE"] == 4 - rejected
+    assert results["best_params"]["model.params.num_leaves"] == 7
+    assert "error:" in proc.stderr and "num_leaves" in proc.stderr  # ltr's message, then the next trial
 
 
 def test_sweep_size_and_progress_line():
