@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,30 +73,29 @@ class OptunaSweeperConf:
     params: dict[str, str] | None = None  # key → Hydra sweep value, e.g. tag(log, interval(0.01, 0.3))
 
 
-@dataclass(frozen=True)
-class SweeperSettings:
-    """The checked scalar settings of the sweeper."""
+def checked_settings(**values: Any) -> OptunaSweeperConf:
+    """The ``hydra.sweeper`` values over :class:`OptunaSweeperConf`'s defaults, checked.
 
-    direction: str
-    n_trials: int
-    n_jobs: int
-    max_failure_rate: float
-    study_name: str | None = None
-    storage: str | None = None
-
-
-def checked_settings(**values: Any) -> SweeperSettings:
-    """:class:`SweeperSettings` from ``hydra.sweeper`` values; a value that cannot work → ConfigError."""
-    direction = values["direction"]
-    if direction not in DIRECTIONS:
-        raise ConfigError(f"hydra.sweeper.direction={direction!r}: expected 'maximize' or 'minimize'")
+    A missing direction, an unknown key or a value that cannot work → ConfigError naming it;
+    ``sampler`` and ``params`` become plain containers (interpolations resolved).
+    """
+    accepted = [f.name for f in fields(OptunaSweeperConf) if not f.name.startswith("_")]
+    unknown = sorted(set(values) - set(accepted))
+    if unknown:  # only reachable with '+hydra.sweeper.KEY=…'; the schema rejects the rest
+        raise ConfigError(f"hydra.sweeper: unknown key(s) {unknown}; accepted: {', '.join(accepted)}")
+    settings = OptunaSweeperConf(**{k: _plain(v) for k, v in values.items()})
+    if settings.direction not in DIRECTIONS:
+        raise ConfigError(
+            f"hydra.sweeper.direction={settings.direction!r}: expected 'maximize' or 'minimize'"
+        )
     for key in ("n_trials", "n_jobs"):
-        if isinstance(values[key], bool) or not isinstance(values[key], int) or values[key] < 1:
-            raise ConfigError(f"hydra.sweeper.{key}={values[key]!r}: expected an integer >= 1")
-    rate = values["max_failure_rate"]
+        value = getattr(settings, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"hydra.sweeper.{key}={value!r}: expected an integer >= 1")
+    rate = settings.max_failure_rate
     if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 <= rate <= 1.0:
         raise ConfigError(f"hydra.sweeper.max_failure_rate={rate!r}: expected a number in [0, 1]")
-    return SweeperSettings(**{**values, "max_failure_rate": float(rate)})
+    return settings
 
 
 class TrialFailuresError(LtrError, RuntimeError):
@@ -162,31 +161,8 @@ def trial_value(job: JobReturn) -> tuple[float | None, BaseException | str | Non
 class OptunaSweeper(Sweeper):
     """The sweeper (module docstring); Hydra builds it from :class:`OptunaSweeperConf`."""
 
-    def __init__(
-        self,
-        direction: str,
-        study_name: str | None = None,
-        storage: str | None = None,
-        n_trials: int = 20,
-        n_jobs: int = 1,
-        max_failure_rate: float = 0.0,
-        sampler: Any = None,
-        params: Any = None,
-        **unknown: Any,
-    ) -> None:
-        if unknown:  # only reachable with '+hydra.sweeper.KEY=…'; the schema rejects the rest
-            accepted = ", ".join(f for f in OptunaSweeperConf.__dataclass_fields__ if not f.startswith("_"))
-            raise ConfigError(f"hydra.sweeper: unknown key(s) {sorted(unknown)}; accepted: {accepted}")
-        self.settings = checked_settings(
-            direction=direction,
-            study_name=study_name,
-            storage=storage,
-            n_trials=n_trials,
-            n_jobs=n_jobs,
-            max_failure_rate=max_failure_rate,
-        )
-        self.sampler_config = _plain(sampler) or {"_target_": "optuna.samplers.TPESampler"}
-        self.params = _plain(params) or {}
+    def __init__(self, **settings: Any) -> None:
+        self.settings = checked_settings(**settings)
         self.config: DictConfig | None = None
         self.hydra_context: HydraContext | None = None
         self.launcher: Any = None
@@ -203,8 +179,10 @@ class OptunaSweeper(Sweeper):
         from ltr.search_space import parse_search_space
 
         assert self.config is not None and self.hydra_context is not None, "setup() runs before sweep()"
-        space = parse_search_space(self.params, arguments, config_loader=self.hydra_context.config_loader)
-        study = open_study(self.settings, build_sampler(self.sampler_config))
+        space = parse_search_space(
+            self.settings.params, arguments, config_loader=self.hydra_context.config_loader
+        )
+        study = open_study(self.settings, build_sampler(self.settings.sampler))
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
@@ -286,7 +264,7 @@ def build_sampler(sampler_config: dict[str, Any]) -> optuna.samplers.BaseSampler
     return sampler
 
 
-def open_study(settings: SweeperSettings, sampler: optuna.samplers.BaseSampler) -> optuna.Study:
+def open_study(settings: OptunaSweeperConf, sampler: optuna.samplers.BaseSampler) -> optuna.Study:
     """Create the study, or continue the one named ``study_name`` in ``storage``.
 
     Trials report no intermediate values, so the study has no pruner (``NopPruner``).

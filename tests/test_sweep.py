@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -148,30 +149,24 @@ def test_eight_parallel_jobs_on_one_sqlite_store_lose_nothing(tmp_path):
     assert "Best job" in proc.stdout
 
 
-def test_optuna_sweep_runs_trials_and_reports_the_best(tmp_path):
-    """A real ``python -m ltr.train -m … hparams_search=lambdamart_optuna`` sweep of 3 tiny trials."""
-    proc = run_train_cli(
-        [
-            "-m",
-            "+model=lambdamart",
-            "hparams_search=lambdamart_optuna",
-            "hydra.sweeper.n_trials=3",
-            *TINY,
-            "num_threads=1",
-            "tracking=none",
-        ],
-        tmp_path,
-        timeout=900,
-    )
+def _optuna_sweep(tmp_path: Path, *overrides: str) -> tuple[subprocess.CompletedProcess[str], Path, dict]:
+    """A real tiny ``python -m ltr.train -m +model=lambdamart hparams_search=lambdamart_optuna`` sweep:
+    the finished process, its sweep folder and its ``optimization_results.yaml``."""
+    args = ["-m", "+model=lambdamart", "hparams_search=lambdamart_optuna", *overrides, *TINY]
+    proc = run_train_cli([*args, "num_threads=1", "tracking=none"], tmp_path, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (sweep_dir,) = {p.parent.parent for p in (tmp_path / "multirun").glob("*/*/*/ltr_result.json")}
+    (results,) = (tmp_path / "multirun").glob("*/*/optimization_results.yaml")
+    return proc, results.parent, yaml.safe_load(results.read_text())
+
+
+def test_optuna_sweep_runs_trials_and_reports_the_best(tmp_path):
+    _, sweep_dir, results = _optuna_sweep(tmp_path, "hydra.sweeper.n_trials=3")
     summary = json.loads((sweep_dir / "sweep_summary.json").read_text())
     assert summary["n_jobs"] == 3
     values = [j["value"] for j in summary["jobs"]]
     assert summary["best"]["value"] == max(values)
     assert len({j["overrides"][0] for j in summary["jobs"]}) == 3  # TPE proposed 3 different configs
     # the sweeper's record of the study agrees with the jobs' own results
-    results = yaml.safe_load((sweep_dir / "optimization_results.yaml").read_text())
     assert results["best_value"] == summary["best"]["value"]
     assert results["best_overrides"] == summary["best"]["overrides"]
     assert results["n_trials"]["COMPLETE"] == 3
@@ -182,29 +177,15 @@ def test_optuna_sweep_runs_trials_and_reports_the_best(tmp_path):
 @pytest.mark.slow
 def test_a_trial_that_ltr_rejects_fails_alone_and_the_sweep_goes_on(tmp_path):
     """num_leaves=1 is a ConfigError in ltr: that trial is FAIL, the others complete (max_failure_rate=1)."""
-    proc = run_train_cli(
-        [
-            "-m",
-            "+model=lambdamart",
-            "hparams_search=lambdamart_optuna",
-            "hydra.sweeper.n_trials=4",
-            "hydra.sweeper.max_failure_rate=1.0",
-            "model.params.num_leaves=1,7",
-            *TINY,
-            "num_threads=1",
-            "tracking=none",
-        ],
+    proc, sweep_dir, results = _optuna_sweep(
         tmp_path,
-        timeout=900,
+        "hydra.sweeper.n_trials=4",
+        "hydra.sweeper.max_failure_rate=1.0",
+        "model.params.num_leaves=1,7",
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (sweep_dir,) = {p.parent for p in (tmp_path / "multirun").glob("*/*/optimization_results.yaml")}
-    overrides = [
-        yaml.safe_load((sweep_dir / str(job) / ".hydra" / "overrides.yaml").read_text()) for job in range(4)
-    ]
+    overrides = [yaml.safe_load((sweep_dir / f"{job}/.hydra/overrides.yaml").read_text()) for job in range(4)]
     rejected = sum("model.params.num_leaves=1" in o for o in overrides)
     assert 0 < rejected < 4
-    results = yaml.safe_load((sweep_dir / "optimization_results.yaml").read_text())
     assert results["n_trials"]["FAIL"] == rejected and results["n_trials"]["COMPLETE"] == 4 - rejected
     assert results["best_params"]["model.params.num_leaves"] == 7
     assert "error:" in proc.stderr and "num_leaves" in proc.stderr  # ltr's message, then the next trial
