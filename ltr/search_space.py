@@ -95,7 +95,8 @@ def parse_search_space(
 
 def _parse(parser: OverridesParser, text: str, where: str) -> Override:
     try:
-        return parser.parse_override(text)
+        (override,) = parser.parse_overrides([text])  # (also hands glob() the config loader)
+        return override
     except HydraException as exc:  # OverrideParseException and grammar-function errors
         raise ConfigError(f"{where}: cannot parse {text!r}: {exc}") from exc
 

@@ -254,6 +254,20 @@ def test_batches_of_n_jobs_go_through_the_joblib_launcher_together(tmp_path):
     assert all(j["in_worker"] for j in jobs)  # run by joblib's worker processes, not the sweeping one
 
 
+def test_glob_searches_the_options_of_a_config_group(tmp_path):
+    app = _write_app(tmp_path, params={}, n_trials=4)
+    for option, c in (("one", "b"), ("two", "c")):
+        (app / "opt").mkdir(exist_ok=True)
+        (app / "opt" / f"{option}.yaml").write_text(f"# @package _global_\nc: {c}\n")
+    proc = _run_app(app, "+opt=glob(*)")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    space = {"+opt": CategoricalDistribution(["one", "two"])}
+    c_of = {"one": "b", "two": "c"}
+    truth = _plain_optuna(space, 4, value=lambda **p: objective(0.1, 31, 10, c_of[p["+opt"]]))
+    assert [job["c"] for job in _jobs(app)] == [c_of[t.params["+opt"]] for t in truth.trials]
+    assert _results(app)["best_params"] == {"+opt": "one"}  # c=b has the larger bonus
+
+
 # ---- the search-space grammar, in process ----
 
 
