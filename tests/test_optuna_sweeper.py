@@ -218,6 +218,14 @@ def test_a_bad_search_space_fails_before_any_trial_naming_the_parameter(tmp_path
     assert not list((app / "sweep").glob("*/params.json"))
 
 
+def test_a_searched_key_the_config_lacks_fails_when_the_first_batch_is_composed(tmp_path):
+    app = _write_app(tmp_path, params={**PARAMS, "no_such_key": "interval(0, 1)"})
+    proc = _run_app(app)
+    assert proc.returncode != 0
+    assert "a trial's overrides do not compose" in proc.stderr and "no_such_key" in proc.stderr
+    assert not list((app / "sweep").glob("*/params.json"))
+
+
 def test_a_sampler_that_cannot_be_built_is_named(tmp_path):
     app = _write_app(tmp_path)
     proc = _run_app(app, "hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler")
