@@ -200,10 +200,15 @@ class OptunaSweeper(Sweeper):
         for batch_size in batch_sizes(self.settings.n_trials, self.settings.n_jobs):
             trials = [study.ask(space.distributions) for _ in range(batch_size)]
             overrides = self._trial_overrides(study, trials, space, job_idx)
-            jobs = self.launcher.launch(overrides, initial_job_idx=job_idx)
+            try:
+                jobs = self.launcher.launch(overrides, initial_job_idx=job_idx)
+            except BaseException:  # Ctrl-C, a job's sys.exit, a dead worker: no trial stays RUNNING
+                fail_all(study, trials)
+                raise
             job_idx += len(jobs)
             tally.add(finished=len(jobs), failures=tell_results(study, trials, jobs))
             if tally.exceeded():
+                write_results(study, sweep_dir / RESULTS_FILE)
                 raise tally.error()
         write_results(study, sweep_dir / RESULTS_FILE)
 
@@ -211,8 +216,6 @@ class OptunaSweeper(Sweeper):
         self, study: optuna.Study, trials: list[optuna.Trial], space: SearchSpace, job_idx: int
     ) -> list[list[str]]:
         """Each trial's overrides (kept as its ``hydra_overrides`` user attribute), composed as a check."""
-        from optuna.trial import TrialState
-
         overrides = []
         for offset, trial in enumerate(trials):
             trial_overrides = space.trial_overrides(trial.params)
@@ -222,12 +225,19 @@ class OptunaSweeper(Sweeper):
         try:
             self.validate_batch_is_legal(overrides)
         except Exception as exc:  # Hydra's composition errors have no common base class
-            for trial in trials:
-                study.tell(trial, state=TrialState.FAIL)
+            fail_all(study, trials)
             raise ConfigError(
                 f"a trial's overrides do not compose ({' '.join(overrides[0])}): {exc}"
             ) from exc
         return overrides
+
+
+def fail_all(study: optuna.Study, trials: Sequence[optuna.Trial]) -> None:
+    """Tell every trial of a batch that did not finish ``FAIL`` (a stored study keeps no RUNNING trial)."""
+    from optuna.trial import TrialState
+
+    for trial in trials:
+        study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
 
 
 def _plain(node: Any) -> Any:

@@ -37,7 +37,7 @@ def objective(lr: float, leaves: int, m: int, c: str) -> float:
 
 APP = textwrap.dedent(
     """
-    import json, math, multiprocessing
+    import json, math, multiprocessing, sys
     from pathlib import Path
 
     import hydra
@@ -53,6 +53,8 @@ APP = textwrap.dedent(
         (out / "params.json").write_text(json.dumps({**params, "in_worker": multiprocessing.parent_process() is not None}))
         if cfg.raise_when == cfg.c:
             raise ValueError(f"toy failure for c={cfg.c}")
+        if cfg.exit_when == cfg.c:
+            sys.exit(3)
         if cfg.nan_when == cfg.c:
             return float("nan")
         lr, leaves, m, c = cfg.lr, cfg.leaves, cfg.m, cfg.c
@@ -101,6 +103,7 @@ def _write_app(folder: Path, *, params: dict[str, str] | None = None, **sweeper:
         "c": "a",
         "raise_when": None,
         "nan_when": None,
+        "exit_when": None,
         "hydra": {
             "sweep": {"dir": str(folder / "sweep"), "subdir": "${hydra.job.num}"},
             "sweeper": settings,
@@ -208,6 +211,8 @@ def test_the_first_failure_stops_the_sweep_by_default(tmp_path):
     first_b = next(i for i, j in enumerate(jobs) if j["c"] == "b")
     assert len(jobs) == first_b + 1  # batches of n_jobs=1: nothing runs after the failed trial
     assert "max_failure_rate=0.0" in proc.stderr and "toy failure for c=b" in proc.stderr
+    results = _results(app)  # written before the sweep stops
+    assert results["n_trials"]["FAIL"] == 1 and results["n_trials"]["COMPLETE"] == first_b
 
 
 def test_a_bad_search_space_fails_before_any_trial_naming_the_parameter(tmp_path):
@@ -246,6 +251,17 @@ def test_a_study_in_storage_is_continued_by_the_next_run(tmp_path):
     second = yaml.safe_load((tmp_path / "sweep1" / "optimization_results.yaml").read_text())
     assert second["n_trials"]["COMPLETE"] == 4
     assert second["best_value"] == study.best_value
+
+
+def test_a_job_that_ends_the_process_leaves_its_stored_trial_failed_not_running(tmp_path):
+    db = tmp_path / "optuna.db"
+    app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", max_failure_rate=1.0)
+    proc = _run_app(app, "exit_when=b")
+    assert proc.returncode == 3
+    study = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
+    states = [t.state.name for t in study.trials]
+    assert states[-1] == "FAIL" and set(states[:-1]) <= {"COMPLETE"}
+    assert _jobs(app)[-1]["c"] == "b"
 
 
 def test_batches_of_n_jobs_go_through_the_joblib_launcher_together(tmp_path):
