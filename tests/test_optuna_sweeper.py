@@ -336,3 +336,27 @@ def test_fixed_overrides_are_kept_as_written_after_the_suggested_values():
 def test_a_bad_search_space_is_a_config_error_naming_where_it_is(params, arguments, message):
     with pytest.raises(ConfigError, match=message):
         parse_search_space(params, arguments)
+
+
+def test_hydra_finds_the_plugin_without_importing_optuna_and_beside_other_plugins():
+    """hydra_plugins is a namespace package (an __init__.py would hide the joblib launcher), and
+    Hydra's start-up scan of every app stays light."""
+    assert not (PROJECT_ROOT / "hydra_plugins" / "__init__.py").exists()
+    code = (
+        "import sys\n"
+        "from hydra.core.plugins import Plugins\n"
+        "from hydra.plugins.launcher import Launcher\n"
+        "from hydra.plugins.sweeper import Sweeper\n"
+        "plugins = Plugins.instance()\n"
+        "print([c.__module__ + '.' + c.__name__ for c in plugins.discover(Sweeper)])\n"
+        "print([c.__name__ for c in plugins.discover(Launcher)])\n"
+        "print('optuna' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd="/", env=env, capture_output=True, text=True, timeout=120
+    )
+    sweepers, launchers, optuna_imported = proc.stdout.splitlines()
+    assert "hydra_plugins.ltr_optuna_sweeper.LtrOptunaSweeper" in sweepers
+    assert "JoblibLauncher" in launchers
+    assert optuna_imported == "False"
