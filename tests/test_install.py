@@ -197,6 +197,17 @@ def test_users_own_data_config_and_experiment_file(python, tmp_path):
     assert "regression (baseline)" in leaderboard and "mart" in leaderboard
 
 
+def test_optuna_sweep_finds_ltrs_sweeper_plugin(python, tmp_path):
+    # Hydra discovers the sweeper through the hydra_plugins package the wheel ships
+    ltr_in(
+        python, tmp_path, "optuna sweep, 2 trials (tiny)",
+        "ltr.train", "-m", "+model=lambdamart", "hparams_search=lambdamart_optuna", "hydra.sweeper.n_trials=2",
+        "tracking=none", *TINY_DATA, *quick_model(10),
+    )  # fmt: skip
+    (results,) = (tmp_path / "multirun").glob("*/*/optimization_results.yaml")
+    assert "COMPLETE: 2" in results.read_text()
+
+
 def test_every_entry_point_answers(python, tmp_path):
     assert "synthetic_challenge" in ltr_in(python, tmp_path, "compare --help", "ltr.compare", "--help").stdout
     assert "mslr_web30k" in ltr_in(python, tmp_path, "data list", "ltr.data", "list").stdout
