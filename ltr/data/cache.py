@@ -53,6 +53,7 @@ import scipy.sparse as sp
 from ltr.data._checksum import checksum
 from ltr.data._syntax import ParseOptions
 from ltr.data.dataset import RankingData
+from ltr.data.reading import build_dataset, parse_file
 
 log = logging.getLogger(__name__)
 
@@ -259,8 +260,6 @@ def load_cached(
     position_file: Path | None = None,
 ) -> RankingData:
     """Load ``path`` through the cache: reuse a verified entry, or parse and write a new one."""
-    from ltr.data.svmlight import build_dataset, parse_file
-
     path = Path(path)
     key, desc = cache_key(path, opts, query_file=query_file, weight_file=weight_file, docid=docid,
                           full_hash=full_hash, position_file=position_file)  # fmt: skip
