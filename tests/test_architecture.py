@@ -20,7 +20,10 @@ occurs fails :func:`test_allowed_violations_are_not_stale`, so it is deleted whe
 from __future__ import annotations
 
 import ast
+import os
 import re
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -353,6 +356,30 @@ def test_allowed_violations_are_not_stale() -> None:
     assert not stale, "fixed violations: lower or delete these ALLOWED_VIOLATIONS entries:\n" + "\n".join(
         stale
     )
+
+
+#: What importing a lower stage may load besides numpy/scipy (``numba``: compiled kernels). The data
+#: stage stays free of numba until a file is parsed with the fast engine or cached.
+IMPORT_ALLOWS: dict[str, frozenset[str]] = {
+    "ltr.data": frozenset(),
+    "ltr.metrics": frozenset({"numba"}),
+    "ltr.stats": frozenset({"numba"}),
+    "ltr.comparison": frozenset({"numba", "pandas"}),
+    "ltr.report": frozenset(),
+    "ltr.plots": frozenset(),
+    "ltr.progress": frozenset(),
+    "ltr.evaluate": frozenset({"numba"}),
+}
+
+
+@pytest.mark.parametrize("module", sorted(IMPORT_ALLOWS))
+def test_importing_a_stage_leaves_heavy_packages_unloaded(module: str) -> None:
+    watched = sorted(HEAVY | {"numba"})
+    code = f"import sys, {module}; print(' '.join(m for m in {watched!r} if m in sys.modules))"
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE_DIR.parent)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    loaded = set(out.stdout.split()) - IMPORT_ALLOWS[module]
+    assert not loaded, f"import {module} loads {sorted(loaded)}: defer them ('# deferred: <why>')"
 
 
 # --- the checker on a synthetic package (it must be able to fail) --------------------------------
