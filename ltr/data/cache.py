@@ -187,7 +187,11 @@ def _install(tmp: Path, target: Path) -> None:
 
 
 def read_manifest(entry: Path, key: str | None = None) -> dict:
-    """Load and check an entry's manifest and files (sizes and checksums); raise :class:`CacheInvalid`."""
+    """Load an entry's manifest and check its format version, its key (when given) and that every file it
+    lists exists with the listed size; raise :class:`CacheInvalid` otherwise.
+
+    Checksums are not read here: :func:`read_entry` verifies each array's checksum as it loads it.
+    """
     try:
         manifest = json.loads((entry / "manifest.json").read_text())
     except (OSError, ValueError) as e:
