@@ -15,7 +15,7 @@ documents that share a score. A query whose normaliser is zero (NDCG, DCG: IDCG 
 R = 0; ERR: no label > 0) gets 0, 1 (NDCG, AP, R only; the others keep their natural 0) or NaN
 under ``no_relevant`` = ``zero`` / ``one`` / ``skip``.
 
-Example (DESIGN.md §2, labels in ranked order):
+Example (the first worked example of docs/metrics.md, labels in ranked order):
 
 >>> import numpy as np
 >>> labels = np.array([3, 2, 3, 0, 1]); scores = -np.arange(5.0); offsets = np.array([0, 5])
