@@ -338,6 +338,24 @@ def test_every_module_has_a_layer() -> None:
     assert not unplaced, f"modules in no layer (add them to LAYERS and docs/architecture.md): {unplaced}"
 
 
+def test_docs_architecture_lists_every_layer_in_this_order() -> None:
+    doc = (PACKAGE_DIR.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = doc.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "`" in line]
+    assert len(rows) == len(LAYERS), rows
+    for row, (name, prefixes) in zip(rows, LAYERS, strict=True):
+        for prefix in prefixes:
+            path = prefix.replace(".", "/")
+            shown = (
+                "`ltr`"
+                if prefix == "ltr"
+                else f"`{path}/`"
+                if (PACKAGE_DIR.parent / path).is_dir()
+                else f"`{path}.py`"
+            )
+            assert shown in row, f"docs/architecture.md layer row for {name!r} does not show {shown}: {row}"
+
+
 def test_import_graph_keeps_the_layers() -> None:
     violations = check(PACKAGE_DIR)
     found = counts(violations)
