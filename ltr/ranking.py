@@ -6,7 +6,7 @@ lowest layer, next to :mod:`ltr.errors`, so every stage that works per query use
 * :func:`check_offsets` — offsets as int64, starting at 0, ending at the number of rows, non-decreasing
   (:class:`~ltr.errors.MetricError` otherwise);
 * :func:`check_scores` — scores as a finite float64 array, 1-d or 2-d (:class:`~ltr.errors.DataError`);
-* :func:`query_index` — the query position of every row;
+* :func:`query_index` — the query position of every row; :func:`query_of_row` — of one row;
 * :func:`descending_ranks` — the 1-based rank of every row within its query by score descending;
   ``ties="average"`` gives tied rows the mean of the ranks they occupy (scipy's ``rankdata``
   ``"average"`` on the negated scores), ``"first"`` ranks earlier rows first (a stable sort).
@@ -84,6 +84,15 @@ def query_index(offsets: np.ndarray) -> np.ndarray:
     [0, 0, 2]
     """
     return np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
+
+
+def query_of_row(offsets: np.ndarray, row: int) -> int:
+    """The position of the query that owns ``row`` (an empty query owns no row).
+
+    >>> query_of_row(np.array([0, 2, 2, 5]), 2)
+    2
+    """
+    return int(np.searchsorted(offsets, row, side="right") - 1)
 
 
 def descending_ranks(scores: Any, offsets: Any, *, ties: str = "average") -> np.ndarray:

@@ -10,7 +10,7 @@ import ltr.models.fusion as fusion
 import ltr.ranking as ranking
 from ltr.errors import ConfigError, DataError, MetricError
 from ltr.metrics import evaluate
-from ltr.ranking import check_offsets, check_scores, descending_ranks, query_index
+from ltr.ranking import check_offsets, check_scores, descending_ranks, query_index, query_of_row
 
 
 @pytest.mark.parametrize(
@@ -39,6 +39,7 @@ def test_query_index_matches_a_loop_over_queries() -> None:
     offsets = np.r_[0, np.cumsum(sizes)]
     expected = [q for q, size in enumerate(sizes) for _ in range(size)]
     assert query_index(offsets).tolist() == expected
+    assert [query_of_row(offsets, row) for row in range(offsets[-1])] == expected  # empty queries own no row
 
 
 @pytest.mark.parametrize("ties", ["average", "first"])

@@ -28,6 +28,7 @@ from ltr.data import _pyparse
 from ltr.data._syntax import ParseOptions, error_message
 from ltr.data.dataset import RankingData, offsets_from_qid
 from ltr.errors import ConfigError, DataError
+from ltr.ranking import query_of_row
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +155,7 @@ def _query_weights(w: np.ndarray, offsets: np.ndarray, source: Path) -> np.ndarr
     varies = np.flatnonzero(w != np.repeat(qw, np.diff(offsets)))
     if varies.size:
         row = int(varies[0])
-        q = int(np.searchsorted(offsets, row, side="right") - 1)
+        q = query_of_row(offsets, row)
         raise DataError(
             f"{source}:{row + 1}: weight {w[row]:g} differs from {qw[q]:g} earlier in query #{q + 1}; "
             "ranking weights are per query, so all rows of a query need the same weight"

@@ -36,7 +36,7 @@ from ltr.errors import MetricError
 from ltr.metrics import _kernels
 from ltr.metrics.conventions import TIES, Conventions, resolve_conventions
 from ltr.metrics.registry import MetricSpec, parse_metric
-from ltr.ranking import check_offsets
+from ltr.ranking import check_offsets, query_of_row
 
 #: Whole-number labels below this are counted per grade for IDCG (no sort); larger ones are sorted.
 MAX_COUNTED_GRADE = 256
@@ -64,7 +64,7 @@ def _as_vector(x: Any, n: int | None, what: str, ref: str = "labels") -> np.ndar
 def _check_labels(labels: np.ndarray, offsets: np.ndarray, what: str) -> None:
     if labels.size and labels.min() < 0:
         row = int(np.flatnonzero(labels < 0)[0])
-        q = int(np.searchsorted(offsets, row, side="right") - 1)
+        q = query_of_row(offsets, row)
         raise MetricError(f"{what} must be >= 0; query {q} row {row} has label {labels[row]:g}")
 
 
