@@ -551,7 +551,12 @@ def test_bad_conventions(kwargs, match):
         (
             ([1, 0], [1.0, 0.0], [0, 2]),
             dict(ideal_labels=[1, -2], ideal_offsets=[0, 2]),
-            "ideal_labels must be >= 0",
+            "ideal_labels must be >= 0; query 0 row 1 has label -2",
+        ),
+        (
+            ([1, 0, 2, -1], [1.0, 0.0, 0.5, 0.2], [0, 2, 2, 4]),
+            {},
+            "labels must be >= 0; query 2 row 3 has label -1",  # query 1 is empty
         ),
         (([1, 0], [1.0, 0.0], [0, 2]), dict(ideal_labels=[1, 0]), "ideal_labels needs ideal_offsets"),
         (
