@@ -3,7 +3,8 @@
 Every module of the package is parsed with :mod:`ast` (nothing is imported), and every import is
 collected: module level and inside functions, ``import ltr.x``, ``from ltr.x import y`` and relative
 imports (``from . import y``). ``from P import n`` is an edge to the submodule ``P.n`` when that is a
-module, else to ``P`` itself; the implicit import of a parent package is not an edge. Three rules:
+module, else to ``P`` itself; the implicit import of a parent package is not an edge; imports under
+``if TYPE_CHECKING:`` count (they name a dependency). Three rules:
 
 (a) no import cycle between modules, counting function-local imports (a deferred import still runs);
 (b) a module imports only from its own layer or lower ones (:data:`LAYERS`, lowest first), and no

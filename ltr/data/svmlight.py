@@ -35,7 +35,6 @@ import scipy.sparse as sp
 from ltr.data._syntax import ParseOptions
 from ltr.data.dataset import RankingData
 from ltr.data.reading import (
-    ENGINES,
     build_dataset,
     parse_file,
     position_codes,
@@ -47,7 +46,6 @@ from ltr.data.reading import (
 from ltr.errors import ConfigError, DataError
 
 __all__ = [  # the loader's helpers stay importable from here, where users found them
-    "ENGINES",
     "atomic_writer",
     "load_svmlight",
     "position_codes",
