@@ -78,8 +78,16 @@ def dist(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def python(dist, tmp_path_factory) -> Path:
-    """The interpreter of a fresh venv outside the checkout with the wheel pip-installed."""
-    venv = tmp_path_factory.mktemp("venv")
+    """The interpreter of a fresh venv outside the checkout with the wheel pip-installed.
+
+    The venv lives inside an unrelated git repository (one empty commit), as a user's might: a run
+    must not record that repository's commit as ltr's provenance.
+    """
+    repo = tmp_path_factory.mktemp("other_repo")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "unrelated"]):
+        subprocess.run([*git, *args], check=True, capture_output=True, timeout=60)
+    venv = repo / "venv"
     done = timed("python -m venv", [sys.executable, "-m", "venv", str(venv)], timeout=300, env=user_env())
     assert done.returncode == 0, done.stderr
     python = venv / "bin" / "python"
