@@ -23,7 +23,8 @@ from ltr.data.dataset import RankingData
 from ltr.errors import ConfigError, DataError
 
 SPLITS = ("train", "valid", "test")
-# options of load_svmlight a data config may set under `parse:` (or at top level for `svmlight`)
+# options of load_svmlight a data config may set under `parse:` (or at top level for `svmlight`): every
+# keyword of load_svmlight except cache_dir and name (tests/test_registry.py keeps the two equal)
 PARSE_KEYS = (
     "n_features",
     "zero_based",
@@ -39,6 +40,7 @@ PARSE_KEYS = (
     "regroup",
     "query_file",
     "weight_file",
+    "position_file",
     "docid",
     "engine",
     "n_threads",
