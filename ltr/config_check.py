@@ -226,22 +226,22 @@ def _check_type(value: Any, kind: Any, path: str) -> Any:
         if not isinstance(value, bool | np.bool_):
             raise ConfigError(f"{path}: expected true or false, got {value!r}")
         return bool(value)
-    if kind is int:
-        if isinstance(value, bool | np.bool_) or not isinstance(
-            value, int | float | np.integer | np.floating
-        ):
-            raise ConfigError(f"{path}: expected an integer, got {value!r}")
-        if not math.isfinite(float(value)) or float(value) != int(value):
+    if kind is int or kind is float:
+        real = isinstance(value, int | float | np.integer | np.floating) and not isinstance(
+            value, bool | np.bool_
+        )
+        what = "an integer" if kind is int else "a number"
+        if not real:
+            raise ConfigError(f"{path}: expected {what}, got {value!r}")
+        if not math.isfinite(float(value)):
+            raise ConfigError(
+                f"{path}: expected {'an integer' if kind is int else 'a finite number'}, got {value!r}"
+            )
+        if kind is float:
+            return float(value)
+        if float(value) != int(value):
             raise ConfigError(f"{path}: expected an integer, got {value!r}")
         return int(value)
-    if kind is float:
-        if isinstance(value, bool | np.bool_) or not isinstance(
-            value, int | float | np.integer | np.floating
-        ):
-            raise ConfigError(f"{path}: expected a number, got {value!r}")
-        if not math.isfinite(float(value)):
-            raise ConfigError(f"{path}: expected a finite number, got {value!r}")
-        return float(value)
     if kind is str:
         if not isinstance(value, str):
             raise ConfigError(f"{path}: expected a string, got {value!r}")
