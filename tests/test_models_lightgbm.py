@@ -11,7 +11,7 @@ import pytest
 
 from ltr.data import RankingData
 from ltr.data.synthetic import generate
-from ltr.errors import ConfigError, DataError
+from ltr.errors import DataError, NotFittedError
 from ltr.metrics import evaluate
 from ltr.models import build_ranker, load_ranker
 
@@ -195,7 +195,7 @@ def test_valid_must_have_same_features(splits):
 
 def test_predict_checks(splits):
     train, _ = splits
-    with pytest.raises(ConfigError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="LambdaMART is not fitted yet"):
         make().predict(train)
     r = make().fit(train)
     with pytest.raises(DataError, match=r"has 3 feature columns but the model was trained on 46"):

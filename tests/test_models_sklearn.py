@@ -128,7 +128,9 @@ def test_feature_fixed_column_direction_and_missing_values():
     assert desc.predict(d).tolist() == [1.0, -np.inf, 3.0]
     with pytest.raises(ConfigError, match=r"params.feature=4 but data has 1 feature columns \(0-0\)"):
         make("feature", {"feature": 4, "direction": "desc"}).fit(d)
-    with pytest.raises(ConfigError, match=r"params.feature must be a column index >= 0 or 'best', got -1"):
+    with pytest.raises(
+        ConfigError, match=r"model.params.feature: must be a column index >= 0 or 'best', got -1"
+    ):
         make("feature", {"feature": -1})
     with pytest.raises(ConfigError, match="engine_params must be empty"):
         make("feature", engine_params={"x": 1})

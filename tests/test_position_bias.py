@@ -34,7 +34,9 @@ def fit(name, train, n_trees, seed=1, **extra):
 def test_click_block_is_validated_when_the_model_is_built():
     with pytest.raises(ConfigError, match=r"clicks.model: expected one of"):
         build_ranker({"name": "lambdamart_unbiased", "clicks": {"model": "dbn"}})
-    with pytest.raises(ConfigError, match=r"unknown config key\(s\) click"):
+    with pytest.raises(
+        ConfigError, match=r"model: unknown key\(s\) click; lambdamart_clicks accepts: .*, clicks"
+    ):
         build_ranker({"name": "lambdamart_clicks", "click": {}})
     r = build_ranker({"name": "lambdamart_xgb_unbiased", "clicks": {"sessions": 3}}, seed=2, num_threads=1)
     assert r.get_params()["clicks"] == {"sessions": 3}

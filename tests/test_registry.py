@@ -154,13 +154,18 @@ def test_parse_options_are_every_option_of_load_svmlight(tmp_path):
     from ltr.data.registry import PARSE_KEYS
     from ltr.data.svmlight import load_svmlight
 
-    options = [p for p in inspect.signature(load_svmlight).parameters if p not in ("path", "cache_dir", "name")]
+    options = [
+        p for p in inspect.signature(load_svmlight).parameters if p not in ("path", "cache_dir", "name")
+    ]
     assert sorted(PARSE_KEYS) == sorted(options)
     _standin(tmp_path / "a.txt", 5, 4, seed=1)
     positions = tmp_path / "a.pos"
     positions.write_text("".join(f"{i % 4}\n" for i in range(24)))
     common = {"kind": "svmlight", "train": str(tmp_path / "a.txt"), "n_features": 5}
-    for cfg in ({**common, "position_file": str(positions)}, {**common, "parse": {"position_file": str(positions)}}):
+    for cfg in (
+        {**common, "position_file": str(positions)},
+        {**common, "parse": {"position_file": str(positions)}},
+    ):
         train = load_dataset(cfg)["train"]
         assert train.position is not None and train.position.shape == (24,)
     assert load_dataset({**common, "position_file": None})["train"].position is None

@@ -66,9 +66,30 @@ def test_every_data_config_composes_and_validates():
 
 
 def test_backend_is_checked():
-    validate_config(_compose(["backend=dask"]))
-    with pytest.raises(ConfigError, match="backend.n_workers='two'"):
-        validate_config(_compose(["backend=dask", "backend.n_workers=two"]))
+    cfg = _compose(["backend=dask"])
+    validate_config(cfg)
+    assert cfg.backend.n_workers == 2 and cfg.backend.scheduler_address is None  # defaults from the schema
+    with pytest.raises(ConfigCompositionException, match="n_workers"):
+        _compose(["backend=dask", "backend.n_workers=two"])
+    with pytest.raises(ConfigError, match=r"backend.n_workers: must be in \[1, inf\], got 0"):
+        validate_config(_compose(["backend=dask", "backend.n_workers=0"]))
+    with pytest.raises(ConfigError, match=r"backend.name: expected one of \['local', 'dask'\], got 'cloud'"):
+        validate_config(_compose(["backend.name=cloud"]))
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("eval.bootstrap.B=-1", r"eval.bootstrap.B: must be in \[0, inf\], got -1"),
+        ("eval.bootstrap.confidence=1.0", r"eval.bootstrap.confidence: must be in \(0.0, 1.0\), got 1.0"),
+        ("eval.bootstrap.method=student", r"eval.bootstrap.method: expected one of \['bca', 'percentile'\]"),
+        ("data.p_empty=2.0", r"data.p_empty: must be in \[0.0, 1.0\], got 2.0"),
+        ("data.n_queries.train=-5", r"data.n_queries.train: must be in \[0, inf\], got -5"),
+    ],
+)
+def test_ranges_are_checked_before_any_work(override, message):
+    with pytest.raises(ConfigError, match=message):
+        validate_config(_compose([override]))
 
 
 def test_resolvers():

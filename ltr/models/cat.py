@@ -97,15 +97,6 @@ class CatBoostYetiRank(BaseRanker):
 
     name = "catboost"
     engine = "catboost"
-    default_params = {
-        "n_trees": 500,
-        "learning_rate": 0.1,
-        "max_depth": 6,
-        "lambda_l2": 3.0,
-        "max_bin": 254,
-        "feature_fraction": 1.0,
-        "bagging_fraction": 1.0,
-    }
     unsupported_params = {
         key: f"{_UNSUPPORTED} ({hint})"
         for key, hint in {

@@ -34,23 +34,37 @@ import logging
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ltr.config_check import check_block, plain, setting
 from ltr.data import RankingData
 from ltr.errors import ConfigError, DataError
 from ltr.models.base import OnIteration, Resolved
 from ltr.models.lgbm import LambdaMART
 from ltr.models.monitor import watch
 
-BACKEND_DEFAULTS: dict[str, Any] = {
-    "name": "dask",
-    "scheduler_address": None,  # tcp://HOST:8786 of a running scheduler; None = start a LocalCluster
-    "n_workers": 2,  # LocalCluster worker processes
-    "threads_per_worker": 1,  # LightGBM threads on each worker
-    "partitions_per_worker": 1,  # data chunks per worker (whole queries each)
-}
+
+def _scheduler_address(value: str, where: str) -> str:
+    if "://" not in value:
+        raise ConfigError(f"{where}: expected e.g. 'tcp://host:8786' or null, got {value!r}")
+    return value
+
+
+@dataclass
+class BackendSchema:
+    """The ``backend`` config group (``conf/backend/*.yaml``): where training runs."""
+
+    name: str = setting("local", choices=("local", "dask"))  # local: this machine; dask: lightgbm.dask
+    scheduler_address: str | None = setting(
+        None, check=_scheduler_address
+    )  # tcp://HOST:8786; None = LocalCluster
+    n_workers: int = setting(2, low=1)  # LocalCluster worker processes
+    threads_per_worker: int = setting(1, low=1)  # LightGBM threads on each worker
+    partitions_per_worker: int = setting(1, low=1)  # data chunks per worker (whole queries each)
+
 
 #: LightGBM native names → the scikit-learn wrapper's argument names (so neither silently wins)
 _SKLEARN_NAMES = {
@@ -69,25 +83,10 @@ _SKLEARN_NAMES = {
 
 
 def resolve_backend(backend_cfg: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The ``backend`` config group (``conf/backend/dask.yaml``) with defaults, checked."""
-    from ltr.models.params import plain
-
-    given = plain(backend_cfg)
-    unknown = sorted(set(given) - set(BACKEND_DEFAULTS))
-    if unknown:
-        raise ConfigError(f"backend: unknown key(s) {unknown}; accepted: {sorted(BACKEND_DEFAULTS)}")
-    cfg = {**BACKEND_DEFAULTS, **given}
+    """The ``backend`` block (``conf/backend/dask.yaml``) checked against :class:`BackendSchema`; must be dask."""
+    cfg = check_block(BackendSchema, {"name": "dask", **plain(backend_cfg)}, "backend")
     if cfg["name"] != "dask":
         raise ConfigError(f"backend.name: build_dask_ranker needs the 'dask' backend, got {cfg['name']!r}")
-    for key in ("n_workers", "threads_per_worker", "partitions_per_worker"):
-        value = cfg[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"backend.{key}: expected an integer >= 1, got {value!r}")
-    address = cfg["scheduler_address"]
-    if address is not None and (not isinstance(address, str) or "://" not in address):
-        raise ConfigError(
-            f"backend.scheduler_address: expected e.g. 'tcp://host:8786' or null, got {address!r}"
-        )
     return cfg
 
 
@@ -275,22 +274,17 @@ def build_dask_ranker(
     ``num_threads`` is used for prediction on the caller's machine; worker threads come from
     ``backend.threads_per_worker``.
     """
-    from ltr.models.params import plain
-
     cfg = plain(model_cfg)
     if not isinstance(cfg, Mapping) or cfg.get("name") != "lambdamart":
         raise ConfigError(
             f"backend=dask trains LightGBM LambdaMART only (model=lambdamart), got model {cfg.get('name')!r}; "
             "use backend=local for other models"
         )
-    unknown = sorted(set(cfg) - set(LambdaMART.CONFIG_KEYS))
+    keys = LambdaMART.config_keys()
+    unknown = sorted(set(cfg) - set(keys))
     if unknown:
-        raise ConfigError(f"model lambdamart: unknown config key(s) {', '.join(unknown)}")
-    return DaskLambdaMART(
-        cfg.get("params"),
-        backend=backend_cfg,
-        early_stopping=cfg.get("early_stopping"),
-        engine_params=cfg.get("engine_params"),
-        seed=seed,
-        num_threads=num_threads,
-    )
+        raise ConfigError(
+            f"model: unknown key(s) {', '.join(unknown)}; lambdamart accepts: {', '.join(keys)}"
+        )
+    given = {k: cfg[k] for k in keys if k in cfg and k != "name"}
+    return DaskLambdaMART(**given, backend=backend_cfg, seed=seed, num_threads=num_threads)

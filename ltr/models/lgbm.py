@@ -50,20 +50,6 @@ MODEL_FILE = "model.txt"
 LIGHTGBM_DEFAULT_GAIN_SIZE = 31  # LightGBM's default label_gain is 2^i - 1 for i in 0..30
 LIGHTGBM_MAX_LEAVES = 131072
 
-TREE_PARAMS: dict[str, Any] = {
-    "n_trees": 500,
-    "learning_rate": 0.1,
-    "num_leaves": 31,
-    "max_depth": None,
-    "min_data_in_leaf": 20,
-    "min_sum_hessian_in_leaf": 1e-3,
-    "lambda_l1": 0.0,
-    "lambda_l2": 0.0,
-    "max_bin": 255,
-    "feature_fraction": 1.0,
-    "bagging_fraction": 1.0,
-}
-
 
 class LightGBMRanker(BaseRanker):
     """Shared LightGBM adapter; subclasses fix the objective."""
@@ -269,7 +255,6 @@ class LambdaMART(LightGBMRanker):
 
     name = "lambdamart"
     objective = "lambdarank"
-    default_params = {**TREE_PARAMS, "bagging_by_query": False, "truncation_level": 30, "label_gain": None}
 
 
 class XENDCG(LightGBMRanker):
@@ -277,7 +262,6 @@ class XENDCG(LightGBMRanker):
 
     name = "xendcg"
     objective = "rank_xendcg"
-    default_params = {**TREE_PARAMS, "bagging_by_query": False, "label_gain": None}
 
 
 class Regression(LightGBMRanker):
@@ -286,7 +270,6 @@ class Regression(LightGBMRanker):
     name = "regression"
     objective = "regression"
     ranking_objective = False
-    default_params = dict(TREE_PARAMS)
 
 
 class Classification(LightGBMRanker):
@@ -298,7 +281,6 @@ class Classification(LightGBMRanker):
     name = "classification"
     objective = "multiclass"
     ranking_objective = False
-    default_params = {**TREE_PARAMS, "num_classes": None}
 
     def _check_data(self, data: RankingData, role: str, params: dict[str, Any], max_label: int) -> None:
         check_integer_labels(data, role, engine="multiclass classification")

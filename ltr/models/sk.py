@@ -73,7 +73,6 @@ class Linear(NonIterativeRanker):
 
     name = "linear"
     engine = "sklearn"
-    default_params = {"alpha": 1.0}
 
     def _check_data(self, data: RankingData, role: str, max_label: int) -> None:
         check_labels_finite(data, role)
@@ -118,14 +117,6 @@ class RandomForest(NonIterativeRanker):
 
     name = "random_forest"
     engine = "sklearn"
-    default_params = {
-        "n_trees": 300,
-        "max_depth": None,
-        "num_leaves": None,
-        "min_data_in_leaf": 20,
-        "feature_fraction": 0.3,
-        "bagging_fraction": 1.0,
-    }
 
     def _check_data(self, data: RankingData, role: str, max_label: int) -> None:
         check_labels_finite(data, role)

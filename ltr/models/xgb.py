@@ -73,21 +73,6 @@ class XGBoostLambdaMART(BaseRanker):
 
     name = "lambdamart_xgb"
     engine = "xgboost"
-    default_params = {
-        "objective": "rank:ndcg",
-        "n_trees": 500,
-        "learning_rate": 0.1,
-        "max_depth": 6,
-        "num_leaves": None,
-        "min_sum_hessian_in_leaf": 1.0,
-        "lambda_l1": 0.0,
-        "lambda_l2": 1.0,
-        "max_bin": 256,
-        "truncation_level": 32,
-        "label_gain": None,
-        "feature_fraction": 1.0,
-        "bagging_fraction": 1.0,
-    }
     unsupported_params = {
         "min_data_in_leaf": "XGBoost has no minimum document count per leaf; use min_sum_hessian_in_leaf "
         "(XGBoost min_child_weight)",
