@@ -32,19 +32,13 @@ from typing import Any
 
 import numpy as np
 
+from ltr.config_check import defaults
 from ltr.errors import ConfigError, LtrError
+from ltr.schemas import DEFAULT_METRICS, StatsSchema
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS_DIR = PROJECT_ROOT / "experiments"
-DEFAULT_METRICS = ["err@10", "ndcg@1", "ndcg@5", "ndcg@10"]
-DEFAULT_STATS = {
-    "ci": "bca",
-    "B": 10_000,
-    "confidence": 0.95,
-    "test": "randomization",
-    "correction": "holm",
-    "alpha": 0.05,
-}
+DEFAULT_STATS = defaults(StatsSchema)
 
 
 #: the experiment settings of ``--from-mlflow`` without ``experiment=NAME``
@@ -97,46 +91,13 @@ def load_experiment(name_or_path: str) -> Any:
 
 
 def check_experiment(exp: Any, where: str) -> Any:
-    """Fill defaults and check the experiment's fields (clear errors naming the file and field)."""
+    """The experiment checked against :class:`ltr.schemas.ExperimentSchema` (defaults filled, errors naming
+    the file and field, e.g. ``experiments/x.yaml: stats.B``), as an OmegaConf node."""
     from omegaconf import OmegaConf
 
-    exp = OmegaConf.merge(
-        {
-            "name": Path(where).stem,
-            "title": "",
-            "overrides": [],
-            "metrics": DEFAULT_METRICS,
-            "stats": DEFAULT_STATS,
-        },
-        exp,
-    )
-    systems = exp.get("systems")
-    if not systems or not isinstance(OmegaConf.to_container(systems), dict) or len(systems) < 2:
-        raise ConfigError(
-            f"{where}: 'systems' must map at least 2 system names to {{model: NAME, overrides: [...]}}"
-        )
-    for name, spec in systems.items():
-        if not isinstance(spec, Mapping) or not spec.get("model"):
-            raise ConfigError(f"{where}: systems.{name} needs a 'model' (a conf/model/*.yaml name)")
-        unknown = sorted(set(spec) - {"model", "overrides"})
-        if unknown:
-            raise ConfigError(
-                f"{where}: systems.{name}: unknown key(s) {', '.join(unknown)} (expected model, overrides)"
-            )
-    baseline = exp.get("baseline") or next(iter(systems))
-    if baseline not in systems:
-        raise ConfigError(f"{where}: baseline={baseline!r} is not one of the systems: {', '.join(systems)}")
-    exp.baseline = baseline
-    metrics = list(exp.metrics)
-    exp.primary = exp.get("primary") or metrics[0]
-    if exp.primary not in metrics:
-        raise ConfigError(f"{where}: primary={exp.primary!r} must be one of metrics {metrics}")
-    unknown_stats = sorted(set(exp.stats) - set(DEFAULT_STATS))
-    if unknown_stats:
-        raise ConfigError(
-            f"{where}: stats: unknown key(s) {', '.join(unknown_stats)}; known: {', '.join(DEFAULT_STATS)}"
-        )
-    return exp
+    from ltr.schemas import check_experiment_block
+
+    return OmegaConf.create(check_experiment_block(exp, where))
 
 
 def _quoted_list(values: Sequence[str]) -> str:
