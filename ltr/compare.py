@@ -34,7 +34,7 @@ import numpy as np
 
 from ltr.config_check import defaults
 from ltr.errors import ConfigError, LtrError
-from ltr.schemas import DEFAULT_METRICS, StatsSchema
+from ltr.schemas import DEFAULT_METRICS, StatsSchema, check_experiment_block
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS_DIR = PROJECT_ROOT / "experiments"
@@ -94,8 +94,6 @@ def check_experiment(exp: Any, where: str) -> Any:
     """The experiment checked against :class:`ltr.schemas.ExperimentSchema` (defaults filled, errors naming
     the file and field, e.g. ``experiments/x.yaml: stats.B``), as an OmegaConf node."""
     from omegaconf import OmegaConf
-
-    from ltr.schemas import check_experiment_block
 
     return OmegaConf.create(check_experiment_block(exp, where))
 
