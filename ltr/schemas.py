@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ltr.config_check import check_block, join, setting
@@ -171,8 +172,6 @@ def check_experiment_block(given: Any, where: str) -> dict[str, Any]:
     >>> exp["name"], exp["baseline"], exp["primary"], exp["stats"]["B"]
     ('x', 'a', 'err@10', 10000)
     """
-    from pathlib import Path
-
     prefix = f"{where}:"
     exp = check_block(ExperimentSchema, given, prefix)
     systems = exp["systems"]
