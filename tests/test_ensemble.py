@@ -213,6 +213,10 @@ def test_bad_blend_and_stack_params():
                 "stacker": {"model": "lambdamart", "params": {"n_tree": 5}},
             }
         )
+    stack = build_ranker(
+        {"name": "ensemble_stack", "members": ["linear"], "stacker": {"params": {"n_trees": 9}}}
+    )
+    assert stack.stacker_config_["name"] == "lambdamart" and stack.stacker_config_["params"]["n_trees"] == 9
     with pytest.raises(ConfigError, match="model.stacker: no model config 'nope'"):
         build_ranker({"name": "ensemble_stack", "members": ["lambdamart"], "stacker": "nope"})
 

@@ -63,7 +63,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ltr.config_check import check_block, join, plain, setting
+from ltr.config_check import check_block, defaults, join, plain, setting
 from ltr.data import RankingData
 from ltr.errors import ConfigError
 from ltr.models.base import BaseRanker, OnIteration, Resolved
@@ -458,7 +458,10 @@ class StackEnsemble(Ensemble):
 
     def _check_block(self, block: dict[str, Any]) -> None:
         where = join(self._where, "stacker")
-        self.stacker_config_, _ = resolve_member(block["stacker"], where)
+        stacker = block["stacker"]
+        if isinstance(stacker, dict) and "model" not in stacker:  # as Hydra merges it over the default
+            stacker = {**defaults(self.config_schema)["stacker"], **stacker}  # type: ignore[arg-type]
+        self.stacker_config_, _ = resolve_member(stacker, where)
         build_ranker(self.stacker_config_, seed=0, num_threads=1, where=where)  # validate it now
 
     def _features(self, S: np.ndarray, offsets: np.ndarray) -> np.ndarray:

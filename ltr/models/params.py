@@ -261,13 +261,15 @@ class FixedRounds(EarlyStopping):
     patience: int | None = setting(None, low=0)
 
 
-#: models whose early_stopping block defaults to ``patience: null``
-FIXED_ROUNDS = (
-    "linear",
-    "random_forest",
-    "feature",
-    *(n for n in MODEL_PARAMS if n.endswith(("_clicks", "_unbiased"))),
+#: click-trained models (ltr/models/unbiased.py): their config has a ``clicks`` block
+CLICK_TRAINED = (
+    "lambdamart_unbiased",
+    "lambdamart_clicks",
+    "lambdamart_xgb_unbiased",
+    "lambdamart_xgb_clicks",
 )
+#: models whose early_stopping block defaults to ``patience: null``
+FIXED_ROUNDS = ("linear", "random_forest", "feature", *CLICK_TRAINED)
 
 
 def model_config_block(name: str, params: type, *, clicks: bool = False) -> type:
@@ -375,7 +377,7 @@ def ensemble_config_block(name: str, params: type) -> type:
 #: model name → the dataclass of its whole config (Hydra's base for ``conf/model/NAME.yaml``)
 MODEL_CONFIGS: dict[str, type] = {
     **{
-        name: model_config_block(name, block, clicks=name.endswith(("_clicks", "_unbiased")))
+        name: model_config_block(name, block, clicks=name in CLICK_TRAINED)
         for name, block in MODEL_PARAMS.items()
     },
     **{name: ensemble_config_block(name, block) for name, block in ENSEMBLE_PARAMS.items()},
