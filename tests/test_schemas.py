@@ -7,10 +7,20 @@ import os
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
 from omegaconf.errors import ValidationError
 
+from ltr.config_check import defaults
 from ltr.errors import ConfigError
-from ltr.schemas import metric_direction, register_configs, threads_per_job, validate_config
+from ltr.schemas import (
+    BackendSchema,
+    EvalSchema,
+    TrackingSchema,
+    metric_direction,
+    register_configs,
+    threads_per_job,
+    validate_config,
+)
 from ltr.train import CONF_DIR
 
 
@@ -98,3 +108,18 @@ def test_resolvers():
     cores = os.cpu_count() or 1
     assert threads_per_job(1) == cores and threads_per_job(cores) == 1 and threads_per_job(10 * cores) == 1
     assert threads_per_job(0) == 1  # 0 jobs = one per core
+
+
+@pytest.mark.parametrize(
+    ("group", "schema"), [("eval", EvalSchema), ("tracking", TrackingSchema), ("backend", BackendSchema)]
+)
+def test_group_yamls_on_a_schema_restate_none_of_its_defaults(group, schema):
+    base = defaults(schema)
+    for path in sorted((CONF_DIR / group).glob("*.yaml")):
+        body = OmegaConf.to_container(OmegaConf.load(path))
+        if body.pop("defaults", None) != ["schema", "_self_"]:
+            continue  # e.g. backend/local.yaml: just `name: local`, no schema composed
+        restated = {k: v for k, v in body.items() if k in base and base[k] == v}
+        assert restated == {}, f"{path.name} restates {schema.__name__} defaults: {restated}"
+        composed = _compose([f"{group}={path.stem}"])[group]
+        assert OmegaConf.to_container(composed) == {**base, **body}
