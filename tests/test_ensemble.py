@@ -84,6 +84,21 @@ def test_members_are_composed_by_hydra_like_the_app_composes_a_model():
     assert inside.config == expected
 
 
+def test_members_come_from_the_running_apps_config_search_path(tmp_path):
+    """Inside an app (here a user's own config dir) a member may be the user's model config."""
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "my_lm.yaml").write_text(
+        "defaults:\n  - /model_base/lambdamart@_here_\n  - _self_\nparams: {n_trees: 7}\n"
+    )
+    register_configs()
+    with initialize_config_dir(config_dir=str(tmp_path), version_base="1.3"):
+        (spec,) = expand_members(["my_lm"], seed=0, where="model.members")
+    assert spec.config["name"] == "lambdamart" and spec.config["params"]["n_trees"] == 7
+    assert spec.config["params"]["num_leaves"] == 31  # the rest from the model's block
+    with pytest.raises(ConfigError, match="model.members.0: no model config 'my_lm'"):
+        expand_members(["my_lm"], seed=0, where="model.members")  # outside: the package's conf/
+
+
 def test_a_member_is_overridden_from_the_command_line():
     cfg = compose_model(
         "+model=ensemble_mean",
