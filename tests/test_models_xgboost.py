@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import xgboost as xgb
@@ -129,7 +131,9 @@ def test_rank_map_needs_binary_labels(splits):
 def test_other_objectives(splits, objective):
     train, valid = map(binary, splits)
     r = make({"objective": objective}).fit(train, valid)
-    assert r.engine_params_["objective"] == objective
+    assert (
+        json.loads(r.booster_.save_config())["learner"]["objective"]["name"] == objective
+    )  # XGBoost's own view
     assert np.isfinite(r.predict(valid)).all() and r.best_iteration_ is not None
 
 

@@ -186,7 +186,7 @@ def _lgb_seed(value: Any, params: Mapping[str, Any], max_label: int | None) -> d
 def _xgb_depth(value: Any, params: Mapping[str, Any], max_label: int | None) -> dict[str, Any]:
     out: dict[str, Any] = {"max_depth": value or 0}
     if value is None and params.get("num_leaves") is not None:
-        out["grow_policy"] = "lossguide"  # depthwise growth ignores max_leaves; lossguide honours it
+        out["grow_policy"] = "lossguide"  # best-first growth bounded by max_leaves, as LightGBM grows trees
     return out
 
 
