@@ -42,6 +42,7 @@ import numpy as np
 from ltr.config_check import check_block, setting
 from ltr.data import RankingData
 from ltr.errors import ConfigError, DataError
+from ltr.ranking import descending_ranks
 
 CLICK_MODELS = ("pbm", "cascade")
 
@@ -128,9 +129,10 @@ def simulate_clicks(
         raise ConfigError(f"clicks.max_label: expected a number > 0, got {max_label!r}")
 
     # shown documents of every query in display order (ties in the logging scores: input order)
+    rank = descending_ranks(scores, data.offsets, ties="first").astype(np.int64)
     qidx = np.repeat(np.arange(data.n_queries), data.group_sizes)
-    display = np.lexsort((-scores, qidx))  # query by query, best score first, stable
-    shown = display[np.arange(data.n_docs) - data.offsets[qidx[display]] < top_k]
+    shown = np.flatnonzero(rank <= top_k)
+    shown = shown[np.lexsort((rank[shown], qidx[shown]))]
     n_shown = np.bincount(qidx[shown], minlength=data.n_queries)
     shown_off = np.r_[0, np.cumsum(n_shown)]
 

@@ -7,7 +7,7 @@ Every model config has the same four keys (plus ``clicks`` for click-trained mod
     early_stopping: {metric: ndcg@10, patience: 50}    # EarlyStopping
     engine_params: {}                                   # passed verbatim to the engine, last word
 
-**Vocabulary** (:data:`VOCABULARY`: type and range of each key, written once): ``n_trees`` boosting
+**Vocabulary** (:data:`SPECS`: type and range of each key, written once): ``n_trees`` boosting
 rounds / trees; ``learning_rate``; ``num_leaves`` (``None`` = engine unlimited); ``max_depth``
 (``None`` = unlimited); ``min_data_in_leaf``; ``min_sum_hessian_in_leaf``; ``lambda_l1`` /
 ``lambda_l2`` (leaf-weight regularisation); ``max_bin``; ``truncation_level`` (pairs are formed with
@@ -50,7 +50,7 @@ from ltr.models.fusion import NORMALIZATIONS
 __all__ = [
     "MODEL_CONFIGS",
     "MODEL_PARAMS",
-    "VOCABULARY",
+    "SPECS",
     "EarlyStopping",
     "check_label_gain",
     "gain_table",
@@ -105,7 +105,7 @@ def _feature_column(value: Any, where: str) -> Any:
 
 
 #: ltr name → (type, range/choices). ``Any`` types are checked by their ``check``.
-VOCABULARY: dict[str, tuple[Any, Constraint]] = {
+SPECS: dict[str, tuple[Any, Constraint]] = {
     "n_trees": (int, Constraint(low=1)),
     "learning_rate": (float, Constraint(low=0.0, open_low=True)),
     "num_leaves": (int | None, Constraint(low=2)),
@@ -136,13 +136,13 @@ def params_block(class_name: str, **defaults: Any) -> type:
     >>> check_block(block, {}, "model.params"), check_block(block, {"n_trees": 9.0}, "model.params")
     ({'n_trees': 7}, {'n_trees': 9})
     """
-    unknown = sorted(set(defaults) - set(VOCABULARY))
+    unknown = sorted(set(defaults) - set(SPECS))
     if unknown:
         raise TypeError(f"{class_name}: {unknown} are not in the ltr vocabulary")  # a declaration bug
     return dataclasses.make_dataclass(
         class_name,
         [
-            (key, VOCABULARY[key][0], field(default=value, metadata={CHECK: VOCABULARY[key][1]}))
+            (key, SPECS[key][0], field(default=value, metadata={CHECK: SPECS[key][1]}))
             for key, value in defaults.items()
         ],
     )
@@ -407,7 +407,7 @@ def resolve_params(
     """``given`` checked against the params block ``schema`` with its defaults filled in.
 
     Checked: every key is in the block (or is a vocabulary key ``unsupported`` explains: key → reason
-    and alternative), and every value's type and range (:data:`VOCABULARY`). Not checked here: limits
+    and alternative), and every value's type and range (:data:`SPECS`). Not checked here: limits
     that depend on the data (label range vs ``label_gain``) or on other keys — the model class does those.
     """
     given = plain(given)
