@@ -2,8 +2,9 @@
 
 An experiment file (``experiments/NAME.yaml``) names the data (overrides shared by every system), a
 list of systems (a model config plus overrides each), the baseline, the primary metric and the
-statistics. Each system is trained and evaluated exactly as ``python -m ltr.train`` would (same config
-tree, same logging) on the same splits; the per-query test values of all systems go to
+statistics. Each system is trained, evaluated and logged by the same pipeline core as
+``python -m ltr.train`` (:func:`ltr.record.train_and_record`; same config tree, same logging) on the
+same splits; the per-query test values of all systems go to
 :func:`ltr.comparison.compare`, which gives mean ± 95% bootstrap CI per system and metric, paired
 differences against the baseline with their CIs, paired randomisation tests with Holm correction,
 effect sizes and W/T/L. The leaderboard is sorted by the primary metric and written as Markdown, CSV
@@ -35,6 +36,7 @@ import numpy as np
 from ltr.errors import ConfigError, LtrError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+CONF_DIR = PROJECT_ROOT / "conf"
 EXPERIMENTS_DIR = PROJECT_ROOT / "experiments"
 DEFAULT_METRICS = ["err@10", "ndcg@1", "ndcg@5", "ndcg@10"]
 DEFAULT_STATS = {
@@ -162,7 +164,6 @@ def compose_system(exp: Any, system: str, cli_overrides: Sequence[str]) -> Any:
     from omegaconf.errors import OmegaConfBaseException
 
     from ltr.schemas import register_configs
-    from ltr.train import CONF_DIR
 
     register_configs()
     overrides = system_overrides(exp, system, cli_overrides)
@@ -208,7 +209,7 @@ def build_report(frames: Mapping[str, Any], exp: Any, *, seed: int) -> Any:
 
 def at_k_curves(frames: Mapping[str, Any], stats: Any, seed: int, metric: str = "ndcg") -> dict[str, tuple]:
     """Mean and bootstrap CI of ``metric@k`` (k = 1.. as stored) per system: ``{system: (mean, low, high)}``."""
-    from ltr.train import robust_bootstrap_ci
+    from ltr.pipeline import robust_bootstrap_ci
 
     curves: dict[str, tuple] = {}
     for system, frame in frames.items():
@@ -293,14 +294,17 @@ def run_comparison(
     exp: Any, cli_overrides: Sequence[str] = (), *, out_dir: Path | None = None, console: Any = None
 ) -> ComparisonResult:
     """Train every system of ``exp`` on the same data, build the leaderboard, write and log it."""
+    # deferred: the engines (via the pipeline) must load after configure_process_environment() runs
     from omegaconf import OmegaConf
     from rich.console import Console
 
-    from ltr.metrics import describe_conventions
+    from ltr.console import print_data_summary, print_tracker_location
+    from ltr.data.registry import load_dataset
     from ltr.progress import task_progress
+    from ltr.provenance import command_line, rerun_command, run_tags
+    from ltr.record import train_and_record
     from ltr.schemas import validate_config
-    from ltr.tracking import dashboard_command, flatten_params, make_tracker
-    from ltr.train import command_line, load_splits, print_data_summary, run_tags, train_and_log
+    from ltr.tracking import flatten_params, make_tracker
 
     console = console or Console(highlight=False)
     systems = list(exp.systems)
@@ -317,7 +321,7 @@ def run_comparison(
     root = Path(first.paths.root).resolve()
     out_dir = Path(out_dir) if out_dir is not None else root / "reports" / str(exp.name)
     tracker = make_tracker(first.tracking, root)  # an unreachable server fails here
-    splits = load_splits(first.data)
+    splits = load_dataset(first.data)
     if "test" not in splits:
         raise ConfigError(f"data '{first.data.name}' has no test split; a comparison scores the test queries")
     print_data_summary(console, first.data, splits)
@@ -335,6 +339,7 @@ def run_comparison(
     }
     frames: dict[str, Any] = {}
     children: dict[str, str | None] = {}
+    conventions: dict[str, str] = {}
     with tracker.start(run_name=f"compare-{exp.name}", tags=parent_tags):
         tracker.log_params(flatten_params(OmegaConf.to_container(exp, resolve=True)))
         tracker.log_params(
@@ -346,9 +351,9 @@ def run_comparison(
                 tags = run_tags(cfg, splits) | {
                     "ltr.compare.system": system,
                     "ltr.compare.experiment": str(exp.name),
-                    "ltr.command": train_command(system_overrides(exp, system, cli_overrides)),
+                    "ltr.command": rerun_command("ltr.train", system_overrides(exp, system, cli_overrides)),
                 }
-                outcome = train_and_log(
+                recorded = train_and_record(
                     cfg,
                     splits,
                     tracker.spawn(),
@@ -359,9 +364,9 @@ def run_comparison(
                     plots_dir=out_dir / "plots",
                     label=system,
                 )
-                frames[system], children[system] = outcome.frames["test"], outcome.run_id
+                frames[system], children[system] = recorded.outcome.frames["test"], recorded.run_id
+                conventions = recorded.outcome.conventions.describe()
                 advance(system)
-        conventions = describe_conventions(first.eval.preset, **dict(first.eval.get("conventions") or {}))
         note = "Metric conventions: " + ", ".join(f"{k}={v}" for k, v in conventions.items()) + "."
         report = build_report(frames, exp, seed=int(first.seed))
         files = write_outputs(report, frames, exp, out_dir, seed=int(first.seed), note=note)
@@ -380,19 +385,8 @@ def run_comparison(
         parent_id = tracker.run_id
     print_leaderboard(console, report, exp, out_dir)
     if tracker.enabled:
-        console.print(
-            f"[bold]MLflow[/bold] parent run {parent_id} ('compare-{exp.name}') at {tracker.uri}",
-            soft_wrap=True,
-        )
-        console.print(f"  dashboard: {dashboard_command(tracker.uri)}", soft_wrap=True)
+        print_tracker_location(console, f"parent run {parent_id} ('compare-{exp.name}')", tracker.uri)
     return ComparisonResult(report, out_dir, files, parent_id, children)
-
-
-def train_command(overrides: Sequence[str]) -> str:
-    """The single ``python -m ltr.train`` command that reproduces one system of a comparison."""
-    import shlex
-
-    return " ".join(shlex.quote(a) for a in [sys.executable, "-m", "ltr.train", *overrides])
 
 
 def print_leaderboard(console: Any, report: Any, exp: Any, out_dir: Path) -> None:
@@ -534,7 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from ltr.train import configure_process_environment
+    from ltr.entry import configure_process_environment
 
     configure_process_environment()
     sys.exit(main())

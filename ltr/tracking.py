@@ -13,6 +13,7 @@ so ``ndcg@10`` on the test split is logged as ``test/ndcg_at_10``.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -34,6 +35,8 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 PARAM_VALUE_LIMIT = 6000
 _BATCH = 900  # MLflow accepts up to 1000 metrics / 100 params per log_batch call
 _PARAM_BATCH = 100
+#: MLflow flavours a ranker may ask for besides pyfunc → the distribution its model needs
+NATIVE_FLAVORS = {"lightgbm": "lightgbm", "xgboost": "xgboost-cpu"}
 
 
 def flatten_params(tree: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
@@ -306,7 +309,11 @@ class Tracker:
             self.log_artifact(local, None if parent == "." else parent)
 
     def log_ranker(self, ranker: Any, example: Any = None) -> None:
-        """Log the fitted model under ``model/``: LightGBM/XGBoost flavors for their boosters."""
+        """Log the fitted model under ``model/`` the way the ranker asks (``ranker.logged_model()``).
+
+        ``("lightgbm", booster)`` / ``("xgboost", booster)``: MLflow's native flavour for the booster;
+        ``("pyfunc", ranker)``: :func:`ltr.models.pyfunc.log_pyfunc_model` (any ranker, ensembles too).
+        """
         # the requirements are given explicitly; silence MLflow's environment-inference chatter
         for noisy in (
             "mlflow.utils.environment",
@@ -315,32 +322,25 @@ class Tracker:
             "mlflow.pyfunc",
         ):
             logging.getLogger(noisy).setLevel(logging.ERROR)
-        booster = getattr(ranker, "booster_", None)
-        module = type(booster).__module__ if booster is not None else ""
-        if module.startswith("lightgbm"):
-            import mlflow.lightgbm
+        flavor, model = ranker.logged_model()
+        if flavor == "pyfunc":
+            # deferred like every mlflow import here: only a run that logs a model needs it
+            from ltr.models.pyfunc import log_pyfunc_model
 
+            _retry(log_pyfunc_model, model, name="model", input_example=example)
+        elif flavor in NATIVE_FLAVORS:
             _retry(
-                mlflow.lightgbm.log_model,
-                booster,
+                importlib.import_module(f"mlflow.{flavor}").log_model,
+                model,
                 name="model",
-                pip_requirements=_pip_requirements("lightgbm"),
-                input_example=example,
-            )
-        elif module.startswith("xgboost"):
-            import mlflow.xgboost
-
-            _retry(
-                mlflow.xgboost.log_model,
-                booster,
-                name="model",
-                pip_requirements=_pip_requirements("xgboost-cpu"),
+                pip_requirements=_pip_requirements(NATIVE_FLAVORS[flavor]),
                 input_example=example,
             )
         else:
-            from ltr.models.pyfunc import log_pyfunc_model
-
-            _retry(log_pyfunc_model, ranker, name="model", input_example=example)
+            raise ValueError(
+                f"{type(ranker).__name__}.logged_model() asks for MLflow flavour {flavor!r}; "
+                f"known: pyfunc, {', '.join(NATIVE_FLAVORS)}"
+            )
 
     # --- helpers ---------------------------------------------------------------------------------
     def _run(self) -> str:

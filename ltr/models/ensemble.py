@@ -346,6 +346,11 @@ class Ensemble:
     def _combine(self, S: np.ndarray, offsets: np.ndarray, data: Any) -> np.ndarray:
         raise NotImplementedError
 
+    def logged_model(self) -> tuple[str, Any]:
+        """How a tracker logs the fitted ensemble: pyfunc around :meth:`save` (see ``BaseRanker.logged_model``)."""
+        self._check_fitted()
+        return "pyfunc", self
+
     def _check_fitted(self) -> None:
         if not hasattr(self, "rankers_"):
             raise ConfigError(

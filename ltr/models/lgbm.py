@@ -68,6 +68,8 @@ TREE_PARAMS: dict[str, Any] = {
 class LightGBMRanker(BaseRanker):
     """Shared LightGBM adapter; subclasses fix the objective."""
 
+    mlflow_flavor = "lightgbm"  # MLflow logs booster_ with its LightGBM flavour
+
     engine = "lightgbm"
     objective: ClassVar[str] = ""
     ranking_objective: ClassVar[bool] = True  # the objective itself uses query groups
