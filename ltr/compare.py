@@ -298,13 +298,12 @@ def run_comparison(
     from omegaconf import OmegaConf
     from rich.console import Console
 
-    from ltr.console import print_data_summary, print_tracker_location
-    from ltr.data.registry import load_dataset
+    from ltr.console import print_tracker_location
     from ltr.progress import task_progress
     from ltr.provenance import command_line, rerun_command, run_tags
-    from ltr.record import train_and_record
+    from ltr.record import connect_and_load, train_and_record
     from ltr.schemas import validate_config
-    from ltr.tracking import flatten_params, make_tracker
+    from ltr.tracking import flatten_params
 
     console = console or Console(highlight=False)
     systems = list(exp.systems)
@@ -320,11 +319,9 @@ def run_comparison(
             )
     root = Path(first.paths.root).resolve()
     out_dir = Path(out_dir) if out_dir is not None else root / "reports" / str(exp.name)
-    tracker = make_tracker(first.tracking, root)  # an unreachable server fails here
-    splits = load_dataset(first.data)
+    tracker, splits = connect_and_load(first, console)  # an unreachable server fails here
     if "test" not in splits:
         raise ConfigError(f"data '{first.data.name}' has no test split; a comparison scores the test queries")
-    print_data_summary(console, first.data, splits)
     command, _ = command_line("ltr.compare")
     parent_tags = {
         "ltr.compare.role": "parent",
@@ -365,7 +362,7 @@ def run_comparison(
                     label=system,
                 )
                 frames[system], children[system] = recorded.outcome.frames["test"], recorded.run_id
-                conventions = recorded.outcome.conventions.describe()
+                conventions = conventions or recorded.outcome.conventions.describe()
                 advance(system)
         note = "Metric conventions: " + ", ".join(f"{k}={v}" for k, v in conventions.items()) + "."
         report = build_report(frames, exp, seed=int(first.seed))

@@ -29,11 +29,24 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from ltr.console import print_training_start
-from ltr.pipeline import Outcome, SplitResult, fit_and_evaluate
+from ltr.console import print_data_summary, print_training_start
+from ltr.data.registry import load_dataset
+from ltr.pipeline import Outcome, SplitResult, check_splits, fit_and_evaluate
 from ltr.plots import feature_importance, plot_feature_importance, plot_learning_curves
 from ltr.progress import iteration_progress
-from ltr.tracking import flatten_params, mlflow_metric_name
+from ltr.tracking import flatten_params, make_tracker, mlflow_metric_name
+
+
+def connect_and_load(cfg: Any, console: Any) -> tuple[Any, dict[str, Any]]:
+    """The start of every entry point: the tracker, then the dataset's splits, summarised on the console.
+
+    The tracker comes first so that an unreachable MLflow server fails before any data is read.
+    """
+    tracker = make_tracker(cfg.tracking, Path(cfg.paths.root).resolve())
+    splits = load_dataset(cfg.data)
+    check_splits(cfg.data, splits)
+    print_data_summary(console, cfg.data, splits)
+    return tracker, splits
 
 
 class CurveBuffer:

@@ -45,22 +45,16 @@ def execute(cfg: Any) -> RecordedRun:
     # deferred: the engines (via the pipeline) must load after configure_process_environment() runs
     from rich.console import Console
 
-    from ltr.console import print_data_summary, print_run_summary, print_tracker_location
-    from ltr.data.registry import load_dataset
-    from ltr.pipeline import check_splits
+    from ltr.console import print_run_summary, print_tracker_location
     from ltr.provenance import run_tags
-    from ltr.record import train_and_record
+    from ltr.record import connect_and_load, train_and_record
     from ltr.schemas import validate_config
-    from ltr.tracking import make_tracker
 
     if cfg.get("model") is None:
         raise ConfigError(missing_model_message())
     validate_config(cfg)
     console = Console(highlight=False)
-    tracker = make_tracker(cfg.tracking, Path(cfg.paths.root).resolve())  # an unreachable server fails here
-    splits = load_dataset(cfg.data)
-    check_splits(cfg.data, splits)
-    print_data_summary(console, cfg.data, splits)
+    tracker, splits = connect_and_load(cfg, console)  # an unreachable server fails here, before the data
     run_name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
     recorded = train_and_record(
         cfg, splits, tracker, run_name=run_name, tags=run_tags(cfg, splits), console=console
