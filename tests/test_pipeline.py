@@ -196,3 +196,26 @@ def test_train_and_record_without_a_tracker_returns_the_same_outcome(splits, tmp
         recorded.outcome.results["test"].per_query["ndcg@5"], outcome.results["test"].per_query["ndcg@5"]
     )
     assert "Training feature (seed 5" in out.getvalue()
+
+
+def test_no_module_imports_an_entry_point():
+    """Entry points are thin CLIs over the core: no module of ``ltr`` imports one of them (at any depth)."""
+    import ast
+
+    import ltr
+
+    package = Path(ltr.__file__).parent
+    entry_points = {"ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__"}
+    offenders = []
+    for path in package.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+            elif isinstance(node, ast.Import):
+                names = {a.name for a in node.names}
+            else:
+                continue
+            if names & entry_points:
+                offenders.append(f"{path.relative_to(package.parent)}:{node.lineno}")
+    assert not offenders, f"entry points imported by: {', '.join(offenders)}"
