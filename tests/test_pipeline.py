@@ -219,3 +219,12 @@ def test_no_module_imports_an_entry_point():
             if names & entry_points:
                 offenders.append(f"{path.relative_to(package.parent)}:{node.lineno}")
     assert not offenders, f"entry points imported by: {', '.join(offenders)}"
+
+
+def test_bad_splits_fail_with_config_errors(splits, tmp_path):
+    from ltr.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="eval.splits=\\['dev'\\]: none of them is a split"):
+        fit_and_evaluate(_config(tmp_path, "eval.splits=[dev]"), splits)
+    with pytest.raises(ConfigError, match="data 'synthetic' has no train split"):
+        fit_and_evaluate(_config(tmp_path), {"test": splits["test"]})
