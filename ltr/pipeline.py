@@ -36,6 +36,7 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ltr.errors import ConfigError, DataError
 from ltr.metrics import Conventions, describe_conventions, evaluate, resolve_conventions
@@ -190,8 +191,6 @@ def ci_bounds(
 
 def per_query_frame(result: SplitResult, data: Any, extra: Mapping[str, np.ndarray] | None = None) -> Any:
     """One row per query: ``qid``, ``n_docs``, then one column per metric (NaN = skipped query)."""
-    import pandas as pd  # deferred: pandas is only needed once a run has per-query values
-
     columns: dict[str, Any] = {"qid": np.asarray(data.query_ids), "n_docs": np.asarray(data.group_sizes)}
     columns.update({m: np.asarray(v, dtype=float) for m, v in result.per_query.items()})
     columns.update({m: np.asarray(v, dtype=float) for m, v in (extra or {}).items() if m not in columns})
