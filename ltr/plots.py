@@ -26,7 +26,7 @@ _DPI = 110
 
 
 def _figure(width: float = 7.0, height: float = 4.2):  # noqa: ANN202 - a matplotlib Figure
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # deferred: matplotlib (~0.3 s) loads only when a plot is drawn
 
     return Figure(figsize=(width, height), dpi=_DPI, layout="constrained")
 

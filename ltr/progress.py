@@ -35,6 +35,7 @@ def progress_enabled(*, environ: Mapping[str, str] | None = None, isatty: bool |
 
 
 def _bar(description: str, total: int | None, console: Any = None):  # noqa: ANN202 - rich types stay internal
+    # deferred: rich's progress machinery loads only when a bar is drawn (a terminal, not CI)
     from rich.console import Console
     from rich.progress import (
         BarColumn,

@@ -110,6 +110,8 @@ def _hydra_entry() -> None:
             recorded = execute(cfg)
         except LtrError as exc:
             print(f"error: {exc}", file=sys.stderr)
+            if HydraConfig.get().mode.name == "MULTIRUN":
+                raise  # a failed job of a sweep, not the end of it: the sweeper decides (Optuna: a FAIL trial)
             sys.exit(2)
         write_job_result(recorded, Path(HydraConfig.get().runtime.output_dir))
         return recorded.outcome.value

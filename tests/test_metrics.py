@@ -1,4 +1,4 @@
-"""ltr.metrics core: DESIGN.md §2 worked examples, a naive per-query reference on random data,
+"""ltr.metrics core: the worked examples of docs/metrics.md, a naive per-query reference on random data,
 ``ties="average"`` against brute-force enumeration of tie orders, conventions and input errors."""
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ WORKED = [
 
 
 @pytest.mark.parametrize(("labels", "ndcg_exp", "ndcg_lin", "err", "ap", "rr"), WORKED)
-def test_design_worked_examples(labels, ndcg_exp, ndcg_lin, err, ap, rr):
+def test_worked_worked_examples(labels, ndcg_exp, ndcg_lin, err, ap, rr):
     n = len(labels)
     scores, offsets = -np.arange(n, dtype=float), [0, n]
     v = evaluate(["ndcg", "ndcg@10", "err", "map", "mrr"], labels, scores, offsets)
@@ -188,7 +188,7 @@ def test_design_worked_examples(labels, ndcg_exp, ndcg_lin, err, ap, rr):
     assert lin == pytest.approx(ndcg_lin, abs=5e-7)
 
 
-def test_design_dcg_and_idcg_figures():
+def test_worked_dcg_and_idcg_figures():
     for labels, dcg, idcg in [
         ([3, 2, 3, 0, 1], 12.779642, 13.347185),
         ([3, 2, 0, 1, 0, 0, 2, 1, 0, 0], 10.638931, 11.210319),
@@ -216,7 +216,7 @@ TIE_CASE = dict(labels=[0, 3, 1, 2], scores=[1.0, 1.0, 1.0, 0.5], offsets=[0, 4]
         ("average", 0.742539, 0.319641),
     ],
 )
-def test_design_tie_example(ties, ndcg10, err10):
+def test_worked_tie_example(ties, ndcg10, err10):
     v = evaluate(["ndcg@10", "err@10"], **TIE_CASE, ties=ties)
     assert v["ndcg@10"][0] == pytest.approx(ndcg10, abs=5e-7)
     if err10 is not None:
@@ -551,7 +551,12 @@ def test_bad_conventions(kwargs, match):
         (
             ([1, 0], [1.0, 0.0], [0, 2]),
             dict(ideal_labels=[1, -2], ideal_offsets=[0, 2]),
-            "ideal_labels must be >= 0",
+            "ideal_labels must be >= 0; query 0 row 1 has label -2",
+        ),
+        (
+            ([1, 0, 2, -1], [1.0, 0.0, 0.5, 0.2], [0, 2, 2, 4]),
+            {},
+            "labels must be >= 0; query 2 row 3 has label -1",  # query 1 is empty
         ),
         (([1, 0], [1.0, 0.0], [0, 2]), dict(ideal_labels=[1, 0]), "ideal_labels needs ideal_offsets"),
         (

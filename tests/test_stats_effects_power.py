@@ -41,7 +41,7 @@ def test_win_tie_loss_with_tolerance() -> None:
     assert win_tie_loss(a, b, tie_tolerance=np.float32(0.02)) == win_tie_loss(a, b, tie_tolerance=0.02)
 
 
-def test_design_example_3532() -> None:
+def test_worked_example_3532() -> None:
     z = stats.norm.isf(0.025) + stats.norm.isf(0.2)
     assert queries_needed(0.01, 0.15) == 3532 == int(np.ceil(2 * 0.15**2 * z**2 / 0.01**2))
     assert queries_needed(0.01, 0.15, paired=True) == int(np.ceil(0.15**2 * z**2 / 0.01**2)) == 1766

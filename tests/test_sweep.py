@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from helpers import TINY_DATA, compose_config, quick_model, run_train_cli, store_client
 from rich.console import Console
 
+from ltr.errors import ConfigError
+from ltr.optuna_sweeper import OptunaSweeper
 from ltr.schemas import threads_per_job
 from ltr.sweep import best_job, read_job_results, summarize_sweep, swept_overrides
 
@@ -46,19 +50,38 @@ def test_summary_picks_the_best_job_and_writes_it(tmp_path):
     assert swept_overrides(rows) == {f"model.params.learning_rate={i}" for i in range(11)}
 
 
-def test_optuna_search_config_is_seeded_tpe_with_direction_from_the_metric():
+def test_optuna_search_config_is_ltrs_own_sweeper_seeded_tpe_with_direction_from_the_metric():
     cfg = compose_config(
         ["+model=lambdamart", "hparams_search=lambdamart_optuna", "seed=7"], return_hydra_config=True
     )
     sweeper = cfg.hydra.sweeper
-    assert sweeper._target_ == "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper"
+    assert sweeper._target_ == "hydra_plugins.ltr_optuna_sweeper.LtrOptunaSweeper"
     assert sweeper.sampler._target_ == "optuna.samplers.TPESampler"
     assert sweeper.sampler.seed == 7
-    assert (
-        str(sweeper.direction.name if hasattr(sweeper.direction, "name") else sweeper.direction) == "maximize"
-    )
-    assert sweeper.n_trials == 20
+    # hydra-optuna-sweeper passed multivariate=False; Optuna 5 defaults to True (other trials)
+    assert sweeper.sampler.multivariate is False
+    assert sweeper.direction == "maximize"
+    assert sweeper.n_trials == 20 and sweeper.n_jobs == 1 and sweeper.max_failure_rate == 0.0
     assert "model.params.learning_rate" in sweeper.params
+    # a lower-is-better early-stopping metric flips the study direction
+    rmse = compose_config(
+        ["+model=lambdamart", "hparams_search=lambdamart_optuna", "model.early_stopping.metric=rmse"],
+        return_hydra_config=True,
+    )
+    assert rmse.hydra.sweeper.direction == "minimize"
+
+
+def test_an_unknown_sweeper_key_fails_while_the_config_is_composed():
+    from hydra.errors import ConfigCompositionException
+
+    with pytest.raises(ConfigCompositionException, match="n_trail"):
+        compose_config(
+            ["+model=lambdamart", "hparams_search=lambdamart_optuna", "hydra.sweeper.n_trail=3"],
+            return_hydra_config=True,
+        )
+    # forced in with '+', it reaches the sweeper, which names it
+    with pytest.raises(ConfigError, match=r"hydra.sweeper: unknown key\(s\) \['n_trail'\]"):
+        OptunaSweeper(direction="maximize", n_trail=3)
 
 
 def test_joblib_launcher_sets_threads_so_jobs_times_threads_fit_the_cores():
@@ -126,30 +149,46 @@ def test_eight_parallel_jobs_on_one_sqlite_store_lose_nothing(tmp_path):
     assert "Best job" in proc.stdout
 
 
-@pytest.mark.slow
-def test_optuna_sweep_runs_trials_and_reports_the_best(tmp_path):
-    proc = run_train_cli(
-        [
-            "-m",
-            "+model=lambdamart",
-            "hparams_search=lambdamart_optuna",
-            "hydra.sweeper.n_trials=3",
-            *TINY,
-            "num_threads=1",
-        ],
-        tmp_path,
-        timeout=900,
-    )
+def _optuna_sweep(tmp_path: Path, *overrides: str) -> tuple[subprocess.CompletedProcess[str], Path, dict]:
+    """A real tiny ``python -m ltr.train -m +model=lambdamart hparams_search=lambdamart_optuna`` sweep:
+    the finished process, its sweep folder and its ``optimization_results.yaml``."""
+    args = ["-m", "+model=lambdamart", "hparams_search=lambdamart_optuna", *overrides, *TINY]
+    proc = run_train_cli([*args, "num_threads=1", "tracking=none"], tmp_path, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (sweep_dir,) = {p.parent.parent for p in (tmp_path / "multirun").glob("*/*/*/ltr_result.json")}
+    (results,) = (tmp_path / "multirun").glob("*/*/optimization_results.yaml")
+    return proc, results.parent, yaml.safe_load(results.read_text())
+
+
+def test_optuna_sweep_runs_trials_and_reports_the_best(tmp_path):
+    _, sweep_dir, results = _optuna_sweep(tmp_path, "hydra.sweeper.n_trials=3")
     summary = json.loads((sweep_dir / "sweep_summary.json").read_text())
     assert summary["n_jobs"] == 3
     values = [j["value"] for j in summary["jobs"]]
     assert summary["best"]["value"] == max(values)
     assert len({j["overrides"][0] for j in summary["jobs"]}) == 3  # TPE proposed 3 different configs
-    # Optuna's own record of the best trial agrees
-    optuna_best = (sweep_dir / "optimization_results.yaml").read_text()
-    assert f"{summary['best']['value']}"[:8] in optuna_best
+    # the sweeper's record of the study agrees with the jobs' own results
+    assert results["best_value"] == summary["best"]["value"]
+    assert results["best_overrides"] == summary["best"]["overrides"]
+    assert results["n_trials"]["COMPLETE"] == 3
+    best_lr = next(o for o in summary["best"]["overrides"] if o.startswith("model.params.learning_rate="))
+    assert results["best_params"]["model.params.learning_rate"] == float(best_lr.split("=")[1])
+
+
+@pytest.mark.slow
+def test_a_trial_that_ltr_rejects_fails_alone_and_the_sweep_goes_on(tmp_path):
+    """num_leaves=1 is a ConfigError in ltr: that trial is FAIL, the others complete (max_failure_rate=1)."""
+    proc, sweep_dir, results = _optuna_sweep(
+        tmp_path,
+        "hydra.sweeper.n_trials=4",
+        "hydra.sweeper.max_failure_rate=1.0",
+        "model.params.num_leaves=1,7",
+    )
+    overrides = [yaml.safe_load((sweep_dir / f"{job}/.hydra/overrides.yaml").read_text()) for job in range(4)]
+    rejected = sum("model.params.num_leaves=1" in o for o in overrides)
+    assert 0 < rejected < 4
+    assert results["n_trials"]["FAIL"] == rejected and results["n_trials"]["COMPLETE"] == 4 - rejected
+    assert results["best_params"]["model.params.num_leaves"] == 7
+    assert "error:" in proc.stderr and "num_leaves" in proc.stderr  # ltr's message, then the next trial
 
 
 def test_sweep_size_and_progress_line():

@@ -17,6 +17,11 @@ import sys
 import time
 from pathlib import Path
 
+from ltr.data._syntax import ParseOptions
+from ltr.data.fetch import ManualDownload, fetch
+from ltr.data.info import format_summary, summarize
+from ltr.data.registry import REGISTRY, default_dir, download_for, load_dataset
+from ltr.data.svmlight import load_svmlight
 from ltr.errors import LtrError
 
 
@@ -37,9 +42,6 @@ def _parse_opts(args: argparse.Namespace) -> dict:
 
 def _load(target: str, args: argparse.Namespace, cache_dir: str | None) -> dict:
     """A path → {"file": data}; a registry name → its splits."""
-    from ltr.data.registry import REGISTRY, default_dir, load_dataset
-    from ltr.data.svmlight import load_svmlight
-
     if target in REGISTRY:
         cfg = {
             "kind": target,
@@ -57,8 +59,6 @@ def _load(target: str, args: argparse.Namespace, cache_dir: str | None) -> dict:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from ltr.data.info import format_summary, summarize
-
     loaded = _load(args.target, args, args.cache_dir)
     summaries = {split: summarize(d) for split, d in loaded.items()}
     if args.json:
@@ -69,7 +69,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from ltr.data.cache import cache_key, entry_dir
+    from ltr.data.cache import cache_key, entry_dir  # deferred: its numba checksum; only convert caches
 
     t = time.perf_counter()
     loaded = _load(args.target, args, args.cache_dir)
@@ -78,15 +78,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
         print(f"{split}: {d!r}")
     print(f"cached in {args.cache_dir} ({took:.2f} s incl. parsing when the entry was new)")
     if args.target not in loaded and Path(args.target).is_file():
-        from ltr.data._syntax import ParseOptions
-
         key, _ = cache_key(Path(args.target), ParseOptions(**_parse_opts(args)))
         print(entry_dir(Path(args.cache_dir), Path(args.target), key))
     return 0
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
-    from ltr.data.textgen import write_letor_splits
+    from ltr.data.textgen import write_letor_splits  # deferred: numba kernels, only synth needs them
 
     sizes = None
     if args.queries is not None:
@@ -105,8 +103,6 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    from ltr.data.fetch import ManualDownload, fetch
-
     try:
         files = fetch(args.name, args.dir, data_dir=args.data_dir, variant=args.variant, url=args.url,
                       sha256=args.sha256)  # fmt: skip
@@ -119,8 +115,6 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from ltr.data.registry import REGISTRY, download_for
-
     print("synthetic        built-in synthetic data (conf/data/synthetic.yaml)")
     print("svmlight         your own files (conf/data/svmlight.yaml)")
     for name, spec in REGISTRY.items():

@@ -53,6 +53,7 @@ import scipy.sparse as sp
 from ltr.data._checksum import checksum
 from ltr.data._syntax import ParseOptions
 from ltr.data.dataset import RankingData
+from ltr.data.reading import build_dataset, parse_file
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +187,11 @@ def _install(tmp: Path, target: Path) -> None:
 
 
 def read_manifest(entry: Path, key: str | None = None) -> dict:
-    """Load and check an entry's manifest and files (sizes and checksums); raise :class:`CacheInvalid`."""
+    """Load an entry's manifest and check its format version, its key (when given) and that every file it
+    lists exists with the listed size; raise :class:`CacheInvalid` otherwise.
+
+    Checksums are not read here: :func:`read_entry` verifies each array's checksum as it loads it.
+    """
     try:
         manifest = json.loads((entry / "manifest.json").read_text())
     except (OSError, ValueError) as e:
@@ -259,8 +264,6 @@ def load_cached(
     position_file: Path | None = None,
 ) -> RankingData:
     """Load ``path`` through the cache: reuse a verified entry, or parse and write a new one."""
-    from ltr.data.svmlight import build_dataset, parse_file
-
     path = Path(path)
     key, desc = cache_key(path, opts, query_file=query_file, weight_file=weight_file, docid=docid,
                           full_hash=full_hash, position_file=position_file)  # fmt: skip

@@ -17,6 +17,7 @@ Example
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,13 +58,43 @@ def offsets_from_qid(qid: np.ndarray, *, source: str = "data") -> np.ndarray:
     return offsets
 
 
+#: Matrix entries per block of rows while fingerprinting: bounds the temporary memory. The block
+#: boundaries depend only on the shape, so dense and CSR storage hash the same blocks.
+_BLOCK_ENTRIES = 1 << 22
+
+
+def _nonzero_blocks(X: FeatureMatrix) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Blocks of rows of ``X`` as (flat positions ``r * n_features + c`` of the non-zero entries, with
+    ``r`` counted from the block's first row; their values), in row-major order, dense or CSR alike."""
+    n_rows, n_features = X.shape
+    rows_per_block = max(1, _BLOCK_ENTRIES // max(1, n_features))
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        if not X.has_canonical_format:  # unsorted indices or duplicate entries: normalise a copy
+            X = X.copy()
+            X.sum_duplicates()
+    for start in range(0, n_rows, rows_per_block):
+        stop = min(start + rows_per_block, n_rows)
+        if sp.issparse(X):
+            lo, hi = X.indptr[start], X.indptr[stop]
+            row = np.repeat(np.arange(stop - start, dtype=np.int64), np.diff(X.indptr[start : stop + 1]))
+            data = X.data[lo:hi]
+            keep = data != 0
+            yield row[keep] * n_features + X.indices[lo:hi][keep], data[keep]
+        else:
+            block = np.ascontiguousarray(X[start:stop])
+            positions = np.flatnonzero(block != 0)
+            yield positions, block.ravel().take(positions)
+
+
 @dataclass(frozen=True, eq=False)
 class RankingData:
     """One split of a ranking dataset: features, labels and contiguous query blocks.
 
     Attributes
     ----------
-    X : (n_docs, n_features) float32 ndarray or CSR matrix.
+    X : (n_docs, n_features) ndarray or CSR matrix (the parser gives float32 by default, float64 with
+        ``dtype="float64"``; arrays built by hand keep their dtype).
     y : (n_docs,) relevance labels (float64; graded labels are whole numbers).
     qid : (n_docs,) int64 query id of each row; each query's rows are contiguous.
     name : a label for messages (usually the source file).
@@ -176,24 +207,50 @@ class RankingData:
         )
 
     def dense(self) -> np.ndarray:
-        """Features as a dense float32 array (converted from CSR when needed)."""
+        """Features as a dense ndarray: a CSR ``X`` is expanded to float32 (the parser's default width;
+        a float64 CSR matrix is narrowed), a dense ``X`` is returned as it is (its own dtype, no copy).
+
+        >>> d = RankingData(X=sp.csr_matrix(np.array([[0.0, 1.5]])), y=[1], qid=[1])
+        >>> d.dense().dtype.name, d.dense().tolist()
+        ('float32', [[0.0, 1.5]])
+        >>> RankingData(X=np.zeros((1, 2)), y=[1], qid=[1]).dense().dtype.name
+        'float64'
+        """
         if self.is_sparse:
             return np.asarray(self.X.toarray(), dtype=np.float32)
         return np.asarray(self.X)
 
     # --- identity --------------------------------------------------------------------------
     def fingerprint(self) -> str:
-        """A short content hash of X, y and qid (sha256, first 16 hex digits), for run records."""
-        h = hashlib.sha256()
-        h.update(np.ascontiguousarray(self.y).tobytes())
-        h.update(np.ascontiguousarray(self.qid).tobytes())
-        if self.is_sparse:
-            X = sp.csr_matrix(self.X)
-            for part in (X.indptr, X.indices, X.data):
-                h.update(np.ascontiguousarray(part).tobytes())
-        else:
-            h.update(np.ascontiguousarray(self.X).tobytes())
-        h.update(str(self.X.shape).encode())
+        """A content hash of ``X``, ``y`` and ``qid``: the first 16 hex digits of a sha256.
+
+        It hashes the values, not their storage: ``y`` as float64, ``qid`` as int64, the shape of
+        ``X``, and the non-zero entries of ``X`` in row-major order as (flat position
+        ``row * n_features + column`` as int64, value as float64), those two arrays through the
+        cache's 64-bit checksum (:mod:`ltr.data._checksum`) per block of rows. So a dense and a CSR matrix of the
+        same values, float32 or float64 storage of the same numbers, and CSR matrices with unsorted
+        indices, duplicate entries (summed) or explicit zeros all give the same fingerprint; any
+        changed value, label, qid or shape gives another. ``-0.0`` counts as zero, every NaN as one
+        value. ``weight``, ``docid``, ``position`` and ``name`` are not part of it.
+
+        >>> X = np.array([[0.0, 1.5], [2.0, 0.0]], dtype=np.float32)
+        >>> a = RankingData(X=X, y=[1, 0], qid=[1, 1])
+        >>> a.fingerprint() == RankingData(X=sp.csr_matrix(X.astype(np.float64)), y=[1, 0], qid=[1, 1]).fingerprint()
+        True
+        >>> a.fingerprint() == RankingData(X=X * 2, y=[1, 0], qid=[1, 1]).fingerprint()
+        False
+        """
+        from ltr.data._checksum import checksum  # deferred: numba (~0.3 s); import ltr.data stays light
+
+        h = hashlib.sha256(b"ltr.RankingData/1")
+        h.update(np.array(self.X.shape, dtype=np.int64).tobytes())
+        h.update(np.ascontiguousarray(self.y, dtype=np.float64).tobytes())
+        h.update(np.ascontiguousarray(self.qid, dtype=np.int64).tobytes())
+        for positions, values in _nonzero_blocks(self.X):  # a 64-bit checksum per block and array
+            values = values.astype(np.float64)
+            values[np.isnan(values)] = np.nan  # one bit pattern for every NaN
+            h.update(checksum(positions.astype(np.int64, copy=False)).encode())
+            h.update(checksum(values).encode())
         return h.hexdigest()[:16]
 
     def __repr__(self) -> str:

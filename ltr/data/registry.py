@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ltr.data.dataset import RankingData
+from ltr.data.svmlight import load_svmlight
+from ltr.data.synthetic import load_synthetic
 from ltr.errors import ConfigError, DataError
 
 SPLITS = ("train", "valid", "test")
@@ -326,8 +328,6 @@ def _parse_kwargs(section: Mapping[str, Any] | None, where: str) -> dict[str, An
 
 
 def _load_files(paths: Mapping[str, Path], kwargs: dict[str, Any], cache_dir: Any, name: str) -> dict:
-    from ltr.data.svmlight import load_svmlight
-
     out: dict[str, RankingData] = {}
     for split, path in paths.items():
         out[split] = load_svmlight(path, cache_dir=cache_dir, name=f"{name}/{split}", **kwargs)
@@ -349,8 +349,6 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
     """
     kind = data_cfg.get("kind") or data_cfg.get("name")
     if kind == "synthetic":
-        from ltr.data.synthetic import load_synthetic
-
         return load_synthetic(data_cfg)
     cache_dir = data_cfg.get("cache_dir")
     wanted = data_cfg.get("splits")

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ltr.data.dataset import RankingData
+from ltr.data.svmlight import load_svmlight, write_svmlight
 from ltr.errors import ConfigError
 
 #: bump when the generative model changes, so cached files are regenerated
@@ -147,8 +148,6 @@ def ensure_synthetic(directory: str | os.PathLike[str], data_cfg: Mapping[str, A
     they are regenerated. Each file is written to a temporary name and renamed into place, so an
     interrupted or concurrent run never leaves a half-written split behind.
     """
-    from ltr.data.svmlight import write_svmlight
-
     directory = Path(directory)
     settings = _settings(data_cfg)
     paths = {s: directory / SPLIT_FILES[s] for s in SPLITS}
@@ -184,8 +183,6 @@ def ensure_synthetic(directory: str | os.PathLike[str], data_cfg: Mapping[str, A
 
 def load_synthetic(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
     """Generate (first use) or reuse the synthetic SVMlight files, then load them with the strict parser."""
-    from ltr.data.svmlight import load_svmlight
-
     directory = data_cfg.get("dir")
     if not directory:
         raise ConfigError("data.dir must name the folder for the synthetic files (e.g. data/synthetic)")

@@ -15,7 +15,7 @@ documents that share a score. A query whose normaliser is zero (NDCG, DCG: IDCG 
 R = 0; ERR: no label > 0) gets 0, 1 (NDCG, AP, R only; the others keep their natural 0) or NaN
 under ``no_relevant`` = ``zero`` / ``one`` / ``skip``.
 
-Example (DESIGN.md §2, labels in ranked order):
+Example (the first worked example of docs/metrics.md, labels in ranked order):
 
 >>> import numpy as np
 >>> labels = np.array([3, 2, 3, 0, 1]); scores = -np.arange(5.0); offsets = np.array([0, 5])
@@ -36,30 +36,12 @@ from ltr.errors import MetricError
 from ltr.metrics import _kernels
 from ltr.metrics.conventions import TIES, Conventions, resolve_conventions
 from ltr.metrics.registry import MetricSpec, parse_metric
+from ltr.ranking import check_offsets, query_of_row
 
 #: Whole-number labels below this are counted per grade for IDCG (no sort); larger ones are sorted.
 MAX_COUNTED_GRADE = 256
 #: Families normalised by something that is zero when a query has no relevant document.
 NORMALISED = frozenset({"ndcg", "map", "r"})
-
-
-def _as_offsets(offsets: Any, n: int, what: str) -> np.ndarray:
-    off = np.asarray(offsets)
-    if off.ndim != 1 or off.shape[0] < 1 or not np.issubdtype(off.dtype, np.integer):
-        raise MetricError(
-            f"{what} must be a 1-d integer array [0, ..., n_docs], got shape {off.shape} {off.dtype}"
-        )
-    off = off.astype(np.int64)
-    if off[0] != 0 or off[-1] != n:
-        raise MetricError(
-            f"{what} must start at 0 and end at the number of documents {n}, got {off[0]}..{off[-1]}"
-        )
-    bad = np.flatnonzero(np.diff(off) < 0)
-    if bad.size:
-        raise MetricError(
-            f"{what} must be non-decreasing; query {bad[0]} has offsets {off[bad[0]]} > {off[bad[0] + 1]}"
-        )
-    return off
 
 
 def _as_vector(x: Any, n: int | None, what: str, ref: str = "labels") -> np.ndarray:
@@ -82,7 +64,7 @@ def _as_vector(x: Any, n: int | None, what: str, ref: str = "labels") -> np.ndar
 def _check_labels(labels: np.ndarray, offsets: np.ndarray, what: str) -> None:
     if labels.size and labels.min() < 0:
         row = int(np.flatnonzero(labels < 0)[0])
-        q = int(np.searchsorted(offsets, row, side="right") - 1)
+        q = query_of_row(offsets, row)
         raise MetricError(f"{what} must be >= 0; query {q} row {row} has label {labels[row]:g}")
 
 
@@ -342,7 +324,7 @@ def evaluate(
     lab = _as_vector(labels, None, "labels")
     n = lab.shape[0]
     sc = _as_vector(scores, n, "scores")
-    off = _as_offsets(offsets, n, "offsets")
+    off = check_offsets(offsets, n, "offsets")
     _check_labels(lab, off, "labels")
     if ideal_labels is None:
         if ideal_offsets is not None:
@@ -352,7 +334,7 @@ def evaluate(
         if ideal_offsets is None:
             raise MetricError("ideal_labels needs ideal_offsets (one block of judged labels per query)")
         ideal_lab = _as_vector(ideal_labels, None, "ideal_labels")
-        ideal_off = _as_offsets(ideal_offsets, ideal_lab.shape[0], "ideal_offsets")
+        ideal_off = check_offsets(ideal_offsets, ideal_lab.shape[0], "ideal_offsets")
         if ideal_off.shape != off.shape:
             raise MetricError(
                 f"ideal_offsets describes {ideal_off.shape[0] - 1} queries but offsets describes {off.shape[0] - 1}"

@@ -201,7 +201,7 @@ def _validated(c: Conventions) -> Conventions:
 
 #: Presets reproducing each tool (see docs/metrics.md for how each one was verified).
 PRESETS: dict[str, Conventions] = {
-    # ltr's reporting default (DESIGN.md §2).
+    # ltr's reporting default (docs/metrics.md, "Conventions").
     "ltr": Conventions(),
     # NIST trec_eval and pytrec_eval: linear gain, ties by docno descending, empty topics score 0.
     "trec": Conventions(gain="linear", ties="docno_desc", no_relevant="zero"),

@@ -34,9 +34,10 @@ from scipy.stats import norm
 
 from ltr.errors import MetricError
 from ltr.metrics import _kernels
-from ltr.metrics.compute import RankedLists, _as_offsets, _as_vector, _Evaluator, evaluate, rank_lists
+from ltr.metrics.compute import RankedLists, _as_vector, _Evaluator, evaluate, rank_lists
 from ltr.metrics.conventions import resolve_conventions
 from ltr.metrics.registry import parse_metric
+from ltr.ranking import check_offsets
 
 LABEL_FREE_TIES = ("stable", "docno_desc", "docno_asc", "average")
 
@@ -72,7 +73,7 @@ def _prepare(
     _label_free_ties(c.ties, what)
     sc = _as_vector(scores, None, "scores")
     probs = _as_probs(label_probs, sc.shape[0])
-    off = _as_offsets(offsets, sc.shape[0], "offsets")
+    off = check_offsets(offsets, sc.shape[0], "offsets")
     return c, probs, off, rank_lists(np.zeros(sc.shape[0]), sc, off, c.ties, docno)
 
 
@@ -270,7 +271,7 @@ def tie_sensitivity(
     if "ties" in conventions:
         raise MetricError("tie_sensitivity varies the tie convention itself; do not pass ties=")
     sc = _as_vector(scores, None, "scores")
-    off = _as_offsets(offsets, sc.shape[0], "offsets")
+    off = check_offsets(offsets, sc.shape[0], "offsets")
     lab = _as_vector(labels, sc.shape[0], "labels", ref="scores")
     ranked = rank_lists(lab, sc, off, "average")
     default_k = resolve_conventions(preset, **conventions).default_k

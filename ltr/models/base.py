@@ -10,7 +10,8 @@ Fitted attributes end in ``_`` (scikit-learn style): ``best_iteration_`` (0-base
 round on the validation metric, so ``evals_result_["valid"][metric][best_iteration_]`` is its score;
 ``None`` without early stopping, and the model then uses every round), ``evals_result_``
 (``{"train": {"ndcg@10": [...]}, "valid": {...}}``, one value per round), ``engine_params_`` (the
-exact parameter dict handed to the engine, for logging), ``params_`` / ``early_stopping_`` (the
+engine parameters translated from the vocabulary by :mod:`ltr.models.vocabulary`, plus
+``engine_params``; for logging), ``params_`` / ``early_stopping_`` (the
 resolved ltr vocabulary) and ``n_features_in_``.
 
 Constructor arguments are stored unchanged (so ``sklearn.base.clone`` and ``get_params`` work) but

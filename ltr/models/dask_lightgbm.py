@@ -68,6 +68,22 @@ _SKLEARN_NAMES = {
 }
 
 
+def wrapper_arguments(engine_params: Mapping[str, Any]) -> tuple[dict[str, Any], list[int] | None]:
+    """``DaskLGBMRanker`` keyword arguments for LightGBM-native ``engine_params``, and ``eval_at``.
+
+    Native names become the scikit-learn wrapper's (``lambda_l1`` → ``reg_alpha``, …, see
+    ``_SKLEARN_NAMES``); ``num_threads`` is dropped (each worker uses ``threads_per_worker``);
+    ``eval_at`` is returned apart (an argument of ``fit``, not of the estimator).
+
+    >>> wrapper_arguments({"lambda_l1": 0.3, "lambda_l2": 0.7, "num_threads": 2, "eval_at": [10]})
+    ({'reg_alpha': 0.3, 'reg_lambda': 0.7}, [10])
+    """
+    params = dict(engine_params)
+    params.pop("num_threads", None)
+    eval_at = params.pop("eval_at", None)
+    return {_SKLEARN_NAMES.get(k, k): v for k, v in params.items()}, eval_at
+
+
 def resolve_backend(backend_cfg: Mapping[str, Any] | None) -> dict[str, Any]:
     """The ``backend`` config group (``conf/backend/dask.yaml``) with defaults, checked."""
     from ltr.models.params import plain
@@ -207,12 +223,7 @@ class DaskLambdaMART(LambdaMART):
         self.engine_params_ = self.translate(
             params, cfg.engine_params, max_label=w.max_label, metric=w.metric
         )
-        lgb_params = dict(self.engine_params_)
-        lgb_params.pop(
-            "num_threads", None
-        )  # lightgbm.dask uses each worker's thread count (threads_per_worker)
-        eval_at = lgb_params.pop("eval_at", None)
-        kwargs = {_SKLEARN_NAMES.get(k, k): v for k, v in lgb_params.items()}
+        kwargs, eval_at = wrapper_arguments(self.engine_params_)
         backend = self.backend_
         with dask_client(backend) as client:
             workers = sorted(client.scheduler_info()["workers"])

@@ -42,73 +42,10 @@ from typing import Any
 import numpy as np
 
 from ltr.errors import ConfigError, DataError
-from ltr.metrics.compute import _as_offsets
+from ltr.ranking import check_offsets, check_scores, descending_ranks, query_index
 
 NORMALIZATIONS = ("none", "zscore", "minmax", "rank")
-TIES = ("average", "first")
 EPS = 1e-9  # floor of the z-score and min-max denominators (ranx's value)
-
-
-def check_offsets(offsets: Any, n_docs: int, what: str = "offsets") -> np.ndarray:
-    """``offsets`` as int64, checked by ltr.metrics: starts at 0, ends at ``n_docs``, non-decreasing."""
-    return _as_offsets(offsets, n_docs, what)
-
-
-def check_scores(scores: Any, what: str = "scores") -> np.ndarray:
-    """``scores`` as a finite float64 array (1-d or 2-d); names the first bad row."""
-    arr = np.asarray(scores, dtype=np.float64)
-    if arr.ndim not in (1, 2):
-        raise DataError(
-            f"{what} must be 1-d (one score per row) or 2-d (rows × members), got shape {arr.shape}"
-        )
-    if not np.all(np.isfinite(arr)):
-        row = int(np.flatnonzero(~np.isfinite(arr).reshape(arr.shape[0], -1).all(axis=1))[0])
-        raise DataError(f"{what}: row {row} has a non-finite score ({arr[row]})")
-    return arr
-
-
-def query_index(offsets: np.ndarray) -> np.ndarray:
-    """The query position of every row: ``[0]*n_0 + [1]*n_1 + ...``.
-
-    >>> query_index(np.array([0, 2, 2, 3])).tolist()
-    [0, 0, 2]
-    """
-    return np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
-
-
-def descending_ranks(scores: Any, offsets: Any, *, ties: str = "average") -> np.ndarray:
-    """1-based rank of every row within its query by score descending (float64).
-
-    ``ties="average"``: tied rows share the mean of the ranks they occupy; ``"first"``: earlier rows
-    rank first (a stable sort).
-
-    >>> descending_ranks(np.array([0.5, 0.9, 0.5, 0.1]), np.array([0, 3, 4]), ties="first").tolist()
-    [2.0, 1.0, 3.0, 1.0]
-    """
-    if ties not in TIES:
-        raise ConfigError(f"ties: expected one of {list(TIES)}, got {ties!r}")
-    s = check_scores(scores)
-    if s.ndim != 1:
-        raise DataError(f"scores must be 1-d, got shape {s.shape}")
-    off = check_offsets(offsets, s.shape[0])
-    n = s.shape[0]
-    ranks = np.empty(n, dtype=np.float64)
-    if n == 0:
-        return ranks
-    qidx = query_index(off)
-    order = np.lexsort((-s, qidx))  # stable: ties keep input order
-    position = np.arange(n) - off[qidx[order]]  # 0-based position within the query
-    if ties == "first":
-        ranks[order] = position + 1.0
-        return ranks
-    s_sorted, q_sorted = s[order], qidx[order]
-    new_run = np.r_[True, (s_sorted[1:] != s_sorted[:-1]) | (q_sorted[1:] != q_sorted[:-1])]
-    run_id = np.cumsum(new_run) - 1
-    starts = np.flatnonzero(new_run)
-    ends = np.r_[starts[1:], n] - 1
-    mean_position = (position[starts] + position[ends]) / 2.0
-    ranks[order] = mean_position[run_id] + 1.0
-    return ranks
 
 
 def normalize_scores(scores: Any, offsets: Any, method: str = "zscore") -> np.ndarray:

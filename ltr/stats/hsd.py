@@ -21,14 +21,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike
 
 from ltr.errors import DataError
 from ltr.stats import _kernels
 from ltr.stats._validate import NanPolicy, Seed, as_values, check_B, check_choice, make_rng, need
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -58,6 +61,8 @@ class HSDResult:
 
     def to_frame(self) -> pd.DataFrame:
         """The ``k × k`` matrix of adjusted p-values as a DataFrame indexed and labelled by system."""
+        import pandas as pd  # deferred: pandas (~0.5 s) only for this table; the test itself is numpy
+
         return pd.DataFrame(self.pvalues, index=list(self.systems), columns=list(self.systems))
 
     def _index(self, system: str) -> int:

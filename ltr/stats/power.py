@@ -9,7 +9,7 @@ For a true difference ``Δ`` at level ``α`` with power ``1 − β``, ``z_{α/2}
   ``n = σ_d²(z_{α/2} + z_β)² / Δ²``.
 
 Both round up; they neglect the chance of rejecting in the wrong direction (``Φ(−Δ/se − z_{α/2})``,
-below 1e-5 for power ≥ 0.8 at α = 0.05), so :func:`achieved_power` of the result is ≥ the target. Example (DESIGN §3): ``σ = 0.15, Δ = 0.01, α = 0.05``, power 0.8 →
+below 1e-5 for power ≥ 0.8 at α = 0.05), so :func:`achieved_power` of the result is ≥ the target. Example (docs/statistics.md): ``σ = 0.15, Δ = 0.01, α = 0.05``, power 0.8 →
 ``2·0.0225·(1.95996 + 0.84162)²/0.0001 = 3531.9`` → 3,532 queries (unpaired).
 
 Achieved power for a given ``n`` with standard error ``se = σ√(2/n)`` (unpaired) or ``σ_d/√n`` (paired):

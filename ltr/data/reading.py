@@ -1,0 +1,247 @@
+"""Reading one ranking file without the cache: a parsing engine, the LightGBM sidecars, and the
+assembly of a checked :class:`~ltr.data.dataset.RankingData`.
+
+Both :func:`ltr.data.svmlight.load_svmlight` (directly) and :mod:`ltr.data.cache` (on a cache miss)
+read files through :func:`parse_file` and :func:`build_dataset`; this module sits below both so
+neither imports the other's internals.
+
+>>> import tempfile, pathlib
+>>> from ltr.data._syntax import ParseOptions
+>>> p = pathlib.Path(tempfile.mkdtemp()) / "toy.txt"
+>>> _ = p.write_text("1 qid:3 1:0.5\\n0 qid:3 2:1\\n")
+>>> d = build_dataset(p, parse_file(p, ParseOptions(), "python"), ParseOptions(), None, None, False, None)
+>>> d.y.tolist(), d.query_ids.tolist(), d.X.shape
+([1.0, 0.0], [3], (2, 2))
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from ltr.data import _pyparse
+from ltr.data._syntax import ParseOptions, error_message
+from ltr.data.dataset import RankingData, offsets_from_qid
+from ltr.errors import ConfigError, DataError
+from ltr.ranking import query_of_row
+
+log = logging.getLogger(__name__)
+
+ENGINES = ("auto", "numba", "python")
+_DOCID = re.compile(r"docid\s*=\s*(\S+)")
+
+
+def _line_number(path: Path, offset: int) -> int:
+    """1-based line number of the byte at ``offset`` (counts newlines before it, in blocks)."""
+    count = 0
+    remaining = offset
+    with open(path, "rb") as f:
+        while remaining > 0:
+            block = f.read(min(remaining, 1 << 24))
+            if not block:
+                break
+            count += block.count(b"\n")
+            remaining -= len(block)
+    return count + 1
+
+
+def _failure_to_error(path: Path, fail: _pyparse.ParseFailure, opts: ParseOptions) -> DataError:
+    with open(path, "rb") as f:
+        f.seek(fail.tok_start)
+        token = f.read(max(0, min(fail.tok_end - fail.tok_start, 200))).decode("utf-8", "replace")
+    line = _line_number(path, fail.line_start)
+    msg = error_message(fail.code, token, index=fail.index, prev=fail.prev, opts=opts)
+    return DataError(f"{path}:{line}: {msg}")
+
+
+def parse_file(
+    path: Path, opts: ParseOptions, engine: str = "auto", n_threads: int | None = None
+) -> _pyparse.RawParse:
+    """Run one parsing engine on a file and turn its failures into ``DataError``s."""
+    if engine not in ENGINES:
+        raise ConfigError(f"engine must be one of {ENGINES}, got {engine!r}")
+    try:
+        if engine == "python" or (engine == "auto" and not _fast_available()):
+            return _pyparse.parse_bytes(path.read_bytes(), opts)
+        from ltr.data import _fastparse  # deferred: numba (~0.2 s to import) only for the fast engine
+
+        return _fastparse.parse_path(path, opts, n_threads=n_threads)
+    except _pyparse.ParseFailure as fail:
+        raise _failure_to_error(path, fail, opts) from None
+
+
+def _fast_available() -> bool:
+    return importlib.util.find_spec("ltr.data._fastparse") is not None
+
+
+# --- sidecars ------------------------------------------------------------------------------------
+def _read_column(path: Path, kind: str, parse) -> list:
+    out = []
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            tok = raw.strip()
+            if not tok:
+                continue
+            try:
+                out.append(parse(tok.decode()))
+            except (ValueError, UnicodeDecodeError):
+                raise DataError(f"{path}:{lineno}: expected {kind}, got {raw.strip()[:80]!r}") from None
+    return out
+
+
+def read_query_sizes(path: str | Path) -> np.ndarray:
+    """LightGBM ``.query`` sidecar: one positive group size per line (LF or CRLF), in row order."""
+    path = Path(path)
+
+    def parse(s: str) -> int:
+        v = int(s)
+        if v <= 0:
+            raise ValueError(s)
+        return v
+
+    return np.asarray(_read_column(path, "a positive integer group size", parse), dtype=np.int64)
+
+
+def read_weights(path: str | Path) -> np.ndarray:
+    """LightGBM ``.weight`` sidecar: one finite non-negative weight per row."""
+    path = Path(path)
+
+    def parse(s: str) -> float:
+        v = float(s)
+        if not np.isfinite(v) or v < 0:
+            raise ValueError(s)
+        return v
+
+    return np.asarray(_read_column(path, "a finite non-negative weight", parse), dtype=np.float64)
+
+
+def read_positions(path: str | Path) -> np.ndarray:
+    """LightGBM ``.position`` sidecar: one position id per row (e.g. ``pos_3``), as strings."""
+    return np.asarray(_read_column(Path(path), "a position id", str), dtype=object)
+
+
+def position_codes(ids: np.ndarray) -> np.ndarray:
+    """Integer position ids from sidecar strings: the trailing number (``pos_3`` → 3) when every id
+    has one, otherwise codes in sorted order of the distinct strings (LightGBM treats them as categories).
+
+    >>> position_codes(np.array(["pos_2", "pos_10", "3"], dtype=object)).tolist()
+    [2, 10, 3]
+    >>> position_codes(np.array(["top", "mid", "top"], dtype=object)).tolist()
+    [1, 0, 1]
+    """
+    numbers = [re.search(r"(\d+)$", str(v)) for v in ids]
+    if all(m is not None for m in numbers):
+        return np.array([int(m.group(1)) for m in numbers], dtype=np.int64)
+    return np.unique(np.asarray(ids, dtype=str), return_inverse=True)[1].astype(np.int64)
+
+
+def _groups_from_sizes(sizes: np.ndarray, n_rows: int, source: Path) -> np.ndarray:
+    if int(sizes.sum()) != n_rows:
+        raise DataError(
+            f"{source}: group sizes sum to {int(sizes.sum())} but the data file has {n_rows} rows"
+        )
+    return np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
+
+
+def _query_weights(w: np.ndarray, offsets: np.ndarray, source: Path) -> np.ndarray:
+    """Per-row weights → per-query weights (they must be constant within each query)."""
+    starts = offsets[:-1]
+    qw = w[starts] if starts.size else np.zeros(0)
+    varies = np.flatnonzero(w != np.repeat(qw, np.diff(offsets)))
+    if varies.size:
+        row = int(varies[0])
+        q = query_of_row(offsets, row)
+        raise DataError(
+            f"{source}:{row + 1}: weight {w[row]:g} differs from {qw[q]:g} earlier in query #{q + 1}; "
+            "ranking weights are per query, so all rows of a query need the same weight"
+        )
+    return qw
+
+
+def _read_docids(path: Path) -> np.ndarray:
+    """Per-row comment (the ``docid = X`` value when present), skipping blank/comment-only lines."""
+    out: list[str] = []
+    with open(path, "rb") as f:
+        for raw in f:
+            body, _, comment = raw.partition(b"#")
+            if not body.strip():
+                continue
+            text = comment.decode("utf-8", "replace").strip()
+            m = _DOCID.search(text)
+            out.append(m.group(1) if m else text)
+    return np.asarray(out, dtype=str)
+
+
+def regroup_order(qid: np.ndarray) -> np.ndarray:
+    """Stable row order that makes each qid contiguous: queries by first appearance, rows in file order.
+
+    >>> regroup_order(np.array([5, 3, 5, 3, 9])).tolist()
+    [0, 2, 1, 3, 4]
+    """
+    _, first, inverse = np.unique(qid, return_index=True, return_inverse=True)
+    rank = np.empty_like(first)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0])
+    return np.argsort(rank[inverse], kind="stable")
+
+
+def build_dataset(
+    path: Path,
+    raw: _pyparse.RawParse,
+    opts: ParseOptions,
+    qfile: Path | None,
+    wfile: Path | None,
+    docid: bool,
+    name: str | None,
+    position_file: Path | None = None,
+) -> RankingData:
+    """Attach sidecars, regroup if asked, and wrap parsed arrays into a checked ``RankingData``."""
+    n = raw.y.shape[0]
+    if raw.n_replaced:
+        log.warning(
+            "%s: %d NaN/inf/huge feature values handled with nonfinite=%r",
+            path,
+            raw.n_replaced,
+            opts.nonfinite,
+        )
+    if raw.dense is not None:
+        X = raw.dense
+    else:
+        X = sp.csr_matrix((raw.data, raw.indices, raw.indptr), shape=(n, raw.n_features))
+    qid = raw.qid
+    if qid is None:
+        if qfile is None:
+            raise DataError(
+                f"{path}: the file has no qid: tokens and no .query sidecar ({path}.query); "
+                "ranking data needs query groups"
+            )
+        qid = _groups_from_sizes(read_query_sizes(qfile), n, qfile)
+    docids = _read_docids(path) if docid else None
+    row_w = None
+    if wfile is not None:
+        row_w = read_weights(wfile)
+        if row_w.shape[0] != n:
+            raise DataError(f"{wfile}: {row_w.shape[0]} weights but the data file has {n} rows")
+    position = None
+    if position_file is not None:
+        position = position_codes(read_positions(position_file))
+        if position.shape[0] != n:
+            raise DataError(f"{position_file}: {position.shape[0]} positions but the data file has {n} rows")
+    label = name or str(path)
+    if opts.regroup:
+        order = regroup_order(qid)
+        if np.any(order != np.arange(n)):
+            X, y, qid = X[order], raw.y[order], qid[order]
+            docids = None if docids is None else docids[order]
+            row_w = None if row_w is None else row_w[order]
+            position = None if position is None else position[order]
+            raw.y = y
+    offsets = offsets_from_qid(qid, source=str(path))  # a split qid block: the error names the file
+    weight = None
+    if row_w is not None:
+        weight = _query_weights(row_w, offsets, wfile)
+    return RankingData(X=X, y=raw.y, qid=qid, name=label, weight=weight, docid=docids, position=position)

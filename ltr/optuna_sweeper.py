@@ -1,0 +1,340 @@
+"""ltr's Optuna sweeper: a Hydra sweeper that asks an Optuna study for trials and launches them as jobs.
+
+Selected by ``defaults: [override /hydra/sweeper: ltr_optuna]`` (``conf/hparams_search/*.yaml``); Hydra
+finds it through ``hydra_plugins/ltr_optuna_sweeper`` (Hydra instantiates plugins only from the
+``hydra_plugins`` namespace package), which registers :class:`OptunaSweeperConf` and subclasses
+:class:`OptunaSweeper`. The loop, per batch of ``n_jobs`` trials until ``n_trials`` are done:
+
+1. ``study.ask`` each trial with the search space (:mod:`ltr.search_space`: ``params`` plus the
+   command line), suggesting the parameters in that order — so a seeded sampler proposes exactly what
+   ``optuna.create_study(sampler=…)`` with ``trial.suggest_*`` in the same order would;
+2. compose every trial's config (a bad override fails here, before the batch runs), then launch the
+   batch through the configured launcher (``launcher=joblib`` runs it in parallel);
+3. ``study.tell`` each trial its job's return value; a job that raised or returned a non-finite or
+   non-numeric value is told ``FAIL`` and the sweep goes on while failed / finished trials ≤
+   ``max_failure_rate`` (default 0: the first failure stops the sweep after its batch, like
+   hydra-optuna-sweeper).
+
+At the end ``<sweep dir>/optimization_results.yaml`` holds the best trial (``best_params``,
+``best_value``, its number and overrides) and the count of trials per state; ``multirun.yaml`` holds
+the multirun's config. With ``storage`` set (an Optuna RDB URL such as ``sqlite:///optuna.db``) the
+study named ``study_name`` is created or, when it exists, continued: each run adds ``n_trials`` trials.
+
+>>> checked_settings(direction="maximize", n_trials=3, n_jobs=1, max_failure_rate=0.0).direction
+'maximize'
+>>> checked_settings(direction="up", n_trials=3, n_jobs=1, max_failure_rate=0.0)
+Traceback (most recent call last):
+...
+ltr.errors.ConfigError: hydra.sweeper.direction='up': expected 'maximize' or 'minimize'
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hydra.core.plugins import Plugins
+from hydra.plugins.sweeper import Sweeper
+from hydra.utils import instantiate
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from ltr.errors import ConfigError, LtrError
+
+if TYPE_CHECKING:
+    import optuna
+    from hydra.core.utils import JobReturn
+    from hydra.types import HydraContext, TaskFunction
+
+    from ltr.search_space import SearchSpace
+
+log = logging.getLogger(__name__)
+
+PLUGIN_CLASS = "hydra_plugins.ltr_optuna_sweeper.LtrOptunaSweeper"
+RESULTS_FILE = "optimization_results.yaml"
+DIRECTIONS = ("maximize", "minimize")
+
+
+@dataclass
+class OptunaSweeperConf:
+    """``hydra.sweeper`` of ``hydra/sweeper=ltr_optuna``; any other key fails while the config is composed."""
+
+    _target_: str = PLUGIN_CLASS
+    _recursive_: bool = False  # the sweeper builds the sampler itself, to report a bad one clearly
+    direction: str = MISSING  # maximize | minimize (ltr's configs: ${ltr_direction:<metric>})
+    study_name: str | None = None  # None: Optuna names it
+    storage: str | None = None  # None: in memory; an Optuna RDB URL keeps and continues the study
+    n_trials: int = 20  # trials this run adds
+    n_jobs: int = 1  # trials per batch, launched together (in parallel with launcher=joblib)
+    max_failure_rate: float = 0.0  # stop once failed / finished trials exceeds this
+    sampler: Any = field(default_factory=lambda: {"_target_": "optuna.samplers.TPESampler"})
+    params: dict[str, str] | None = None  # key → Hydra sweep value, e.g. tag(log, interval(0.01, 0.3))
+
+
+def checked_settings(**values: Any) -> OptunaSweeperConf:
+    """The ``hydra.sweeper`` values over :class:`OptunaSweeperConf`'s defaults, checked.
+
+    A missing direction, an unknown key or a value that cannot work → ConfigError naming it;
+    ``sampler`` and ``params`` become plain containers (interpolations resolved).
+    """
+    accepted = [f.name for f in fields(OptunaSweeperConf) if not f.name.startswith("_")]
+    unknown = sorted(set(values) - set(accepted))
+    if unknown:  # only reachable with '+hydra.sweeper.KEY=…'; the schema rejects the rest
+        raise ConfigError(f"hydra.sweeper: unknown key(s) {unknown}; accepted: {', '.join(accepted)}")
+    settings = OptunaSweeperConf(**{k: _plain(v) for k, v in values.items()})
+    if settings.direction not in DIRECTIONS:
+        raise ConfigError(
+            f"hydra.sweeper.direction={settings.direction!r}: expected 'maximize' or 'minimize'"
+        )
+    for key in ("n_trials", "n_jobs"):
+        value = getattr(settings, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"hydra.sweeper.{key}={value!r}: expected an integer >= 1")
+    rate = settings.max_failure_rate
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 <= rate <= 1.0:
+        raise ConfigError(f"hydra.sweeper.max_failure_rate={rate!r}: expected a number in [0, 1]")
+    return settings
+
+
+class TrialFailuresError(LtrError, RuntimeError):
+    """More trials failed than ``hydra.sweeper.max_failure_rate`` allows."""
+
+
+@dataclass(frozen=True)
+class TrialFailure:
+    """Why a trial failed: a description (trial, job, reason) and the job's exception, if it raised."""
+
+    description: str
+    error: BaseException | None = None
+
+
+@dataclass
+class FailureTally:
+    """Failed and finished trials of this sweep, against ``max_failure_rate``.
+
+    >>> tally = FailureTally(max_failure_rate=0.25)
+    >>> tally.add(finished=4, failures=[TrialFailure("trial 2 (job 2) returned nan")])
+    >>> tally.exceeded(), tally.add(finished=1, failures=[TrialFailure("trial 4 (job 4) ...")]), tally.exceeded()
+    (False, None, True)
+    """
+
+    max_failure_rate: float
+    finished: int = 0
+    failures: list[TrialFailure] = field(default_factory=list)
+
+    def add(self, *, finished: int, failures: Sequence[TrialFailure]) -> None:
+        self.finished += finished
+        self.failures.extend(failures)
+
+    def exceeded(self) -> bool:
+        return bool(self.failures) and len(self.failures) / self.finished > self.max_failure_rate
+
+    def error(self) -> TrialFailuresError:
+        """The error that stops the sweep: every failure named, chained to the last job exception."""
+        error = TrialFailuresError(
+            f"{len(self.failures)} of {self.finished} trials failed, more than "
+            f"hydra.sweeper.max_failure_rate={self.max_failure_rate} allows: "
+            + "; ".join(f.description for f in self.failures)
+        )
+        error.__cause__ = next((f.error for f in reversed(self.failures) if f.error is not None), None)
+        error.__suppress_context__ = True
+        return error
+
+
+def trial_value(job: JobReturn) -> tuple[float | None, BaseException | str | None]:
+    """The job's return as the trial's value, or ``None`` and why not (the job's exception, or a text)."""
+    try:
+        returned = job.return_value  # re-raises the job's exception (after naming the job on stderr)
+    except Exception as exc:
+        return None, exc
+    try:
+        value = float(returned)
+    except (TypeError, ValueError):
+        return None, f"returned {returned!r}, not a number"
+    if not math.isfinite(value):
+        return None, f"returned {value}"
+    return value, None
+
+
+class OptunaSweeper(Sweeper):
+    """The sweeper (module docstring); Hydra builds it from :class:`OptunaSweeperConf`."""
+
+    def __init__(self, **settings: Any) -> None:
+        self.settings = checked_settings(**settings)
+        self.config: DictConfig | None = None
+        self.hydra_context: HydraContext | None = None
+        self.launcher: Any = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.config = config
+        self.hydra_context = hydra_context
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
+
+    def sweep(self, arguments: list[str]) -> None:
+        # deferred: it imports Optuna, loaded only when a sweep runs (Hydra imports every plugin in every app)
+        from ltr.search_space import parse_search_space
+
+        assert self.config is not None and self.hydra_context is not None, "setup() runs before sweep()"
+        space = parse_search_space(
+            self.settings.params, arguments, config_loader=self.hydra_context.config_loader
+        )
+        study = open_study(self.settings, build_sampler(self.settings.sampler))
+        sweep_dir = Path(self.config.hydra.sweep.dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        log.info(
+            "Optuna study %r (storage %s), sampler %s, direction %s, %d trials in batches of %d",
+            study.study_name,
+            self.settings.storage or "in memory",
+            type(study.sampler).__name__,
+            self.settings.direction,
+            self.settings.n_trials,
+            self.settings.n_jobs,
+        )
+        tally = FailureTally(self.settings.max_failure_rate)
+        job_idx = 0
+        for batch_size in batch_sizes(self.settings.n_trials, self.settings.n_jobs):
+            trials = [study.ask(space.distributions) for _ in range(batch_size)]
+            overrides = self._trial_overrides(study, trials, space, job_idx)
+            try:
+                jobs = self.launcher.launch(overrides, initial_job_idx=job_idx)
+            except BaseException:  # Ctrl-C, a job's sys.exit, a dead worker: no trial stays RUNNING
+                fail_all(study, trials)
+                raise
+            job_idx += len(jobs)
+            tally.add(finished=len(jobs), failures=tell_results(study, trials, jobs))
+            if tally.exceeded():
+                write_results(study, sweep_dir / RESULTS_FILE)
+                raise tally.error()
+        write_results(study, sweep_dir / RESULTS_FILE)
+
+    def _trial_overrides(
+        self, study: optuna.Study, trials: list[optuna.Trial], space: SearchSpace, job_idx: int
+    ) -> list[list[str]]:
+        """Each trial's overrides (kept as its ``hydra_overrides`` user attribute), composed as a check."""
+        overrides = []
+        for offset, trial in enumerate(trials):
+            trial_overrides = space.trial_overrides(trial.params)
+            trial.set_user_attr("hydra_overrides", trial_overrides)
+            trial.set_user_attr("hydra_job", job_idx + offset)
+            overrides.append(trial_overrides)
+        try:
+            self.validate_batch_is_legal(overrides)
+        except Exception as exc:  # Hydra's composition errors have no common base class
+            fail_all(study, trials)
+            raise ConfigError(
+                f"a trial's overrides do not compose ({' '.join(overrides[0])}): {exc}"
+            ) from exc
+        return overrides
+
+
+def fail_all(study: optuna.Study, trials: Sequence[optuna.Trial]) -> None:
+    """Tell every trial of a batch that did not finish ``FAIL`` (a stored study keeps no RUNNING trial)."""
+    from optuna.trial import TrialState  # deferred: Optuna loads only when a sweep runs (see sweep)
+
+    for trial in trials:
+        study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+
+
+def _plain(node: Any) -> Any:
+    """A DictConfig (interpolations resolved) as plain containers; anything else unchanged."""
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
+
+
+def batch_sizes(n_trials: int, n_jobs: int) -> list[int]:
+    """Trials per batch: ``n_jobs`` at a time, the rest last.
+
+    >>> batch_sizes(5, 2)
+    [2, 2, 1]
+    """
+    return [min(n_jobs, n_trials - start) for start in range(0, n_trials, n_jobs)]
+
+
+def build_sampler(sampler_config: dict[str, Any]) -> optuna.samplers.BaseSampler:
+    """The Optuna sampler ``_target_`` with its keyword arguments (e.g. ``seed``); a bad one → ConfigError."""
+    import optuna  # deferred: loaded only when a sweep runs (Hydra imports every plugin in every app)
+
+    target = sampler_config.get("_target_") if isinstance(sampler_config, dict) else None
+    if not target:
+        raise ConfigError(
+            f"hydra.sweeper.sampler={sampler_config!r}: expected a mapping with _target_ "
+            "(e.g. optuna.samplers.TPESampler) and its keyword arguments"
+        )
+    try:
+        sampler = instantiate(sampler_config)
+    except Exception as exc:  # Hydra wraps import and signature errors in InstantiationException
+        raise ConfigError(f"hydra.sweeper.sampler: cannot build {target}: {exc}") from exc
+    if not isinstance(sampler, optuna.samplers.BaseSampler):
+        raise ConfigError(f"hydra.sweeper.sampler._target_={target}: not an Optuna sampler")
+    return sampler
+
+
+def open_study(settings: OptunaSweeperConf, sampler: optuna.samplers.BaseSampler) -> optuna.Study:
+    """Create the study, or continue the one named ``study_name`` in ``storage``.
+
+    Trials report no intermediate values, so the study has no pruner (``NopPruner``).
+    """
+    import optuna  # deferred: loaded only when a sweep runs (Hydra imports every plugin in every app)
+
+    try:
+        return optuna.create_study(
+            study_name=settings.study_name,
+            storage=settings.storage,
+            sampler=sampler,
+            pruner=optuna.pruners.NopPruner(),
+            direction=settings.direction,
+            load_if_exists=True,
+        )
+    except (ValueError, ImportError, optuna.exceptions.OptunaError) as exc:
+        raise ConfigError(
+            f"hydra.sweeper.storage={settings.storage!r}, study_name={settings.study_name!r}: "
+            f"cannot open the study: {exc}"
+        ) from exc
+
+
+def tell_results(
+    study: optuna.Study, trials: list[optuna.Trial], jobs: Sequence[JobReturn]
+) -> list[TrialFailure]:
+    """Tell each trial its job's value, or FAIL; returns the failures."""
+    from optuna.trial import TrialState  # deferred: Optuna loads only when a sweep runs (see sweep)
+
+    failures = []
+    for trial, job in zip(trials, jobs, strict=True):
+        value, error = trial_value(job)
+        if value is not None:
+            study.tell(trial, value)
+            continue
+        study.tell(trial, state=TrialState.FAIL)
+        reason = f"raised {type(error).__name__}: {error}" if isinstance(error, BaseException) else error
+        failure = TrialFailure(f"trial {trial.number} (job {trial.user_attrs['hydra_job']}) {reason}", error)
+        log.warning("Failed %s", failure.description)
+        failures.append(failure)
+    return failures
+
+
+def write_results(study: optuna.Study, path: Path) -> dict[str, Any]:
+    """Write (and return) the best trial and the trials per state to ``path`` (YAML)."""
+    from optuna.trial import TrialState  # deferred: Optuna loads only when a sweep runs (see sweep)
+
+    finished = study.get_trials(deepcopy=False)
+    complete = [t for t in finished if t.state == TrialState.COMPLETE]
+    best = study.best_trial if complete else None
+    results = {
+        "name": "optuna",
+        "best_params": dict(best.params) if best else None,
+        "best_value": best.value if best else None,
+        "best_trial": best.number if best else None,
+        "best_overrides": list(best.user_attrs.get("hydra_overrides", [])) if best else None,
+        "n_trials": {state.name: sum(t.state == state for t in finished) for state in TrialState},
+    }
+    OmegaConf.save(OmegaConf.create(results), path)
+    if best:
+        log.info("Best trial %d: value %s, params %s", best.number, best.value, best.params)
+    else:
+        log.warning("No trial completed; %s names no best trial", path)
+    return results

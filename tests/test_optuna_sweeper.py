@@ -1,0 +1,368 @@
+"""ltr's Optuna sweeper (ltr/optuna_sweeper.py, ltr/search_space.py, hydra_plugins/ltr_optuna_sweeper).
+
+The truth is Optuna itself: a plain ``optuna.create_study(sampler=TPESampler(seed=…))`` asked with the
+same distributions in the same order and told the same values must propose exactly the trials the
+sweeper launched. The sweeps run a toy Hydra app (a formula, no training) in a subprocess: real Hydra,
+real plugin discovery, real launchers, seconds per sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+from helpers import PROJECT_ROOT
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+from ltr.errors import ConfigError
+from ltr.search_space import parse_search_space
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+BONUS = {"a": 0.0, "b": 0.5, "c": 0.2}
+
+
+def objective(lr: float, leaves: int, m: int, c: str) -> float:
+    """The toy app's value (the same source runs in the app, see APP)."""
+    return -((math.log(lr) + 3) ** 2) - ((leaves - 60) / 50) ** 2 - ((m - 30) / 40) ** 2 + BONUS.get(c, 0.1)
+
+
+APP = textwrap.dedent(
+    """
+    import json, math, multiprocessing, sys
+    from pathlib import Path
+
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    BONUS = {"a": 0.0, "b": 0.5, "c": 0.2}
+
+    @hydra.main(version_base="1.3", config_path=".", config_name="toy")
+    def main(cfg):
+        params = OmegaConf.to_container(cfg)
+        out = Path(HydraConfig.get().runtime.output_dir)
+        (out / "params.json").write_text(json.dumps({**params, "in_worker": multiprocessing.parent_process() is not None}))
+        if cfg.raise_when == cfg.c:
+            raise ValueError(f"toy failure for c={cfg.c}")
+        if cfg.exit_when == cfg.c:
+            sys.exit(3)
+        if cfg.nan_when == cfg.c:
+            return float("nan")
+        lr, leaves, m, c = cfg.lr, cfg.leaves, cfg.m, cfg.c
+        return -((math.log(lr) + 3) ** 2) - ((leaves - 60) / 50) ** 2 - ((m - 30) / 40) ** 2 + BONUS.get(c, 0.1)
+
+    main()
+    """
+)
+
+PARAMS = {
+    "lr": "tag(log, interval(0.01, 0.3))",
+    "leaves": "int(tag(log, interval(8, 255)))",
+    "m": "int(interval(5, 100))",
+    "c": "choice(a, b, c)",
+}
+
+
+def _truth_space() -> dict[str, optuna.distributions.BaseDistribution]:
+    """PARAMS as Optuna distributions, written by hand (not by the code under test)."""
+    return {
+        "lr": FloatDistribution(0.01, 0.3, log=True),
+        "leaves": IntDistribution(8, 255, log=True),
+        "m": IntDistribution(5, 100),
+        "c": CategoricalDistribution(["a", "b", "c"]),
+    }
+
+
+def _write_app(folder: Path, *, params: dict[str, str] | None = None, **sweeper: object) -> Path:
+    settings = {
+        "direction": "maximize",
+        "n_trials": 8,
+        "sampler": {
+            "_target_": "optuna.samplers.TPESampler",
+            "seed": 7,
+            "n_startup_trials": 3,
+            "multivariate": False,
+        },
+        "params": PARAMS if params is None else params,
+        **sweeper,
+    }
+    config = {
+        "defaults": [{"override hydra/sweeper": "ltr_optuna"}, "_self_"],
+        "lr": 0.1,
+        "leaves": 31,
+        "m": 10,
+        "c": "a",
+        "raise_when": None,
+        "nan_when": None,
+        "exit_when": None,
+        "hydra": {
+            "sweep": {"dir": str(folder / "sweep"), "subdir": "${hydra.job.num}"},
+            "sweeper": settings,
+        },
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "toy.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    (folder / "app.py").write_text(APP)
+    return folder
+
+
+def _run_app(folder: Path, *overrides: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    """``python app.py -m OVERRIDES`` in ``folder``, with this checkout's ``ltr`` and ``hydra_plugins`` first."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run(
+        [sys.executable, "app.py", "-m", *overrides],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _jobs(folder: Path) -> list[dict]:
+    """Each job's config as the app saw it, in job order."""
+    paths = sorted((folder / "sweep").glob("*/params.json"), key=lambda p: int(p.parent.name))
+    return [json.loads(p.read_text()) for p in paths]
+
+
+def _results(folder: Path) -> dict:
+    return yaml.safe_load((folder / "sweep" / "optimization_results.yaml").read_text())
+
+
+def _plain_optuna(space: dict, n_trials: int, *, n_jobs: int = 1, value=objective) -> optuna.Study:
+    """The same search with Optuna's own ask/tell, ``n_jobs`` asked before the batch is told."""
+    sampler = optuna.samplers.TPESampler(seed=7, n_startup_trials=3, multivariate=False)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    for start in range(0, n_trials, n_jobs):
+        batch = [study.ask(space) for _ in range(min(n_jobs, n_trials - start))]
+        for trial in batch:
+            study.tell(trial, value(**trial.params))
+    return study
+
+
+def _proposed(jobs: list[dict], keys=("lr", "leaves", "m", "c")) -> list[tuple]:
+    return [tuple(job[k] for k in keys) for job in jobs]
+
+
+def test_the_sweeper_proposes_exactly_what_optuna_proposes_and_records_the_best(tmp_path):
+    app = _write_app(tmp_path)
+    proc = _run_app(app)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    truth = _plain_optuna(_truth_space(), 8)
+    jobs = _jobs(app)
+    assert _proposed(jobs) == [tuple(t.params[k] for k in ("lr", "leaves", "m", "c")) for t in truth.trials]
+    results = _results(app)
+    assert results["best_value"] == truth.best_value
+    assert results["best_params"] == truth.best_params
+    assert results["best_trial"] == truth.best_trial.number
+    assert results["n_trials"]["COMPLETE"] == 8 and results["n_trials"]["FAIL"] == 0
+    best_job = jobs[truth.best_trial.number]
+    assert f"lr={best_job['lr']}" in results["best_overrides"]
+    assert (app / "sweep" / "multirun.yaml").exists()
+    assert not any(j["in_worker"] for j in jobs)  # the basic launcher runs jobs in the sweeping process
+
+
+def test_command_line_sweeps_become_choices_and_fixed_values_replace_searched_ones(tmp_path):
+    """``c=x,y`` replaces the ``choice(a, b, c)`` of params in place; ``m=42`` takes m out of the search."""
+    app = _write_app(tmp_path)
+    proc = _run_app(app, "c=x,y", "m=42")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    space = _truth_space()
+    del space["m"]
+    space["c"] = CategoricalDistribution(["x", "y"])
+    truth = _plain_optuna(space, 8, value=lambda lr, leaves, c: objective(lr, leaves, 42, c))
+    jobs = _jobs(app)
+    assert _proposed(jobs, ("lr", "leaves", "c")) == [
+        (t.params["lr"], t.params["leaves"], t.params["c"]) for t in truth.trials
+    ]
+    assert {job["m"] for job in jobs} == {42}
+
+
+def test_failed_trials_are_told_fail_and_the_sweep_goes_on_within_max_failure_rate(tmp_path):
+    app = _write_app(tmp_path, max_failure_rate=1.0)
+    proc = _run_app(app, "raise_when=b", "nan_when=c")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = _jobs(app)
+    assert len(jobs) == 8
+    failed = [j for j in jobs if j["c"] in ("b", "c")]
+    assert failed and len(failed) < 8  # the seed gives both kinds of trial
+    results = _results(app)
+    assert results["n_trials"]["FAIL"] == len(failed)
+    assert results["n_trials"]["COMPLETE"] == 8 - len(failed)
+    completed = [objective(j["lr"], j["leaves"], j["m"], j["c"]) for j in jobs if j["c"] == "a"]
+    assert results["best_value"] == max(completed)
+    assert "raised ValueError: toy failure for c=b" in proc.stdout and "returned nan" in proc.stdout
+
+
+def test_the_first_failure_stops_the_sweep_by_default(tmp_path):
+    app = _write_app(tmp_path)
+    proc = _run_app(app, "raise_when=b")
+    assert proc.returncode != 0
+    jobs = _jobs(app)
+    first_b = next(i for i, j in enumerate(jobs) if j["c"] == "b")
+    assert len(jobs) == first_b + 1  # batches of n_jobs=1: nothing runs after the failed trial
+    assert "max_failure_rate=0.0" in proc.stderr and "toy failure for c=b" in proc.stderr
+    results = _results(app)  # written before the sweep stops
+    assert results["n_trials"]["FAIL"] == 1 and results["n_trials"]["COMPLETE"] == first_b
+
+
+def test_a_bad_search_space_fails_before_any_trial_naming_the_parameter(tmp_path):
+    app = _write_app(tmp_path, params={**PARAMS, "lr": "tag(log, interval(0, 0.3))"})
+    proc = _run_app(app)
+    assert proc.returncode != 0
+    assert "hydra.sweeper.params.lr" in proc.stderr
+    assert not list((app / "sweep").glob("*/params.json"))
+
+
+def test_a_searched_key_the_config_lacks_fails_when_the_first_batch_is_composed(tmp_path):
+    app = _write_app(tmp_path, params={**PARAMS, "no_such_key": "interval(0, 1)"})
+    proc = _run_app(app)
+    assert proc.returncode != 0
+    assert "a trial's overrides do not compose" in proc.stderr and "no_such_key" in proc.stderr
+    assert not list((app / "sweep").glob("*/params.json"))
+
+
+def test_a_sampler_that_cannot_be_built_is_named(tmp_path):
+    app = _write_app(tmp_path)
+    proc = _run_app(app, "hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler")
+    assert proc.returncode != 0
+    assert "hydra.sweeper.sampler: cannot build optuna.samplers.RandomSampler" in proc.stderr
+    assert "n_startup_trials" in proc.stderr
+    assert not (app / "sweep").exists() or not list((app / "sweep").glob("*/params.json"))
+
+
+def test_a_study_in_storage_is_continued_by_the_next_run(tmp_path):
+    db = tmp_path / "optuna.db"
+    app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=2)
+    for run in range(2):
+        proc = _run_app(app, f"hydra.sweep.dir={tmp_path}/sweep{run}")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    study = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
+    assert [t.state.name for t in study.trials] == ["COMPLETE"] * 4
+    second = yaml.safe_load((tmp_path / "sweep1" / "optimization_results.yaml").read_text())
+    assert second["n_trials"]["COMPLETE"] == 4
+    assert second["best_value"] == study.best_value
+
+
+def test_a_job_that_ends_the_process_leaves_its_stored_trial_failed_not_running(tmp_path):
+    db = tmp_path / "optuna.db"
+    app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", max_failure_rate=1.0)
+    proc = _run_app(app, "exit_when=b")
+    assert proc.returncode == 3
+    study = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
+    states = [t.state.name for t in study.trials]
+    assert states[-1] == "FAIL" and set(states[:-1]) <= {"COMPLETE"}
+    assert _jobs(app)[-1]["c"] == "b"
+
+
+def test_batches_of_n_jobs_go_through_the_joblib_launcher_together(tmp_path):
+    """n_jobs=2: trials are asked two at a time before either is told — Optuna's batch proposals."""
+    app = _write_app(tmp_path, n_trials=6, n_jobs=2)
+    proc = _run_app(app, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = _jobs(app)
+    keys = ("lr", "leaves", "m", "c")
+    batched = _plain_optuna(_truth_space(), 6, n_jobs=2)
+    assert _proposed(jobs) == [tuple(t.params[k] for k in keys) for t in batched.trials]
+    sequential = _plain_optuna(_truth_space(), 6)
+    assert _proposed(jobs) != [tuple(t.params[k] for k in keys) for t in sequential.trials]
+    assert all(j["in_worker"] for j in jobs)  # run by joblib's worker processes, not the sweeping one
+
+
+def test_glob_searches_the_options_of_a_config_group(tmp_path):
+    app = _write_app(tmp_path, params={}, n_trials=4)
+    for option, c in (("one", "b"), ("two", "c")):
+        (app / "opt").mkdir(exist_ok=True)
+        (app / "opt" / f"{option}.yaml").write_text(f"# @package _global_\nc: {c}\n")
+    proc = _run_app(app, "+opt=glob(*)")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    space = {"+opt": CategoricalDistribution(["one", "two"])}
+    c_of = {"one": "b", "two": "c"}
+    truth = _plain_optuna(space, 4, value=lambda **p: objective(0.1, 31, 10, c_of[p["+opt"]]))
+    assert [job["c"] for job in _jobs(app)] == [c_of[t.params["+opt"]] for t in truth.trials]
+    assert _results(app)["best_params"] == {"+opt": "one"}  # c=b has the larger bonus
+
+
+# ---- the search-space grammar, in process ----
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("interval(0.5, 1.0)", FloatDistribution(0.5, 1.0)),
+        ("interval(5, 100)", FloatDistribution(5.0, 100.0)),  # Hydra's interval is float unless cast
+        ("int(interval(5, 100))", IntDistribution(5, 100)),
+        ("tag(log, interval(0.001, 10.0))", FloatDistribution(0.001, 10.0, log=True)),
+        ("int(tag(log, interval(8, 255)))", IntDistribution(8, 255, log=True)),
+        ("range(1, 5)", IntDistribution(1, 4)),  # Hydra's range excludes stop
+        ("range(10, 0, -3)", IntDistribution(1, 10, step=3)),
+        ("range(0.5, 2.0, 0.5)", FloatDistribution(0.5, 1.5, step=0.5)),
+        ("choice(gbdt, dart)", CategoricalDistribution(["gbdt", "dart"])),
+        ("7,15,31", CategoricalDistribution([7, 15, 31])),
+        ("shuffle(range(3))", CategoricalDistribution([0, 1, 2])),  # unshuffled: seeded runs repeat
+        ("shuffle(b, a, c)", CategoricalDistribution(["b", "a", "c"])),
+    ],
+)
+def test_each_override_form_becomes_the_optuna_distribution(value, expected):
+    assert parse_search_space({"x": value}, []).distributions == {"x": expected}
+
+
+def test_fixed_overrides_are_kept_as_written_after_the_suggested_values():
+    space = parse_search_space({"x": "interval(0, 1)", "y": "3"}, ["+model=lambdamart", "~z", "x=0.5"])
+    assert space.distributions == {}
+    assert space.trial_overrides({}) == ["y=3", "+model=lambdamart", "~z", "x=0.5"]
+
+
+def test_a_command_line_sweep_replaces_the_params_entry_in_its_place():
+    space = parse_search_space(PARAMS, ["lr=tag(log, interval(0.02, 0.1))"])
+    assert list(space.distributions) == ["lr", "leaves", "m", "c"]  # suggestion order kept
+    assert space.distributions["lr"] == FloatDistribution(0.02, 0.1, log=True)
+
+
+@pytest.mark.parametrize(
+    ("params", "arguments", "message"),
+    [
+        ({"lr": "intervl(0.1, 1)"}, [], r"hydra.sweeper.params.lr: cannot parse"),
+        ({"lr": "tag(log, interval(0, 1))"}, [], r"hydra.sweeper.params.lr: .* not a valid search space"),
+        ({"lr": "tag(lg, interval(0.1, 1))"}, [], r"hydra.sweeper.params.lr: unsupported tag\(s\) \['lg'\]"),
+        ({"n": "tag(log, choice(1, 2))"}, [], r"hydra.sweeper.params.n: unsupported tag"),
+        ({"n": "int(interval(9, 2))"}, [], r"hydra.sweeper.params.n: .* not a valid search space"),
+        ({}, ["n=range(5, 5)"], r"command-line override 'n=range\(5, 5\)': range\(5, 5, 1\) is empty"),
+    ],
+)
+def test_a_bad_search_space_is_a_config_error_naming_where_it_is(params, arguments, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_search_space(params, arguments)
+
+
+def test_hydra_finds_the_plugin_without_importing_optuna_and_beside_other_plugins():
+    """hydra_plugins is a namespace package (an __init__.py would hide the joblib launcher), and
+    Hydra's start-up scan of every app stays light."""
+    assert not (PROJECT_ROOT / "hydra_plugins" / "__init__.py").exists()
+    code = (
+        "import sys\n"
+        "from hydra.core.plugins import Plugins\n"
+        "from hydra.plugins.launcher import Launcher\n"
+        "from hydra.plugins.sweeper import Sweeper\n"
+        "plugins = Plugins.instance()\n"
+        "print([c.__module__ + '.' + c.__name__ for c in plugins.discover(Sweeper)])\n"
+        "print([c.__name__ for c in plugins.discover(Launcher)])\n"
+        "print('optuna' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd="/", env=env, capture_output=True, text=True, timeout=120
+    )
+    sweepers, launchers, optuna_imported = proc.stdout.splitlines()
+    assert "hydra_plugins.ltr_optuna_sweeper.LtrOptunaSweeper" in sweepers
+    assert "JoblibLauncher" in launchers
+    assert optuna_imported == "False"
