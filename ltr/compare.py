@@ -25,6 +25,7 @@ Any other ``key=value`` argument is an override of the train config applied to e
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,8 +33,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from rich.console import Console
 
+from ltr.comparison import compare
+from ltr.console import print_tracker_location
+from ltr.entry import configure_process_environment
 from ltr.errors import ConfigError, LtrError
+from ltr.plots import plot_difference_histogram, plot_forest, plot_ndcg_at_k
+from ltr.progress import task_progress
+from ltr.provenance import command_line, rerun_command, run_tags
+from ltr.schemas import register_configs, validate_config
+from ltr.tracking import download_frame, find_runs, flatten_params, mlflow_metric_name, resolve_tracking_uri
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = PROJECT_ROOT / "conf"
@@ -81,9 +95,6 @@ def available_experiments() -> list[str]:
 
 def load_experiment(name_or_path: str) -> Any:
     """Load and check ``experiments/NAME.yaml`` (or a path to a YAML file) as an OmegaConf node."""
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
     path = Path(name_or_path)
     if not path.suffix:
         path = EXPERIMENTS_DIR / f"{name_or_path}.yaml"
@@ -159,12 +170,6 @@ def system_overrides(exp: Any, system: str, cli_overrides: Sequence[str]) -> lis
 
 def compose_system(exp: Any, system: str, cli_overrides: Sequence[str]) -> Any:
     """The full train config of one system, composed from ``conf/`` exactly as ``ltr.train`` would."""
-    from hydra import compose, initialize_config_dir
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    from ltr.schemas import register_configs
-
     register_configs()
     overrides = system_overrides(exp, system, cli_overrides)
     try:
@@ -188,8 +193,6 @@ def rank_systems(frames: Mapping[str, Any], primary: str, baseline: str) -> list
 
 def build_report(frames: Mapping[str, Any], exp: Any, *, seed: int) -> Any:
     """:func:`ltr.comparison.compare` over per-query test frames (``qid`` column + one column per metric)."""
-    from ltr.comparison import compare
-
     order = rank_systems(frames, exp.primary, exp.baseline)
     per_query = {s: frames[s].set_index("qid")[list(exp.metrics)] for s in order}
     stats = exp.stats
@@ -209,7 +212,7 @@ def build_report(frames: Mapping[str, Any], exp: Any, *, seed: int) -> Any:
 
 def at_k_curves(frames: Mapping[str, Any], stats: Any, seed: int, metric: str = "ndcg") -> dict[str, tuple]:
     """Mean and bootstrap CI of ``metric@k`` (k = 1.. as stored) per system: ``{system: (mean, low, high)}``."""
-    from ltr.pipeline import robust_bootstrap_ci
+    from ltr.pipeline import robust_bootstrap_ci  # deferred: the pipeline loads the engines
 
     curves: dict[str, tuple] = {}
     for system, frame in frames.items():
@@ -243,8 +246,6 @@ def write_outputs(
     report: Any, frames: Mapping[str, Any], exp: Any, out_dir: Path, *, seed: int, note: str = ""
 ) -> list[Path]:
     """Leaderboard (Markdown, CSV, LaTeX) and comparison plots in ``out_dir``; returns the files."""
-    from ltr.plots import plot_difference_histogram, plot_forest, plot_ndcg_at_k
-
     out_dir.mkdir(parents=True, exist_ok=True)
     title = exp.get("title") or exp.name
     markdown = f"# {title}\n\nSorted by {exp.primary} (primary). {note}\n\n" + report.to_markdown(detail=True)
@@ -272,8 +273,6 @@ def write_outputs(
 
 def leaderboard_metrics(report: Any) -> dict[str, float]:
     """``leaderboard/<system>/<metric>`` (mean, CI, diff, adjusted p) for the parent run's metrics."""
-    from ltr.tracking import mlflow_metric_name
-
     out: dict[str, float] = {}
     for r in report.rows:
         key = mlflow_metric_name(f"leaderboard/{r.system}", r.metric)
@@ -294,16 +293,8 @@ def run_comparison(
     exp: Any, cli_overrides: Sequence[str] = (), *, out_dir: Path | None = None, console: Any = None
 ) -> ComparisonResult:
     """Train every system of ``exp`` on the same data, build the leaderboard, write and log it."""
-    # deferred: the engines (via the pipeline) must load after configure_process_environment() runs
-    from omegaconf import OmegaConf
-    from rich.console import Console
-
-    from ltr.console import print_tracker_location
-    from ltr.progress import task_progress
-    from ltr.provenance import command_line, rerun_command, run_tags
+    # deferred: the engines (via the pipeline) load after configure_process_environment() (see __main__)
     from ltr.record import connect_and_load, train_and_record
-    from ltr.schemas import validate_config
-    from ltr.tracking import flatten_params
 
     console = console or Console(highlight=False)
     systems = list(exp.systems)
@@ -408,10 +399,6 @@ def report_from_mlflow(
     console: Any = None,
 ) -> ComparisonResult:
     """Rebuild the leaderboard from runs already logged (their ``per_query/<split>.parquet``)."""
-    from rich.console import Console
-
-    from ltr.tracking import download_frame, find_runs
-
     console = console or Console(highlight=False)
     runs = find_runs(
         uri, run_ids=run_ids, run_names=run_names, experiment=experiment, parent_run_id=parent_run_id
@@ -485,17 +472,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m ltr.compare``; returns the process exit code."""
-    import os
-
-    from ltr.tracking import resolve_tracking_uri
-
     args = parse_args(sys.argv[1:] if argv is None else argv)
     name = next((o.split("=", 1)[1] for o in args.overrides if o.startswith("experiment=")), None)
     overrides = [o for o in args.overrides if not o.startswith("experiment=")]
     try:
         if args.from_mlflow:
-            from omegaconf import OmegaConf
-
             exp = load_experiment(name) if name else OmegaConf.create(dict(FROM_MLFLOW))
             root = Path(os.environ.get("LTR_ROOT", ".")).resolve()
             seed = next((int(o.split("=", 1)[1]) for o in overrides if o.startswith("seed=")), 42)
@@ -525,7 +506,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from ltr.entry import configure_process_environment
-
     configure_process_environment()
     sys.exit(main())

@@ -11,11 +11,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ltr.pipeline import Outcome
 from ltr.report import conventions_note, results_table
 from ltr.tracking import dashboard_command
+
+if TYPE_CHECKING:
+    from ltr.pipeline import Outcome
 
 
 def print_data_summary(console: Any, data_cfg: Any, splits: Mapping[str, Any]) -> None:

@@ -5,6 +5,9 @@ curves), artifacts and the model. :class:`NullTracker` has the same methods and 
 (``tracking=none``). Metric names follow ``docs/architecture.md``: ``@`` is not allowed by MLflow,
 so ``ndcg@10`` on the test split is logged as ``test/ndcg_at_10``.
 
+MLflow is imported inside the functions that use it: importing it takes seconds, and a run with
+``tracking=none`` (or a helper such as :func:`mlflow_metric_name`) never needs it.
+
 >>> flatten_params({"model": {"params": {"learning_rate": 0.1}}, "seed": 1})
 {'model.params.learning_rate': '0.1', 'seed': '1'}
 >>> mlflow_metric_name("test", "ndcg@10")
@@ -146,8 +149,8 @@ class Tracker:
     enabled = True
 
     def __init__(self, uri: str, experiment: str, *, artifact_root: str | os.PathLike[str] | None = None):
-        import mlflow
-        from mlflow.tracking import MlflowClient
+        import mlflow  # deferred: slow import (see the module docstring)
+        from mlflow.tracking import MlflowClient  # deferred: slow import (see the module docstring)
 
         self.uri = uri
         self.experiment = experiment
@@ -237,21 +240,21 @@ class Tracker:
 
     # --- params, tags, metrics -----------------------------------------------------------------
     def log_params(self, params: Mapping[str, Any]) -> None:
-        from mlflow.entities import Param
+        from mlflow.entities import Param  # deferred: slow import (see the module docstring)
 
         items = [Param(k, str(v)[:PARAM_VALUE_LIMIT]) for k, v in params.items()]
         for i in range(0, len(items), _PARAM_BATCH):
             _retry(self.client.log_batch, self._run(), params=items[i : i + _PARAM_BATCH])
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
-        from mlflow.entities import RunTag
+        from mlflow.entities import RunTag  # deferred: slow import (see the module docstring)
 
         items = [RunTag(k, str(v)[:5000]) for k, v in tags.items()]
         for i in range(0, len(items), _PARAM_BATCH):
             _retry(self.client.log_batch, self._run(), tags=items[i : i + _PARAM_BATCH])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric  # deferred: slow import (see the module docstring)
 
         now = int(time.time() * 1000)
         items = [Metric(k, float(v), now, step or 0) for k, v in metrics.items()]
@@ -263,7 +266,7 @@ class Tracker:
 
         The ``curve/`` prefix keeps them apart from the final per-split metrics (``valid/ndcg_at_10``).
         """
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric  # deferred: slow import (see the module docstring)
 
         now = int(time.time() * 1000)
         items = [
@@ -277,7 +280,7 @@ class Tracker:
 
     def log_iteration_values(self, rows: list[tuple[int, dict[str, float]]]) -> None:
         """Log buffered ``on_iteration`` values ``[(i, {"valid/ndcg@10": v})]`` as ``curve/valid/ndcg_at_10`` at step i."""
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric  # deferred: slow import (see the module docstring)
 
         now = int(time.time() * 1000)
         items = [
@@ -324,7 +327,7 @@ class Tracker:
             logging.getLogger(noisy).setLevel(logging.ERROR)
         flavor, model = ranker.logged_model()
         if flavor == "pyfunc":
-            # deferred like every mlflow import here: only a run that logs a model needs it
+            # deferred: imports mlflow (seconds), which only a run that logs a model needs
             from ltr.models.pyfunc import log_pyfunc_model
 
             _retry(log_pyfunc_model, model, name="model", input_example=example)
@@ -425,8 +428,8 @@ def find_runs(
     Returns ``[{"run_id", "name", "experiment_id", "tags"}]`` in the order asked for (ids, then names),
     else by start time. Unknown ids/names raise :class:`~ltr.errors.ConfigError` naming them.
     """
-    from mlflow.exceptions import MlflowException
-    from mlflow.tracking import MlflowClient
+    from mlflow.exceptions import MlflowException  # deferred: slow import (see the module docstring)
+    from mlflow.tracking import MlflowClient  # deferred: slow import (see the module docstring)
 
     client = MlflowClient(tracking_uri=uri)
 
@@ -481,9 +484,9 @@ def download_frame(uri: str, run_id: str, artifact_file: str) -> Any:
     """Read a Parquet artifact of a run (e.g. ``per_query/test.parquet``) into a DataFrame."""
     import tempfile
 
-    import pandas as pd
-    from mlflow.exceptions import MlflowException
-    from mlflow.tracking import MlflowClient
+    import pandas as pd  # deferred: only --from-mlflow reads frames back
+    from mlflow.exceptions import MlflowException  # deferred: slow import (see the module docstring)
+    from mlflow.tracking import MlflowClient  # deferred: slow import (see the module docstring)
 
     client = MlflowClient(tracking_uri=uri)
     with tempfile.TemporaryDirectory() as tmp:

@@ -18,7 +18,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from rich.console import Console
+
+from ltr.console import print_run_summary, print_tracker_location
+from ltr.entry import configure_process_environment
 from ltr.errors import ConfigError, LtrError
+from ltr.provenance import command_line, run_tags
+from ltr.schemas import register_configs, validate_config
 
 if TYPE_CHECKING:
     from ltr.record import RecordedRun
@@ -42,13 +50,8 @@ def missing_model_message() -> str:
 
 def execute(cfg: Any) -> RecordedRun:
     """Check, train, evaluate, log and print one configured run; returns its :class:`ltr.record.RecordedRun`."""
-    # deferred: the engines (via the pipeline) must load after configure_process_environment() runs
-    from rich.console import Console
-
-    from ltr.console import print_run_summary, print_tracker_location
-    from ltr.provenance import run_tags
+    # deferred: the engines (via the pipeline) load after configure_process_environment() (see __main__)
     from ltr.record import connect_and_load, train_and_record
-    from ltr.schemas import validate_config
 
     if cfg.get("model") is None:
         raise ConfigError(missing_model_message())
@@ -73,9 +76,6 @@ def run(cfg: Any) -> float:
 
 def write_job_result(recorded: RecordedRun, folder: Path) -> Path:
     """``ltr_result.json`` in a Hydra job folder: what a sweep summary needs to pick the best job."""
-    from ltr.provenance import command_line
-    from ltr.sweep import RESULT_FILE
-
     command, overrides = command_line()
     outcome = recorded.outcome
     means = {split: {m: r.mean(m) for m in r.per_query} for split, r in outcome.results.items()}
@@ -89,22 +89,16 @@ def write_job_result(recorded: RecordedRun, folder: Path) -> Path:
         "test": means.get("test", {}),
     }
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / RESULT_FILE
+    path = folder / "ltr_result.json"  # ltr.sweep.RESULT_FILE (an entry point: not imported here)
     path.write_text(json.dumps(record, indent=2, allow_nan=True))
     return path
 
 
 def _hydra_entry() -> None:
-    import hydra
-
-    from ltr.schemas import register_configs
-
     register_configs()
 
     @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
     def main(cfg: Any) -> float:
-        from hydra.core.hydra_config import HydraConfig
-
         register_configs()  # again: joblib worker processes start without ltr's resolvers
         try:
             recorded = execute(cfg)
@@ -120,7 +114,5 @@ def _hydra_entry() -> None:
 
 
 if __name__ == "__main__":
-    from ltr.entry import configure_process_environment
-
     configure_process_environment()
     _hydra_entry()
