@@ -258,6 +258,16 @@ class BaseRanker:
             return self.best_iteration_ + 1
         return self._n_rounds()
 
+    #: How a tracker logs the fitted model: ``"pyfunc"`` (the ranker, saved with :meth:`save`, behind
+    #: :mod:`ltr.models.pyfunc`) or an MLflow flavour that logs the engine's ``booster_`` natively
+    #: (``"lightgbm"``, ``"xgboost"``).
+    mlflow_flavor: ClassVar[str] = "pyfunc"
+
+    def logged_model(self) -> tuple[str, Any]:
+        """``(flavour, object to log)``: ``("pyfunc", self)``, or ``(mlflow_flavor, booster_)`` for a native flavour."""
+        self._check_fitted()
+        return ("pyfunc", self) if self.mlflow_flavor == "pyfunc" else (self.mlflow_flavor, self.booster_)
+
     def save(self, path: str | Path) -> None:
         """Write the fitted model to folder ``path``: native model file(s), ``manifest.json``, history."""
         self._check_fitted()
