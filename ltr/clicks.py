@@ -34,13 +34,15 @@ so results can be evaluated on the true labels.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ltr.config_check import check_block, setting
 from ltr.data import RankingData
 from ltr.errors import ConfigError, DataError
+from ltr.ranking import descending_ranks
 
 CLICK_MODELS = ("pbm", "cascade")
 
@@ -89,32 +91,15 @@ def noisy_feature_scores(data: RankingData, *, feature: int, noise: float, seed:
     >>> noisy_feature_scores(d, feature=0, noise=0.0, seed=0).tolist()
     [-1.0, 1.0]
     """
-    if (
-        isinstance(feature, bool)
-        or not isinstance(feature, int | np.integer)
-        or not 0 <= feature < data.n_features
-    ):
+    check_block(LoggingPolicy, {"feature": feature, "noise": noise}, "clicks.logging")
+    if not feature < data.n_features:
         raise ConfigError(
             f"clicks.logging.feature: expected a feature index 0..{data.n_features - 1}, got {feature!r}"
         )
-    if not noise >= 0:
-        raise ConfigError(f"clicks.logging.noise: expected a number >= 0, got {noise!r}")
     x = data.X[:, [feature]]
     x = np.asarray(x.toarray() if hasattr(x, "toarray") else x, dtype=np.float64).ravel()
     x = (x - x.mean()) / (x.std() or 1.0)
     return x + noise * np.random.default_rng(seed).standard_normal(x.shape[0])
-
-
-def _check_options(model: str, eta: float, epsilon: float, top_k: int, sessions: int) -> None:
-    if model not in CLICK_MODELS:
-        raise ConfigError(f"clicks.model: expected one of {list(CLICK_MODELS)}, got {model!r}")
-    if not eta >= 0:
-        raise ConfigError(f"clicks.eta: expected a number >= 0, got {eta!r}")
-    if not 0.0 <= epsilon <= 1.0:
-        raise ConfigError(f"clicks.epsilon: expected a number in [0, 1], got {epsilon!r}")
-    for name, value in (("top_k", top_k), ("sessions", sessions)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-            raise ConfigError(f"clicks.{name}: expected an integer >= 1, got {value!r}")
 
 
 def simulate_clicks(
@@ -130,9 +115,8 @@ def simulate_clicks(
     seed: int = 0,
 ) -> ClickLog:
     """Click logs of ``data`` ranked by ``logging_scores`` (module docstring has the models)."""
-    from ltr.models.fusion import descending_ranks
-
-    _check_options(model, eta, epsilon, top_k, sessions)
+    options = {"model": model, "eta": eta, "epsilon": epsilon, "top_k": top_k, "sessions": sessions}
+    check_block(ClickConfig, options, "clicks")
     scores = np.asarray(logging_scores, dtype=np.float64)
     if scores.shape != (data.n_docs,) or not np.all(np.isfinite(scores)):
         raise DataError(
@@ -197,33 +181,31 @@ def _above(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return total - np.repeat(total[starts], sizes[nonempty])
 
 
-CLICK_DEFAULTS: dict[str, Any] = {
-    "model": "pbm",
-    "eta": 1.0,
-    "epsilon": 0.1,
-    "max_label": None,
-    "top_k": 10,
-    "sessions": 10,
-    "logging": {"kind": "feature", "feature": 0, "noise": 1.0},
-}
+@dataclass
+class LoggingPolicy:
+    """The production ranker that ordered the shown lists: one feature, standardised, plus noise."""
+
+    kind: str = setting("feature", choices=("feature",))
+    feature: int = setting(0, low=0)  # column of X
+    noise: float = setting(1.0, low=0.0)  # standard deviation of the Gaussian noise
 
 
-def resolve_click_config(cfg: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The ``clicks:`` block of a model config with defaults filled in and checked."""
-    from ltr.models.params import plain
+@dataclass
+class ClickConfig:
+    """The ``clicks:`` block of a click-trained model config (module docstring has the models)."""
 
-    given = plain(cfg)
-    unknown = sorted(set(given) - set(CLICK_DEFAULTS))
-    if unknown:
-        raise ConfigError(f"clicks: unknown key(s) {unknown}; accepted: {sorted(CLICK_DEFAULTS)}")
-    out = {**CLICK_DEFAULTS, **given}
-    out["logging"] = {**CLICK_DEFAULTS["logging"], **plain(out.get("logging"))}
-    if out["logging"]["kind"] != "feature" or sorted(out["logging"]) != ["feature", "kind", "noise"]:
-        raise ConfigError(
-            f"clicks.logging: expected {{kind: feature, feature: INDEX, noise: SD}}, got {out['logging']!r}"
-        )
-    _check_options(out["model"], out["eta"], out["epsilon"], out["top_k"], out["sessions"])
-    return out
+    model: str = setting("pbm", choices=CLICK_MODELS)  # pbm (position-based) | cascade
+    eta: float = setting(1.0, low=0.0)  # PBM examination (1/rank)^eta
+    epsilon: float = setting(0.1, low=0.0, high=1.0)  # click noise
+    max_label: float | None = setting(None, low=0.0, open_low=True)  # ymax; None = the largest label
+    top_k: int = setting(10, low=1)  # documents shown per session
+    sessions: int = setting(10, low=1)  # independent click draws per training query
+    logging: LoggingPolicy = field(default_factory=LoggingPolicy)
+
+
+def resolve_click_config(cfg: Mapping[str, Any] | None, where: str = "model.clicks") -> dict[str, Any]:
+    """The ``clicks:`` block with defaults filled in and checked (:class:`ClickConfig`)."""
+    return check_block(ClickConfig, cfg, where)
 
 
 def clicks_from_config(data: RankingData, cfg: Mapping[str, Any] | None, *, seed: int) -> ClickLog:

@@ -2,8 +2,9 @@
 
 An experiment file (``experiments/NAME.yaml``) names the data (overrides shared by every system), a
 list of systems (a model config plus overrides each), the baseline, the primary metric and the
-statistics. Each system is trained and evaluated exactly as ``python -m ltr.train`` would (same config
-tree, same logging) on the same splits; the per-query test values of all systems go to
+statistics. Each system is trained, evaluated and logged by the same pipeline core as
+``python -m ltr.train`` (:func:`ltr.record.train_and_record`; same config tree, same logging) on the
+same splits; the per-query test values of all systems go to
 :func:`ltr.comparison.compare`, which gives mean ± 95% bootstrap CI per system and metric, paired
 differences against the baseline with their CIs, paired randomisation tests with Holm correction,
 effect sizes and W/T/L. The leaderboard is sorted by the primary metric and written as Markdown, CSV
@@ -24,6 +25,7 @@ Any other ``key=value`` argument is an override of the train config applied to e
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,20 +33,33 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from rich.console import Console
 
+from ltr.comparison import compare
+from ltr.config_check import defaults
+from ltr.console import print_tracker_location
+from ltr.entry import configure_process_environment
 from ltr.errors import ConfigError, LtrError
-from ltr.resources import experiments_dir
+from ltr.plots import plot_difference_histogram, plot_forest, plot_ndcg_at_k
+from ltr.progress import task_progress
+from ltr.provenance import command_line, rerun_command, run_tags
+from ltr.resources import config_dir, experiments_dir
+from ltr.schemas import (
+    DEFAULT_METRICS,
+    StatsSchema,
+    check_experiment_block,
+    register_configs,
+    validate_config,
+)
+from ltr.tracking import download_frame, find_runs, flatten_params, mlflow_metric_name, resolve_tracking_uri
 
+CONF_DIR = config_dir()
 EXPERIMENTS_DIR = experiments_dir()
-DEFAULT_METRICS = ["err@10", "ndcg@1", "ndcg@5", "ndcg@10"]
-DEFAULT_STATS = {
-    "ci": "bca",
-    "B": 10_000,
-    "confidence": 0.95,
-    "test": "randomization",
-    "correction": "holm",
-    "alpha": 0.05,
-}
+DEFAULT_STATS = defaults(StatsSchema)
 
 
 #: the experiment settings of ``--from-mlflow`` without ``experiment=NAME``
@@ -79,9 +94,6 @@ def available_experiments() -> list[str]:
 
 def load_experiment(name_or_path: str) -> Any:
     """Load and check ``experiments/NAME.yaml`` (or a path to a YAML file) as an OmegaConf node."""
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
     path = Path(name_or_path)
     if not path.suffix:
         path = EXPERIMENTS_DIR / f"{name_or_path}.yaml"
@@ -97,46 +109,9 @@ def load_experiment(name_or_path: str) -> Any:
 
 
 def check_experiment(exp: Any, where: str) -> Any:
-    """Fill defaults and check the experiment's fields (clear errors naming the file and field)."""
-    from omegaconf import OmegaConf
-
-    exp = OmegaConf.merge(
-        {
-            "name": Path(where).stem,
-            "title": "",
-            "overrides": [],
-            "metrics": DEFAULT_METRICS,
-            "stats": DEFAULT_STATS,
-        },
-        exp,
-    )
-    systems = exp.get("systems")
-    if not systems or not isinstance(OmegaConf.to_container(systems), dict) or len(systems) < 2:
-        raise ConfigError(
-            f"{where}: 'systems' must map at least 2 system names to {{model: NAME, overrides: [...]}}"
-        )
-    for name, spec in systems.items():
-        if not isinstance(spec, Mapping) or not spec.get("model"):
-            raise ConfigError(f"{where}: systems.{name} needs a 'model' (a conf/model/*.yaml name)")
-        unknown = sorted(set(spec) - {"model", "overrides"})
-        if unknown:
-            raise ConfigError(
-                f"{where}: systems.{name}: unknown key(s) {', '.join(unknown)} (expected model, overrides)"
-            )
-    baseline = exp.get("baseline") or next(iter(systems))
-    if baseline not in systems:
-        raise ConfigError(f"{where}: baseline={baseline!r} is not one of the systems: {', '.join(systems)}")
-    exp.baseline = baseline
-    metrics = list(exp.metrics)
-    exp.primary = exp.get("primary") or metrics[0]
-    if exp.primary not in metrics:
-        raise ConfigError(f"{where}: primary={exp.primary!r} must be one of metrics {metrics}")
-    unknown_stats = sorted(set(exp.stats) - set(DEFAULT_STATS))
-    if unknown_stats:
-        raise ConfigError(
-            f"{where}: stats: unknown key(s) {', '.join(unknown_stats)}; known: {', '.join(DEFAULT_STATS)}"
-        )
-    return exp
+    """The experiment checked against :class:`ltr.schemas.ExperimentSchema` (defaults filled, errors naming
+    the file and field, e.g. ``experiments/x.yaml: stats.B``), as an OmegaConf node."""
+    return OmegaConf.create(check_experiment_block(exp, where))
 
 
 def _quoted_list(values: Sequence[str]) -> str:
@@ -157,13 +132,6 @@ def system_overrides(exp: Any, system: str, cli_overrides: Sequence[str]) -> lis
 
 def compose_system(exp: Any, system: str, cli_overrides: Sequence[str]) -> Any:
     """The full train config of one system, composed from ``conf/`` exactly as ``ltr.train`` would."""
-    from hydra import compose, initialize_config_dir
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    from ltr.schemas import register_configs
-    from ltr.train import CONF_DIR
-
     register_configs()
     overrides = system_overrides(exp, system, cli_overrides)
     try:
@@ -187,8 +155,6 @@ def rank_systems(frames: Mapping[str, Any], primary: str, baseline: str) -> list
 
 def build_report(frames: Mapping[str, Any], exp: Any, *, seed: int) -> Any:
     """:func:`ltr.comparison.compare` over per-query test frames (``qid`` column + one column per metric)."""
-    from ltr.comparison import compare
-
     order = rank_systems(frames, exp.primary, exp.baseline)
     per_query = {s: frames[s].set_index("qid")[list(exp.metrics)] for s in order}
     stats = exp.stats
@@ -208,7 +174,7 @@ def build_report(frames: Mapping[str, Any], exp: Any, *, seed: int) -> Any:
 
 def at_k_curves(frames: Mapping[str, Any], stats: Any, seed: int, metric: str = "ndcg") -> dict[str, tuple]:
     """Mean and bootstrap CI of ``metric@k`` (k = 1.. as stored) per system: ``{system: (mean, low, high)}``."""
-    from ltr.train import robust_bootstrap_ci
+    from ltr.pipeline import robust_bootstrap_ci  # deferred: the pipeline loads the engines
 
     curves: dict[str, tuple] = {}
     for system, frame in frames.items():
@@ -242,8 +208,6 @@ def write_outputs(
     report: Any, frames: Mapping[str, Any], exp: Any, out_dir: Path, *, seed: int, note: str = ""
 ) -> list[Path]:
     """Leaderboard (Markdown, CSV, LaTeX) and comparison plots in ``out_dir``; returns the files."""
-    from ltr.plots import plot_difference_histogram, plot_forest, plot_ndcg_at_k
-
     out_dir.mkdir(parents=True, exist_ok=True)
     title = exp.get("title") or exp.name
     markdown = f"# {title}\n\nSorted by {exp.primary} (primary). {note}\n\n" + report.to_markdown(detail=True)
@@ -271,8 +235,6 @@ def write_outputs(
 
 def leaderboard_metrics(report: Any) -> dict[str, float]:
     """``leaderboard/<system>/<metric>`` (mean, CI, diff, adjusted p) for the parent run's metrics."""
-    from ltr.tracking import mlflow_metric_name
-
     out: dict[str, float] = {}
     for r in report.rows:
         key = mlflow_metric_name(f"leaderboard/{r.system}", r.metric)
@@ -293,14 +255,8 @@ def run_comparison(
     exp: Any, cli_overrides: Sequence[str] = (), *, out_dir: Path | None = None, console: Any = None
 ) -> ComparisonResult:
     """Train every system of ``exp`` on the same data, build the leaderboard, write and log it."""
-    from omegaconf import OmegaConf
-    from rich.console import Console
-
-    from ltr.metrics import describe_conventions
-    from ltr.progress import task_progress
-    from ltr.schemas import validate_config
-    from ltr.tracking import dashboard_command, flatten_params, make_tracker
-    from ltr.train import command_line, load_splits, print_data_summary, run_tags, train_and_log
+    # deferred: the engines (via the pipeline) load after configure_process_environment() (see __main__)
+    from ltr.record import connect_and_load, train_and_record
 
     console = console or Console(highlight=False)
     systems = list(exp.systems)
@@ -316,11 +272,9 @@ def run_comparison(
             )
     root = Path(first.paths.root).resolve()
     out_dir = Path(out_dir) if out_dir is not None else root / "reports" / str(exp.name)
-    tracker = make_tracker(first.tracking, root)  # an unreachable server fails here
-    splits = load_splits(first.data)
+    tracker, splits = connect_and_load(first, console)  # an unreachable server fails here
     if "test" not in splits:
         raise ConfigError(f"data '{first.data.name}' has no test split; a comparison scores the test queries")
-    print_data_summary(console, first.data, splits)
     command, _ = command_line("ltr.compare")
     parent_tags = {
         "ltr.compare.role": "parent",
@@ -335,6 +289,7 @@ def run_comparison(
     }
     frames: dict[str, Any] = {}
     children: dict[str, str | None] = {}
+    conventions: dict[str, str] = {}
     with tracker.start(run_name=f"compare-{exp.name}", tags=parent_tags):
         tracker.log_params(flatten_params(OmegaConf.to_container(exp, resolve=True)))
         tracker.log_params(
@@ -346,9 +301,9 @@ def run_comparison(
                 tags = run_tags(cfg, splits) | {
                     "ltr.compare.system": system,
                     "ltr.compare.experiment": str(exp.name),
-                    "ltr.command": train_command(system_overrides(exp, system, cli_overrides)),
+                    "ltr.command": rerun_command("ltr.train", system_overrides(exp, system, cli_overrides)),
                 }
-                outcome = train_and_log(
+                recorded = train_and_record(
                     cfg,
                     splits,
                     tracker.spawn(),
@@ -359,9 +314,9 @@ def run_comparison(
                     plots_dir=out_dir / "plots",
                     label=system,
                 )
-                frames[system], children[system] = outcome.frames["test"], outcome.run_id
+                frames[system], children[system] = recorded.outcome.frames["test"], recorded.run_id
+                conventions = conventions or recorded.outcome.conventions.describe()
                 advance(system)
-        conventions = describe_conventions(first.eval.preset, **dict(first.eval.get("conventions") or {}))
         note = "Metric conventions: " + ", ".join(f"{k}={v}" for k, v in conventions.items()) + "."
         report = build_report(frames, exp, seed=int(first.seed))
         files = write_outputs(report, frames, exp, out_dir, seed=int(first.seed), note=note)
@@ -380,19 +335,8 @@ def run_comparison(
         parent_id = tracker.run_id
     print_leaderboard(console, report, exp, out_dir)
     if tracker.enabled:
-        console.print(
-            f"[bold]MLflow[/bold] parent run {parent_id} ('compare-{exp.name}') at {tracker.uri}",
-            soft_wrap=True,
-        )
-        console.print(f"  dashboard: {dashboard_command(tracker.uri)}", soft_wrap=True)
+        print_tracker_location(console, f"parent run {parent_id} ('compare-{exp.name}')", tracker.uri)
     return ComparisonResult(report, out_dir, files, parent_id, children)
-
-
-def train_command(overrides: Sequence[str]) -> str:
-    """The single ``python -m ltr.train`` command that reproduces one system of a comparison."""
-    import shlex
-
-    return " ".join(shlex.quote(a) for a in [sys.executable, "-m", "ltr.train", *overrides])
 
 
 def print_leaderboard(console: Any, report: Any, exp: Any, out_dir: Path) -> None:
@@ -417,10 +361,6 @@ def report_from_mlflow(
     console: Any = None,
 ) -> ComparisonResult:
     """Rebuild the leaderboard from runs already logged (their ``per_query/<split>.parquet``)."""
-    from rich.console import Console
-
-    from ltr.tracking import download_frame, find_runs
-
     console = console or Console(highlight=False)
     runs = find_runs(
         uri, run_ids=run_ids, run_names=run_names, experiment=experiment, parent_run_id=parent_run_id
@@ -494,17 +434,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m ltr.compare``; returns the process exit code."""
-    import os
-
-    from ltr.tracking import resolve_tracking_uri
-
     args = parse_args(sys.argv[1:] if argv is None else argv)
     name = next((o.split("=", 1)[1] for o in args.overrides if o.startswith("experiment=")), None)
     overrides = [o for o in args.overrides if not o.startswith("experiment=")]
     try:
         if args.from_mlflow:
-            from omegaconf import OmegaConf
-
             exp = load_experiment(name) if name else OmegaConf.create(dict(FROM_MLFLOW))
             root = Path(os.environ.get("LTR_ROOT", ".")).resolve()
             seed = next((int(o.split("=", 1)[1]) for o in overrides if o.startswith("seed=")), 42)
@@ -534,7 +468,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from ltr.train import configure_process_environment
-
     configure_process_environment()
     sys.exit(main())

@@ -15,3 +15,9 @@ class ConfigError(LtrError, ValueError):
 
 class MetricError(LtrError, ValueError):
     """An unknown metric name or convention, or metric inputs that do not line up."""
+
+
+class NotFittedError(LtrError, ValueError, AttributeError):
+    """A model used before ``fit`` (or ``load``): predicting, saving or reading fitted attributes.
+
+    Also a ``ValueError`` and an ``AttributeError``, like scikit-learn's ``NotFittedError``."""

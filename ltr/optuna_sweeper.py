@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from hydra.core.plugins import Plugins
 from hydra.plugins.sweeper import Sweeper
+from hydra.utils import instantiate
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from ltr.errors import ConfigError, LtrError
@@ -175,7 +176,7 @@ class OptunaSweeper(Sweeper):
         )
 
     def sweep(self, arguments: list[str]) -> None:
-        # Optuna is imported only when a sweep runs: Hydra imports every plugin at start-up of every app.
+        # deferred: it imports Optuna, loaded only when a sweep runs (Hydra imports every plugin in every app)
         from ltr.search_space import parse_search_space
 
         assert self.config is not None and self.hydra_context is not None, "setup() runs before sweep()"
@@ -234,7 +235,7 @@ class OptunaSweeper(Sweeper):
 
 def fail_all(study: optuna.Study, trials: Sequence[optuna.Trial]) -> None:
     """Tell every trial of a batch that did not finish ``FAIL`` (a stored study keeps no RUNNING trial)."""
-    from optuna.trial import TrialState
+    from optuna.trial import TrialState  # deferred: Optuna loads only when a sweep runs (see sweep)
 
     for trial in trials:
         study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
@@ -256,8 +257,7 @@ def batch_sizes(n_trials: int, n_jobs: int) -> list[int]:
 
 def build_sampler(sampler_config: dict[str, Any]) -> optuna.samplers.BaseSampler:
     """The Optuna sampler ``_target_`` with its keyword arguments (e.g. ``seed``); a bad one → ConfigError."""
-    import optuna
-    from hydra.utils import instantiate
+    import optuna  # deferred: loaded only when a sweep runs (Hydra imports every plugin in every app)
 
     target = sampler_config.get("_target_") if isinstance(sampler_config, dict) else None
     if not target:
@@ -279,7 +279,7 @@ def open_study(settings: OptunaSweeperConf, sampler: optuna.samplers.BaseSampler
 
     Trials report no intermediate values, so the study has no pruner (``NopPruner``).
     """
-    import optuna
+    import optuna  # deferred: loaded only when a sweep runs (Hydra imports every plugin in every app)
 
     try:
         return optuna.create_study(
@@ -301,7 +301,7 @@ def tell_results(
     study: optuna.Study, trials: list[optuna.Trial], jobs: Sequence[JobReturn]
 ) -> list[TrialFailure]:
     """Tell each trial its job's value, or FAIL; returns the failures."""
-    from optuna.trial import TrialState
+    from optuna.trial import TrialState  # deferred: Optuna loads only when a sweep runs (see sweep)
 
     failures = []
     for trial, job in zip(trials, jobs, strict=True):
@@ -319,7 +319,7 @@ def tell_results(
 
 def write_results(study: optuna.Study, path: Path) -> dict[str, Any]:
     """Write (and return) the best trial and the trials per state to ``path`` (YAML)."""
-    from optuna.trial import TrialState
+    from optuna.trial import TrialState  # deferred: Optuna loads only when a sweep runs (see sweep)
 
     finished = study.get_trials(deepcopy=False)
     complete = [t for t in finished if t.state == TrialState.COMPLETE]

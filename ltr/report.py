@@ -1,7 +1,7 @@
 """Tables for people: the console summary of a run (and, later, leaderboards and plots).
 
 >>> import numpy as np
->>> from ltr.train import SplitResult
+>>> from ltr.pipeline import SplitResult
 >>> model = SplitResult("test", 2, {"ndcg@10": np.array([0.9, np.nan])})
 >>> base = SplitResult("test", 2, {"ndcg@10": np.array([0.3, np.nan])})
 >>> import io
@@ -24,7 +24,7 @@ from rich.table import Table
 def results_table(model: Any, baseline: Any, *, model_name: str) -> Table:
     """Mean of each metric for the model next to the random baseline on the same queries.
 
-    ``model`` and ``baseline`` are :class:`ltr.train.SplitResult` of the same split.
+    ``model`` and ``baseline`` are :class:`ltr.pipeline.SplitResult` of the same split.
     """
     table = Table(title=f"{model.split} metrics ({model.n_queries:,} queries)")
     table.add_column("metric")
@@ -41,7 +41,7 @@ def conventions_note(model: Any, conventions: Mapping[str, str]) -> str:
     """One line saying which conventions produced the numbers, and how many queries were skipped.
 
     >>> import numpy as np
-    >>> from ltr.train import SplitResult
+    >>> from ltr.pipeline import SplitResult
     >>> r = SplitResult("test", 3, {"ndcg@10": np.array([0.5, np.nan, 1.0])})
     >>> conventions_note(r, {"preset": "ltr", "ties": "average"})
     'conventions: preset=ltr, ties=average; 1 of 3 queries have no relevant document and are not averaged'

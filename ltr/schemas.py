@@ -1,12 +1,20 @@
-"""Typed schemas behind the config groups, so a wrong type fails at the command line, before any work.
+"""Typed schemas behind the config groups, so a wrong value fails at the command line, before any work.
 
-* ``eval`` and ``tracking`` YAML files start from a schema registered in Hydra's ConfigStore
-  (``defaults: [schema, _self_]``): ``eval.bootstrap.B=many`` or ``tracking.log_model=maybe`` fail
-  while Hydra composes the config.
+Every block is a dataclass checked by the one checker, :func:`ltr.config_check.check_block`
+(types, ranges, choices, unknown keys; numpy scalars accepted, ``bool`` never taken for a number):
+
+* ``model``: every ``conf/model/NAME.yaml`` starts from its model's block registered as
+  ``model_base/NAME`` (:data:`ltr.models.params.MODEL_CONFIGS`, the one place its defaults are written)
+  and holds only what differs; ``model.params.num_leaves=abc`` or a misspelt key fails while Hydra
+  composes, and the ranker checks ranges when it is built;
+* ``eval``, ``tracking`` and ``backend=dask`` YAML files start from a schema registered in Hydra's
+  ConfigStore (``defaults: [schema, _self_]``): ``eval.bootstrap.B=many`` or
+  ``tracking.log_model=maybe`` fail while Hydra composes the config;
 * ``data`` configs differ by dataset kind: :func:`validate_config` checks the synthetic kind against
   :class:`SyntheticDataSchema` (every key known and typed) and any other kind against the fields all
-  datasets share (:class:`DataSchema`); ``backend`` against :class:`BackendSchema`. It runs first in
-  every entry point, before data is read.
+  datasets share (:class:`DataSchema`); ``backend``, ``eval`` and ``tracking`` against theirs (ranges
+  included). It runs first in every entry point, before data is read;
+* experiment files of ``python -m ltr.compare``: :class:`ExperimentSchema` (:func:`check_experiment_block`).
 
 Resolvers (registered by :func:`register_configs`) used by the sweep configs:
 ``${ltr_direction:ndcg@10}`` → ``maximize``; ``${ltr_threads_per_job:2}`` → cores // 2 (at least 1).
@@ -17,7 +25,7 @@ Resolvers (registered by :func:`register_configs`) used by the sweep configs:
 ... # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-ltr.errors.ConfigError: data.synthetic='maybe': ...
+ltr.errors.ConfigError: data.synthetic: expected true or false, got 'maybe'
 >>> metric_direction("ndcg@10"), metric_direction("rmse")
 ('maximize', 'minimize')
 """
@@ -25,10 +33,28 @@ ltr.errors.ConfigError: data.synthetic='maybe': ...
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from ltr.config_check import check_block, join, setting
 from ltr.errors import ConfigError
+from ltr.models.dask_lightgbm import BackendSchema
+from ltr.models.params import register_model_configs
+
+__all__ = [
+    "BackendSchema",
+    "DataSchema",
+    "EvalSchema",
+    "ExperimentSchema",
+    "SyntheticDataSchema",
+    "TrackingSchema",
+    "check_experiment_block",
+    "metric_direction",
+    "register_configs",
+    "threads_per_job",
+    "validate_config",
+]
 
 #: metric-name prefixes where lower is better (every ranking metric in ltr is higher-is-better)
 LOWER_IS_BETTER = ("rmse", "mse", "mae", "loss", "logloss", "error")
@@ -36,23 +62,23 @@ LOWER_IS_BETTER = ("rmse", "mse", "mae", "loss", "logloss", "error")
 
 @dataclass
 class BootstrapSchema:
-    method: str = "bca"  # bca | percentile
-    B: int = 10_000  # resamples; 0 turns CI bounds off
-    confidence: float = 0.95
+    method: str = setting("bca", choices=("bca", "percentile"))
+    B: int = setting(10_000, low=0)  # resamples; 0 turns CI bounds off
+    confidence: float = setting(0.95, low=0.0, high=1.0, open_low=True, open_high=True)
 
 
 @dataclass
 class CurveSchema:
     metric: str = "ndcg"
-    max_k: int = 20  # per-query metric@1..max_k stored for the @k plot (0 = off)
+    max_k: int = setting(20, low=0)  # per-query metric@1..max_k stored for the @k plot (0 = off)
 
 
 @dataclass
 class EvalSchema:
     preset: str = "ltr"
-    conventions: dict[str, Any] = field(default_factory=dict)
-    metrics: list[str] = field(default_factory=lambda: ["ndcg@1", "ndcg@5", "ndcg@10", "err@10", "map"])
-    splits: list[str] = field(default_factory=lambda: ["train", "valid", "test"])
+    conventions: dict[str, Any] = setting({})
+    metrics: list[str] = setting(["ndcg@1", "ndcg@5", "ndcg@10", "err@10", "map"])
+    splits: list[str] = setting(["train", "valid", "test"])
     baseline: str = "random"
     bootstrap: BootstrapSchema = field(default_factory=BootstrapSchema)
     curve: CurveSchema = field(default_factory=CurveSchema)
@@ -79,9 +105,9 @@ class DataSchema:
 
 @dataclass
 class SplitCounts:
-    train: int = 600
-    valid: int = 200
-    test: int = 200
+    train: int = setting(600, low=0)
+    valid: int = setting(200, low=0)
+    test: int = setting(200, low=0)
 
 
 @dataclass
@@ -92,20 +118,83 @@ class SyntheticDataSchema:
     dir: str = "???"
     seed: int = 42
     n_queries: SplitCounts = field(default_factory=SplitCounts)
-    min_docs: int = 5
-    max_docs: int = 200
-    p_empty: float = 0.05
+    min_docs: int = setting(5, low=1)
+    max_docs: int = setting(200, low=1)
+    p_empty: float = setting(0.05, low=0.0, high=1.0)
+
+
+# --- experiment files of ``python -m ltr.compare`` (experiments/NAME.yaml) -------------------------------
 
 
 @dataclass
-class BackendSchema:
-    """Fields of ``conf/backend/*.yaml`` checked when present (``local`` or ``dask``)."""
+class StatsSchema:
+    """How systems are compared: CIs, the paired test, the multiple-comparison correction."""
 
-    name: str = "local"
-    scheduler_address: str | None = None
-    n_workers: int = 2
-    threads_per_worker: int = 1
-    partitions_per_worker: int = 1
+    ci: str = setting("bca", choices=("bca", "percentile"))  # bootstrap CI over queries
+    B: int = setting(10_000, low=0)  # bootstrap resamples
+    confidence: float = setting(0.95, low=0.0, high=1.0, open_low=True, open_high=True)
+    test: str = setting("randomization", choices=("randomization", "t"))  # paired test
+    correction: str = setting("holm", choices=("holm", "bh", "bonferroni", "none"))
+    alpha: float = setting(0.05, low=0.0, high=1.0, open_low=True, open_high=True)
+
+
+@dataclass
+class SystemSchema:
+    """One system of an experiment: a model config name and ``ltr.train`` overrides."""
+
+    model: str  # a conf/model/NAME.yaml name
+    overrides: list[str] = setting([])
+
+
+DEFAULT_METRICS = ["err@10", "ndcg@1", "ndcg@5", "ndcg@10"]
+
+
+@dataclass
+class ExperimentSchema:
+    """An experiment file; ``systems`` maps at least two names to :class:`SystemSchema` blocks."""
+
+    systems: dict[str, Any]  # name -> {model: NAME, overrides: [...]}
+    name: str | None = None  # default: the file's stem
+    title: str = ""
+    overrides: list[str] = setting([])  # ltr.train overrides applied to every system
+    baseline: str | None = None  # default: the first system
+    primary: str | None = None  # default: the first metric
+    metrics: list[str] = setting(DEFAULT_METRICS)
+    stats: StatsSchema = field(default_factory=StatsSchema)
+
+
+def check_experiment_block(given: Any, where: str) -> dict[str, Any]:
+    """An experiment file's content checked (:class:`ExperimentSchema`), defaults and cross-references filled.
+
+    ``where`` is the file (``experiments/x.yaml``); errors name the key after it (``experiments/x.yaml: stats.B``).
+
+    >>> exp = check_experiment_block({"systems": {"a": {"model": "lambdamart"}, "b": {"model": "linear"}}}, "x.yaml")
+    >>> exp["name"], exp["baseline"], exp["primary"], exp["stats"]["B"]
+    ('x', 'a', 'err@10', 10000)
+    """
+    prefix = f"{where}:"
+    exp = check_block(ExperimentSchema, given, prefix)
+    systems = exp["systems"]
+    if len(systems) < 2:
+        raise ConfigError(
+            f"{join(prefix, 'systems')}: must map at least 2 system names to {{model: NAME, overrides: [...]}}"
+        )
+    exp["systems"] = {
+        name: check_block(SystemSchema, spec, join(prefix, f"systems.{name}"))
+        for name, spec in systems.items()
+    }
+    exp["name"] = exp["name"] or Path(where).stem
+    exp["baseline"] = exp["baseline"] or next(iter(systems))
+    if exp["baseline"] not in systems:
+        raise ConfigError(
+            f"{join(prefix, 'baseline')}: {exp['baseline']!r} is not one of the systems: {', '.join(systems)}"
+        )
+    exp["primary"] = exp["primary"] or exp["metrics"][0]
+    if exp["primary"] not in exp["metrics"]:
+        raise ConfigError(
+            f"{join(prefix, 'primary')}: {exp['primary']!r} must be one of metrics {exp['metrics']}"
+        )
+    return exp
 
 
 def metric_direction(metric: str) -> str:
@@ -125,6 +214,7 @@ def register_configs() -> None:
     from hydra.core.config_store import ConfigStore
     from omegaconf import OmegaConf
 
+    register_model_configs()
     cs = ConfigStore.instance()
     cs.store(group="eval", name="schema", node=EvalSchema)
     cs.store(group="tracking", name="schema", node=TrackingSchema)
@@ -135,42 +225,14 @@ def register_configs() -> None:
             OmegaConf.register_new_resolver(name, fn)
 
 
-def _check(section: Any, schema: type, where: str, *, strict: bool) -> None:
-    """Merge ``section`` into ``schema``; a type error or (strict) an unknown key → ConfigError."""
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    if section is None:
-        return
-    data = OmegaConf.to_container(section, resolve=True) if OmegaConf.is_config(section) else dict(section)
-    known = {f.name for f in fields(schema)}
-    if strict:
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(
-                f"{where}: unknown key(s) {', '.join(unknown)}; expected keys: {', '.join(sorted(known))}"
-            )
-    else:
-        data = {k: v for k, v in data.items() if k in known}
-    base = OmegaConf.structured(schema)
-    for key, value in data.items():
-        try:
-            OmegaConf.merge(base, {key: value})
-        except OmegaConfBaseException as exc:
-            message = str(exc).splitlines()[0]
-            raise ConfigError(f"{where}.{key}={value!r}: {message}") from exc
-
-
 def validate_config(cfg: Any) -> None:
-    """Check the ``data`` and ``backend`` sections against their schemas (see module docstring)."""
+    """Check the ``data``, ``backend``, ``eval`` and ``tracking`` sections (see module docstring)."""
     data = cfg.get("data")
     if data is not None:
         if data.get("kind") == "synthetic":
-            _check(data, SyntheticDataSchema, "data", strict=True)
+            check_block(SyntheticDataSchema, data, "data")
         else:
-            _check(data, DataSchema, "data", strict=False)
-    backend = cfg.get("backend")
-    if backend is not None:
-        _check(backend, BackendSchema, "backend", strict=False)
-        if str(backend.get("name", "local")) not in ("local", "dask"):
-            raise ConfigError(f"backend.name={backend.get('name')!r}: expected 'local' or 'dask'")
+            check_block(DataSchema, data, "data", extra="keep")
+    for key, schema in (("backend", BackendSchema), ("eval", EvalSchema), ("tracking", TrackingSchema)):
+        if cfg.get(key) is not None:
+            check_block(schema, cfg.get(key), key)

@@ -5,6 +5,9 @@ curves), artifacts and the model. :class:`NullTracker` has the same methods and 
 (``tracking=none``). Metric names follow ``docs/architecture.md``: ``@`` is not allowed by MLflow,
 so ``ndcg@10`` on the test split is logged as ``test/ndcg_at_10``.
 
+MLflow is imported inside the functions that use it: importing it takes seconds, and a run with
+``tracking=none`` (or a helper such as :func:`mlflow_metric_name`) never needs it.
+
 >>> flatten_params({"model": {"params": {"learning_rate": 0.1}}, "seed": 1})
 {'model.params.learning_rate': '0.1', 'seed': '1'}
 >>> mlflow_metric_name("test", "ndcg@10")
@@ -13,6 +16,7 @@ so ``ndcg@10`` on the test split is logged as ``test/ndcg_at_10``.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -34,6 +38,8 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 PARAM_VALUE_LIMIT = 6000
 _BATCH = 900  # MLflow accepts up to 1000 metrics / 100 params per log_batch call
 _PARAM_BATCH = 100
+#: MLflow flavours a ranker may ask for besides pyfunc → the distribution its model needs
+NATIVE_FLAVORS = {"lightgbm": "lightgbm", "xgboost": "xgboost-cpu"}
 
 
 def flatten_params(tree: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
@@ -143,8 +149,8 @@ class Tracker:
     enabled = True
 
     def __init__(self, uri: str, experiment: str, *, artifact_root: str | os.PathLike[str] | None = None):
-        import mlflow
-        from mlflow.tracking import MlflowClient
+        import mlflow  # deferred: slow import (see the module docstring)
+        from mlflow.tracking import MlflowClient  # deferred: slow import (see the module docstring)
 
         self.uri = uri
         self.experiment = experiment
@@ -234,21 +240,21 @@ class Tracker:
 
     # --- params, tags, metrics -----------------------------------------------------------------
     def log_params(self, params: Mapping[str, Any]) -> None:
-        from mlflow.entities import Param
+        from mlflow.entities import Param  # deferred: slow import (see the module docstring)
 
         items = [Param(k, str(v)[:PARAM_VALUE_LIMIT]) for k, v in params.items()]
         for i in range(0, len(items), _PARAM_BATCH):
             _retry(self.client.log_batch, self._run(), params=items[i : i + _PARAM_BATCH])
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
-        from mlflow.entities import RunTag
+        from mlflow.entities import RunTag  # deferred: slow import (see the module docstring)
 
         items = [RunTag(k, str(v)[:5000]) for k, v in tags.items()]
         for i in range(0, len(items), _PARAM_BATCH):
             _retry(self.client.log_batch, self._run(), tags=items[i : i + _PARAM_BATCH])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric  # deferred: slow import (see the module docstring)
 
         now = int(time.time() * 1000)
         items = [Metric(k, float(v), now, step or 0) for k, v in metrics.items()]
@@ -260,7 +266,7 @@ class Tracker:
 
         The ``curve/`` prefix keeps them apart from the final per-split metrics (``valid/ndcg_at_10``).
         """
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric  # deferred: slow import (see the module docstring)
 
         now = int(time.time() * 1000)
         items = [
@@ -274,7 +280,7 @@ class Tracker:
 
     def log_iteration_values(self, rows: list[tuple[int, dict[str, float]]]) -> None:
         """Log buffered ``on_iteration`` values ``[(i, {"valid/ndcg@10": v})]`` as ``curve/valid/ndcg_at_10`` at step i."""
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric  # deferred: slow import (see the module docstring)
 
         now = int(time.time() * 1000)
         items = [
@@ -306,7 +312,11 @@ class Tracker:
             self.log_artifact(local, None if parent == "." else parent)
 
     def log_ranker(self, ranker: Any, example: Any = None) -> None:
-        """Log the fitted model under ``model/``: LightGBM/XGBoost flavors for their boosters."""
+        """Log the fitted model under ``model/`` the way the ranker asks (``ranker.logged_model()``).
+
+        ``("lightgbm", booster)`` / ``("xgboost", booster)``: MLflow's native flavour for the booster;
+        ``("pyfunc", ranker)``: :func:`ltr.models.pyfunc.log_pyfunc_model` (any ranker, ensembles too).
+        """
         # the requirements are given explicitly; silence MLflow's environment-inference chatter
         for noisy in (
             "mlflow.utils.environment",
@@ -315,32 +325,25 @@ class Tracker:
             "mlflow.pyfunc",
         ):
             logging.getLogger(noisy).setLevel(logging.ERROR)
-        booster = getattr(ranker, "booster_", None)
-        module = type(booster).__module__ if booster is not None else ""
-        if module.startswith("lightgbm"):
-            import mlflow.lightgbm
+        flavor, model = ranker.logged_model()
+        if flavor == "pyfunc":
+            # deferred: imports mlflow (seconds), which only a run that logs a model needs
+            from ltr.models.pyfunc import log_pyfunc_model
 
+            _retry(log_pyfunc_model, model, name="model", input_example=example)
+        elif flavor in NATIVE_FLAVORS:
             _retry(
-                mlflow.lightgbm.log_model,
-                booster,
+                importlib.import_module(f"mlflow.{flavor}").log_model,
+                model,
                 name="model",
-                pip_requirements=_pip_requirements("lightgbm"),
-                input_example=example,
-            )
-        elif module.startswith("xgboost"):
-            import mlflow.xgboost
-
-            _retry(
-                mlflow.xgboost.log_model,
-                booster,
-                name="model",
-                pip_requirements=_pip_requirements("xgboost-cpu"),
+                pip_requirements=_pip_requirements(NATIVE_FLAVORS[flavor]),
                 input_example=example,
             )
         else:
-            from ltr.models.pyfunc import log_pyfunc_model
-
-            _retry(log_pyfunc_model, ranker, name="model", input_example=example)
+            raise ValueError(
+                f"{type(ranker).__name__}.logged_model() asks for MLflow flavour {flavor!r}; "
+                f"known: pyfunc, {', '.join(NATIVE_FLAVORS)}"
+            )
 
     # --- helpers ---------------------------------------------------------------------------------
     def _run(self) -> str:
@@ -425,8 +428,8 @@ def find_runs(
     Returns ``[{"run_id", "name", "experiment_id", "tags"}]`` in the order asked for (ids, then names),
     else by start time. Unknown ids/names raise :class:`~ltr.errors.ConfigError` naming them.
     """
-    from mlflow.exceptions import MlflowException
-    from mlflow.tracking import MlflowClient
+    from mlflow.exceptions import MlflowException  # deferred: slow import (see the module docstring)
+    from mlflow.tracking import MlflowClient  # deferred: slow import (see the module docstring)
 
     client = MlflowClient(tracking_uri=uri)
 
@@ -481,9 +484,9 @@ def download_frame(uri: str, run_id: str, artifact_file: str) -> Any:
     """Read a Parquet artifact of a run (e.g. ``per_query/test.parquet``) into a DataFrame."""
     import tempfile
 
-    import pandas as pd
-    from mlflow.exceptions import MlflowException
-    from mlflow.tracking import MlflowClient
+    import pandas as pd  # deferred: only --from-mlflow reads frames back
+    from mlflow.exceptions import MlflowException  # deferred: slow import (see the module docstring)
+    from mlflow.tracking import MlflowClient  # deferred: slow import (see the module docstring)
 
     client = MlflowClient(tracking_uri=uri)
     with tempfile.TemporaryDirectory() as tmp:

@@ -105,10 +105,11 @@ def test_noisy_feature_production_ranker():
     ("kwargs", "message"),
     [
         ({"model": "dbn"}, r"clicks.model: expected one of \['pbm', 'cascade'\]"),
-        ({"eta": -1}, "clicks.eta"),
-        ({"epsilon": 1.5}, r"clicks.epsilon: expected a number in \[0, 1\]"),
-        ({"top_k": 0}, "clicks.top_k: expected an integer >= 1"),
-        ({"sessions": 2.5}, "clicks.sessions"),
+        ({"eta": -1}, r"clicks.eta: must be in \[0.0, inf\], got -1"),
+        ({"epsilon": 1.5}, r"clicks.epsilon: must be in \[0.0, 1.0\], got 1.5"),
+        ({"top_k": 0}, r"clicks.top_k: must be in \[1, inf\], got 0"),
+        ({"top_k": True}, "clicks.top_k: expected an integer, got True"),
+        ({"sessions": 2.5}, "clicks.sessions: expected an integer, got 2.5"),
     ],
 )
 def test_bad_click_options(kwargs, message):
@@ -123,7 +124,24 @@ def test_bad_click_inputs():
     data = generate(5, seed=1)
     with pytest.raises(DataError, match="logging scores must be"):
         simulate_clicks(data, np.zeros(3))
-    with pytest.raises(ConfigError, match=r"clicks: unknown key\(s\) \['session'\]"):
+    with pytest.raises(
+        ConfigError, match=r"model.clicks: unknown key\(s\) session; accepted: model, eta, epsilon, "
+    ):
         resolve_click_config({"session": 3})
-    with pytest.raises(ConfigError, match="clicks.logging: expected"):
+    with pytest.raises(
+        ConfigError, match=r"model.clicks.logging.kind: expected one of \['feature'\], got 'model'"
+    ):
         resolve_click_config({"logging": {"kind": "model"}})
+    with pytest.raises(ConfigError, match=r"model.clicks.logging.noise: must be in \[0.0, inf\]"):
+        resolve_click_config({"logging": {"noise": -1}})
+    with pytest.raises(ConfigError, match=r"model.clicks.max_label: must be in \(0.0, inf\]"):
+        resolve_click_config({"max_label": 0})
+
+
+def test_click_block_fills_nested_defaults_and_takes_numpy_scalars():
+    resolved = resolve_click_config(
+        {"sessions": np.int64(3), "eta": np.float64(0.5), "logging": {"feature": 2}}
+    )
+    assert resolved["sessions"] == 3 and type(resolved["sessions"]) is int and resolved["eta"] == 0.5
+    assert resolved["logging"] == {"kind": "feature", "feature": 2, "noise": 1.0}
+    assert resolved["model"] == "pbm" and resolved["top_k"] == 10 and resolved["max_label"] is None

@@ -83,12 +83,26 @@ def test_bad_experiments_fail_with_clear_errors(tmp_path):
     with pytest.raises(ConfigError, match="available: .*synthetic_challenge"):
         load_experiment("nope")
     base = {"systems": {"a": {"model": "lambdamart"}, "b": {"model": "regression"}}}
-    with pytest.raises(ConfigError, match="baseline='c' is not one of the systems: a, b"):
+    with pytest.raises(ConfigError, match="x.yaml: baseline: 'c' is not one of the systems: a, b"):
         check_experiment(OmegaConf.create({**base, "baseline": "c"}), "x.yaml")
-    with pytest.raises(ConfigError, match="systems.b needs a 'model'"):
+    with pytest.raises(ConfigError, match="x.yaml: systems.b.model: required, not set"):
         check_experiment(OmegaConf.create({"systems": {"a": {"model": "m"}, "b": {}}}), "x.yaml")
-    with pytest.raises(ConfigError, match="primary='map' must be one of metrics"):
+    with pytest.raises(ConfigError, match="x.yaml: primary: 'map' must be one of metrics"):
         check_experiment(OmegaConf.create({**base, "primary": "map"}), "x.yaml")
+    with pytest.raises(ConfigError, match=r"experiments/x.yaml: stats.B: must be in \[0, inf\], got -1"):
+        check_experiment(OmegaConf.create({**base, "stats": {"B": -1}}), "experiments/x.yaml")
+    with pytest.raises(ConfigError, match=r"x.yaml: stats: unknown key\(s\) b; accepted: ci, B, "):
+        check_experiment(OmegaConf.create({**base, "stats": {"b": 10}}), "x.yaml")
+    with pytest.raises(ConfigError, match=r"x.yaml: stats.test: expected one of \['randomization', 't'\]"):
+        check_experiment(OmegaConf.create({**base, "stats": {"test": "wilcoxon"}}), "x.yaml")
+    with pytest.raises(
+        ConfigError, match=r"x.yaml: systems.a: unknown key\(s\) overide; accepted: model, overrides"
+    ):
+        check_experiment(
+            OmegaConf.create({"systems": {"a": {"model": "m", "overide": []}, "b": {"model": "m"}}}), "x.yaml"
+        )
+    with pytest.raises(ConfigError, match="x.yaml: systems: must map at least 2 system names"):
+        check_experiment(OmegaConf.create({"systems": {"a": {"model": "m"}}}), "x.yaml")
     exp = check_experiment(OmegaConf.create(base), "x.yaml")
     with pytest.raises(ConfigError, match="system 'a'.*model.params.nope"):
         compose_system(exp, "a", ["model.params.nope=1"])

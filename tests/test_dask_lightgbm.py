@@ -9,11 +9,18 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
+from ltr.config_check import defaults
 from ltr.data.synthetic import generate
 from ltr.errors import ConfigError, DataError
 from ltr.metrics import evaluate
 from ltr.models import build_ranker, load_ranker
-from ltr.models.dask_lightgbm import _curve_sums, build_dask_ranker, query_chunks, resolve_backend
+from ltr.models.dask_lightgbm import (
+    BackendSchema,
+    _curve_sums,
+    build_dask_ranker,
+    query_chunks,
+    resolve_backend,
+)
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "backend"
 
@@ -45,15 +52,19 @@ def test_query_chunks_refuses_more_parts_than_queries():
 
 def test_backend_configs_and_errors():
     assert OmegaConf.load(CONF / "local.yaml").name == "local"
-    dask_cfg = OmegaConf.load(CONF / "dask.yaml")
+    dask_cfg = OmegaConf.to_container(OmegaConf.load(CONF / "dask.yaml"))
+    assert dask_cfg.pop("defaults") == ["schema", "_self_"]  # the defaults live in BackendSchema only
     resolved = resolve_backend(dask_cfg)
-    assert resolved == {**OmegaConf.to_container(dask_cfg)}
+    assert resolved == {"name": "dask", **{k: v for k, v in defaults(BackendSchema).items() if k != "name"}}
     assert resolved["scheduler_address"] is None and resolved["n_workers"] == 2
-    with pytest.raises(ConfigError, match=r"backend.n_workers: expected an integer >= 1"):
+    assert resolve_backend({"n_workers": np.int64(3)})["n_workers"] == 3
+    with pytest.raises(ConfigError, match=r"backend.n_workers: must be in \[1, inf\], got 0"):
         resolve_backend({"n_workers": 0})
     with pytest.raises(ConfigError, match="scheduler_address: expected e.g. 'tcp://host:8786'"):
         resolve_backend({"scheduler_address": "localhost"})
-    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['workers'\]"):
+    with pytest.raises(
+        ConfigError, match=r"backend: unknown key\(s\) workers; accepted: name, scheduler_address, n_workers"
+    ):
         resolve_backend({"workers": 3})
     with pytest.raises(ConfigError, match="trains LightGBM LambdaMART only"):
         build_dask_ranker({"name": "regression"}, dask_cfg, seed=0, num_threads=1)

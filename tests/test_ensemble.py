@@ -7,12 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from ltr.data.synthetic import generate
-from ltr.errors import ConfigError
+from ltr.errors import ConfigError, NotFittedError
 from ltr.metrics import evaluate
-from ltr.models import build_ranker, get_ranker_class, load_ranker
+from ltr.models import BaseRanker, build_ranker, get_ranker_class, load_ranker
 from ltr.models.ensemble import (
     ENSEMBLE_MODELS,
     derive_seed,
@@ -21,8 +22,9 @@ from ltr.models.ensemble import (
     split_threads,
 )
 from ltr.models.fusion import fuse, normalize_scores
+from ltr.schemas import register_configs
+from ltr.train import CONF_DIR
 
-CONF = Path(__file__).resolve().parents[1] / "conf" / "model"
 FAST = {"n_trees": 25, "num_leaves": 7, "min_data_in_leaf": 5}
 NO_ES = {"patience": None}
 
@@ -58,12 +60,66 @@ def blend(splits):
 # --- configuration ----------------------------------------------------------------------------------
 
 
+def compose_model(*overrides: str):
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides)).model
+
+
 def test_registry_maps_every_ensemble_config_to_its_class():
     for name, cls in ENSEMBLE_MODELS.items():
-        assert get_ranker_class(name) is cls
-        cfg = OmegaConf.load(CONF / f"{name}.yaml")
-        ens = build_ranker(cfg, seed=3, num_threads=1)
+        assert get_ranker_class(name) is cls and issubclass(cls, BaseRanker)
+        ens = build_ranker(compose_model(f"+model={name}"), seed=3, num_threads=1)
         assert type(ens) is cls and len(ens.member_specs) >= 1
+
+
+def test_members_are_composed_by_hydra_like_the_app_composes_a_model():
+    """A member's config is what ``+model=NAME`` composes, inside an app (its search path) or not."""
+    expected = OmegaConf.to_container(compose_model("+model=regression"), resolve=True)
+    (spec,) = expand_members(["regression"], seed=0, where="model.members")
+    assert spec.config == expected
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):  # as inside ltr.train
+        (inside,) = expand_members(["regression"], seed=0, where="model.members")
+    assert inside.config == expected
+
+
+def test_members_come_from_the_running_apps_config_search_path(tmp_path):
+    """Inside an app (here a user's own config dir) a member may be the user's model config."""
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "my_lm.yaml").write_text(
+        "defaults:\n  - /model_base/lambdamart@_here_\n  - _self_\nparams: {n_trees: 7}\n"
+    )
+    register_configs()
+    with initialize_config_dir(config_dir=str(tmp_path), version_base="1.3"):
+        (spec,) = expand_members(["my_lm"], seed=0, where="model.members")
+    assert spec.config["name"] == "lambdamart" and spec.config["params"]["n_trees"] == 7
+    assert spec.config["params"]["num_leaves"] == 31  # the rest from the model's block
+    with pytest.raises(ConfigError, match="model.members.0: no model config 'my_lm'"):
+        expand_members(["my_lm"], seed=0, where="model.members")  # outside: the package's conf/
+
+
+def test_a_member_is_overridden_from_the_command_line():
+    cfg = compose_model(
+        "+model=ensemble_mean",
+        "model.members.1={model:regression,params:{n_trees:7},early_stopping:{patience:null}}",
+    )
+    ens = build_ranker(cfg, seed=3, num_threads=1)
+    assert [s.label for s in ens.member_specs] == ["lambdamart", "regression_0", "regression_1"]
+    regression, plain_regression = ens.member_specs[1], ens.member_specs[2]
+    assert plain_regression.config["params"]["n_trees"] == 500
+    assert (
+        regression.config["params"]["n_trees"] == 7
+        and regression.config["early_stopping"]["patience"] is None
+    )
+    assert regression.config["params"]["learning_rate"] == 0.1  # the rest composed from the model's defaults
+    cfg = compose_model(
+        "+model=ensemble_blend", "model.members=[lambdamart,linear]", "model.params.metric=err@10"
+    )
+    ens = build_ranker(cfg, seed=3, num_threads=1)
+    assert [s.label for s in ens.member_specs] == ["lambdamart", "linear"] and ens.params_[
+        "metric"
+    ] == "err@10"
 
 
 def test_members_expand_with_overrides_bags_and_unique_labels():
@@ -83,7 +139,7 @@ def test_members_expand_with_overrides_bags_and_unique_labels():
         "lambdamart_1_bag2",
         "regression",
     ]
-    assert specs[0].config["params"]["n_trees"] == OmegaConf.load(CONF / "lambdamart.yaml").params.n_trees
+    assert specs[0].config["params"]["n_trees"] == compose_model("+model=lambdamart").params.n_trees
     assert specs[1].config["params"]["n_trees"] == 7 and specs[1].config["params"]["learning_rate"] == 0.1
     assert [s.seed for s in specs] == [derive_seed(42, i) for i in range(5)]
     assert len({s.seed for s in specs}) == 5
@@ -95,25 +151,45 @@ def test_members_expand_with_overrides_bags_and_unique_labels():
     [
         (
             {"members": ["lambdamrt"]},
-            r"members\[0\]: no model config .*lambdamrt.yaml.*known model configs: .*lambdamart",
+            r"model.members.0: no model config 'lambdamrt'; known model configs: .*lambdamart",
         ),
         ({"members": []}, "members must be a non-empty list"),
-        ({"members": [{"model": "lambdamart", "bag": 2}]}, r"members\[0\]: unknown key\(s\) \['bag'\]"),
-        ({"members": [{"model": "lambdamart", "bags": 0}]}, r"members\[0\].bags: expected an integer >= 1"),
+        ({"members": [{"params": {}}]}, r"model.members.0.model: required, not set"),
         (
-            {"members": [{"model": "lambdamart", "query_fraction": 1.5}]},
-            r"query_fraction: expected a number in \(0, 1\]",
+            {"members": [{"model": "lambdamart", "bag": 2}]},
+            r"model.members.0: unknown key\(s\) bag; accepted: model, label, params",
         ),
         (
-            {"members": [{"model": "lambdamart", "params": {"n_tree": 3}}]},
-            r"unknown parameter\(s\) params.n_tree",
+            {"members": [{"model": "lambdamart", "bags": 0}]},
+            r"model.members.0.bags: must be in \[1, inf\], got 0",
+        ),
+        ({"members": [{"model": "lambdamart", "bags": True}]}, r"model.members.0.bags: expected an integer"),
+        (
+            {"members": [{"model": "lambdamart", "query_fraction": 1.5}]},
+            r"model.members.0.query_fraction: must be in \(0.0, 1.0\], got 1.5",
+        ),
+        (
+            {"members": ["linear", {"model": "lambdamart", "params": {"n_tree": 3}}]},
+            r"model.members.1.params: unknown key\(s\) n_tree; lambdamart accepts",
+        ),
+        (
+            {"members": [{"model": "lambdamart", "clicks": {"eta": 1}}]},
+            r"model.members.0.clicks: model lambdamart has no clicks block",
         ),
         (
             {"members": ["lambdamart"], "params": {"normalization": "l2"}},
-            "params.normalization: expected one of",
+            r"model.params.normalization: expected one of",
         ),
         ({"members": ["lambdamart", "regression"], "params": {"weights": [1.0]}}, "one per member"),
-        ({"members": ["lambdamart"], "param": {}}, r"unknown config key\(s\) param"),
+        (
+            {"members": ["lambdamart"], "params": {"weights": ["a"]}},
+            r"model.params.weights\[0\]: expected a number",
+        ),
+        ({"members": ["lambdamart"], "n_jobs": -1}, r"model.n_jobs: must be in \[0, inf\], got -1"),
+        (
+            {"members": ["lambdamart"], "param": {}},
+            r"model: unknown key\(s\) param; ensemble_mean accepts: name, members",
+        ),
     ],
 )
 def test_bad_ensemble_configs_name_the_problem(cfg, message):
@@ -122,11 +198,29 @@ def test_bad_ensemble_configs_name_the_problem(cfg, message):
 
 
 def test_bad_blend_and_stack_params():
-    with pytest.raises(ConfigError, match="params.metric"):
+    with pytest.raises(ConfigError, match="model.params.metric: unknown metric 'ndgc@10'"):
         build_ranker({"name": "ensemble_blend", "members": ["lambdamart"], "params": {"metric": "ndgc@10"}})
-    with pytest.raises(ConfigError, match="n_folds: expected an integer >= 2"):
+    with pytest.raises(ConfigError, match=r"model.params.max_steps: must be in \[1, inf\], got 0"):
+        build_ranker({"name": "ensemble_blend", "members": ["lambdamart"], "params": {"max_steps": 0}})
+    with pytest.raises(ConfigError, match=r"model.params.n_folds: must be in \[2, inf\], got 1"):
         build_ranker({"name": "ensemble_stack", "members": ["lambdamart"], "params": {"n_folds": 1}})
-    with pytest.raises(ConfigError, match=r"unknown parameter\(s\) params.n_tree"):
+    with pytest.raises(ConfigError, match=r"model.params.normalizations\[1\]: expected one of"):
+        build_ranker(
+            {
+                "name": "ensemble_stack",
+                "members": ["lambdamart"],
+                "params": {"normalizations": ["rank", "none"]},
+            }
+        )
+    with pytest.raises(ConfigError, match=r"model.params.k: expected a number >= 0, got -1"):
+        build_ranker({"name": "ensemble_rrf", "members": ["lambdamart"], "params": {"k": -1}})
+    assert (
+        build_ranker({"name": "ensemble_rrf", "members": ["linear"], "params": {"k": np.int64(5)}}).params_[
+            "k"
+        ]
+        == 5
+    )
+    with pytest.raises(ConfigError, match=r"model.stacker.params: unknown key\(s\) n_tree"):
         build_ranker(
             {
                 "name": "ensemble_stack",
@@ -134,7 +228,11 @@ def test_bad_blend_and_stack_params():
                 "stacker": {"model": "lambdamart", "params": {"n_tree": 5}},
             }
         )
-    with pytest.raises(ConfigError, match="stacker: no model config"):
+    stack = build_ranker(
+        {"name": "ensemble_stack", "members": ["linear"], "stacker": {"params": {"n_trees": 9}}}
+    )
+    assert stack.stacker_config_["name"] == "lambdamart" and stack.stacker_config_["params"]["n_trees"] == 9
+    with pytest.raises(ConfigError, match="model.stacker: no model config 'nope'"):
         build_ranker({"name": "ensemble_stack", "members": ["lambdamart"], "stacker": "nope"})
 
 
@@ -312,10 +410,15 @@ def test_stack_round_trip_keeps_out_of_fold_validation_scores(splits, tmp_path):
         np.testing.assert_array_equal(loaded.predict(splits[split]), ens.predict(splits[split]))
 
 
-def test_unfitted_ensemble_refuses_to_predict(splits):
+def test_unfitted_ensemble_refuses_to_predict(splits, tmp_path):
     ens = build_ranker({"name": "ensemble_mean", "members": ["lambdamart"]}, seed=0, num_threads=1)
-    with pytest.raises(ConfigError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="MeanEnsemble is not fitted yet"):
         ens.predict(splits["test"])
+    with pytest.raises(NotFittedError, match="not fitted"):
+        ens.member_scores(splits["test"])
+    with pytest.raises(NotFittedError, match="not fitted"):
+        ens.save(tmp_path / "never")
+    assert not (tmp_path / "never").exists()
 
 
 def test_members_across_engines_save_in_their_native_formats(splits, tmp_path):

@@ -202,3 +202,30 @@ def test_bad_inputs_raise_clear_errors():
         fuse(bad, offsets, "borda")
     with pytest.raises(ConfigError, match="k"):
         reciprocal_rank_fusion(S, offsets, k=-1)
+
+
+def test_fusion_and_blend_arguments_are_checked_by_the_one_checker():
+    from ltr.models.blend import coordinate_ascent, query_folds
+
+    S = np.array([[3.0, 0.1], [2.0, 0.3], [1.0, 0.2]])
+    offsets = np.array([0, 3])
+    np.testing.assert_array_equal(
+        reciprocal_rank_fusion(S, offsets, k=np.int64(60)), reciprocal_rank_fusion(S, offsets, k=60.0)
+    )
+    for bad in (-1, True, "60"):
+        with pytest.raises(ConfigError, match="rrf k: "):
+            reciprocal_rank_fusion(S, offsets, k=bad)
+    assert np.bincount(query_folds(10, np.int64(3), seed=1)).tolist() == [4, 3, 3]
+    with pytest.raises(ConfigError, match=r"stack.n_folds: must be in \[2, inf\], got 1"):
+        query_folds(10, 1, seed=1)
+    y = np.array([1, 0, 0])
+    fit = coordinate_ascent(S, y, offsets, n_restarts=np.int64(2), max_steps=np.int32(3), seed=0)
+    assert len(fit.restart_scores) == 2
+    for kwargs, message in (
+        ({"max_steps": True}, r"blend.max_steps: expected an integer, got True"),
+        ({"n_restarts": 0}, r"blend.n_restarts: must be in \[1, inf\], got 0"),
+        ({"step_scale": 1.0}, r"blend.step_scale: must be in \(1.0, inf\], got 1.0"),
+        ({"tolerance": -1e-9}, r"blend.tolerance: must be in \[0.0, inf\]"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            coordinate_ascent(S, y, offsets, **kwargs)

@@ -36,8 +36,24 @@ def test_deterministic_and_equal_to_catboost_itself(splits):
     params = {"bagging_fraction": 0.8, "feature_fraction": 0.7}
     r = make(params).fit(train)
     np.testing.assert_array_equal(r.predict(valid), make(params).fit(train).predict(valid))
-    assert r.engine_params_["bootstrap_type"] == "Bernoulli" and r.engine_params_["rsm"] == 0.7
-    direct = catboost.CatBoost(dict(r.engine_params_))
+    # the same fit written out in CatBoost's own names (its docs); ltr's defaults for the rest
+    direct = catboost.CatBoost(
+        {
+            "loss_function": "YetiRank",
+            "iterations": 40,
+            "learning_rate": 0.1,
+            "depth": 4,
+            "l2_leaf_reg": 3.0,
+            "border_count": 254,
+            "rsm": 0.7,
+            "bootstrap_type": "Bernoulli",
+            "subsample": 0.8,
+            "random_seed": 4,
+            "thread_count": 1,
+            "allow_writing_files": False,
+            "verbose": False,
+        }
+    )
     direct.fit(
         catboost.Pool(train.X, train.y, group_id=np.repeat(np.arange(train.n_queries), train.group_sizes))
     )

@@ -49,22 +49,27 @@ def round_trip(store, models: list[str]) -> None:
         for name, ranker in rankers.items():
             info = log_pyfunc_model(ranker, name=name, input_example=test.dense()[:3])
             uris[name] = info.model_uri
+    assert set(rankers) == set(models) and set(uris) == set(models)
     frame = as_frame(test.dense())
+    # every check runs for every logged model (not only for the last one of a loop)
     for name, ranker in rankers.items():
         loaded = mlflow.pyfunc.load_model(uris[name])
+        expected = ranker.predict(test)
         scores = np.asarray(loaded.predict(frame), dtype=np.float64)
-        np.testing.assert_array_equal(scores, ranker.predict(test), err_msg=name)
-    # columns may come in any order; a missing column is named (MLflow enforces the logged signature)
-    shuffled = frame[frame.columns[::-1]]
-    np.testing.assert_array_equal(np.asarray(loaded.predict(shuffled)), ranker.predict(test))
-    # the optional qid column is accepted and, for a row-wise model, changes nothing
-    with_qid = as_frame(test.dense(), qid=test.qid)
-    np.testing.assert_array_equal(np.asarray(loaded.predict(with_qid)), ranker.predict(test))
-    # float64 features pass the (double) signature too, with the same scores
-    np.testing.assert_array_equal(np.asarray(loaded.predict(frame.astype("float64"))), ranker.predict(test))
-    assert loaded.metadata.get_input_schema().input_names()[-1] == "qid"
-    with pytest.raises(Exception, match="f0"):
-        loaded.predict(frame.drop(columns=["f0"]))
+        np.testing.assert_array_equal(scores, expected, err_msg=name)
+        # columns may come in any order; a missing column is named (MLflow enforces the logged signature)
+        shuffled = frame[frame.columns[::-1]]
+        np.testing.assert_array_equal(np.asarray(loaded.predict(shuffled)), expected, err_msg=name)
+        # the optional qid column is accepted and, for a row-wise model, changes nothing
+        with_qid = as_frame(test.dense(), qid=test.qid)
+        np.testing.assert_array_equal(np.asarray(loaded.predict(with_qid)), expected, err_msg=name)
+        # float64 features pass the (double) signature too, with the same scores
+        np.testing.assert_array_equal(
+            np.asarray(loaded.predict(frame.astype("float64"))), expected, err_msg=name
+        )
+        assert loaded.metadata.get_input_schema().input_names()[-1] == "qid", name
+        with pytest.raises(Exception, match="f0"):
+            loaded.predict(frame.drop(columns=["f0"]))
 
 
 def test_pyfunc_round_trip_gives_identical_scores(store):

@@ -67,17 +67,9 @@ def test_random_forest_matches_sklearn_and_round_trips_with_skops(tmp_path, spli
 
     train, valid = splits
     r = make("random_forest", {"n_trees": 8, "feature_fraction": 0.5, "bagging_fraction": 0.7}).fit(train)
-    assert r.engine_params_ | {"n_jobs": 1} == {
-        "n_estimators": 8,
-        "max_depth": None,
-        "max_leaf_nodes": None,
-        "min_samples_leaf": 20,
-        "max_features": 0.5,
-        "max_samples": 0.7,
-        "random_state": 3,
-        "n_jobs": 1,
-    }
-    direct = RandomForestRegressor(**r.engine_params_).fit(train.X, train.y)
+    direct = RandomForestRegressor(
+        n_estimators=8, max_features=0.5, max_samples=0.7, min_samples_leaf=20, random_state=3, n_jobs=1
+    ).fit(train.X, train.y)
     np.testing.assert_array_equal(r.predict(valid), direct.predict(valid.X))
     r.save(tmp_path / "rf")
     assert (tmp_path / "rf" / "model.skops").is_file()
@@ -128,7 +120,9 @@ def test_feature_fixed_column_direction_and_missing_values():
     assert desc.predict(d).tolist() == [1.0, -np.inf, 3.0]
     with pytest.raises(ConfigError, match=r"params.feature=4 but data has 1 feature columns \(0-0\)"):
         make("feature", {"feature": 4, "direction": "desc"}).fit(d)
-    with pytest.raises(ConfigError, match=r"params.feature must be a column index >= 0 or 'best', got -1"):
+    with pytest.raises(
+        ConfigError, match=r"model.params.feature: must be a column index >= 0 or 'best', got -1"
+    ):
         make("feature", {"feature": -1})
     with pytest.raises(ConfigError, match="engine_params must be empty"):
         make("feature", engine_params={"x": 1})

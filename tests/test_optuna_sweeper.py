@@ -322,6 +322,12 @@ def test_fixed_overrides_are_kept_as_written_after_the_suggested_values():
     assert space.trial_overrides({}) == ["y=3", "+model=lambdamart", "~z", "x=0.5"]
 
 
+def test_a_command_line_sweep_replaces_the_params_entry_in_its_place():
+    space = parse_search_space(PARAMS, ["lr=tag(log, interval(0.02, 0.1))"])
+    assert list(space.distributions) == ["lr", "leaves", "m", "c"]  # suggestion order kept
+    assert space.distributions["lr"] == FloatDistribution(0.02, 0.1, log=True)
+
+
 @pytest.mark.parametrize(
     ("params", "arguments", "message"),
     [

@@ -148,6 +148,29 @@ def test_svmlight_kind(tmp_path):
         load_dataset({"kind": "svmlight", "test": str(tmp_path / "b.txt")})
 
 
+def test_parse_options_are_every_option_of_load_svmlight(tmp_path):
+    import inspect
+
+    from ltr.data.registry import PARSE_KEYS
+    from ltr.data.svmlight import load_svmlight
+
+    options = [
+        p for p in inspect.signature(load_svmlight).parameters if p not in ("path", "cache_dir", "name")
+    ]
+    assert sorted(PARSE_KEYS) == sorted(options)
+    _standin(tmp_path / "a.txt", 5, 4, seed=1)
+    positions = tmp_path / "a.pos"
+    positions.write_text("".join(f"{i % 4}\n" for i in range(24)))
+    common = {"kind": "svmlight", "train": str(tmp_path / "a.txt"), "n_features": 5}
+    for cfg in (
+        {**common, "position_file": str(positions)},
+        {**common, "parse": {"position_file": str(positions)}},
+    ):
+        train = load_dataset(cfg)["train"]
+        assert train.position is not None and train.position.shape == (24,)
+    assert load_dataset({**common, "position_file": None})["train"].position is None
+
+
 def test_synthetic_dispatch(tmp_path):
     cfg = {
         "kind": "synthetic",

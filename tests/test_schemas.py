@@ -7,10 +7,20 @@ import os
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
 from omegaconf.errors import ValidationError
 
+from ltr.config_check import defaults
 from ltr.errors import ConfigError
-from ltr.schemas import metric_direction, register_configs, threads_per_job, validate_config
+from ltr.schemas import (
+    BackendSchema,
+    EvalSchema,
+    TrackingSchema,
+    metric_direction,
+    register_configs,
+    threads_per_job,
+    validate_config,
+)
 from ltr.train import CONF_DIR
 
 
@@ -66,9 +76,30 @@ def test_every_data_config_composes_and_validates():
 
 
 def test_backend_is_checked():
-    validate_config(_compose(["backend=dask"]))
-    with pytest.raises(ConfigError, match="backend.n_workers='two'"):
-        validate_config(_compose(["backend=dask", "backend.n_workers=two"]))
+    cfg = _compose(["backend=dask"])
+    validate_config(cfg)
+    assert cfg.backend.n_workers == 2 and cfg.backend.scheduler_address is None  # defaults from the schema
+    with pytest.raises(ConfigCompositionException, match="n_workers"):
+        _compose(["backend=dask", "backend.n_workers=two"])
+    with pytest.raises(ConfigError, match=r"backend.n_workers: must be in \[1, inf\], got 0"):
+        validate_config(_compose(["backend=dask", "backend.n_workers=0"]))
+    with pytest.raises(ConfigError, match=r"backend.name: expected one of \['local', 'dask'\], got 'cloud'"):
+        validate_config(_compose(["backend.name=cloud"]))
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("eval.bootstrap.B=-1", r"eval.bootstrap.B: must be in \[0, inf\], got -1"),
+        ("eval.bootstrap.confidence=1.0", r"eval.bootstrap.confidence: must be in \(0.0, 1.0\), got 1.0"),
+        ("eval.bootstrap.method=student", r"eval.bootstrap.method: expected one of \['bca', 'percentile'\]"),
+        ("data.p_empty=2.0", r"data.p_empty: must be in \[0.0, 1.0\], got 2.0"),
+        ("data.n_queries.train=-5", r"data.n_queries.train: must be in \[0, inf\], got -5"),
+    ],
+)
+def test_ranges_are_checked_before_any_work(override, message):
+    with pytest.raises(ConfigError, match=message):
+        validate_config(_compose([override]))
 
 
 def test_resolvers():
@@ -77,3 +108,18 @@ def test_resolvers():
     cores = os.cpu_count() or 1
     assert threads_per_job(1) == cores and threads_per_job(cores) == 1 and threads_per_job(10 * cores) == 1
     assert threads_per_job(0) == 1  # 0 jobs = one per core
+
+
+@pytest.mark.parametrize(
+    ("group", "schema"), [("eval", EvalSchema), ("tracking", TrackingSchema), ("backend", BackendSchema)]
+)
+def test_group_yamls_on_a_schema_restate_none_of_its_defaults(group, schema):
+    base = defaults(schema)
+    for path in sorted((CONF_DIR / group).glob("*.yaml")):
+        body = OmegaConf.to_container(OmegaConf.load(path))
+        if body.pop("defaults", None) != ["schema", "_self_"]:
+            continue  # e.g. backend/local.yaml: just `name: local`, no schema composed
+        restated = {k: v for k, v in body.items() if k in base and base[k] == v}
+        assert restated == {}, f"{path.name} restates {schema.__name__} defaults: {restated}"
+        composed = _compose([f"{group}={path.stem}"])[group]
+        assert OmegaConf.to_container(composed) == {**base, **body}

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ltr.errors import ConfigError
+from ltr.errors import ConfigError, NotFittedError
 from ltr.tracking import NullTracker, Tracker, _retry, download_frame, find_runs, flatten_params
 
 
@@ -84,3 +84,63 @@ def test_child_runs_parquet_and_statuses(tmp_path):
         find_runs(uri, run_names=["zzz"])
     with pytest.raises(ConfigError, match="has no artifact"):
         download_frame(uri, runs["parent"].info.run_id, "per_query/test.parquet")
+
+
+# --- the ranker says how it is logged ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_splits():
+    from ltr.data.synthetic import generate
+
+    return generate(30, seed=1, max_docs=20), generate(10, seed=2, max_docs=20, qid_start=1000)
+
+
+@pytest.mark.parametrize(
+    ("model", "flavor", "native_type"),
+    [
+        ("lambdamart", "lightgbm", "lightgbm.basic.Booster"),
+        ("lambdamart_xgb", "xgboost", "xgboost.core.Booster"),
+        ("catboost", "pyfunc", None),
+        ("linear", "pyfunc", None),
+        ("feature", "pyfunc", None),
+    ],
+)
+def test_rankers_declare_their_mlflow_flavor(model, flavor, native_type, tiny_splits):
+    from ltr.models import build_ranker
+
+    params = {"n_trees": 3} if model in {"lambdamart", "lambdamart_xgb", "catboost"} else {}
+    ranker = build_ranker({"name": model, "params": params}, seed=1, num_threads=1)
+    with pytest.raises(NotFittedError, match="is not fitted yet"):
+        ranker.logged_model()
+    ranker.fit(*tiny_splits)
+    got_flavor, obj = ranker.logged_model()
+    assert got_flavor == flavor
+    if native_type is None:
+        assert obj is ranker
+    else:
+        assert f"{type(obj).__module__}.{type(obj).__name__}" == native_type and obj is ranker.booster_
+
+
+def test_ensembles_are_logged_as_pyfunc(tiny_splits):
+    from ltr.models import build_ranker
+
+    member = {"model": "lambdamart", "params": {"n_trees": 2}, "early_stopping": {"patience": None}}
+    ensemble = build_ranker({"name": "ensemble_mean", "members": [member, member], "n_jobs": 1}, seed=1)
+    with pytest.raises(NotFittedError, match="is not fitted yet"):
+        ensemble.logged_model()
+    ensemble.fit(*tiny_splits)
+    assert ensemble.logged_model() == ("pyfunc", ensemble)
+
+
+def test_unknown_flavor_is_refused_naming_the_ranker(tmp_path):
+    class OnnxRanker:
+        def logged_model(self):  # noqa: ANN202
+            return "onnx", None
+
+    tracker = Tracker(f"sqlite:///{tmp_path}/mlflow.db", "exp", artifact_root=tmp_path / "art")
+    with (
+        tracker.start(run_name="r"),
+        pytest.raises(ValueError, match="OnnxRanker.*'onnx'.*pyfunc, lightgbm, xgboost"),
+    ):
+        tracker.log_ranker(OnnxRanker())

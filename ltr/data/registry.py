@@ -25,7 +25,8 @@ from ltr.data.synthetic import load_synthetic
 from ltr.errors import ConfigError, DataError
 
 SPLITS = ("train", "valid", "test")
-# options of load_svmlight a data config may set under `parse:` (or at top level for `svmlight`)
+# options of load_svmlight a data config may set under `parse:` (or at top level for `svmlight`): every
+# keyword of load_svmlight except cache_dir and name (tests/test_registry.py keeps the two equal)
 PARSE_KEYS = (
     "n_features",
     "zero_based",
@@ -41,6 +42,7 @@ PARSE_KEYS = (
     "regroup",
     "query_file",
     "weight_file",
+    "position_file",
     "docid",
     "engine",
     "n_threads",

@@ -10,7 +10,8 @@ Fitted attributes end in ``_`` (scikit-learn style): ``best_iteration_`` (0-base
 round on the validation metric, so ``evals_result_["valid"][metric][best_iteration_]`` is its score;
 ``None`` without early stopping, and the model then uses every round), ``evals_result_``
 (``{"train": {"ndcg@10": [...]}, "valid": {...}}``, one value per round), ``engine_params_`` (the
-exact parameter dict handed to the engine, for logging), ``params_`` / ``early_stopping_`` (the
+engine parameters translated from the vocabulary by :mod:`ltr.models.vocabulary`, plus
+``engine_params``; for logging), ``params_`` / ``early_stopping_`` (the
 resolved ltr vocabulary) and ``n_features_in_``.
 
 Constructor arguments are stored unchanged (so ``sklearn.base.clone`` and ``get_params`` work) but
@@ -25,6 +26,7 @@ validated immediately: a bad config fails when the ranker is built, before any d
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -35,10 +37,11 @@ import numpy as np
 import scipy.sparse as sp
 
 import ltr
+from ltr.config_check import check_block, check_value, defaults, join, plain, setting
 from ltr.data import RankingData
-from ltr.errors import ConfigError, DataError
+from ltr.errors import ConfigError, DataError, NotFittedError
 from ltr.models.checks import check_features
-from ltr.models.params import plain, resolve_early_stopping, resolve_params
+from ltr.models.params import MODEL_CONFIGS, resolve_early_stopping, resolve_params
 
 MANIFEST = "manifest.json"
 HISTORY = "evals_result.json"
@@ -90,19 +93,38 @@ def feature_matrix(data: RankingData | Any) -> Any:
     return X
 
 
-class BaseRanker:
-    """Shared machinery: parameter handling, fitted-state checks, folder persistence with a manifest.
+@dataclass
+class RunSettings:
+    """The run-wide constructor arguments every model takes (besides its config block)."""
 
-    Subclasses set ``name`` (the registry / config name), ``engine``, ``default_params`` (the subset
-    of the vocabulary they accept, with defaults) and implement ``_fit``, ``_predict``,
-    ``_save_native`` and ``_load_native``.
+    seed: int = 0
+    num_threads: int = setting(0, low=0)  # engine threads; 0 = all cores
+
+
+class BaseRanker:
+    """Shared machinery: config checks, fitted-state checks, folder persistence with a manifest.
+
+    Subclasses set ``name`` (the registry / config name), ``engine`` and implement ``_fit``,
+    ``_predict``, ``_save_native`` and ``_load_native``. A subclass's config block (and so its
+    ``params`` block and ``default_params``) is :data:`ltr.models.params.MODEL_CONFIGS` ``[name]``.
     """
 
     name: ClassVar[str] = ""
     engine: ClassVar[str] = ""
-    default_params: ClassVar[dict[str, Any]] = {}
+    config_schema: ClassVar[type | None] = None  # the whole config block (dataclass), from MODEL_CONFIGS
+    params_schema: ClassVar[type | None] = None  # its ``params`` block
+    default_params: ClassVar[dict[str, Any]] = {}  # the params block's defaults, as a dict
     unsupported_params: ClassVar[dict[str, str]] = {}  # vocabulary key -> why not, and what to use
     iterative: ClassVar[bool] = True  # False: no boosting rounds, so no early stopping / history
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.name in MODEL_CONFIGS:
+            cls.config_schema = MODEL_CONFIGS[cls.name]
+        if cls.config_schema is not None:
+            blocks = {f.name: f.default_factory for f in dataclasses.fields(cls.config_schema)}
+            cls.params_schema = blocks["params"]  # type: ignore[assignment]
+            cls.default_params = defaults(cls.params_schema)  # type: ignore[arg-type]
 
     def __init__(
         self,
@@ -112,42 +134,41 @@ class BaseRanker:
         engine_params: Mapping[str, Any] | None = None,
         seed: int = 0,
         num_threads: int = 0,
+        where: str = "model",
     ) -> None:
         self.params = params
         self.early_stopping = early_stopping
         self.engine_params = engine_params
         self.seed = seed
         self.num_threads = num_threads
+        self._where = where  # the config path of this model in error messages (not a parameter)
         self._resolve()  # validate now; fit resolves again from the stored arguments
 
-    CONFIG_KEYS: ClassVar[tuple[str, ...]] = ("name", "params", "early_stopping", "engine_params")
+    @classmethod
+    def config_keys(cls) -> list[str]:
+        """The keys of this model's config block (``name``, ``params``, ...)."""
+        return [f.name for f in dataclasses.fields(cls.config_schema)] if cls.config_schema else []
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any], *, seed: int = 0, num_threads: int = 0) -> BaseRanker:
-        """Build from a plain model config ``{name, params, early_stopping, engine_params}``."""
-        unknown = sorted(set(cfg) - set(cls.CONFIG_KEYS))
+    def from_config(
+        cls, cfg: Mapping[str, Any], *, seed: int = 0, num_threads: int = 0, where: str = "model"
+    ) -> BaseRanker:
+        """Build from a plain model config (its block: ``{name, params, early_stopping, engine_params}``, ...)."""
+        cfg = plain(cfg)
+        keys = cls.config_keys()
+        unknown = sorted(set(cfg) - set(keys))
         if unknown:
             raise ConfigError(
-                f"model {cls.name}: unknown config key(s) {', '.join(unknown)}; accepted: {', '.join(cls.CONFIG_KEYS)}"
+                f"{where}: unknown key(s) {', '.join(unknown)}; {cls.name} accepts: {', '.join(keys)}"
             )
-        return cls(
-            cfg.get("params"),
-            early_stopping=cfg.get("early_stopping"),
-            engine_params=cfg.get("engine_params"),
-            seed=seed,
-            num_threads=num_threads,
-        )
+        given = {k: cfg[k] for k in keys if k in cfg and k != "name"}
+        return cls(**given, seed=seed, num_threads=num_threads, where=where)
 
     # --- scikit-learn conventions ----------------------------------------------------------------
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """Constructor arguments, as given (scikit-learn ``get_params``; ``deep`` is accepted for API parity)."""
-        return {
-            "params": self.params,
-            "early_stopping": self.early_stopping,
-            "engine_params": self.engine_params,
-            "seed": self.seed,
-            "num_threads": self.num_threads,
-        }
+        names = [k for k in self.config_keys() if k != "name"] + ["seed", "num_threads"]
+        return {k: getattr(self, k) for k in names}
 
     def set_params(self, **kwargs: Any) -> BaseRanker:
         """Set constructor arguments (scikit-learn ``set_params``); validated at once."""
@@ -167,27 +188,28 @@ class BaseRanker:
         )
 
     # --- resolution --------------------------------------------------------------------------------
+    def _check_run(self) -> dict[str, Any]:
+        """``seed`` and ``num_threads`` checked (:class:`RunSettings`)."""
+        return check_block(RunSettings, {"seed": self.seed, "num_threads": self.num_threads}, "")
+
     def _resolve(self) -> Resolved:
         """Params, early stopping and engine params with defaults filled in and validated."""
+        self._check_run()
+        where = getattr(self, "_where", "model")
         params = resolve_params(
-            self.default_params, self.params, model=self.name, unsupported=self.unsupported_params
+            self.params_schema,  # type: ignore[arg-type]
+            self.params,
+            model=self.name,
+            where=join(where, "params"),
+            unsupported=self.unsupported_params,
         )
-        es = resolve_early_stopping(self.early_stopping, model=self.name)
-        engine_params = plain(self.engine_params)
-        if not isinstance(engine_params, dict):
-            raise ConfigError(
-                f"model {self.name}: engine_params must be a mapping, got {self.engine_params!r}"
-            )
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int | np.integer):
-            raise ConfigError(f"model {self.name}: seed must be an integer, got {self.seed!r}")
-        if (
-            isinstance(self.num_threads, bool)
-            or not isinstance(self.num_threads, int | np.integer)
-            or self.num_threads < 0
-        ):
-            raise ConfigError(
-                f"model {self.name}: num_threads must be an integer >= 0 (0 = all cores), got {self.num_threads!r}"
-            )
+        stopping = {f.name: f.default_factory for f in dataclasses.fields(self.config_schema)}[
+            "early_stopping"
+        ]  # type: ignore[arg-type]
+        es = resolve_early_stopping(self.early_stopping, schema=stopping, where=join(where, "early_stopping"))  # type: ignore[arg-type]
+        engine_params = check_value(
+            plain(self.engine_params), dict[str, Any], None, join(where, "engine_params")
+        )
         self._check_params(params)
         return Resolved(params, es, engine_params)
 
@@ -226,7 +248,7 @@ class BaseRanker:
             )
         if X.shape[0] == 0:
             return np.zeros(0, dtype=np.float64)
-        return np.asarray(self._predict(X), dtype=np.float64).reshape(-1)
+        return np.asarray(self._score(data, X), dtype=np.float64).reshape(-1)
 
     @property
     def n_iterations_(self) -> int | None:
@@ -235,6 +257,16 @@ class BaseRanker:
         if self.best_iteration_ is not None:
             return self.best_iteration_ + 1
         return self._n_rounds()
+
+    #: How a tracker logs the fitted model: ``"pyfunc"`` (the ranker, saved with :meth:`save`, behind
+    #: :mod:`ltr.models.pyfunc`) or an MLflow flavour that logs the engine's ``booster_`` natively
+    #: (``"lightgbm"``, ``"xgboost"``).
+    mlflow_flavor: ClassVar[str] = "pyfunc"
+
+    def logged_model(self) -> tuple[str, Any]:
+        """``(flavour, object to log)``: ``("pyfunc", self)``, or ``(mlflow_flavor, booster_)`` for a native flavour."""
+        self._check_fitted()
+        return ("pyfunc", self) if self.mlflow_flavor == "pyfunc" else (self.mlflow_flavor, self.booster_)
 
     def save(self, path: str | Path) -> None:
         """Write the fitted model to folder ``path``: native model file(s), ``manifest.json``, history."""
@@ -249,9 +281,7 @@ class BaseRanker:
             "engine": self.engine,
             "engine_version": self._engine_version(),
             "ltr_version": ltr.__version__,
-            "params": self.params_,
-            "early_stopping": self.early_stopping_,
-            "engine_params": plain(self.engine_params),
+            **self._manifest_config(),
             "engine_params_": self.engine_params_,
             "seed": int(self.seed),
             "num_threads": int(self.num_threads),
@@ -261,7 +291,7 @@ class BaseRanker:
             "state": self._extra_state(),
         }
         (path / MANIFEST).write_text(json.dumps(manifest, indent=2, default=_json_default) + "\n")
-        (path / HISTORY).write_text(json.dumps(self.evals_result_) + "\n")
+        (path / HISTORY).write_text(json.dumps(self.evals_result_, default=_json_default) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> BaseRanker:
@@ -270,6 +300,27 @@ class BaseRanker:
         manifest = read_manifest(path)
         if manifest["model"] != cls.name:
             raise ConfigError(f"{path / MANIFEST}: holds a '{manifest['model']}' model, not '{cls.name}'")
+        ranker = cls._from_manifest(manifest, path)
+        ranker.engine_params_ = manifest.get("engine_params_") or {}
+        ranker.n_features_in_ = int(manifest["n_features"])
+        ranker.best_iteration_ = manifest.get("best_iteration")
+        history = path / HISTORY
+        ranker.evals_result_ = json.loads(history.read_text()) if history.exists() else {}
+        ranker._load_native(path, manifest)
+        return ranker
+
+    # --- hooks ---------------------------------------------------------------------------------------
+    def _manifest_config(self) -> dict[str, Any]:
+        """The configuration a saved folder records (read back by :meth:`_from_manifest`)."""
+        return {
+            "params": self.params_,
+            "early_stopping": self.early_stopping_,
+            "engine_params": plain(self.engine_params),
+        }
+
+    @classmethod
+    def _from_manifest(cls, manifest: dict[str, Any], path: Path) -> BaseRanker:
+        """An unfitted model built from a manifest's configuration."""
         ranker = cls(
             manifest["params"],
             early_stopping=manifest["early_stopping"],
@@ -279,19 +330,16 @@ class BaseRanker:
         )
         ranker.params_ = manifest["params"]
         ranker.early_stopping_ = manifest["early_stopping"]
-        ranker.engine_params_ = manifest["engine_params_"]
-        ranker.n_features_in_ = int(manifest["n_features"])
-        ranker.best_iteration_ = manifest["best_iteration"]
-        history = path / HISTORY
-        ranker.evals_result_ = json.loads(history.read_text()) if history.exists() else {}
-        ranker._load_native(path, manifest)
         return ranker
 
-    # --- hooks ---------------------------------------------------------------------------------------
     def _fit(
         self, train: RankingData, valid: RankingData | None, cfg: Resolved, on_iteration: OnIteration | None
     ) -> None:
         raise NotImplementedError
+
+    def _score(self, data: RankingData | Any, X: Any) -> np.ndarray:
+        """Scores of the rows of ``X`` (the feature matrix of ``data``); ensembles also use ``data``'s queries."""
+        return self._predict(X)
 
     def _predict(self, X: Any) -> np.ndarray:
         raise NotImplementedError
@@ -326,7 +374,7 @@ class BaseRanker:
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "n_features_in_"):
-            raise ConfigError(
+            raise NotFittedError(
                 f"{type(self).__name__} is not fitted yet: call fit(train, valid) or load(folder) first"
             )
 

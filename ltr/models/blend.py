@@ -39,7 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from ltr.errors import ConfigError, DataError
+from ltr.config_check import Constraint, check_value
+from ltr.errors import DataError
 from ltr.models.fusion import check_offsets, check_scores, normalize_scores
 
 
@@ -165,17 +166,13 @@ def coordinate_ascent(
     if y.shape != (X.shape[0],):
         raise DataError(f"labels has shape {y.shape} but the score matrix has {X.shape[0]} rows")
     off = check_offsets(offsets, X.shape[0])
-    for name, value, low in (
-        ("n_restarts", n_restarts, 1),
-        ("max_steps", max_steps, 1),
-        ("max_passes", max_passes, 1),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-            raise ConfigError(f"blend.{name}: expected an integer >= {low}, got {value!r}")
-    if not step_scale > 1.0 or not step_base > 0.0 or not tolerance >= 0.0:
-        raise ConfigError(
-            f"blend: need step_scale > 1, step_base > 0, tolerance >= 0; got {step_scale}, {step_base}, {tolerance}"
-        )
+    n_restarts, max_steps, max_passes = (
+        check_value(value, int, Constraint(low=1), f"blend.{name}")
+        for name, value in (("n_restarts", n_restarts), ("max_steps", max_steps), ("max_passes", max_passes))
+    )
+    step_scale = check_value(step_scale, float, Constraint(low=1.0, open_low=True), "blend.step_scale")
+    step_base = check_value(step_base, float, Constraint(low=0.0, open_low=True), "blend.step_base")
+    tolerance = check_value(tolerance, float, Constraint(low=0.0), "blend.tolerance")
     objective = _Objective(X, y, off, metric, preset, conventions or {})
     m = X.shape[1]
     eye = np.eye(m)
@@ -223,8 +220,7 @@ def query_folds(n_queries: int, n_folds: int, seed: int) -> np.ndarray:
     >>> np.bincount(query_folds(10, 3, seed=1)).tolist()
     [4, 3, 3]
     """
-    if isinstance(n_folds, bool) or not isinstance(n_folds, int | np.integer) or n_folds < 2:
-        raise ConfigError(f"stack.n_folds: expected an integer >= 2, got {n_folds!r}")
+    n_folds = check_value(n_folds, int, Constraint(low=2), "stack.n_folds")
     if n_queries < n_folds:
         raise DataError(f"stacking: {n_queries} validation queries cannot be split into {n_folds} folds")
     folds = np.empty(n_queries, dtype=np.int64)

@@ -1,12 +1,12 @@
 """``catboost``: CatBoost YetiRank (optional: needs ``pip install 'ltr[catboost]'``; imported lazily).
 
-Vocabulary translation (``engine_params_``; ``engine_params`` win): n_trees → ``iterations``,
-learning_rate → ``learning_rate``, max_depth → ``depth`` (symmetric trees), lambda_l2 →
-``l2_leaf_reg``, max_bin → ``border_count``, feature_fraction → ``rsm``, bagging_fraction < 1 →
-``bootstrap_type=Bernoulli`` + ``subsample`` (at 1.0 CatBoost keeps its own default bootstrap),
-seed → ``random_seed``, num_threads → ``thread_count`` (0 → -1, all cores). The rest of the
-vocabulary (leaves, per-leaf counts, truncation level, gain tables, query bagging) has no YetiRank
-counterpart and is refused with the reason.
+The ltr vocabulary is translated by the table of :mod:`ltr.models.vocabulary` (CatBoost column:
+``n_trees`` → ``iterations``, ``max_depth`` → ``depth`` (symmetric trees), ``lambda_l2`` →
+``l2_leaf_reg``, ``max_bin`` → ``border_count``, ``feature_fraction`` → ``rsm``,
+``bagging_fraction`` < 1 → ``bootstrap_type=Bernoulli`` + ``subsample``, …); the result is
+``engine_params_`` (``engine_params`` win). The rest of the vocabulary (leaves, per-leaf counts,
+truncation level, gain tables, query bagging) has no YetiRank counterpart and is refused with the
+reason the table gives.
 
 Queries go to CatBoost as ``group_id`` = query position (contiguous, as CatBoost requires);
 per-query weights as ``group_weight`` (repeated on the rows of each query, CatBoost's layout).
@@ -27,13 +27,13 @@ import numpy as np
 
 from ltr.data import RankingData
 from ltr.errors import ConfigError, DataError
+from ltr.models import vocabulary
 from ltr.models.base import BaseRanker, OnIteration, Resolved
 from ltr.models.checks import check_integer_labels, row_weights
 from ltr.models.evaluation import RankingMetric
 from ltr.models.monitor import IterationMonitor, watch
 
 MODEL_FILE = "model.cbm"
-_UNSUPPORTED = "CatBoost YetiRank has no counterpart"
 
 
 def import_catboost() -> Any:
@@ -97,27 +97,7 @@ class CatBoostYetiRank(BaseRanker):
 
     name = "catboost"
     engine = "catboost"
-    default_params = {
-        "n_trees": 500,
-        "learning_rate": 0.1,
-        "max_depth": 6,
-        "lambda_l2": 3.0,
-        "max_bin": 254,
-        "feature_fraction": 1.0,
-        "bagging_fraction": 1.0,
-    }
-    unsupported_params = {
-        key: f"{_UNSUPPORTED} ({hint})"
-        for key, hint in {
-            "num_leaves": "trees are symmetric: use max_depth",
-            "min_data_in_leaf": "only with non-symmetric trees; pass engine_params",
-            "min_sum_hessian_in_leaf": "pass engine_params if needed",
-            "lambda_l1": "only L2 regularisation (lambda_l2)",
-            "truncation_level": "YetiRank samples permutations instead",
-            "label_gain": "YetiRank uses the labels directly",
-            "bagging_by_query": "use bagging_fraction (rows)",
-        }.items()
-    }
+    unsupported_params = vocabulary.refused("catboost")
 
     def _check_params(self, params: dict[str, Any]) -> None:
         if params["max_depth"] is None or params["max_depth"] > 16:
@@ -128,18 +108,12 @@ class CatBoostYetiRank(BaseRanker):
     def translate(
         self, params: dict[str, Any], engine_params: dict[str, Any], metric: RankingMetric | None
     ) -> dict[str, Any]:
-        """CatBoost parameters for resolved ltr ``params`` (``engine_params`` win)."""
-        out: dict[str, Any] = {
-            "loss_function": "YetiRank",
-            "iterations": params["n_trees"],
-            "learning_rate": params["learning_rate"],
-            "depth": params["max_depth"],
-            "l2_leaf_reg": params["lambda_l2"],
-            "border_count": params["max_bin"],
-            "rsm": params["feature_fraction"],
-        }
-        if params["bagging_fraction"] < 1.0:
-            out.update({"bootstrap_type": "Bernoulli", "subsample": params["bagging_fraction"]})
+        """CatBoost parameters for resolved ltr ``params`` (``engine_params`` win).
+
+        The vocabulary part comes from :func:`ltr.models.vocabulary.translate`; this adds the
+        YetiRank loss, CatBoost's own NDCG and the fixed settings (no files, no best-model cut).
+        """
+        out: dict[str, Any] = {"loss_function": "YetiRank", **vocabulary.translate(self.engine, params)}
         if (
             metric is not None
             and metric.family == "ndcg"
@@ -147,15 +121,8 @@ class CatBoostYetiRank(BaseRanker):
             and not metric.same_conventions("catboost")
         ):
             out["custom_metric"] = [f"NDCG:top={metric.k};type=Base"]
-        out.update(
-            {
-                "random_seed": int(self.seed),
-                "thread_count": int(self.num_threads) or -1,
-                "use_best_model": False,
-                "allow_writing_files": False,
-                "verbose": False,
-            }
-        )
+        out.update(vocabulary.translate(self.engine, {"seed": self.seed, "num_threads": self.num_threads}))
+        out.update({"use_best_model": False, "allow_writing_files": False, "verbose": False})
         out.update(engine_params)
         return out
 

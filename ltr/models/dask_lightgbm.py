@@ -34,23 +34,37 @@ import logging
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ltr.config_check import check_block, plain, setting
 from ltr.data import RankingData
 from ltr.errors import ConfigError, DataError
 from ltr.models.base import OnIteration, Resolved
 from ltr.models.lgbm import LambdaMART
 from ltr.models.monitor import watch
 
-BACKEND_DEFAULTS: dict[str, Any] = {
-    "name": "dask",
-    "scheduler_address": None,  # tcp://HOST:8786 of a running scheduler; None = start a LocalCluster
-    "n_workers": 2,  # LocalCluster worker processes
-    "threads_per_worker": 1,  # LightGBM threads on each worker
-    "partitions_per_worker": 1,  # data chunks per worker (whole queries each)
-}
+
+def _scheduler_address(value: str, where: str) -> str:
+    if "://" not in value:
+        raise ConfigError(f"{where}: expected e.g. 'tcp://host:8786' or null, got {value!r}")
+    return value
+
+
+@dataclass
+class BackendSchema:
+    """The ``backend`` config group (``conf/backend/*.yaml``): where training runs."""
+
+    name: str = setting("local", choices=("local", "dask"))  # local: this machine; dask: lightgbm.dask
+    scheduler_address: str | None = setting(
+        None, check=_scheduler_address
+    )  # tcp://HOST:8786; None = LocalCluster
+    n_workers: int = setting(2, low=1)  # LocalCluster worker processes
+    threads_per_worker: int = setting(1, low=1)  # LightGBM threads on each worker
+    partitions_per_worker: int = setting(1, low=1)  # data chunks per worker (whole queries each)
+
 
 #: LightGBM native names → the scikit-learn wrapper's argument names (so neither silently wins)
 _SKLEARN_NAMES = {
@@ -68,26 +82,27 @@ _SKLEARN_NAMES = {
 }
 
 
-def resolve_backend(backend_cfg: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The ``backend`` config group (``conf/backend/dask.yaml``) with defaults, checked."""
-    from ltr.models.params import plain
+def wrapper_arguments(engine_params: Mapping[str, Any]) -> tuple[dict[str, Any], list[int] | None]:
+    """``DaskLGBMRanker`` keyword arguments for LightGBM-native ``engine_params``, and ``eval_at``.
 
-    given = plain(backend_cfg)
-    unknown = sorted(set(given) - set(BACKEND_DEFAULTS))
-    if unknown:
-        raise ConfigError(f"backend: unknown key(s) {unknown}; accepted: {sorted(BACKEND_DEFAULTS)}")
-    cfg = {**BACKEND_DEFAULTS, **given}
+    Native names become the scikit-learn wrapper's (``lambda_l1`` → ``reg_alpha``, …, see
+    ``_SKLEARN_NAMES``); ``num_threads`` is dropped (each worker uses ``threads_per_worker``);
+    ``eval_at`` is returned apart (an argument of ``fit``, not of the estimator).
+
+    >>> wrapper_arguments({"lambda_l1": 0.3, "lambda_l2": 0.7, "num_threads": 2, "eval_at": [10]})
+    ({'reg_alpha': 0.3, 'reg_lambda': 0.7}, [10])
+    """
+    params = dict(engine_params)
+    params.pop("num_threads", None)
+    eval_at = params.pop("eval_at", None)
+    return {_SKLEARN_NAMES.get(k, k): v for k, v in params.items()}, eval_at
+
+
+def resolve_backend(backend_cfg: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``backend`` block (``conf/backend/dask.yaml``) checked against :class:`BackendSchema`; must be dask."""
+    cfg = check_block(BackendSchema, {"name": "dask", **plain(backend_cfg)}, "backend")
     if cfg["name"] != "dask":
         raise ConfigError(f"backend.name: build_dask_ranker needs the 'dask' backend, got {cfg['name']!r}")
-    for key in ("n_workers", "threads_per_worker", "partitions_per_worker"):
-        value = cfg[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"backend.{key}: expected an integer >= 1, got {value!r}")
-    address = cfg["scheduler_address"]
-    if address is not None and (not isinstance(address, str) or "://" not in address):
-        raise ConfigError(
-            f"backend.scheduler_address: expected e.g. 'tcp://host:8786' or null, got {address!r}"
-        )
     return cfg
 
 
@@ -207,12 +222,7 @@ class DaskLambdaMART(LambdaMART):
         self.engine_params_ = self.translate(
             params, cfg.engine_params, max_label=w.max_label, metric=w.metric
         )
-        lgb_params = dict(self.engine_params_)
-        lgb_params.pop(
-            "num_threads", None
-        )  # lightgbm.dask uses each worker's thread count (threads_per_worker)
-        eval_at = lgb_params.pop("eval_at", None)
-        kwargs = {_SKLEARN_NAMES.get(k, k): v for k, v in lgb_params.items()}
+        kwargs, eval_at = wrapper_arguments(self.engine_params_)
         backend = self.backend_
         with dask_client(backend) as client:
             workers = sorted(client.scheduler_info()["workers"])
@@ -275,22 +285,17 @@ def build_dask_ranker(
     ``num_threads`` is used for prediction on the caller's machine; worker threads come from
     ``backend.threads_per_worker``.
     """
-    from ltr.models.params import plain
-
     cfg = plain(model_cfg)
     if not isinstance(cfg, Mapping) or cfg.get("name") != "lambdamart":
         raise ConfigError(
             f"backend=dask trains LightGBM LambdaMART only (model=lambdamart), got model {cfg.get('name')!r}; "
             "use backend=local for other models"
         )
-    unknown = sorted(set(cfg) - set(LambdaMART.CONFIG_KEYS))
+    keys = LambdaMART.config_keys()
+    unknown = sorted(set(cfg) - set(keys))
     if unknown:
-        raise ConfigError(f"model lambdamart: unknown config key(s) {', '.join(unknown)}")
-    return DaskLambdaMART(
-        cfg.get("params"),
-        backend=backend_cfg,
-        early_stopping=cfg.get("early_stopping"),
-        engine_params=cfg.get("engine_params"),
-        seed=seed,
-        num_threads=num_threads,
-    )
+        raise ConfigError(
+            f"model: unknown key(s) {', '.join(unknown)}; lambdamart accepts: {', '.join(keys)}"
+        )
+    given = {k: cfg[k] for k in keys if k in cfg and k != "name"}
+    return DaskLambdaMART(**given, backend=backend_cfg, seed=seed, num_threads=num_threads)

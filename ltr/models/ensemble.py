@@ -12,6 +12,12 @@ optionally with overrides of that config, so members may mix engines::
     params: {...}                                    # the combination's settings (per class below)
     n_jobs: 0                                        # members trained at once (0 = as many as cores allow)
 
+A member's config is composed by Hydra exactly as ``+model=NAME`` composes it for ``ltr.train`` (the
+running app's config search path, so ``--config-dir`` model configs work as members; outside an app
+the package's ``conf/``), then the entry's overrides are merged over it with the member block's types.
+From the command line a member is replaced whole:
+``model.members.0={model:lambdamart,params:{n_trees:100}}``.
+
 Member ``i`` (after expanding ``bags``) gets the seed ``derive_seed(seed, i)``; a member with
 ``query_fraction < 1`` trains on that share of the training **queries** (whole queries, drawn
 without replacement with its seed). Members train in parallel threads with ``jobs × engine threads
@@ -47,10 +53,9 @@ formats) under ``members/NN_label/``, stackers under ``stackers/fold_F/``, and a
 
 from __future__ import annotations
 
-import json
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,17 +63,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ltr.config_check import check_block, defaults, join, plain, setting
 from ltr.data import RankingData
-from ltr.errors import ConfigError, DataError
+from ltr.errors import ConfigError
+from ltr.models.base import BaseRanker, OnIteration, Resolved
 from ltr.models.blend import coordinate_ascent, query_folds, stack_features
-from ltr.models.fusion import NORMALIZATIONS, check_weights, fuse, weighted_sum
+from ltr.models.fusion import check_weights, fuse, normalize_scores, weighted_sum
+from ltr.models.params import register_model_configs
+from ltr.models.registry import build_ranker, load_ranker
 from ltr.resources import config_dir
 
-MODEL_CONF_DIR = config_dir() / "model"
-MANIFEST = "manifest.json"
-FORMAT, FORMAT_VERSION = "ltr-ranker", 1  # the manifest format of ltr.models.base, read by load_ranker
-MEMBER_KEYS = ("model", "label", "params", "early_stopping", "engine_params", "bags", "query_fraction")
-OnIteration = Callable[[int, dict[str, float]], None]
+#: the config tree ``ltr.train`` composes (members are composed from it outside a running Hydra app)
+CONF_DIR = config_dir()
 
 
 # --- configuration ---------------------------------------------------------------------------------
@@ -96,15 +102,45 @@ def split_threads(n_members: int, n_jobs: int, num_threads: int) -> tuple[int, i
     return jobs, max(1, cores // jobs)
 
 
-def model_config(name: str, where: str) -> dict[str, Any]:
-    """``conf/model/NAME.yaml`` as a plain dict."""
+def compose_model_config(name: str, where: str) -> dict[str, Any]:
+    """The model config ``+model=NAME`` composes (every default filled in), as a plain dict."""
+    from hydra import compose, initialize_config_dir  # deferred: hydra only to compose member configs
+    from hydra.core.global_hydra import GlobalHydra  # deferred: as above
+    from hydra.errors import HydraException  # deferred: as above
     from omegaconf import OmegaConf
 
-    path = MODEL_CONF_DIR / f"{name}.yaml"
-    if not isinstance(name, str) or not path.is_file():
-        known = ", ".join(sorted(p.stem for p in MODEL_CONF_DIR.glob("*.yaml")))
-        raise ConfigError(f"{where}: no model config {path} for {name!r}; known model configs: {known}")
-    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    register_model_configs()
+
+    def composed() -> dict[str, Any]:
+        try:
+            cfg = compose(config_name=None, overrides=[f"+model={name}"])
+        except HydraException:
+            loader = GlobalHydra.instance().config_loader()
+            known = ", ".join(sorted(loader.get_group_options("model")))
+            raise ConfigError(f"{where}: no model config {name!r}; known model configs: {known}") from None
+        return OmegaConf.to_container(cfg.model, resolve=True)  # type: ignore[return-value]
+
+    if GlobalHydra.instance().is_initialized():  # inside a Hydra app: its search path
+        return composed()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return composed()
+
+
+@dataclass
+class Member:
+    """One entry of ``members:`` (a bare name ``NAME`` means ``{model: NAME}``)."""
+
+    model: str  # a model config name (conf/model/NAME.yaml)
+    label: str | None = None  # display label; default: the model name
+    params: dict[str, Any] | None = None  # overrides of the composed model config ...
+    early_stopping: dict[str, Any] | None = None
+    engine_params: dict[str, Any] | None = None
+    clicks: dict[str, Any] | None = None
+    bags: int = setting(1, low=1)  # copies trained with derived seeds
+    query_fraction: float = setting(1.0, low=0.0, high=1.0, open_low=True)  # share of training queries
+
+
+OVERRIDABLE = ("params", "early_stopping", "engine_params", "clicks")
 
 
 @dataclass(frozen=True)
@@ -115,49 +151,35 @@ class MemberSpec:
     config: dict[str, Any]
     seed: int
     query_fraction: float = 1.0
+    where: str = "model"  # the config path of its entry, for error messages
 
 
 def resolve_member(entry: Any, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(full model config, member options) for a member entry: a model name or a mapping with ``model``."""
     from omegaconf import OmegaConf
 
-    from ltr.models.params import plain
-
-    entry = {"model": entry} if isinstance(entry, str) else plain(entry)
-    if not isinstance(entry, Mapping) or "model" not in entry:
-        raise ConfigError(f"{where}: expected a model config name or a mapping with 'model', got {entry!r}")
-    unknown = sorted(set(entry) - set(MEMBER_KEYS))
+    entry = check_block(Member, {"model": entry} if isinstance(entry, str) else entry, where)
+    base = compose_model_config(entry["model"], where)
+    overrides = {k: entry[k] for k in OVERRIDABLE if entry[k] is not None}
+    unknown = sorted(set(overrides) - set(base))
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; accepted: {list(MEMBER_KEYS)}")
-    base = model_config(entry["model"], where)
-    overrides = {
-        k: entry[k] for k in ("params", "early_stopping", "engine_params") if entry.get(k) is not None
-    }
+        raise ConfigError(f"{join(where, unknown[0])}: model {entry['model']} has no {unknown[0]} block")
     config = OmegaConf.to_container(OmegaConf.merge(base, overrides), resolve=True)
-    bags, fraction = entry.get("bags", 1), entry.get("query_fraction", 1.0)
-    if isinstance(bags, bool) or not isinstance(bags, int) or bags < 1:
-        raise ConfigError(f"{where}.bags: expected an integer >= 1, got {bags!r}")
-    if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0.0 < fraction <= 1.0:
-        raise ConfigError(f"{where}.query_fraction: expected a number in (0, 1], got {fraction!r}")
-    return config, {
-        "label": entry.get("label") or entry["model"],
-        "bags": bags,
-        "query_fraction": float(fraction),
-    }
+    return config, {k: entry[k] for k in ("bags", "query_fraction")} | {
+        "label": entry["label"] or entry["model"]
+    }  # type: ignore[return-value]
 
 
 def expand_members(members: Any, seed: int, where: str) -> list[MemberSpec]:
     """Member entries → one :class:`MemberSpec` per trained model (``bags`` copies each), unique labels."""
-    from ltr.models.params import plain
-
     members = plain(members)
     if not isinstance(members, Sequence) or isinstance(members, str) or not members:
         raise ConfigError(f"{where}: members must be a non-empty list of model config names, got {members!r}")
-    resolved = [resolve_member(entry, f"{where}[{i}]") for i, entry in enumerate(members)]
+    resolved = [resolve_member(entry, join(where, i)) for i, entry in enumerate(members)]
     labels = [opts["label"] for _, opts in resolved]
     seen: dict[str, int] = {}
     specs: list[MemberSpec] = []
-    for (config, opts), label in zip(resolved, labels, strict=True):
+    for i, ((config, opts), label) in enumerate(zip(resolved, labels, strict=True)):
         if labels.count(label) > 1:  # the same model twice: lambdamart_0, lambdamart_1, ...
             seen[label] = seen.get(label, -1) + 1
             label = f"{label}_{seen[label]}"
@@ -168,6 +190,7 @@ def expand_members(members: Any, seed: int, where: str) -> list[MemberSpec]:
                     config=config,
                     seed=derive_seed(seed, len(specs)),
                     query_fraction=opts["query_fraction"],
+                    where=join(where, i),
                 )
             )
     return specs
@@ -185,61 +208,37 @@ def query_sample(data: RankingData, fraction: float, seed: int) -> RankingData:
 # --- the ensemble ------------------------------------------------------------------------------------
 
 
-class Ensemble:
-    """Shared machinery of every ensemble (module docstring); subclasses define the combination."""
+class Ensemble(BaseRanker):
+    """Shared machinery of every ensemble (module docstring); each subclass is one combination.
 
-    name: ClassVar[str] = ""
+    Built on :class:`~ltr.models.base.BaseRanker`: config checks, ``get_params``/``set_params``, the
+    fitted check, ``predict``'s input checks and the saved folder's manifest are the rankers' own. A
+    subclass implements ``_combine`` (member scores → one score per row) and, when the combination is
+    learned on the validation split (``needs_valid``), ``_fit_combination`` with its ``_extra_state`` /
+    ``_load_state``.
+    """
+
     engine: ClassVar[str] = "ensemble"
-    default_params: ClassVar[dict[str, Any]] = {}
+    iterative: ClassVar[bool] = False
     needs_valid: ClassVar[bool] = False
-    CONFIG_KEYS: ClassVar[tuple[str, ...]] = ("name", "members", "params", "n_jobs")
 
     def __init__(
         self,
         members: Any,
-        params: Mapping[str, Any] | None = None,
+        params: Any = None,
         *,
         n_jobs: int = 0,
         seed: int = 0,
         num_threads: int = 0,
-        stacker: Any = None,
+        where: str = "model",
     ) -> None:
         self.members = members
         self.params = params
         self.n_jobs = n_jobs
         self.seed = seed
         self.num_threads = num_threads
-        self.stacker = stacker
+        self._where = where
         self._resolve()
-
-    @classmethod
-    def from_config(cls, cfg: Mapping[str, Any], *, seed: int = 0, num_threads: int = 0) -> Ensemble:
-        """Build from ``{name, members, params, n_jobs}`` (plus ``stacker`` for stacking)."""
-        unknown = sorted(set(cfg) - set(cls.CONFIG_KEYS))
-        if unknown:
-            raise ConfigError(
-                f"model {cls.name}: unknown config key(s) {', '.join(unknown)}; accepted: {', '.join(cls.CONFIG_KEYS)}"
-            )
-        extra = {"stacker": cfg.get("stacker")} if "stacker" in cls.CONFIG_KEYS else {}
-        return cls(
-            cfg.get("members"),
-            cfg.get("params"),
-            n_jobs=cfg.get("n_jobs", 0),
-            seed=seed,
-            num_threads=num_threads,
-            **extra,
-        )
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """Constructor arguments, as given (scikit-learn convention)."""
-        return {
-            "members": self.members,
-            "params": self.params,
-            "n_jobs": self.n_jobs,
-            "seed": self.seed,
-            "num_threads": self.num_threads,
-            "stacker": self.stacker,
-        }
 
     def __repr__(self) -> str:
         return (
@@ -247,54 +246,39 @@ class Ensemble:
         )
 
     # --- validation ------------------------------------------------------------------------------------
-    def _resolve(self) -> None:
-        from ltr.models import build_ranker
-        from ltr.models.params import resolve_params
+    def _resolve(self) -> Resolved:
+        """The whole block checked (params, n_jobs, members: each member's config built now, before any data)."""
+        self._check_run()
+        given = {
+            k: v for k, v in self.get_params().items() if k not in ("seed", "num_threads") and v is not None
+        }
+        block = check_block(self.config_schema, given, self._where)  # type: ignore[arg-type]
+        self.params_ = block["params"]
+        self.member_specs = expand_members(block["members"], int(self.seed), join(self._where, "members"))
+        for spec in self.member_specs:
+            build_ranker(spec.config, seed=spec.seed, num_threads=1, where=spec.where)
+        if self.params_.get("weights") is not None:
+            check_weights(self.params_["weights"], len(self.member_specs))
+        self._check_block(block)
+        return Resolved(self.params_, {}, {})
 
-        where = f"model {self.name}"
-        for key, value in (("seed", self.seed), ("num_threads", self.num_threads), ("n_jobs", self.n_jobs)):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | np.integer)
-                or (key != "seed" and value < 0)
-            ):
-                raise ConfigError(
-                    f"{where}: {key} must be an integer{' >= 0' if key != 'seed' else ''}, got {value!r}"
-                )
-        self.params_ = resolve_params(self.default_params, self.params, model=self.name)
-        self._check_params(self.params_)
-        self.member_specs = expand_members(self.members, int(self.seed), f"{where}: members")
-        for spec in self.member_specs:  # validate every member config now, before any data is read
-            build_ranker(spec.config, seed=spec.seed, num_threads=1)
-        weights = self.params_.get("weights")
-        if weights is not None:
-            check_weights(weights, len(self.member_specs))
-
-    def _check_params(self, params: dict[str, Any]) -> None:
-        """Combination-specific checks (override)."""
+    def _check_block(self, block: dict[str, Any]) -> None:
+        """Combination-specific checks of the resolved block (override)."""
 
     # --- training ----------------------------------------------------------------------------------------
-    def fit(
-        self, train: RankingData, valid: RankingData | None = None, *, on_iteration: OnIteration | None = None
-    ) -> Ensemble:
+    def _fit(
+        self, train: RankingData, valid: RankingData | None, cfg: Resolved, on_iteration: OnIteration | None
+    ) -> None:
         """Train every member (in parallel), then fit the combination on ``valid`` when it learns one."""
-        from ltr.models import build_ranker
-        from ltr.models.checks import check_features
-
-        if not isinstance(train, RankingData) or (valid is not None and not isinstance(valid, RankingData)):
-            raise DataError(f"{self.name}.fit: train and valid must be ltr.data.RankingData objects")
-        if valid is not None:
-            check_features(train, valid, "valid")
         if self.needs_valid and (valid is None or valid.n_queries == 0):
             raise ConfigError(
                 f"model {self.name}: fitting the combination needs a validation split (valid=None given)"
             )
-        self._resolve()
         jobs, threads = split_threads(len(self.member_specs), int(self.n_jobs), int(self.num_threads))
         lock = threading.Lock()
 
         def train_one(spec: MemberSpec) -> Any:
-            ranker = build_ranker(spec.config, seed=spec.seed, num_threads=threads)
+            ranker = build_ranker(spec.config, seed=spec.seed, num_threads=threads, where=spec.where)
             callback = None
             if on_iteration is not None:
 
@@ -309,8 +293,6 @@ class Ensemble:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             fitted = list(pool.map(train_one, self.member_specs))
         self.rankers_ = fitted
-        self.n_features_in_ = train.n_features
-        self.best_iteration_: int | None = None
         self.jobs_, self.threads_per_job_ = jobs, threads
         self.evals_result_ = {
             f"{spec.label}/{split}": curves
@@ -323,22 +305,18 @@ class Ensemble:
             for key, value in (getattr(ranker, "engine_params_", None) or {}).items()
         }
         if self.needs_valid:
-            self._fit_combination(valid)
-        return self
+            self._fit_combination(valid)  # type: ignore[arg-type]
 
     def member_scores(self, data: RankingData | Any) -> np.ndarray:
         """Every member's scores on ``data``: a (rows × members) float64 matrix."""
         self._check_fitted()
         return np.column_stack([r.predict(data) for r in self.rankers_]).astype(np.float64)
 
-    def predict(self, data: RankingData | Any) -> np.ndarray:
-        """Combined float64 score per row. A bare feature matrix is scored as ONE query (its rows are
-        the candidates of a single query); pass a :class:`RankingData` to score many queries."""
-        self._check_fitted()
+    def _score(self, data: RankingData | Any, X: Any) -> np.ndarray:
+        """Combined scores. A bare feature matrix is scored as ONE query (its rows are the candidates of
+        a single query); pass a :class:`RankingData` to score many queries."""
         S = self.member_scores(data)
         offsets = data.offsets if isinstance(data, RankingData) else np.array([0, S.shape[0]])
-        if S.shape[0] == 0:
-            return np.zeros(0)
         return self._combine(S, offsets, data)
 
     def _fit_combination(self, valid: RankingData) -> None:
@@ -347,125 +325,56 @@ class Ensemble:
     def _combine(self, S: np.ndarray, offsets: np.ndarray, data: Any) -> np.ndarray:
         raise NotImplementedError
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "rankers_"):
-            raise ConfigError(
-                f"{type(self).__name__} is not fitted yet: call fit(train, valid) or load(folder) first"
-            )
-
     # --- persistence -------------------------------------------------------------------------------------
-    def save(self, path: str | Path) -> None:
-        """Write the folder: manifest.json, ``members/NN_label/`` (native formats), learned state."""
-        import ltr
+    def _member_dirs(self) -> list[str]:
+        return [f"members/{i:02d}_{spec.label}" for i, spec in enumerate(self.member_specs)]
 
-        self._check_fitted()
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        member_dirs = []
-        for i, (spec, ranker) in enumerate(zip(self.member_specs, self.rankers_, strict=True)):
-            rel = f"members/{i:02d}_{spec.label}"
+    def _save_native(self, path: Path) -> dict[str, str]:
+        """Each member saved by its own ``save`` (native formats) under ``members/NN_label/``."""
+        for ranker, rel in zip(self.rankers_, self._member_dirs(), strict=True):
             ranker.save(path / rel)
-            member_dirs.append(rel)
-        manifest = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "model": self.name,
-            "engine": self.engine,
-            "ltr_version": ltr.__version__,
-            "config": {
-                "members": _plain(self.members),
-                "params": self.params_,
-                "n_jobs": int(self.n_jobs),
-                "stacker": _plain(self.stacker),
-            },
-            "seed": int(self.seed),
-            "num_threads": int(self.num_threads),
-            "n_features": int(self.n_features_in_),
-            "members": [
-                {
-                    "label": s.label,
-                    "model": s.config["name"],
-                    "seed": s.seed,
-                    "query_fraction": s.query_fraction,
-                    "dir": d,
-                }
-                for s, d in zip(self.member_specs, member_dirs, strict=True)
-            ],
-            "state": self._save_state(path),
-        }
-        (path / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        (path / "evals_result.json").write_text(json.dumps(self.evals_result_) + "\n")
+        return {}
+
+    def _manifest_config(self) -> dict[str, Any]:
+        config = {k: None if v is None else plain(v) for k, v in self.get_params().items()}
+        del config["seed"], config["num_threads"]
+        config.update(params=self.params_, n_jobs=int(self.n_jobs))
+        members = [
+            {
+                "label": s.label,
+                "model": s.config["name"],
+                "seed": s.seed,
+                "query_fraction": s.query_fraction,
+                "dir": d,
+            }
+            for s, d in zip(self.member_specs, self._member_dirs(), strict=True)
+        ]
+        return {"config": config, "members": members}
 
     @classmethod
-    def load(cls, path: str | Path) -> Ensemble:
-        """Read a folder written by :meth:`save`; members load through :func:`ltr.models.load_ranker`."""
-        from ltr.models import load_ranker, read_manifest
-
-        path = Path(path)
-        manifest = read_manifest(path)
-        if manifest.get("model") != cls.name:
-            raise ConfigError(f"{path / MANIFEST}: holds a '{manifest.get('model')}' model, not '{cls.name}'")
+    def _from_manifest(cls, manifest: dict[str, Any], path: Path) -> Ensemble:
         config = manifest["config"]
-        extra = {"stacker": config.get("stacker") or None} if "stacker" in cls.CONFIG_KEYS else {}
-        ens = cls(
-            config["members"],
-            config["params"],
-            n_jobs=config["n_jobs"],
-            seed=manifest["seed"],
-            num_threads=manifest["num_threads"],
-            **extra,
-        )
+        keys = [k for k in cls.config_keys() if k != "name" and config.get(k) is not None]
+        ens = cls(**{k: config[k] for k in keys}, seed=manifest["seed"], num_threads=manifest["num_threads"])
         labels = [m["label"] for m in manifest["members"]]
         if labels != [s.label for s in ens.member_specs]:
-            raise ConfigError(f"{path / MANIFEST}: members {labels} do not match the saved configuration")
-        ens.rankers_ = [load_ranker(path / m["dir"]) for m in manifest["members"]]
-        ens.n_features_in_ = int(manifest["n_features"])
-        ens.best_iteration_ = None
-        history = path / "evals_result.json"
-        ens.evals_result_ = json.loads(history.read_text()) if history.exists() else {}
-        ens.engine_params_ = {}
-        ens._load_state(path, manifest["state"])
+            raise ConfigError(
+                f"{path / 'manifest.json'}: members {labels} do not match the saved configuration"
+            )
         return ens
 
-    def _save_state(self, path: Path) -> dict[str, Any]:
-        return {}
+    def _load_native(self, path: Path, manifest: dict[str, Any]) -> None:
+        self.rankers_ = [load_ranker(path / m["dir"]) for m in manifest["members"]]
+        self._load_state(path, manifest.get("state") or {})
 
     def _load_state(self, path: Path, state: dict[str, Any]) -> None:
         """Restore learned combination state (override)."""
-
-
-def _plain(value: Any) -> Any:
-    from ltr.models.params import plain
-
-    return None if value is None else plain(value)
-
-
-def _check_normalization(name: str, value: Any) -> None:
-    if value not in NORMALIZATIONS:
-        raise ConfigError(
-            f"model {name}: params.normalization: expected one of {list(NORMALIZATIONS)}, got {value!r}"
-        )
-
-
-def _check_metric(name: str, params: dict[str, Any]) -> None:
-    from ltr.metrics import resolve_conventions
-    from ltr.metrics.registry import parse_metric
-
-    try:
-        parse_metric(params["metric"])
-        resolve_conventions(params["preset"])
-    except Exception as exc:  # MetricError / ConfigError from the metrics registry
-        raise ConfigError(f"model {name}: params.metric / params.preset: {exc}") from None
 
 
 class MeanEnsemble(Ensemble):
     """Weighted mean of per-query normalised member scores (CombSUM / Σw)."""
 
     name = "ensemble_mean"
-    default_params: ClassVar[dict[str, Any]] = {"normalization": "zscore", "weights": None}
-
-    def _check_params(self, params: dict[str, Any]) -> None:
-        _check_normalization(self.name, params["normalization"])
 
     def _combine(self, S: np.ndarray, offsets: np.ndarray, data: Any) -> np.ndarray:
         p = self.params_
@@ -476,14 +385,12 @@ class BaggingEnsemble(MeanEnsemble):
     """Seed bagging: the plain average of copies trained with different seeds on sampled queries."""
 
     name = "ensemble_bagging"
-    default_params: ClassVar[dict[str, Any]] = {"normalization": "none", "weights": None}
 
 
 class RRFEnsemble(Ensemble):
     """Reciprocal rank fusion of the members' rankings (Cormack et al. 2009)."""
 
     name = "ensemble_rrf"
-    default_params: ClassVar[dict[str, Any]] = {"k": 60, "weights": None}
 
     def _combine(self, S: np.ndarray, offsets: np.ndarray, data: Any) -> np.ndarray:
         return fuse(S, offsets, "rrf", weights=self.params_["weights"], k=self.params_["k"])
@@ -493,7 +400,6 @@ class BordaEnsemble(Ensemble):
     """Borda count over the members' rankings (Aslam & Montague 2001)."""
 
     name = "ensemble_borda"
-    default_params: ClassVar[dict[str, Any]] = {"weights": None}
 
     def _combine(self, S: np.ndarray, offsets: np.ndarray, data: Any) -> np.ndarray:
         return fuse(S, offsets, "borda", weights=self.params_["weights"])
@@ -507,24 +413,9 @@ class BlendEnsemble(Ensemble):
 
     name = "ensemble_blend"
     needs_valid = True
-    default_params: ClassVar[dict[str, Any]] = {
-        "normalization": "zscore",
-        "metric": "ndcg@10",
-        "preset": "ltr",
-        "n_restarts": 5,
-        "max_steps": 25,
-        "max_passes": 20,
-        "tolerance": 0.0001,
-    }
-
-    def _check_params(self, params: dict[str, Any]) -> None:
-        _check_normalization(self.name, params["normalization"])
-        _check_metric(self.name, params)
 
     def _fit_combination(self, valid: RankingData) -> None:
         p = self.params_
-        from ltr.models.fusion import normalize_scores
-
         X = normalize_scores(self.member_scores(valid), valid.offsets, p["normalization"])
         fit = coordinate_ascent(
             X,
@@ -545,7 +436,7 @@ class BlendEnsemble(Ensemble):
     def _combine(self, S: np.ndarray, offsets: np.ndarray, data: Any) -> np.ndarray:
         return weighted_sum(S, offsets, weights=self.weights_, normalization=self.params_["normalization"])
 
-    def _save_state(self, path: Path) -> dict[str, Any]:
+    def _extra_state(self) -> dict[str, Any]:
         return {"weights": self.weights_.tolist(), "valid_scores": self.valid_scores_}
 
     def _load_state(self, path: Path, state: dict[str, Any]) -> None:
@@ -553,7 +444,7 @@ class BlendEnsemble(Ensemble):
         self.valid_scores_ = state["valid_scores"]
 
 
-DEFAULT_STACKER: dict[str, Any] = {"model": "lambdamart"}
+VALID_OOF = "valid_oof.npy"
 
 
 class StackEnsemble(Ensemble):
@@ -561,31 +452,23 @@ class StackEnsemble(Ensemble):
 
     name = "ensemble_stack"
     needs_valid = True
-    CONFIG_KEYS: ClassVar[tuple[str, ...]] = ("name", "members", "params", "n_jobs", "stacker")
-    default_params: ClassVar[dict[str, Any]] = {"normalizations": ["zscore", "rank"], "n_folds": 5}
 
-    def _check_params(self, params: dict[str, Any]) -> None:
-        norms = params["normalizations"]
-        if not isinstance(norms, list | tuple) or any(n not in NORMALIZATIONS[1:] for n in norms):
-            raise ConfigError(
-                f"model {self.name}: params.normalizations: expected a list drawn from {list(NORMALIZATIONS[1:])}, got {norms!r}"
-            )
-        n_folds = params["n_folds"]
-        if isinstance(n_folds, bool) or not isinstance(n_folds, int) or n_folds < 2:
-            raise ConfigError(f"model {self.name}: params.n_folds: expected an integer >= 2, got {n_folds!r}")
-        self.stacker_config_, _ = resolve_member(
-            self.stacker or DEFAULT_STACKER, f"model {self.name}: stacker"
-        )
-        from ltr.models import build_ranker
+    def __init__(self, members: Any, params: Any = None, *, stacker: Any = None, **kwargs: Any) -> None:
+        self.stacker = stacker
+        super().__init__(members, params, **kwargs)
 
-        build_ranker(self.stacker_config_, seed=0, num_threads=1)  # validate the stacker's config now
+    def _check_block(self, block: dict[str, Any]) -> None:
+        where = join(self._where, "stacker")
+        stacker = block["stacker"]
+        if isinstance(stacker, dict) and "model" not in stacker:  # as Hydra merges it over the default
+            stacker = {**defaults(self.config_schema)["stacker"], **stacker}  # type: ignore[arg-type]
+        self.stacker_config_, _ = resolve_member(stacker, where)
+        build_ranker(self.stacker_config_, seed=0, num_threads=1, where=where)  # validate it now
 
     def _features(self, S: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         return stack_features(S, offsets, tuple(self.params_["normalizations"]))
 
     def _fit_combination(self, valid: RankingData) -> None:
-        from ltr.models import build_ranker
-
         level2 = RankingData(
             X=self._features(self.member_scores(valid), valid.offsets),
             y=valid.y,
@@ -619,17 +502,24 @@ class StackEnsemble(Ensemble):
         F = self._features(S, offsets)
         return np.mean([m.predict(F) for m in self.stackers_], axis=0)
 
-    def _save_state(self, path: Path) -> dict[str, Any]:
-        dirs = []
-        for f, model in enumerate(self.stackers_):
-            model.save(path / f"stackers/fold_{f}")
-            dirs.append(f"stackers/fold_{f}")
-        np.save(path / "valid_oof.npy", self.valid_oof_, allow_pickle=False)
-        return {"stackers": dirs, "valid_fingerprint": self.valid_fingerprint_, "valid_oof": "valid_oof.npy"}
+    def _stacker_dirs(self) -> list[str]:
+        return [f"stackers/fold_{f}" for f in range(len(self.stackers_))]
+
+    def _save_native(self, path: Path) -> dict[str, str]:
+        files = super()._save_native(path)
+        for model, rel in zip(self.stackers_, self._stacker_dirs(), strict=True):
+            model.save(path / rel)
+        np.save(path / VALID_OOF, self.valid_oof_, allow_pickle=False)
+        return files
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {
+            "stackers": self._stacker_dirs(),
+            "valid_fingerprint": self.valid_fingerprint_,
+            "valid_oof": VALID_OOF,
+        }
 
     def _load_state(self, path: Path, state: dict[str, Any]) -> None:
-        from ltr.models import load_ranker
-
         self.stackers_ = [load_ranker(path / d) for d in state["stackers"]]
         self.valid_fingerprint_ = state["valid_fingerprint"]
         self.valid_oof_ = np.load(path / state["valid_oof"], allow_pickle=False)
@@ -642,13 +532,11 @@ ENSEMBLE_MODELS: dict[str, type[Ensemble]] = {
 }
 
 
-def build_ensemble(cfg: Mapping[str, Any], *, seed: int = 0, num_threads: int = 0) -> Ensemble:
+def build_ensemble(cfg: Any, *, seed: int = 0, num_threads: int = 0) -> Ensemble:
     """An ensemble from its config (the ``name`` picks the combination)."""
-    from ltr.models.params import plain
-
     cfg = plain(cfg)
     if cfg.get("name") not in ENSEMBLE_MODELS:
         raise ConfigError(
             f"unknown ensemble {cfg.get('name')!r}; known: {', '.join(sorted(ENSEMBLE_MODELS))}"
         )
-    return ENSEMBLE_MODELS[cfg["name"]].from_config(cfg, seed=seed, num_threads=num_threads)
+    return ENSEMBLE_MODELS[cfg["name"]].from_config(cfg, seed=seed, num_threads=num_threads)  # type: ignore[return-value]

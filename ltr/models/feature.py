@@ -55,14 +55,8 @@ class SingleFeature(NonIterativeRanker):
 
     name = "feature"
     engine = "none"
-    default_params = {"feature": "best", "direction": "best"}
 
     def _check_params(self, params: dict[str, Any]) -> None:
-        f = params["feature"]
-        if not (f == "best" or (isinstance(f, int | np.integer) and not isinstance(f, bool) and f >= 0)):
-            raise ConfigError(
-                f"model feature: params.feature must be a column index >= 0 or 'best', got {f!r}"
-            )
         if self.engine_params:
             raise ConfigError("model feature: has no engine, so engine_params must be empty")
 

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from ltr.config_check import Constraint, check_value
 from ltr.errors import ConfigError, DataError
 from ltr.ranking import check_offsets, check_scores, descending_ranks, query_index
 
@@ -149,8 +150,7 @@ def reciprocal_rank_fusion(
     ties: str = "average",
 ) -> np.ndarray:
     """RRF(d) = Σ_j w_j / (k + r_j(d)), r_j the 1-based descending rank of d by member j."""
-    if isinstance(k, bool) or not isinstance(k, int | float | np.number) or not k >= 0:
-        raise ConfigError(f"rrf k: expected a number >= 0, got {k!r}")
+    k = check_value(k, float, Constraint(low=0.0), "rrf k")
     return _rank_sum(score_matrix, offsets, weights, ties, lambda ranks, sizes: 1.0 / (k + ranks))
 
 

@@ -2,8 +2,9 @@
 ``classification`` (multiclass; score = expected relevance Σ_k p_k·k, as in McRank).
 
 All four train with ``lightgbm.train`` on the Booster API. The ltr vocabulary is translated into
-LightGBM's names (:meth:`LightGBMRanker.translate`, exposed after fitting as ``engine_params_``,
-the exact dict handed to ``lightgbm.train``); ``engine_params`` from the config are applied last.
+LightGBM's names by the table of :mod:`ltr.models.vocabulary` (:meth:`LightGBMRanker.translate`,
+exposed after fitting as ``engine_params_``, the exact dict handed to ``lightgbm.train``);
+``engine_params`` from the config are applied last.
 Runs are deterministic for a seed: ``seed``, ``deterministic=True`` and ``force_col_wise=True``
 (LightGBM otherwise picks row- or column-wise histograms by timing both).
 
@@ -33,6 +34,7 @@ import numpy as np
 
 from ltr.data import RankingData
 from ltr.errors import ConfigError
+from ltr.models import vocabulary
 from ltr.models.base import BaseRanker, OnIteration, Resolved
 from ltr.models.checks import (
     LIGHTGBM_MAX_QUERY_ROWS,
@@ -44,29 +46,15 @@ from ltr.models.checks import (
 )
 from ltr.models.evaluation import RankingMetric
 from ltr.models.monitor import LTR_PREFIX, IterationMonitor, history_name, watch
-from ltr.models.params import gain_table
 
 MODEL_FILE = "model.txt"
 LIGHTGBM_DEFAULT_GAIN_SIZE = 31  # LightGBM's default label_gain is 2^i - 1 for i in 0..30
-LIGHTGBM_MAX_LEAVES = 131072
-
-TREE_PARAMS: dict[str, Any] = {
-    "n_trees": 500,
-    "learning_rate": 0.1,
-    "num_leaves": 31,
-    "max_depth": None,
-    "min_data_in_leaf": 20,
-    "min_sum_hessian_in_leaf": 1e-3,
-    "lambda_l1": 0.0,
-    "lambda_l2": 0.0,
-    "max_bin": 255,
-    "feature_fraction": 1.0,
-    "bagging_fraction": 1.0,
-}
 
 
 class LightGBMRanker(BaseRanker):
     """Shared LightGBM adapter; subclasses fix the objective."""
+
+    mlflow_flavor = "lightgbm"  # MLflow logs booster_ with its LightGBM flavour
 
     engine = "lightgbm"
     objective: ClassVar[str] = ""
@@ -81,48 +69,23 @@ class LightGBMRanker(BaseRanker):
         max_label: int,
         metric: RankingMetric | None,
     ) -> dict[str, Any]:
-        """The ``lightgbm.train`` parameter dict for resolved ltr ``params`` (``engine_params`` win)."""
+        """The ``lightgbm.train`` parameter dict for resolved ltr ``params`` (``engine_params`` win).
+
+        The vocabulary part comes from :func:`ltr.models.vocabulary.translate`; this adds the
+        objective, LightGBM's own metric and ``verbosity``.
+        """
         lgb: dict[str, Any] = {
             "objective": self.objective,
             "boosting": "gbdt",
-            "num_iterations": params["n_trees"],
-            "learning_rate": params["learning_rate"],
-            "num_leaves": params["num_leaves"] or LIGHTGBM_MAX_LEAVES,
-            "max_depth": -1 if params["max_depth"] is None else params["max_depth"],
-            "min_data_in_leaf": params["min_data_in_leaf"],
-            "min_sum_hessian_in_leaf": params["min_sum_hessian_in_leaf"],
-            "lambda_l1": params["lambda_l1"],
-            "lambda_l2": params["lambda_l2"],
-            "max_bin": params["max_bin"],
-            "feature_fraction": params["feature_fraction"],
-            "bagging_fraction": params["bagging_fraction"],
-            "bagging_freq": 1 if params["bagging_fraction"] < 1.0 else 0,
+            **vocabulary.translate(self.engine, params, max_label=max_label),
         }
-        if params.get("bagging_by_query"):
-            lgb["bagging_by_query"] = True
-        if params.get("truncation_level") is not None:
-            lgb["lambdarank_truncation_level"] = params["truncation_level"]
-        gain = params.get("label_gain", "exp2")
-        if self.ranking_objective and gain != "exp2":
-            lgb["label_gain"] = gain_table(gain, max_label)
-        lgb.update(self._objective_params(params, max_label))
         lgb["metric"] = self._engine_metric(metric)
         if lgb["metric"] in ("ndcg", "map"):
             lgb["eval_at"] = [metric.k]
-        lgb.update(
-            {
-                "seed": int(self.seed),
-                "deterministic": True,
-                "force_col_wise": True,
-                "num_threads": int(self.num_threads),
-                "verbosity": -1,
-            }
-        )
+        lgb.update(vocabulary.translate(self.engine, {"seed": self.seed, "num_threads": self.num_threads}))
+        lgb["verbosity"] = -1
         lgb.update(engine_params)
         return lgb
-
-    def _objective_params(self, params: dict[str, Any], max_label: int) -> dict[str, Any]:
-        return {}
 
     def _engine_metric(self, metric: RankingMetric | None) -> str:
         """LightGBM's own counterpart of the early-stopping metric, logged next to ours when they differ.
@@ -269,7 +232,6 @@ class LambdaMART(LightGBMRanker):
 
     name = "lambdamart"
     objective = "lambdarank"
-    default_params = {**TREE_PARAMS, "bagging_by_query": False, "truncation_level": 30, "label_gain": None}
 
 
 class XENDCG(LightGBMRanker):
@@ -277,7 +239,6 @@ class XENDCG(LightGBMRanker):
 
     name = "xendcg"
     objective = "rank_xendcg"
-    default_params = {**TREE_PARAMS, "bagging_by_query": False, "label_gain": None}
 
 
 class Regression(LightGBMRanker):
@@ -286,7 +247,6 @@ class Regression(LightGBMRanker):
     name = "regression"
     objective = "regression"
     ranking_objective = False
-    default_params = dict(TREE_PARAMS)
 
 
 class Classification(LightGBMRanker):
@@ -298,7 +258,6 @@ class Classification(LightGBMRanker):
     name = "classification"
     objective = "multiclass"
     ranking_objective = False
-    default_params = {**TREE_PARAMS, "num_classes": None}
 
     def _check_data(self, data: RankingData, role: str, params: dict[str, Any], max_label: int) -> None:
         check_integer_labels(data, role, engine="multiclass classification")
@@ -314,14 +273,11 @@ class Classification(LightGBMRanker):
     def _prepare(
         self, train: RankingData, valid: RankingData | None, params: dict[str, Any], max_label: int
     ) -> None:
-        self.num_classes_ = int(params["num_classes"] or max_label + 1)
+        self.num_classes_ = vocabulary.n_classes(params["num_classes"], max_label)
         if self.num_classes_ < 2:
             raise ConfigError(
                 f"model classification: the labels of {train.name} have a single grade (0); need at least two classes"
             )
-
-    def _objective_params(self, params: dict[str, Any], max_label: int) -> dict[str, Any]:
-        return {"num_class": self.num_classes_}
 
     def _scores_from_engine(self, preds: np.ndarray) -> np.ndarray:
         probs = np.asarray(preds).reshape(-1, self.num_classes_)

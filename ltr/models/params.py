@@ -1,137 +1,69 @@
-"""The one hyper-parameter vocabulary of ``ltr`` rankers, and its validation.
+"""The one hyper-parameter vocabulary of ``ltr`` rankers, every model's parameter block, and its checks.
 
-Every model config (``conf/model/NAME.yaml``) has the same four keys::
+Every model config has the same four keys (plus ``clicks`` for click-trained models)::
 
     name: lambdamart
     params: {n_trees: 500, learning_rate: 0.1, ...}   # the ltr vocabulary below
-    early_stopping: {metric: ndcg@10, patience: 50}    # see EARLY_STOPPING_DEFAULTS
+    early_stopping: {metric: ndcg@10, patience: 50}    # EarlyStopping
     engine_params: {}                                   # passed verbatim to the engine, last word
 
-Each ranker class declares the subset of the vocabulary it understands (its ``default_params``);
-a key outside that subset is a :class:`ConfigError` listing the accepted keys, so a typo or a
-parameter the engine cannot honour never silently changes a result.
-
-Vocabulary (``SPECS``): ``n_trees`` boosting rounds / trees; ``learning_rate``; ``num_leaves``
-(``None`` = engine unlimited); ``max_depth`` (``None`` = unlimited); ``min_data_in_leaf``;
-``min_sum_hessian_in_leaf``; ``lambda_l1`` / ``lambda_l2`` (leaf-weight regularisation);
-``max_bin``; ``truncation_level`` (pairs are formed with the top-k positions only);
-``label_gain`` (``None``/``"exp2"`` = 2^l − 1, ``"linear"`` = l, or an explicit table
-``[g_0, g_1, ...]`` indexed by label); ``feature_fraction`` (features per tree);
+**Vocabulary** (:data:`SPECS`: type and range of each key, written once): ``n_trees`` boosting
+rounds / trees; ``learning_rate``; ``num_leaves`` (``None`` = engine unlimited); ``max_depth``
+(``None`` = unlimited); ``min_data_in_leaf``; ``min_sum_hessian_in_leaf``; ``lambda_l1`` /
+``lambda_l2`` (leaf-weight regularisation); ``max_bin``; ``truncation_level`` (pairs are formed with
+the top-k positions only); ``label_gain`` (``None``/``"exp2"`` = 2^l − 1, ``"linear"`` = l, or an
+explicit table ``[g_0, g_1, ...]`` indexed by label); ``feature_fraction`` (features per tree);
 ``bagging_fraction`` (rows — or queries with ``bagging_by_query`` — per tree).
 
->>> resolve_params({"n_trees": 10, "learning_rate": 0.1}, {"learning_rate": 0.05}, model="m")
-{'n_trees': 10, 'learning_rate': 0.05}
+**Defaults, once per model** (:data:`MODEL_PARAMS`): each model accepts a subset of the vocabulary with
+its own defaults, declared as a dataclass by :func:`params_block`. The ranker class finds its block here
+by name; Hydra composes the same dataclass under each ``conf/model/NAME.yaml`` (which holds only what
+differs), so the resolved config still lists every value. A key outside a model's block is a
+:class:`~ltr.errors.ConfigError` listing the accepted keys; a vocabulary key the engine cannot honour
+gets the reason and the alternative.
+
+>>> resolve_params(MODEL_PARAMS["linear"], {"alpha": 2}, model="linear")
+{'alpha': 2.0}
+>>> resolve_params(MODEL_PARAMS["linear"], {"alpha": -1}, model="linear")
+Traceback (most recent call last):
+...
+ltr.errors.ConfigError: model.params.alpha: must be in [0.0, inf], got -1
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ltr.errors import ConfigError
+import numpy as np
 
+from ltr.clicks import ClickConfig
+from ltr.config_check import CHECK, Constraint, check_block, join, plain, setting
+from ltr.errors import ConfigError, MetricError
+from ltr.metrics.conventions import resolve_conventions
+from ltr.metrics.registry import parse_metric
+from ltr.models.fusion import NORMALIZATIONS
 
-@dataclass(frozen=True)
-class Spec:
-    """Type and range of one vocabulary parameter (``low``/``high`` inclusive unless ``open_low``)."""
-
-    kind: str  # "int", "float", "bool", "gain", "str", "raw" (checked by the model class)
-    low: float | None = None
-    high: float | None = None
-    open_low: bool = False
-    nullable: bool = False
-    choices: tuple[str, ...] = ()
-
-
-SPECS: dict[str, Spec] = {
-    "n_trees": Spec("int", 1),
-    "learning_rate": Spec("float", 0.0, None, open_low=True),
-    "num_leaves": Spec("int", 2, nullable=True),
-    "max_depth": Spec("int", 1, nullable=True),
-    "min_data_in_leaf": Spec("int", 1),
-    "min_sum_hessian_in_leaf": Spec("float", 0.0),
-    "lambda_l1": Spec("float", 0.0),
-    "lambda_l2": Spec("float", 0.0),
-    "max_bin": Spec("int", 2),
-    "truncation_level": Spec("int", 1, nullable=True),
-    "label_gain": Spec("gain", nullable=True),
-    "feature_fraction": Spec("float", 0.0, 1.0, open_low=True),
-    "bagging_fraction": Spec("float", 0.0, 1.0, open_low=True),
-    "bagging_by_query": Spec("bool"),
-    # model-specific parameters
-    "objective": Spec("str", choices=("rank:ndcg", "rank:pairwise", "rank:map")),
-    "num_classes": Spec("int", 2, nullable=True),
-    "alpha": Spec("float", 0.0),
-    "feature": Spec("raw"),  # a column index or "best"; checked by SingleFeature
-    "direction": Spec("str", choices=("desc", "asc", "best")),
-    "depth": Spec("int", 1, 16),
-}
-
-EARLY_STOPPING_DEFAULTS: dict[str, Any] = {
-    "metric": "ndcg@10",  # a metric name of ltr.metrics, computed with OUR conventions
-    "patience": 50,  # stop after this many rounds without improvement; None or 0 = never stop early
-    "preset": "ltr",  # metric conventions preset (ltr.metrics presets)
-    "conventions": {},  # single-convention overrides on top of the preset
-    "eval_train": False,  # also compute the metric on the training set every round (~0.08 µs per row per round)
-}
-
-
-def plain(cfg: Any) -> Any:
-    """A plain ``dict``/``list`` copy of a (possibly OmegaConf) mapping, resolved; ``None`` → ``{}``."""
-    if cfg is None:
-        return {}
-    try:
-        from omegaconf import DictConfig, ListConfig, OmegaConf
-    except ImportError:  # pragma: no cover - omegaconf is a dependency
-        DictConfig = ListConfig = ()  # type: ignore[assignment,misc]
-    if isinstance(cfg, DictConfig | ListConfig):
-        return OmegaConf.to_container(cfg, resolve=True)
-    if isinstance(cfg, Mapping):
-        return {str(k): plain(v) if isinstance(v, Mapping) else v for k, v in cfg.items()}
-    return cfg
-
-
-def _check_value(key: str, value: Any, spec: Spec, where: str) -> Any:
-    if spec.kind == "gain":
-        return check_label_gain(value, f"{where}.{key}")
-    if value is None:
-        if spec.nullable:
-            return None
-        raise ConfigError(f"{where}.{key}: must be set (got null)")
-    if spec.kind == "raw":
-        return value
-    if spec.kind == "bool":
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}.{key}: expected true or false, got {value!r}")
-        return value
-    if spec.kind == "str":
-        if spec.choices and value not in spec.choices:
-            raise ConfigError(f"{where}.{key}: expected one of {list(spec.choices)}, got {value!r}")
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{where}.{key}: expected a number, got {value!r}")
-    if spec.kind == "int":
-        if float(value) != int(value):
-            raise ConfigError(f"{where}.{key}: expected an integer, got {value!r}")
-        value = int(value)
-    else:
-        value = float(value)
-        if not math.isfinite(value):
-            raise ConfigError(f"{where}.{key}: expected a finite number, got {value!r}")
-    low_bad = spec.low is not None and (value <= spec.low if spec.open_low else value < spec.low)
-    high_bad = spec.high is not None and value > spec.high
-    if low_bad or high_bad:
-        lo = "-inf" if spec.low is None else spec.low
-        hi = "inf" if spec.high is None else spec.high
-        bracket = "(" if spec.open_low else "["
-        raise ConfigError(f"{where}.{key}: must be in {bracket}{lo}, {hi}], got {value!r}")
-    return value
+__all__ = [
+    "MODEL_CONFIGS",
+    "MODEL_PARAMS",
+    "SPECS",
+    "EarlyStopping",
+    "check_label_gain",
+    "gain_table",
+    "model_config_block",
+    "params_block",
+    "plain",
+    "resolve_early_stopping",
+    "resolve_params",
+]
 
 
 def check_label_gain(value: Any, where: str) -> str | list[float]:
-    """``"exp2"``, ``"linear"`` or a list of finite, non-negative, non-decreasing gains.
+    """``"exp2"`` (also for ``None``), ``"linear"`` or a list of finite, non-negative gains.
 
     >>> check_label_gain([0, 1, 3], "params.label_gain")
     [0.0, 1.0, 3.0]
@@ -164,59 +96,335 @@ def gain_table(label_gain: str | list[float], max_label: int) -> list[float]:
     return list(label_gain)
 
 
+def _feature_column(value: Any, where: str) -> Any:
+    if isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= 0:
+        return int(value)
+    if value == "best":
+        return value
+    raise ConfigError(f"{where}: must be a column index >= 0 or 'best', got {value!r}")
+
+
+#: ltr name → (type, range/choices). ``Any`` types are checked by their ``check``.
+SPECS: dict[str, tuple[Any, Constraint]] = {
+    "n_trees": (int, Constraint(low=1)),
+    "learning_rate": (float, Constraint(low=0.0, open_low=True)),
+    "num_leaves": (int | None, Constraint(low=2)),
+    "max_depth": (int | None, Constraint(low=1)),
+    "min_data_in_leaf": (int, Constraint(low=1)),
+    "min_sum_hessian_in_leaf": (float, Constraint(low=0.0)),
+    "lambda_l1": (float, Constraint(low=0.0)),
+    "lambda_l2": (float, Constraint(low=0.0)),
+    "max_bin": (int, Constraint(low=2)),
+    "truncation_level": (int | None, Constraint(low=1)),
+    "label_gain": (Any, Constraint(check=check_label_gain)),
+    "feature_fraction": (float, Constraint(low=0.0, high=1.0, open_low=True)),
+    "bagging_fraction": (float, Constraint(low=0.0, high=1.0, open_low=True)),
+    "bagging_by_query": (bool, Constraint()),
+    # model-specific parameters
+    "objective": (str, Constraint(choices=("rank:ndcg", "rank:pairwise", "rank:map"))),
+    "num_classes": (int | None, Constraint(low=2)),
+    "alpha": (float, Constraint(low=0.0)),
+    "feature": (Any, Constraint(check=_feature_column)),  # a column index or "best"
+    "direction": (str, Constraint(choices=("desc", "asc", "best"))),
+}
+
+
+def params_block(class_name: str, **defaults: Any) -> type:
+    """A dataclass of the vocabulary keys ``defaults`` names, with those defaults (one model's params).
+
+    >>> block = params_block("P", n_trees=7)
+    >>> check_block(block, {}, "model.params"), check_block(block, {"n_trees": 9.0}, "model.params")
+    ({'n_trees': 7}, {'n_trees': 9})
+    """
+    unknown = sorted(set(defaults) - set(SPECS))
+    if unknown:
+        raise TypeError(f"{class_name}: {unknown} are not in the ltr vocabulary")  # a declaration bug
+    return dataclasses.make_dataclass(
+        class_name,
+        [
+            (key, SPECS[key][0], field(default=value, metadata={CHECK: SPECS[key][1]}))
+            for key, value in defaults.items()
+        ],
+    )
+
+
+# --- every model's parameter block: the one place its defaults are written ------------------------------
+
+LIGHTGBM_TREES: dict[str, Any] = {
+    "n_trees": 500,  # boosting rounds (upper bound; early stopping picks the best round)
+    "learning_rate": 0.1,
+    "num_leaves": 31,
+    "max_depth": None,
+    "min_data_in_leaf": 20,
+    "min_sum_hessian_in_leaf": 1e-3,
+    "lambda_l1": 0.0,
+    "lambda_l2": 0.0,
+    "max_bin": 255,
+    "feature_fraction": 1.0,
+    "bagging_fraction": 1.0,
+}
+XGBOOST_TREES: dict[str, Any] = {
+    "objective": "rank:ndcg",
+    "n_trees": 500,
+    "learning_rate": 0.1,
+    "max_depth": 6,
+    "num_leaves": None,
+    "min_sum_hessian_in_leaf": 1.0,
+    "lambda_l1": 0.0,
+    "lambda_l2": 1.0,
+    "max_bin": 256,
+    "truncation_level": 32,
+    "label_gain": None,
+    "feature_fraction": 1.0,
+    "bagging_fraction": 1.0,
+}
+LAMBDARANK: dict[str, Any] = {
+    **LIGHTGBM_TREES,
+    "bagging_by_query": False,  # bagging_fraction samples whole queries
+    "truncation_level": 30,  # lambdas use pairs involving the top-30 positions
+    "label_gain": None,  # None/exp2 = 2^l - 1 (labels 0..30); linear = l; or a list of gains per label
+}
+#: click-trained models: fewer, smaller steps (no early stopping on click data)
+CLICK_TREES: dict[str, Any] = {"n_trees": 200, "learning_rate": 0.05}
+
+MODEL_PARAMS: dict[str, type] = {
+    "lambdamart": params_block("LambdaMARTParams", **LAMBDARANK),
+    "xendcg": params_block("XENDCGParams", **LIGHTGBM_TREES, bagging_by_query=False, label_gain=None),
+    "regression": params_block("RegressionParams", **LIGHTGBM_TREES),
+    "classification": params_block("ClassificationParams", **LIGHTGBM_TREES, num_classes=None),
+    "lambdamart_xgb": params_block("XGBoostParams", **XGBOOST_TREES),
+    "catboost": params_block(
+        "CatBoostParams",
+        n_trees=500,
+        learning_rate=0.1,
+        max_depth=6,
+        lambda_l2=3.0,
+        max_bin=254,
+        feature_fraction=1.0,
+        bagging_fraction=1.0,
+    ),
+    "random_forest": params_block(
+        "RandomForestParams",
+        n_trees=300,
+        max_depth=None,
+        num_leaves=None,
+        min_data_in_leaf=20,
+        feature_fraction=0.3,
+        bagging_fraction=1.0,
+    ),
+    "linear": params_block("LinearParams", alpha=1.0),
+    "feature": params_block("FeatureParams", feature="best", direction="best"),
+    "lambdamart_unbiased": params_block("UnbiasedLambdaMARTParams", **{**LAMBDARANK, **CLICK_TREES}),
+    "lambdamart_clicks": params_block("ClickLambdaMARTParams", **{**LAMBDARANK, **CLICK_TREES}),
+    # XGBoost on clicks: pairs within the shown list only (top_k = 10), as in XGBoost's click-data demo
+    "lambdamart_xgb_unbiased": params_block(
+        "UnbiasedXGBoostParams", **{**XGBOOST_TREES, **CLICK_TREES, "truncation_level": 10}
+    ),
+    "lambdamart_xgb_clicks": params_block(
+        "ClickXGBoostParams", **{**XGBOOST_TREES, **CLICK_TREES, "truncation_level": 10}
+    ),
+}
+
+
+def _metric_name(value: Any, where: str) -> str:
+    try:
+        return parse_metric(value).name
+    except MetricError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _preset(value: Any, where: str) -> str:
+    try:
+        resolve_conventions(value)
+    except MetricError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    return value
+
+
+@dataclass
+class EarlyStopping:
+    """The ``early_stopping`` block of every model config."""
+
+    metric: str = setting("ndcg@10", check=_metric_name)  # an ltr.metrics name, computed with OUR conventions
+    patience: int | None = setting(50, low=0)  # rounds without improvement; None or 0 = never stop early
+    preset: str = setting("ltr", check=_preset)  # metric conventions preset (ltr.metrics presets)
+    conventions: dict[str, Any] = setting({})  # single-convention overrides on top of the preset
+    eval_train: bool = False  # also compute the metric on the training set every round (~0.08 µs/row/round)
+
+
+@dataclass
+class FixedRounds(EarlyStopping):
+    """Early stopping of models that never stop early: click-trained ones (click logs have no true labels
+    to stop on; stopping on the simulation's true validation labels would leak them) and one-shot ones
+    (the metric is recorded once on the validation split)."""
+
+    patience: int | None = setting(None, low=0)
+
+
+#: click-trained models (ltr/models/unbiased.py): their config has a ``clicks`` block
+CLICK_TRAINED = (
+    "lambdamart_unbiased",
+    "lambdamart_clicks",
+    "lambdamart_xgb_unbiased",
+    "lambdamart_xgb_clicks",
+)
+#: models whose early_stopping block defaults to ``patience: null``
+FIXED_ROUNDS = ("linear", "random_forest", "feature", *CLICK_TRAINED)
+
+
+def model_config_block(name: str, params: type, *, clicks: bool = False) -> type:
+    """The dataclass of a whole model config: ``name``, ``params``, ``early_stopping``, ``engine_params``
+    (and ``clicks`` for click-trained models); what Hydra composes under ``conf/model/NAME.yaml``."""
+    stopping = FixedRounds if name in FIXED_ROUNDS else EarlyStopping
+    fields: list[Any] = [
+        ("name", str, field(default=name)),
+        ("params", params, field(default_factory=params)),
+        ("early_stopping", stopping, field(default_factory=stopping)),
+        ("engine_params", dict[str, Any], field(default_factory=dict)),
+    ]
+    if clicks:
+        fields.append(("clicks", ClickConfig, field(default_factory=ClickConfig)))
+    return dataclasses.make_dataclass(f"{params.__name__.removesuffix('Params')}Config", fields)
+
+
+# --- ensembles (ltr/models/ensemble.py): the combination's params, and the members ------------------------
+
+
+def _non_negative(value: Any, where: str) -> Any:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float | np.integer | np.floating)
+        or not value >= 0
+    ):
+        raise ConfigError(f"{where}: expected a number >= 0, got {value!r}")
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _normalizations(value: list[str], where: str) -> list[str]:
+    for i, name in enumerate(value):
+        if name not in NORMALIZATIONS[1:]:
+            raise ConfigError(f"{where}[{i}]: expected one of {list(NORMALIZATIONS[1:])}, got {name!r}")
+    return value
+
+
+def _normalization(default: str) -> Any:
+    return setting(default, choices=NORMALIZATIONS)  # per query, before combining
+
+
+@dataclass
+class MeanParams:
+    normalization: str = _normalization("zscore")
+    weights: list[float] | None = None  # one per member; None = equal weights
+
+
+@dataclass
+class BaggingParams:
+    normalization: str = _normalization("none")  # bagged copies share a scale: average raw scores
+    weights: list[float] | None = None
+
+
+@dataclass
+class RRFParams:
+    k: Any = setting(60, check=_non_negative)  # Cormack et al.'s constant
+    weights: list[float] | None = None
+
+
+@dataclass
+class BordaParams:
+    weights: list[float] | None = None
+
+
+@dataclass
+class BlendParams:
+    normalization: str = _normalization("zscore")
+    metric: str = setting("ndcg@10", check=_metric_name)  # maximised on the validation split
+    preset: str = setting("ltr", check=_preset)  # its metric conventions
+    n_restarts: int = setting(5, low=1)  # 1st at the best member, 2nd at equal weights, then random
+    max_steps: int = setting(25, low=1)  # growing steps tried per direction in each line search
+    max_passes: int = setting(20, low=1)  # passes over all weights per restart
+    tolerance: float = setting(0.0001, low=0.0)  # a pass gaining less ends the restart
+
+
+@dataclass
+class StackParams:
+    normalizations: list[str] = setting(["zscore", "rank"], check=_normalizations)  # extra feature copies
+    n_folds: int = setting(5, low=2)  # query-grouped cross-fitting folds on the validation split
+
+
+ENSEMBLE_PARAMS: dict[str, type] = {
+    "ensemble_mean": MeanParams,
+    "ensemble_bagging": BaggingParams,
+    "ensemble_rrf": RRFParams,
+    "ensemble_borda": BordaParams,
+    "ensemble_blend": BlendParams,
+    "ensemble_stack": StackParams,
+}
+
+
+def ensemble_config_block(name: str, params: type) -> type:
+    """The dataclass of an ensemble config: ``name``, ``members``, ``params``, ``n_jobs`` (+ ``stacker``)."""
+    fields: list[Any] = [
+        ("name", str, field(default=name)),
+        ("members", list[Any], field(default_factory=list)),  # model config names or {model: NAME, ...}
+        ("params", params, field(default_factory=params)),
+    ]
+    if name == "ensemble_stack":  # the second-level ranker: a member entry
+        fields.append(("stacker", Any, setting({"model": "lambdamart"})))
+    fields.append(("n_jobs", int, setting(0, low=0)))  # members trained at once; 0 = as many as cores allow
+    return dataclasses.make_dataclass(f"{params.__name__.removesuffix('Params')}EnsembleConfig", fields)
+
+
+#: model name → the dataclass of its whole config (Hydra's base for ``conf/model/NAME.yaml``)
+MODEL_CONFIGS: dict[str, type] = {
+    **{
+        name: model_config_block(name, block, clicks=name in CLICK_TRAINED)
+        for name, block in MODEL_PARAMS.items()
+    },
+    **{name: ensemble_config_block(name, block) for name, block in ENSEMBLE_PARAMS.items()},
+}
+
+#: the ConfigStore group of the model bases: ``conf/model/NAME.yaml`` starts with ``/model_base/NAME@_here_``
+MODEL_BASE_GROUP = "model_base"
+
+
+def register_model_configs() -> None:
+    """Store every :data:`MODEL_CONFIGS` entry in Hydra's ConfigStore as ``model_base/NAME`` (idempotent)."""
+    from hydra.core.config_store import ConfigStore  # deferred: hydra only when composing configs
+
+    store = ConfigStore.instance()
+    for name, block in MODEL_CONFIGS.items():
+        store.store(group=MODEL_BASE_GROUP, name=name, node=block)
+
+
 def resolve_params(
-    defaults: Mapping[str, Any],
+    schema: type,
     given: Mapping[str, Any] | None,
     *,
     model: str,
+    where: str = "model.params",
     unsupported: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """``defaults`` overridden by ``given``, every value checked against :data:`SPECS`.
+    """``given`` checked against the params block ``schema`` with its defaults filled in.
 
-    A vocabulary key the engine cannot honour (``unsupported``: key → reason and alternative) or an
-    unknown key raises :class:`ConfigError` naming it and listing the keys ``model`` accepts.
+    Checked: every key is in the block (or is a vocabulary key ``unsupported`` explains: key → reason
+    and alternative), and every value's type and range (:data:`SPECS`). Not checked here: limits
+    that depend on the data (label range vs ``label_gain``) or on other keys — the model class does those.
     """
     given = plain(given)
-    for key in sorted(set(given) & set(unsupported or {})):
-        raise ConfigError(f"model {model}: params.{key} is not supported: {unsupported[key]}")
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        raise ConfigError(
-            f"model {model}: unknown parameter(s) {', '.join(f'params.{k}' for k in unknown)}; "
-            f"{model} accepts: {', '.join(sorted(defaults))}"
-        )
-    merged = {**defaults, **given}
-    where = f"model {model}: params"
-    return {k: (_check_value(k, v, SPECS[k], where) if k in SPECS else v) for k, v in merged.items()}
+    if isinstance(given, Mapping):
+        for key in sorted(set(given) & set(unsupported or {})):
+            raise ConfigError(f"model {model}: {join(where, key)} is not supported: {unsupported[key]}")  # type: ignore[index]
+    return check_block(schema, given, where, owner=model)
 
 
-def resolve_early_stopping(given: Mapping[str, Any] | None, *, model: str) -> dict[str, Any]:
-    """The early-stopping block with defaults filled in and checked (metric name parsed by ltr.metrics)."""
-    given = plain(given)
-    unknown = sorted(set(given) - set(EARLY_STOPPING_DEFAULTS))
-    if unknown:
-        raise ConfigError(
-            f"model {model}: unknown early_stopping key(s) {unknown}; accepted: {sorted(EARLY_STOPPING_DEFAULTS)}"
-        )
-    es = {**EARLY_STOPPING_DEFAULTS, **given}
-    patience = es["patience"]
-    if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 0):
-        raise ConfigError(
-            f"model {model}: early_stopping.patience must be an integer >= 0 or null, got {patience!r}"
-        )
-    es["patience"] = patience or None
-    if not isinstance(es["eval_train"], bool):
-        raise ConfigError(
-            f"model {model}: early_stopping.eval_train must be true or false, got {es['eval_train']!r}"
-        )
-    es["conventions"] = dict(plain(es["conventions"]))
-    from ltr.errors import MetricError
-    from ltr.metrics.conventions import resolve_conventions
-    from ltr.metrics.registry import parse_metric
-
+def resolve_early_stopping(
+    given: Mapping[str, Any] | None, *, schema: type = EarlyStopping, where: str = "model.early_stopping"
+) -> dict[str, Any]:
+    """The early-stopping block with defaults filled in and checked; ``patience`` 0 → ``None``."""
+    es = check_block(schema, given, where)
+    es["patience"] = es["patience"] or None
     try:
-        es["metric"] = parse_metric(es["metric"]).name
         resolve_conventions(es["preset"], **es["conventions"])
     except MetricError as exc:
-        raise ConfigError(f"model {model}: early_stopping: {exc}") from None
+        raise ConfigError(f"{join(where, 'conventions')}: {exc}") from None
     return es

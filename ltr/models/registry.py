@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ltr.config_check import plain
 from ltr.errors import ConfigError
 
 _REGISTRY: dict[str, str] = {
@@ -55,24 +56,25 @@ def get_ranker_class(name: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-def build_ranker(model_cfg: Mapping[str, Any], *, seed: int = 0, num_threads: int = 0) -> Any:
+def build_ranker(
+    model_cfg: Mapping[str, Any], *, seed: int = 0, num_threads: int = 0, where: str = "model"
+) -> Any:
     """A ranker from a model config ``{name, params, early_stopping, engine_params}`` (dict or DictConfig).
 
-    The config is validated now (unknown keys, bad values), before any data is read.
+    The config is validated now (unknown keys, bad values), before any data is read; errors name the
+    key under ``where`` (the config path of this model, e.g. ``model.members.0``).
 
     >>> r = build_ranker({"name": "lambdamart", "params": {"n_trees": 50}}, seed=1, num_threads=1)
     >>> type(r).__name__, r.get_params()["params"]
     ('LambdaMART', {'n_trees': 50})
     """
-    from ltr.models.params import plain
-
     cfg = plain(model_cfg)
     if not isinstance(cfg, Mapping) or "name" not in cfg:
         raise ConfigError(
-            f"a model config needs a 'name' (one of {', '.join(available_models())}), got {model_cfg!r}"
+            f"{where}: a model config needs a 'name' (one of {', '.join(available_models())}), got {model_cfg!r}"
         )
     cls = get_ranker_class(cfg["name"])
-    return cls.from_config(cfg, seed=seed, num_threads=num_threads)
+    return cls.from_config(cfg, seed=seed, num_threads=num_threads, where=where)
 
 
 def load_ranker(path: str | Path) -> Any:

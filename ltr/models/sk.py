@@ -3,7 +3,9 @@
 rounds, so no early stopping (the validation metric is recorded once, see
 :class:`~ltr.models.base.NonIterativeRanker`).
 
-Vocabulary translation (``engine_params_``; ``engine_params`` are extra estimator arguments):
+The ltr vocabulary is translated by the table of :mod:`ltr.models.vocabulary` (scikit-learn column;
+the result is ``engine_params_``, the estimator's arguments; ``engine_params`` are extra arguments
+and win):
 
 * random_forest: n_trees → ``n_estimators``, max_depth → ``max_depth``, num_leaves →
   ``max_leaf_nodes``, min_data_in_leaf → ``min_samples_leaf``, feature_fraction → ``max_features``,
@@ -41,6 +43,7 @@ import scipy.sparse as sp
 
 from ltr.data import RankingData
 from ltr.errors import ConfigError, DataError
+from ltr.models import vocabulary
 from ltr.models.base import NonIterativeRanker, Resolved
 from ltr.models.checks import check_labels_finite, describe_row, row_weights
 
@@ -73,7 +76,6 @@ class Linear(NonIterativeRanker):
 
     name = "linear"
     engine = "sklearn"
-    default_params = {"alpha": 1.0}
 
     def _check_data(self, data: RankingData, role: str, max_label: int) -> None:
         check_labels_finite(data, role)
@@ -83,7 +85,7 @@ class Linear(NonIterativeRanker):
         from sklearn.linear_model import Ridge
         from sklearn.preprocessing import StandardScaler
 
-        self.engine_params_ = {"alpha": cfg.params["alpha"], **cfg.engine_params}
+        self.engine_params_ = {**vocabulary.translate(self.engine, cfg.params), **cfg.engine_params}
         X = train.X.astype(np.float64)  # float32 features, float64 fit (as LightGBM accumulates)
         scaler = StandardScaler(with_mean=not train.is_sparse).fit(X)
         ridge = Ridge(**self.engine_params_).fit(
@@ -118,31 +120,14 @@ class RandomForest(NonIterativeRanker):
 
     name = "random_forest"
     engine = "sklearn"
-    default_params = {
-        "n_trees": 300,
-        "max_depth": None,
-        "num_leaves": None,
-        "min_data_in_leaf": 20,
-        "feature_fraction": 0.3,
-        "bagging_fraction": 1.0,
-    }
 
     def _check_data(self, data: RankingData, role: str, max_label: int) -> None:
         check_labels_finite(data, role)
 
     def translate(self, params: dict[str, Any], engine_params: dict[str, Any]) -> dict[str, Any]:
         """``RandomForestRegressor`` arguments for resolved ltr ``params`` (``engine_params`` win)."""
-        return {
-            "n_estimators": params["n_trees"],
-            "max_depth": params["max_depth"],
-            "max_leaf_nodes": params["num_leaves"],
-            "min_samples_leaf": params["min_data_in_leaf"],
-            "max_features": params["feature_fraction"],
-            "max_samples": None if params["bagging_fraction"] >= 1.0 else params["bagging_fraction"],
-            "random_state": int(self.seed),
-            "n_jobs": int(self.num_threads) or -1,
-            **engine_params,
-        }
+        runtime = {"seed": self.seed, "num_threads": self.num_threads}
+        return {**vocabulary.translate(self.engine, {**params, **runtime}), **engine_params}
 
     def _fit_model(self, train: RankingData, valid: RankingData | None, cfg: Resolved, metric: Any) -> None:
         from sklearn.ensemble import RandomForestRegressor

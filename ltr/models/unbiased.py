@@ -15,7 +15,7 @@ clicks, and is then evaluated like any ranker on the TRUE labels of ``valid``/``
 ``lambdamart_xgb_clicks``      naive: the same on XGBoost
 =============================  =====================================================================
 
-Early stopping is off in the configs (``patience: null``): real click logs have no true labels to
+Early stopping is off by default (``patience: null``): real click logs have no true labels to
 stop on, and stopping on the simulation's true validation labels would leak them.
 
 >>> r = UnbiasedLambdaMART(clicks={"model": "cascade", "sessions": 3}, seed=1)
@@ -26,25 +26,20 @@ stop on, and stopping on the simulation's true validation labels would leak them
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from ltr.clicks import ClickLog, clicks_from_config, resolve_click_config
+from ltr.config_check import join
 from ltr.data import RankingData
-from ltr.errors import ConfigError, DataError
-from ltr.models.base import BaseRanker, OnIteration
+from ltr.errors import DataError
+from ltr.models.base import OnIteration, Resolved
 from ltr.models.lgbm import LambdaMART
 from ltr.models.xgb import XGBoostLambdaMART
-
-#: click-trained models default to fewer, smaller steps than label-trained ones (no early stopping)
-CLICK_TREES = {"n_trees": 200, "learning_rate": 0.05}
-#: XGBoost: pairs within the shown list only (top_k = 10), as in XGBoost's click-data demo
-XGB_CLICK_PARAMS = {**CLICK_TREES, "truncation_level": 10}
 
 
 class ClickTrained:
     """Mixin: ``fit`` simulates click logs from the training labels and trains the engine on them."""
 
-    CONFIG_KEYS: ClassVar[tuple[str, ...]] = (*BaseRanker.CONFIG_KEYS, "clicks")
     _click_log: ClickLog | None = None
 
     def __init__(
@@ -56,26 +51,11 @@ class ClickTrained:
     ):
         self.clicks = clicks
         super().__init__(params, **kwargs)  # type: ignore[call-arg]
-        resolve_click_config(clicks)  # a bad clicks block fails now, before any data is read
 
-    @classmethod
-    def from_config(cls, cfg: Mapping[str, Any], *, seed: int = 0, num_threads: int = 0) -> Any:
-        unknown = sorted(set(cfg) - set(cls.CONFIG_KEYS))
-        if unknown:
-            raise ConfigError(
-                f"model {cls.name}: unknown config key(s) {', '.join(unknown)}; accepted: {', '.join(cls.CONFIG_KEYS)}"  # type: ignore[attr-defined]
-            )
-        return cls(
-            cfg.get("params"),
-            clicks=cfg.get("clicks"),
-            early_stopping=cfg.get("early_stopping"),
-            engine_params=cfg.get("engine_params"),
-            seed=seed,
-            num_threads=num_threads,
-        )
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {**super().get_params(deep), "clicks": self.clicks}  # type: ignore[misc]
+    def _resolve(self) -> Resolved:
+        resolved = super()._resolve()  # type: ignore[misc]
+        self.clicks_ = resolve_click_config(self.clicks, join(self._where, "clicks"))  # type: ignore[attr-defined]
+        return resolved
 
     def fit(
         self, train: RankingData, valid: RankingData | None = None, *, on_iteration: OnIteration | None = None
@@ -88,7 +68,7 @@ class ClickTrained:
             "sessions": log.data.n_queries,
             "rows": log.data.n_docs,
             "click_rate": log.click_rate,
-            **{k: v for k, v in resolve_click_config(self.clicks).items() if k != "logging"},
+            **{k: v for k, v in self.clicks_.items() if k != "logging"},
         }
         self._click_log = log
         try:
@@ -97,14 +77,13 @@ class ClickTrained:
             self._click_log = None
 
     def _extra_state(self) -> dict[str, Any]:
-        return {**super()._extra_state(), "clicks": resolve_click_config(self.clicks)}  # type: ignore[misc]
+        return {**super()._extra_state(), "clicks": self.clicks_}  # type: ignore[misc]
 
 
 class UnbiasedLambdaMART(ClickTrained, LambdaMART):
     """LightGBM position-aware lambdarank on click logs (positions in the training Dataset)."""
 
     name = "lambdamart_unbiased"
-    default_params: ClassVar[dict[str, Any]] = {**LambdaMART.default_params, **CLICK_TREES}
 
     def _dataset(self, data: RankingData, reference: Any) -> Any:
         ds = super()._dataset(data, reference)
@@ -118,14 +97,12 @@ class ClickLambdaMART(ClickTrained, LambdaMART):
     """Naive baseline: LightGBM lambdarank on click logs, clicks taken as relevance labels."""
 
     name = "lambdamart_clicks"
-    default_params: ClassVar[dict[str, Any]] = {**LambdaMART.default_params, **CLICK_TREES}
 
 
 class UnbiasedXGBoost(ClickTrained, XGBoostLambdaMART):
     """XGBoost ``rank:ndcg`` with ``lambdarank_unbiased`` on click logs (rows in display order)."""
 
     name = "lambdamart_xgb_unbiased"
-    default_params: ClassVar[dict[str, Any]] = {**XGBoostLambdaMART.default_params, **XGB_CLICK_PARAMS}
 
     def translate(self, params: dict[str, Any], engine_params: dict[str, Any], metric: Any) -> dict[str, Any]:
         # bias_norm 1 (regularisation 1/(norm+1) of the position-bias estimates) as in XGBoost's demo
@@ -137,4 +114,3 @@ class ClickXGBoost(ClickTrained, XGBoostLambdaMART):
     """Naive baseline: XGBoost ``rank:ndcg`` on click logs, clicks taken as relevance labels."""
 
     name = "lambdamart_xgb_clicks"
-    default_params: ClassVar[dict[str, Any]] = {**XGBoostLambdaMART.default_params, **XGB_CLICK_PARAMS}

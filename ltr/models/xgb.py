@@ -1,22 +1,11 @@
 """``lambdamart_xgb``: LambdaMART on XGBoost (``rank:ndcg``; ``objective`` also ``rank:pairwise`` / ``rank:map``).
 
-Translation of the ltr vocabulary (the result is ``engine_params_``, the dict given to ``xgboost.train``):
-
-=========================  =====================================================================
-ltr                        XGBoost
-=========================  =====================================================================
-n_trees                    ``num_boost_round`` (recorded as ``num_boost_round`` in engine_params_)
-learning_rate              ``eta``
-max_depth / num_leaves     ``max_depth`` (null → 0 = unlimited) / ``max_leaves`` (null → 0)
-min_sum_hessian_in_leaf    ``min_child_weight``
-lambda_l1 / lambda_l2      ``alpha`` / ``lambda``
-max_bin                    ``max_bin`` (tree_method ``hist``)
-truncation_level           ``lambdarank_num_pair_per_sample`` with ``lambdarank_pair_method=topk``
-label_gain                 ``ndcg_exp_gain`` (exp2 → true, linear → false; other tables are refused)
-feature_fraction           ``colsample_bytree``
-bagging_fraction           ``subsample`` (rows; XGBoost cannot sample whole queries)
-seed / num_threads         ``seed`` / ``nthread``
-=========================  =====================================================================
+The ltr vocabulary is translated by the table of :mod:`ltr.models.vocabulary` (XGBoost column:
+``n_trees`` → ``num_boost_round``, ``learning_rate`` → ``eta``, ``lambda_l1`` / ``lambda_l2`` →
+``alpha`` / ``lambda``, ``min_sum_hessian_in_leaf`` → ``min_child_weight``, ``truncation_level`` →
+``lambdarank_num_pair_per_sample`` with ``lambdarank_pair_method=topk``, ``label_gain`` →
+``ndcg_exp_gain``, …; ``docs/models.md`` prints the whole table). The result is ``engine_params_``:
+the dict given to ``xgboost.train`` plus ``num_boost_round``, its round-count argument.
 
 **Query ids.** XGBoost requires ``qid`` sorted non-decreasingly ("qid must be sorted in
 non-decreasing order"). :class:`~ltr.data.RankingData` already keeps each query's rows contiguous,
@@ -47,6 +36,7 @@ import xgboost as xgb
 
 from ltr.data import RankingData
 from ltr.errors import ConfigError
+from ltr.models import vocabulary
 from ltr.models.base import BaseRanker, OnIteration, Resolved
 from ltr.models.checks import check_integer_labels, check_label_limit
 from ltr.models.evaluation import RankingMetric
@@ -71,29 +61,11 @@ def query_positions(data: RankingData) -> np.ndarray:
 class XGBoostLambdaMART(BaseRanker):
     """LambdaMART on XGBoost's ``hist`` trees (see the module docstring for the translation)."""
 
+    mlflow_flavor = "xgboost"  # MLflow logs booster_ with its XGBoost flavour
+
     name = "lambdamart_xgb"
     engine = "xgboost"
-    default_params = {
-        "objective": "rank:ndcg",
-        "n_trees": 500,
-        "learning_rate": 0.1,
-        "max_depth": 6,
-        "num_leaves": None,
-        "min_sum_hessian_in_leaf": 1.0,
-        "lambda_l1": 0.0,
-        "lambda_l2": 1.0,
-        "max_bin": 256,
-        "truncation_level": 32,
-        "label_gain": None,
-        "feature_fraction": 1.0,
-        "bagging_fraction": 1.0,
-    }
-    unsupported_params = {
-        "min_data_in_leaf": "XGBoost has no minimum document count per leaf; use min_sum_hessian_in_leaf "
-        "(XGBoost min_child_weight)",
-        "bagging_by_query": "XGBoost subsamples rows, not whole queries; use bagging_fraction (rows) or a "
-        "LightGBM model",
-    }
+    unsupported_params = vocabulary.refused("xgboost")
 
     def _check_params(self, params: dict[str, Any]) -> None:
         gain = params["label_gain"]
@@ -105,36 +77,15 @@ class XGBoostLambdaMART(BaseRanker):
                 "two gains (ndcg_exp_gain true/false) — use a LightGBM model for a custom gain table"
             )
 
-    def _exp_gain(self, params: dict[str, Any]) -> bool:
-        gain = params["label_gain"]
-        if isinstance(gain, list):
-            return gain == gain_table("exp2", len(gain) - 1)
-        return gain == "exp2"
-
     def translate(
         self, params: dict[str, Any], engine_params: dict[str, Any], metric: RankingMetric | None
     ) -> dict[str, Any]:
-        """The ``xgboost.train`` parameter dict (plus ``num_boost_round``); ``engine_params`` win."""
-        out: dict[str, Any] = {
-            "objective": params["objective"],
-            "tree_method": "hist",
-            "num_boost_round": params["n_trees"],
-            "eta": params["learning_rate"],
-            "max_depth": params["max_depth"] or 0,
-            "max_leaves": params["num_leaves"] or 0,
-            "min_child_weight": params["min_sum_hessian_in_leaf"],
-            "alpha": params["lambda_l1"],
-            "lambda": params["lambda_l2"],
-            "max_bin": params["max_bin"],
-            "colsample_bytree": params["feature_fraction"],
-            "subsample": params["bagging_fraction"],
-            "ndcg_exp_gain": self._exp_gain(params),
-        }
-        if params["max_depth"] is None and params["num_leaves"] is not None:
-            out["grow_policy"] = "lossguide"
-        if params["truncation_level"] is not None:
-            out["lambdarank_pair_method"] = "topk"
-            out["lambdarank_num_pair_per_sample"] = params["truncation_level"]
+        """The ``xgboost.train`` parameter dict (plus ``num_boost_round``); ``engine_params`` win.
+
+        The vocabulary part comes from :func:`ltr.models.vocabulary.translate`; this adds
+        ``tree_method=hist``, XGBoost's own metric and ``verbosity``.
+        """
+        out: dict[str, Any] = {"tree_method": "hist", **vocabulary.translate(self.engine, params)}
         own = _XGB_METRIC[params["objective"]]
         if (
             metric is not None
@@ -145,7 +96,8 @@ class XGBoostLambdaMART(BaseRanker):
             out["eval_metric"] = f"{own}@{metric.k}"
         else:
             out["disable_default_eval_metric"] = True
-        out.update({"seed": int(self.seed), "nthread": int(self.num_threads), "verbosity": 0})
+        out.update(vocabulary.translate(self.engine, {"seed": self.seed, "num_threads": self.num_threads}))
+        out["verbosity"] = 0
         out.update(engine_params)
         return out
 
@@ -159,7 +111,7 @@ class XGBoostLambdaMART(BaseRanker):
                 engine="XGBoost rank:map (binary relevance)",
                 hint="binarise the labels (e.g. y >= 1) or use rank:ndcg",
             )
-        if self._exp_gain(params) and params["objective"] == "rank:ndcg":
+        if vocabulary.xgboost_exp_gain(params["label_gain"]) and params["objective"] == "rank:ndcg":
             check_label_limit(
                 data,
                 role,

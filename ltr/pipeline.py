@@ -1,0 +1,264 @@
+"""The pipeline core every entry point uses: fit one configured ranker and evaluate it, no side effects.
+
+:func:`fit_and_evaluate` is a pure function of the resolved config and the dataset's splits (plus an
+optional ``on_iteration`` callback for live curves and progress): it builds the ranker (``model``
+group; ``backend=dask`` → LightGBM on Dask), fits it with early stopping on the ``valid`` split,
+scores every split of ``eval.splits``, and returns an immutable :class:`Outcome` with
+
+* per-query values of every ``eval.metrics`` metric per split (:class:`SplitResult`; NaN = a query
+  the conventions skip), plus ``ndcg@1..max_k`` on ``test`` for the @k plot (``eval.curve``),
+* bootstrap CI bounds of each mean (``eval.bootstrap``, seeded with the run seed; BCa falls back to
+  the percentile CI where BCa is undefined),
+* the random baseline: i.i.d. Uniform(0, 1) scores from ``default_rng(seed)`` on the report split
+  (``test``, else the last split evaluated), scored with the same conventions,
+* the learning curves, best iteration, engine parameters, per-query frames and the optimised value
+  (mean over the ``valid`` queries of the early-stopping metric, else of the first eval metric).
+
+No MLflow and no console: :mod:`ltr.record` writes an outcome to a tracker, :mod:`ltr.console` prints
+it. The metric conventions (``eval.preset`` + ``eval.conventions``) are read once, into
+:class:`EvalConventions`, which computes every number of the outcome.
+
+>>> import numpy as np
+>>> from ltr.data import RankingData
+>>> conv = EvalConventions.from_config({"preset": "sklearn", "conventions": {"no_relevant": "skip"}})
+>>> data = RankingData(np.array([[3.0], [1.0], [2.0], [5.0]]), np.array([1.0, 0, 0, 0]), np.array([1, 1, 2, 2]))
+>>> conv.evaluate(["ndcg@2"], data, data.X[:, 0].astype(float))["ndcg@2"]  # query 2 has no relevant document
+array([ 1., nan])
+>>> conv.describe()["no_relevant"], conv.describe()["preset"]
+('skip', 'sklearn+overrides')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ltr.errors import ConfigError, DataError
+from ltr.metrics import Conventions, describe_conventions, evaluate, resolve_conventions
+from ltr.models import build_ranker
+from ltr.models.dask_lightgbm import build_dask_ranker
+from ltr.stats import bootstrap_ci
+
+OnIteration = Callable[[int, dict[str, float]], None]
+
+
+@dataclass(frozen=True)
+class EvalConventions:
+    """The metric conventions of a run, read once from the ``eval`` group and used for every number.
+
+    ``preset`` and ``overrides`` are the user's spelling (logged as ``metric_conventions.*``);
+    ``resolved`` is the validated :class:`~ltr.metrics.Conventions` every metric is computed with.
+    """
+
+    preset: str
+    overrides: Mapping[str, Any]
+    resolved: Conventions
+
+    @classmethod
+    def from_config(cls, eval_cfg: Mapping[str, Any]) -> EvalConventions:
+        """From ``eval.preset`` and ``eval.conventions`` (an unknown name or value raises ``MetricError``)."""
+        preset = str(eval_cfg.get("preset", "ltr"))
+        overrides = dict(eval_cfg.get("conventions") or {})
+        return cls(preset, MappingProxyType(overrides), resolve_conventions(preset, **overrides))
+
+    def describe(self) -> dict[str, str]:
+        """:func:`ltr.metrics.describe_conventions` of this preset and these overrides."""
+        return describe_conventions(self.preset, **self.overrides)
+
+    def evaluate(self, metrics: Sequence[str], data: Any, scores: np.ndarray) -> dict[str, np.ndarray]:
+        """Per-query values of ``metrics`` for ``scores`` on ``data`` (a RankingData split)."""
+        return evaluate(list(metrics), data.y, scores, data.offsets, preset=self.resolved)
+
+
+@dataclass(frozen=True)
+class SplitResult:
+    """Per-query metric values of one split, plus the summary the console and MLflow show.
+
+    >>> r = SplitResult("test", 3, {"ndcg@10": np.array([0.5, np.nan, 1.0])})
+    >>> r.mean("ndcg@10"), r.n_skipped("ndcg@10")
+    (0.75, 1)
+    """
+
+    split: str
+    n_queries: int
+    per_query: dict[str, np.ndarray]
+
+    def mean(self, metric: str) -> float:
+        """Mean over the queries that were not skipped (NaN when every query was skipped)."""
+        values = self.per_query[metric]
+        return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
+
+    def n_skipped(self, metric: str) -> int:
+        """Queries the conventions skipped (NaN values) for ``metric``."""
+        return int(np.isnan(self.per_query[metric]).sum())
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Everything one fitted-and-evaluated system produced (see the module docstring)."""
+
+    ranker: Any
+    results: dict[str, SplitResult]  # split → per-query values of eval.metrics
+    cis: dict[str, dict[str, tuple[float, float]]]  # split → metric → (low, high); empty when B = 0
+    baseline: SplitResult  # the random baseline on report_split
+    report_split: str
+    frames: dict[str, Any]  # split → per-query DataFrame (qid, n_docs, metrics, @k curve on test)
+    query_ids: dict[str, np.ndarray]
+    history: dict[str, dict[str, list[float]]]  # evals_result_: split → metric → one value per round
+    best_iteration: int | None
+    engine_params: dict[str, Any]
+    metrics: tuple[str, ...]  # eval.metrics, in order
+    conventions: EvalConventions
+    target: str  # the optimised metric
+    value_split: str  # where ``value`` is measured: valid, else the report split
+    value: float  # mean of ``target`` on ``value_split`` (NaN when not evaluated)
+
+
+def make_ranker(cfg: Any) -> Any:
+    """The configured ranker: ``backend=dask`` → LightGBM on a Dask cluster, otherwise a local engine."""
+    backend = cfg.get("backend")
+    if backend is not None and str(backend.get("name", "local")) == "dask":
+        return build_dask_ranker(cfg.model, backend, seed=int(cfg.seed), num_threads=int(cfg.num_threads))
+    return build_ranker(cfg.model, seed=int(cfg.seed), num_threads=int(cfg.num_threads))
+
+
+def optimised_metric(cfg: Any) -> str:
+    """The validation metric a sweep optimises: the early-stopping metric, else the first eval metric."""
+    early = cfg.model.get("early_stopping") or {}
+    return str(early.get("metric") or cfg.eval.metrics[0])
+
+
+def random_scores(n_docs: int, seed: int) -> np.ndarray:
+    """The random baseline: i.i.d. Uniform(0, 1) scores from ``numpy.random.default_rng(seed)``.
+
+    >>> random_scores(3, 0).round(4).tolist()
+    [0.637, 0.2698, 0.041]
+    """
+    return np.random.default_rng(seed).random(n_docs)
+
+
+def curve_metrics(eval_cfg: Mapping[str, Any]) -> list[str]:
+    """The ``metric@k`` names (k = 1..max_k) stored per query for the @k plot (``eval.curve``).
+
+    >>> curve_metrics({"curve": {"metric": "ndcg", "max_k": 3}})
+    ['ndcg@1', 'ndcg@2', 'ndcg@3']
+    """
+    curve = eval_cfg.get("curve") or {}
+    max_k = int(curve.get("max_k", 0) or 0)
+    return [f"{curve.get('metric', 'ndcg')}@{k}" for k in range(1, max_k + 1)]
+
+
+def robust_bootstrap_ci(values: np.ndarray, *, method: str, B: int, confidence: float, seed: int) -> Any:
+    """:func:`ltr.stats.bootstrap_ci`; where BCa is undefined (e.g. nearly constant values) the percentile CI."""
+    try:
+        return bootstrap_ci(values, method=method, B=B, confidence=confidence, seed=seed)
+    except DataError:
+        if method != "bca":
+            raise
+        return bootstrap_ci(values, method="percentile", B=B, confidence=confidence, seed=seed)
+
+
+def ci_bounds(
+    result: SplitResult, metrics: Sequence[str], eval_cfg: Mapping[str, Any], seed: int
+) -> dict[str, tuple[float, float]]:
+    """``{metric: (low, high)}``: bootstrap CI of the mean over queries (``eval.bootstrap``; run seed).
+
+    Empty when ``eval.bootstrap.B`` is 0; a metric with fewer than two finite values has no bounds.
+    """
+    boot = eval_cfg.get("bootstrap") or {}
+    if not boot or int(boot.get("B", 0) or 0) == 0:
+        return {}
+    out: dict[str, tuple[float, float]] = {}
+    for metric in metrics:
+        values = result.per_query[metric]
+        if int(np.isfinite(values).sum()) < 2:
+            continue
+        ci = robust_bootstrap_ci(
+            values,
+            method=str(boot.get("method", "bca")),
+            B=int(boot["B"]),
+            confidence=float(boot.get("confidence", 0.95)),
+            seed=int(seed),
+        )
+        out[metric] = (ci.low, ci.high)
+    return out
+
+
+def per_query_frame(result: SplitResult, data: Any, extra: Mapping[str, np.ndarray] | None = None) -> Any:
+    """One row per query: ``qid``, ``n_docs``, then one column per metric (NaN = skipped query)."""
+    columns: dict[str, Any] = {"qid": np.asarray(data.query_ids), "n_docs": np.asarray(data.group_sizes)}
+    columns.update({m: np.asarray(v, dtype=float) for m, v in result.per_query.items()})
+    columns.update({m: np.asarray(v, dtype=float) for m, v in (extra or {}).items() if m not in columns})
+    return pd.DataFrame(columns)
+
+
+def check_splits(data_cfg: Any, splits: Mapping[str, Any]) -> None:
+    """A run needs a ``train`` split; raise :class:`ConfigError` naming the data config otherwise."""
+    if "train" not in splits:
+        raise ConfigError(f"data '{data_cfg.name}' has no train split (got {sorted(splits)})")
+
+
+def fit_and_evaluate(
+    cfg: Any, splits: Mapping[str, Any], *, on_iteration: OnIteration | None = None
+) -> Outcome:
+    """Fit ``cfg.model`` on ``splits["train"]`` (early stopping on ``valid``) and evaluate it.
+
+    ``on_iteration(i, values)`` receives each round's monitored values (``{"valid/ndcg@10": v}``).
+    Nothing is logged or printed; see the module docstring for what the :class:`Outcome` holds.
+    """
+    check_splits(cfg.data, splits)
+    conventions = EvalConventions.from_config(cfg.eval)
+    metrics = list(cfg.eval.metrics)
+    seed = int(cfg.seed)
+    ranker = make_ranker(cfg)
+    ranker.fit(splits["train"], splits.get("valid"), on_iteration=on_iteration)
+
+    curve_names = curve_metrics(cfg.eval)
+    results: dict[str, SplitResult] = {}
+    cis: dict[str, dict[str, tuple[float, float]]] = {}
+    frames: dict[str, Any] = {}
+    for split in cfg.eval.splits:
+        if split not in splits:
+            continue
+        data = splits[split]
+        scores = ranker.predict(data)
+        results[split] = SplitResult(split, data.n_queries, conventions.evaluate(metrics, data, scores))
+        cis[split] = ci_bounds(results[split], metrics, cfg.eval, seed)
+        extra = conventions.evaluate(curve_names, data, scores) if split == "test" and curve_names else {}
+        frames[split] = per_query_frame(results[split], data, extra)
+    if not results:
+        raise ConfigError(
+            f"eval.splits={list(cfg.eval.splits)}: none of them is a split of the data {sorted(splits)}"
+        )
+
+    report_split = "test" if "test" in results else next(reversed(results))
+    data = splits[report_split]
+    baseline_values = conventions.evaluate(metrics, data, random_scores(data.n_docs, seed))
+    baseline = SplitResult(report_split, data.n_queries, baseline_values)
+
+    target = optimised_metric(cfg)
+    value_split = "valid" if "valid" in results else report_split
+    value = results[value_split].mean(target) if target in results[value_split].per_query else float("nan")
+    history = getattr(ranker, "evals_result_", {}) or {}
+    return Outcome(
+        ranker=ranker,
+        results=results,
+        cis=cis,
+        baseline=baseline,
+        report_split=report_split,
+        frames=frames,
+        query_ids={s: np.asarray(splits[s].query_ids) for s in results},
+        history={split: {m: list(v) for m, v in curves.items()} for split, curves in history.items()},
+        best_iteration=getattr(ranker, "best_iteration_", None),
+        engine_params=dict(getattr(ranker, "engine_params_", None) or {}),
+        metrics=tuple(metrics),
+        conventions=conventions,
+        target=target,
+        value_split=value_split,
+        value=value,
+    )

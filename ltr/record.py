@@ -1,0 +1,220 @@
+"""Write a pipeline :class:`~ltr.pipeline.Outcome` to a tracker: the second half of every entry point.
+
+:func:`train_and_record` is what ``ltr.train`` and ``ltr.compare`` run per system: start the MLflow run
+(params and the resolved config first, so a crashed run keeps them) → :func:`ltr.pipeline.fit_and_evaluate`
+with live curves (``curve/<split>/<metric>``, step = iteration) and a progress bar → :func:`log_outcome`.
+
+:func:`log_outcome` records, with the names ``docs/experiments.md`` lists ("What a run records"):
+the metric conventions (``metric_conventions.*`` params), the engine's own parameters (``engine.*``),
+``best_iteration``, per split ``<split>/<metric>`` means with ``_ci_low`` / ``_ci_high`` /
+``_n_skipped`` and ``<split>/n_queries``, ``baseline_random/<split>/<metric>``, the per-query
+Parquet files ``per_query/<split>.parquet``, plots under ``plots/`` and the model under ``model/``.
+
+>>> import numpy as np
+>>> from ltr.pipeline import SplitResult
+>>> r = SplitResult("test", 2, {"ndcg@10": np.array([0.5, 1.0])})
+>>> split_metrics(r, ["ndcg@10"], {"ndcg@10": (0.5, 1.0)})
+{'test/n_queries': 2, 'test/ndcg_at_10': 0.75, 'test/ndcg_at_10_n_skipped': 0, 'test/ndcg_at_10_ci_low': 0.5, 'test/ndcg_at_10_ci_high': 1.0}
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from ltr.console import print_data_summary, print_training_start
+from ltr.data.registry import load_dataset
+from ltr.pipeline import Outcome, SplitResult, check_splits, fit_and_evaluate
+from ltr.plots import feature_importance, plot_feature_importance, plot_learning_curves
+from ltr.progress import iteration_progress
+from ltr.tracking import flatten_params, make_tracker, mlflow_metric_name
+
+
+def connect_and_load(cfg: Any, console: Any) -> tuple[Any, dict[str, Any]]:
+    """The start of every entry point: the tracker, then the dataset's splits, summarised on the console.
+
+    The tracker comes first so that an unreachable MLflow server fails before any data is read.
+    """
+    tracker = make_tracker(cfg.tracking, Path(cfg.paths.root).resolve())
+    splits = load_dataset(cfg.data)
+    check_splits(cfg.data, splits)
+    print_data_summary(console, cfg.data, splits)
+    return tracker, splits
+
+
+class CurveBuffer:
+    """Collects ``on_iteration`` values and logs them as ``curve/<split>/<metric>`` (step = iteration).
+
+    Flushes at most once per ``interval`` seconds and on exit, so curves appear live in the
+    dashboard and survive a crash or Ctrl-C (the tracker marks the run afterwards).
+    """
+
+    def __init__(self, tracker: Any, interval: float = 2.0) -> None:
+        self.tracker, self.interval = tracker, interval
+        self.rows: list[tuple[int, dict[str, float]]] = []
+        self.seen = 0
+        self._last = 0.0
+        self._lock = threading.Lock()  # ensembles report from member threads
+
+    def __call__(self, iteration: int, values: dict[str, float]) -> None:
+        with self._lock:
+            self.rows.append((int(iteration), dict(values)))
+            self.seen += 1
+            if time.monotonic() - self._last >= self.interval:
+                self._flush()
+
+    def _flush(self) -> None:
+        rows, self.rows = self.rows, []
+        if rows:
+            self.tracker.log_iteration_values(rows)
+        self._last = time.monotonic()
+
+    def __enter__(self) -> CurveBuffer:
+        self._last = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._flush()
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    """An outcome and the id of the MLflow run it was logged to (``None`` with ``tracking=none``)."""
+
+    outcome: Outcome
+    run_id: str | None
+    label: str
+
+
+def split_metrics(
+    result: SplitResult, metrics: Sequence[str], cis: Mapping[str, tuple[float, float]]
+) -> dict[str, float]:
+    """The MLflow metrics of one split: means, CI bounds, skipped-query counts, number of queries."""
+    split = result.split
+    out: dict[str, float] = {f"{split}/n_queries": result.n_queries}
+    for m in metrics:
+        out[mlflow_metric_name(split, m)] = result.mean(m)
+        out[mlflow_metric_name(split, m, "_n_skipped")] = result.n_skipped(m)
+        if m in cis:
+            out[mlflow_metric_name(split, m, "_ci_low")] = cis[m][0]
+            out[mlflow_metric_name(split, m, "_ci_high")] = cis[m][1]
+    return out
+
+
+def log_run_plots(
+    tracker: Any, outcome: Outcome, n_features: int, out_dir: Path | None, name: str
+) -> list[Path]:
+    """Learning curves and feature importance (gain) as PNG artifacts under ``plots/`` (and in ``out_dir``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(out_dir) if out_dir is not None else Path(tmp)
+        written: list[Path] = []
+        if outcome.history:
+            written.append(
+                plot_learning_curves(
+                    outcome.history,
+                    folder / f"learning_curves_{name}.png",
+                    best_iteration=outcome.best_iteration,
+                    title=f"{name}: learning curves",
+                )
+            )
+        importance = feature_importance(outcome.ranker, n_features)
+        if importance is not None and importance.size:
+            written.append(
+                plot_feature_importance(
+                    importance,
+                    folder / f"feature_importance_{name}.png",
+                    title=f"{name}: feature importance (gain)",
+                )
+            )
+        for path in written:
+            tracker.log_artifact(path, "plots")
+        return written if out_dir is not None else []
+
+
+def log_outcome(
+    tracker: Any,
+    cfg: Any,
+    outcome: Outcome,
+    splits: Mapping[str, Any],
+    *,
+    curves_logged: bool = False,
+    plots_dir: Path | None = None,
+    label: str | None = None,
+) -> None:
+    """Write ``outcome`` to the tracker's active run (see the module docstring for the names).
+
+    ``curves_logged`` says the learning curves already went out live; otherwise the whole history is
+    logged here. ``plots_dir`` also keeps the PNGs there (a comparison's report folder).
+    """
+    tracker.log_params({f"metric_conventions.{k}": v for k, v in outcome.conventions.describe().items()})
+    if not curves_logged:
+        tracker.log_history(outcome.history)
+    if outcome.best_iteration is not None:
+        tracker.log_metrics({"best_iteration": outcome.best_iteration})
+    if outcome.engine_params:
+        tracker.log_params({f"engine.{k}": v for k, v in flatten_params(outcome.engine_params).items()})
+    for split, result in outcome.results.items():
+        tracker.log_metrics(split_metrics(result, outcome.metrics, outcome.cis[split]))
+        tracker.log_frame(outcome.frames[split], f"per_query/{split}.parquet")
+    baseline = outcome.baseline
+    tracker.log_metrics(
+        {
+            mlflow_metric_name(f"baseline_random/{baseline.split}", m): baseline.mean(m)
+            for m in outcome.metrics
+        }
+    )
+    data = splits[outcome.report_split]
+    if cfg.tracking.get("log_plots", True) or plots_dir is not None:
+        log_run_plots(tracker, outcome, data.n_features, plots_dir, label or str(cfg.model.name))
+    if cfg.tracking.get("log_model", True):
+        example = data.dense()[:5] if data.n_docs else None
+        tracker.log_ranker(outcome.ranker, example=example)
+
+
+def train_and_record(
+    cfg: Any,
+    splits: Mapping[str, Any],
+    tracker: Any,
+    *,
+    run_name: str,
+    tags: Mapping[str, str],
+    parent_run_id: str | None = None,
+    console: Any = None,
+    plots_dir: Path | None = None,
+    label: str | None = None,
+) -> RecordedRun:
+    """One system, start to finish: open the run, fit and evaluate with live curves, log the outcome.
+
+    The run ends FINISHED, FAILED (traceback stored) or KILLED (Ctrl-C); what was logged before stays.
+    """
+    resolved = OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else dict(cfg)
+    with tracker.start(run_name=run_name, tags=tags, parent_run_id=parent_run_id):
+        tracker.log_params(flatten_params(resolved))
+        tracker.log_dict(resolved, "config/resolved.yaml")
+        if console is not None:
+            print_training_start(console, cfg)
+        total = (cfg.model.get("params") or {}).get("n_trees")
+        with (
+            iteration_progress(int(total) if total else None, f"training {cfg.model.name}") as tick,
+            CurveBuffer(tracker) as curves,
+        ):
+
+            def on_iteration(i: int, values: dict[str, float]) -> None:
+                curves(i, values)
+                tick(i, values)
+
+            outcome = fit_and_evaluate(cfg, splits, on_iteration=on_iteration)
+        if console is not None and outcome.best_iteration is not None:
+            console.print(f"  best iteration {outcome.best_iteration}")
+        log_outcome(
+            tracker, cfg, outcome, splits, curves_logged=bool(curves.seen), plots_dir=plots_dir, label=label
+        )
+    return RecordedRun(outcome, tracker.run_id, label or str(cfg.model.name))
