@@ -29,17 +29,17 @@ def test_package_folders_are_the_repository_folders():
 
 
 def test_entry_points_use_the_package_lookup():
-    from ltr.compare import EXPERIMENTS_DIR, available_experiments
-    from ltr.models.ensemble import MODEL_CONF_DIR
-    from ltr.train import CONF_DIR, available_models
+    from ltr import compare, train
+    from ltr.models import ensemble
 
-    assert (
-        config_dir(),
-        experiments_dir(),
-        config_dir() / "model",
-    ) == (CONF_DIR, EXPERIMENTS_DIR, MODEL_CONF_DIR)
-    assert available_models() == sorted(p.stem for p in (PROJECT_ROOT / "conf" / "model").glob("*.yaml"))
-    assert available_experiments() == sorted(p.stem for p in (PROJECT_ROOT / "experiments").glob("*.yaml"))
+    assert train.CONF_DIR == compare.CONF_DIR == ensemble.CONF_DIR == config_dir()
+    assert experiments_dir() == compare.EXPERIMENTS_DIR
+    assert train.available_models() == sorted(
+        p.stem for p in (PROJECT_ROOT / "conf" / "model").glob("*.yaml")
+    )
+    assert compare.available_experiments() == sorted(
+        p.stem for p in (PROJECT_ROOT / "experiments").glob("*.yaml")
+    )
 
 
 def test_missing_package_folder_is_a_clear_error():
