@@ -25,7 +25,6 @@ Any other ``key=value`` argument is an override of the train config applied to e
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,7 +46,7 @@ from ltr.errors import ConfigError, LtrError
 from ltr.plots import plot_difference_histogram, plot_forest, plot_ndcg_at_k
 from ltr.progress import task_progress
 from ltr.provenance import command_line, rerun_command, run_tags
-from ltr.resources import config_dir, experiments_dir
+from ltr.resources import config_dir, experiments_dir, work_root
 from ltr.schemas import (
     DEFAULT_METRICS,
     StatsSchema,
@@ -440,7 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.from_mlflow:
             exp = load_experiment(name) if name else OmegaConf.create(dict(FROM_MLFLOW))
-            root = Path(os.environ.get("LTR_ROOT", ".")).resolve()
+            root = work_root().resolve()
             seed = next((int(o.split("=", 1)[1]) for o in overrides if o.startswith("seed=")), 42)
             report_from_mlflow(
                 resolve_tracking_uri(args.tracking_uri, root),

@@ -73,6 +73,6 @@ def work_root() -> Path:
     """The folder data, caches, run outputs and the MLflow store go under: ``$LTR_ROOT``, else ``.``.
 
     The same default as the Hydra setting ``paths.root`` (``conf/paths/default.yaml``), for the
-    entry points that are not Hydra apps (``python -m ltr.data``).
+    entry points that are not Hydra apps (``python -m ltr.data``, ``python -m ltr.compare --from-mlflow``).
     """
     return Path(os.environ.get("LTR_ROOT", "."))
