@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from ltr.config_check import Constraint, check_value
 from ltr.errors import ConfigError, DataError
 from ltr.stats import (
     HSDResult,
@@ -260,8 +261,7 @@ def _hsd_table(result: HSDResult) -> list[str]:
 
 
 def _fmt(decimals: int):  # noqa: ANN202 - returns a formatter
-    if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= 12:
-        raise ConfigError(f"decimals={decimals!r} must be an integer in 0..12")
+    decimals = check_value(decimals, int, Constraint(low=0, high=12), "decimals")
 
     def f(x: float, *, sign: bool = False) -> str:
         return f"{x:+.{decimals}f}" if sign else f"{x:.{decimals}f}"

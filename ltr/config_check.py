@@ -17,7 +17,9 @@ Python API, a saved manifest, an experiment file) by the same declaration:
   accepted values; ``check`` is a callable ``(value, path) -> value`` for what a type cannot say;
 * a nested dataclass field is checked as a block of its own; ``list[T]`` checks every item;
 * every message starts with the key's path in the user's spelling (``where`` + key), e.g.
-  ``model.params.num_leaves`` or ``experiments/x.yaml: stats.B``.
+  ``model.params.num_leaves`` or ``experiments/x.yaml: stats.B``;
+* the error is a :class:`~ltr.errors.ConfigError` unless ``error=`` names the class the caller's API
+  promises (``MetricError`` for a metric's argument, ``DataError`` for a data file's field).
 
 Values come back as plain Python (``int``/``float``/``bool``/``str``/``list``/``dict``).
 
@@ -42,16 +44,17 @@ ltr.errors.ConfigError: model.params: unknown key(s) n_tree; accepted: n_trees, 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Union
 
 import numpy as np
 
-from ltr.errors import ConfigError
+from ltr.errors import ConfigError, LtrError
 
 CHECK = "ltr_check"  # the metadata key of a field's constraints
 
@@ -147,14 +150,25 @@ def defaults(schema: type) -> dict[str, Any]:
 
 
 def check_block(
-    schema: type, given: Any, where: str, *, extra: str = "forbid", owner: str | None = None
+    schema: type,
+    given: Any,
+    where: str,
+    *,
+    extra: str = "forbid",
+    owner: str | None = None,
+    error: type[LtrError] = ConfigError,
 ) -> dict[str, Any]:
     """``given`` (a mapping, OmegaConf node or ``None``) checked against dataclass ``schema``, defaults filled.
 
     ``extra="forbid"`` (default): an unknown key is an error listing the accepted ones in declaration
     order (``OWNER accepts: ...`` when ``owner`` names whose block it is); ``extra="keep"``: unknown keys
-    are returned unchanged (a block partly checked elsewhere).
+    are returned unchanged (a block partly checked elsewhere). ``error``: the class raised (same message).
     """
+    with _raising(error):
+        return _check_block(schema, given, where, extra, owner)
+
+
+def _check_block(schema: type, given: Any, where: str, extra: str, owner: str | None) -> dict[str, Any]:
     values = plain(given)
     if not isinstance(values, Mapping):
         raise ConfigError(f"{where or 'config'}: expected a mapping of keys, got {given!r}")
@@ -185,8 +199,42 @@ def check_block(
     return out
 
 
-def check_value(value: Any, annotation: Any, constraint: Constraint | None, path: str) -> Any:
-    """One value checked against a type annotation and an optional :class:`Constraint` (module docstring)."""
+def check_value(
+    value: Any,
+    annotation: Any,
+    constraint: Constraint | None,
+    path: str,
+    *,
+    error: type[LtrError] = ConfigError,
+) -> Any:
+    """One value checked against a type annotation and an optional :class:`Constraint` (module docstring).
+
+    ``path`` names the value in the user's spelling; ``error`` is the class raised (same message).
+
+    >>> from ltr.errors import MetricError
+    >>> check_value(np.int64(3), int, Constraint(low=2), "n_samples", error=MetricError)
+    3
+    >>> check_value(True, int, Constraint(low=2), "n_samples", error=MetricError)
+    Traceback (most recent call last):
+    ...
+    ltr.errors.MetricError: n_samples: expected an integer, got True
+    """
+    with _raising(error):
+        return _check_value(value, annotation, constraint, path)
+
+
+@contextlib.contextmanager
+def _raising(error: type[LtrError]) -> Iterator[None]:
+    """Re-raise a :class:`ConfigError` from the body as ``error`` (same message); others pass through."""
+    try:
+        yield
+    except ConfigError as exc:
+        if isinstance(exc, error):
+            raise
+        raise error(str(exc)) from None
+
+
+def _check_value(value: Any, annotation: Any, constraint: Constraint | None, path: str) -> Any:
     kind, nullable = _unwrap(annotation)
     if value is None:
         if nullable:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ltr.config_check import Constraint, check_value
 from ltr.data.dataset import RankingData
 from ltr.data.svmlight import load_svmlight
 from ltr.data.synthetic import load_synthetic
@@ -80,10 +81,8 @@ class DatasetSpec:
 
 
 def _fold(cfg: Mapping[str, Any], name: str) -> int:
-    fold = cfg.get("fold", 1)
-    if fold not in (1, 2, 3, 4, 5) or isinstance(fold, bool):
-        raise ConfigError(f"data.fold must be one of 1..5 for {name}, got {fold!r}")
-    return int(fold)
+    """``data.fold``: the LETOR fold, an integer 1..5 (default 1)."""
+    return check_value(cfg.get("fold", 1), int, Constraint(low=1, high=5), "data.fold")
 
 
 def _letor_folds(name: str) -> Callable[[Mapping[str, Any]], dict[str, str]]:
@@ -109,11 +108,9 @@ ISTELLA_VARIANTS = {
 
 
 def _istella(cfg: Mapping[str, Any]) -> dict[str, str]:
-    variant = cfg.get("variant", "full")
-    if variant not in ISTELLA_VARIANTS:
-        raise ConfigError(
-            f"data.variant must be one of {sorted(ISTELLA_VARIANTS)} for istella, got {variant!r}"
-        )
+    variant = check_value(
+        cfg.get("variant", "full"), str, Constraint(choices=tuple(ISTELLA_VARIANTS)), "data.variant"
+    )
     return dict(ISTELLA_VARIANTS[variant])
 
 
