@@ -139,14 +139,20 @@ def defaults(schema: type) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for f in dataclasses.fields(schema):
-        if f.default is not dataclasses.MISSING:
-            value = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            value = f.default_factory()
-        else:
+        value = _default(f)
+        if value is dataclasses.MISSING:
             continue
         out[f.name] = defaults(type(value)) if dataclasses.is_dataclass(value) else _copy(value)
     return out
+
+
+def _default(f: dataclasses.Field) -> Any:
+    """A field's default (a fresh one from its factory), or ``dataclasses.MISSING`` for a required field."""
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
 
 
 def check_block(
@@ -183,13 +189,8 @@ def _check_block(schema: type, given: Any, where: str, extra: str, owner: str | 
     out: dict[str, Any] = {}
     for name, f in fields.items():
         path = join(where, name)
-        if name in values:
-            value = values[name]
-        elif f.default is not dataclasses.MISSING:
-            value = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            value = f.default_factory()
-        else:
+        value = values[name] if name in values else _default(f)
+        if value is dataclasses.MISSING:
             raise ConfigError(f"{path}: required, not set")
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             value = dataclasses.asdict(value)
@@ -197,6 +198,28 @@ def _check_block(schema: type, given: Any, where: str, extra: str, owner: str | 
     for key in unknown:
         out[key] = values[key]
     return out
+
+
+def check_field(
+    schema: type, name: str, given: Mapping[str, Any], where: str, *, error: type[LtrError] = ConfigError
+) -> Any:
+    """Field ``name`` of block ``schema`` read from ``given`` (its default when absent), checked by its declaration.
+
+    For code that needs one setting of a block whose other keys it does not own.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Letor:
+    ...     fold: int = setting(1, low=1, high=5)
+    >>> check_field(Letor, "fold", {}, "data"), check_field(Letor, "fold", {"fold": np.int8(3)}, "data")
+    (1, 3)
+    """
+    f = {f.name: f for f in dataclasses.fields(schema)}[name]
+    value = given[name] if name in given else _default(f)
+    if value is dataclasses.MISSING:
+        raise error(f"{join(where, name)}: required, not set")
+    hint = typing.get_type_hints(schema)[name]
+    return check_value(value, hint, f.metadata.get(CHECK), join(where, name), error=error)
 
 
 def check_value(

@@ -19,35 +19,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ltr.config_check import Constraint, check_value
+from ltr.config_check import check_field
+from ltr.data.config import (
+    ISTELLA_VARIANTS,
+    PARSE_KEYS,
+    IstellaDataSchema,
+    LetorDataSchema,
+    check_data_block,
+)
 from ltr.data.dataset import RankingData
 from ltr.data.svmlight import load_svmlight
 from ltr.data.synthetic import load_synthetic
 from ltr.errors import ConfigError, DataError
 
 SPLITS = ("train", "valid", "test")
-# options of load_svmlight a data config may set under `parse:` (or at top level for `svmlight`): every
-# keyword of load_svmlight except cache_dir and name (tests/test_registry.py keeps the two equal)
-PARSE_KEYS = (
-    "n_features",
-    "zero_based",
-    "allow_unsorted",
-    "integer_labels",
-    "allow_negative_labels",
-    "label_range",
-    "nonfinite",
-    "huge",
-    "output",
-    "density",
-    "dtype",
-    "regroup",
-    "query_file",
-    "weight_file",
-    "position_file",
-    "docid",
-    "engine",
-    "n_threads",
-)
 
 
 @dataclass(frozen=True)
@@ -81,8 +66,8 @@ class DatasetSpec:
 
 
 def _fold(cfg: Mapping[str, Any], name: str) -> int:
-    """``data.fold``: the LETOR fold, an integer 1..5 (default 1)."""
-    return check_value(cfg.get("fold", 1), int, Constraint(low=1, high=5), "data.fold")
+    """``data.fold``: the LETOR fold (:class:`~ltr.data.config.LetorDataSchema`: an integer 1..5, default 1)."""
+    return check_field(LetorDataSchema, "fold", cfg, "data")
 
 
 def _letor_folds(name: str) -> Callable[[Mapping[str, Any]], dict[str, str]]:
@@ -100,18 +85,8 @@ def _yahoo(which: int) -> Callable[[Mapping[str, Any]], dict[str, str]]:
     return layout
 
 
-ISTELLA_VARIANTS = {
-    "full": {"train": "full/train.txt", "test": "full/test.txt"},
-    "s": {"train": "sample/train.txt", "valid": "sample/vali.txt", "test": "sample/test.txt"},
-    "x": {"train": "train.txt", "valid": "vali.txt", "test": "test.txt"},
-}
-
-
 def _istella(cfg: Mapping[str, Any]) -> dict[str, str]:
-    variant = check_value(
-        cfg.get("variant", "full"), str, Constraint(choices=tuple(ISTELLA_VARIANTS)), "data.variant"
-    )
-    return dict(ISTELLA_VARIANTS[variant])
+    return dict(ISTELLA_VARIANTS[check_field(IstellaDataSchema, "variant", cfg, "data")])
 
 
 # sha256 values as published with the pytorchltr dataset loaders (rjagerman/pytorchltr): per fold
@@ -289,9 +264,7 @@ def download_for(name: str, cfg: Mapping[str, Any] | None = None) -> Download | 
     """The archive to fetch for an entry (Istella: per variant), or None for manual/gated data."""
     spec = get_spec(name)
     if name == "istella":
-        variant = (cfg or {}).get("variant", "full")
-        _istella({"variant": variant})
-        return ISTELLA_DOWNLOADS[variant]
+        return ISTELLA_DOWNLOADS[check_field(IstellaDataSchema, "variant", cfg or {}, "data")]
     return spec.download
 
 
@@ -344,11 +317,13 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
     ``kind`` (default: ``name``) picks the entry: ``synthetic`` (the built-in generator),
     ``svmlight`` (``train``/``valid``/``test`` paths and parse options at top level), or a registry
     entry (``dir``, ``fold`` or ``variant``, optional ``parse:`` overrides). ``cache_dir`` (optional)
-    reads through the binary cache. ``splits`` (optional) restricts which splits are loaded.
+    reads through the binary cache. ``splits`` (optional) restricts which splits are loaded. The keys
+    are first checked against the kind's schema (:mod:`ltr.data.config`; paths may be ``os.PathLike``).
     """
     kind = data_cfg.get("kind") or data_cfg.get("name")
     if kind == "synthetic":
         return load_synthetic(data_cfg)
+    check_data_block(data_cfg)  # a misspelt key or a wrong type fails here, before any file is read
     cache_dir = data_cfg.get("cache_dir")
     wanted = data_cfg.get("splits")
     if kind == "svmlight":

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from ltr.config_check import check_block
+from ltr.data.config import SyntheticDataSchema
 from ltr.data.dataset import RankingData
 from ltr.data.svmlight import load_svmlight, write_svmlight
 from ltr.errors import ConfigError
@@ -127,17 +129,10 @@ def generate(
 
 
 def _settings(data_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    sizes = dict(data_cfg.get("n_queries", {"train": 600, "valid": 200, "test": 200}))
-    unknown = set(sizes) - set(SPLITS)
-    if unknown:
-        raise ConfigError(f"data.n_queries has unknown split(s) {sorted(unknown)}; expected {list(SPLITS)}")
-    return {
-        "generator_version": GENERATOR_VERSION,
-        "seed": int(data_cfg.get("seed", 42)),
-        "n_queries": {s: int(sizes[s]) for s in SPLITS},
-        "min_docs": int(data_cfg.get("min_docs", 5)),
-        "max_docs": int(data_cfg.get("max_docs", 200)),
-        "p_empty": float(data_cfg.get("p_empty", 0.05)),
+    """The generator settings of a data config (checked; defaults from :class:`SyntheticDataSchema`)."""
+    cfg = check_block(SyntheticDataSchema, data_cfg, "data")
+    return {"generator_version": GENERATOR_VERSION} | {
+        key: cfg[key] for key in ("seed", "n_queries", "min_docs", "max_docs", "p_empty")
     }
 
 
