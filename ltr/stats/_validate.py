@@ -7,6 +7,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ltr.arrays import float_array
 from ltr.config_check import Constraint, check_value
 from ltr.errors import DataError
 
@@ -16,12 +17,7 @@ Seed = int | np.random.Generator
 
 def as_values(x: ArrayLike, name: str) -> np.ndarray:
     """``x`` as a 1-D float64 array; :class:`DataError` naming ``name`` if it is not 1-D or holds ±inf."""
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"{name}: per-query values must be numeric ({exc})") from None
-    if arr.ndim != 1:
-        raise DataError(f"{name}: expected a 1-D array of per-query values, got shape {arr.shape}")
+    arr = float_array(x, f"{name}: per-query values", expected="a 1-D array of per-query values")
     if np.isinf(arr).any():
         bad = int(np.flatnonzero(np.isinf(arr))[0])
         raise DataError(

@@ -24,6 +24,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ltr.arrays import float_array
 from ltr.errors import DataError
 from ltr.stats._validate import check_choice
 
@@ -31,12 +32,7 @@ Correction = Literal["holm", "bh", "bonferroni", "none"]
 
 
 def _pvalues(p: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        arr = np.asarray(p, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"p-values must be numeric ({exc})") from None
-    if arr.ndim != 1:
-        raise DataError(f"p-values: expected a 1-D array, got shape {arr.shape}")
+    arr = float_array(p, "p-values", expected="a 1-D array")
     finite = ~np.isnan(arr)
     if ((arr[finite] < 0) | (arr[finite] > 1)).any():
         bad = int(np.flatnonzero(finite & ((arr < 0) | (arr > 1)))[0])
