@@ -179,3 +179,29 @@ def test_flags_accept_numpy_bool_and_refuse_numbers():
     assert queries_needed(0.01, 0.15, paired=np.bool_(True)) == queries_needed(0.01, 0.15, paired=True)
     with pytest.raises(ConfigError, match=r"^paired: expected true or false, got 1$"):
         queries_needed(0.01, 0.15, paired=1)  # type: ignore[arg-type]
+
+
+def test_parse_options_checked_by_their_declaration(tmp_path):
+    from ltr.data._syntax import ParseOptions
+    from ltr.data.svmlight import load_svmlight
+
+    assert ParseOptions(n_features=np.int64(3), density=np.float32(0.5)).n_features == 3
+    assert ParseOptions(label_range=[0, np.int64(4)]).label_range == (0.0, 4.0)
+    with pytest.raises(ConfigError, match=r"^n_features: expected an integer, got True$"):
+        ParseOptions(n_features=True)
+    with pytest.raises(ConfigError, match=r"^zero_based: expected true or false, got 'yes'$"):
+        ParseOptions(zero_based="yes")  # type: ignore[arg-type]  # was taken as true before
+    with pytest.raises(ConfigError, match=r"^label_range: must be \(low, high\) with low <= high"):
+        ParseOptions(label_range=(4, 0))
+    with pytest.raises(ConfigError, match=r"^huge: must be in \(0.0, inf\], got 0$"):
+        ParseOptions(huge=0)
+    p = tmp_path / "a.txt"
+    p.write_text("1 qid:1 1:0.5\n0 qid:1 2:1\n")
+    assert load_svmlight(p, n_features=np.int64(2)).n_features == 2
+    # from a data config the message names the key as the config spells it
+    with pytest.raises(ConfigError, match=r"^data\.parse\.density: must be in \[0\.0, 1\.0\], got 2$"):
+        load_dataset({"kind": "svmlight", "train": str(p), "parse": {"density": 2}})
+    with pytest.raises(
+        ConfigError, match=r"^data\.parse\.output: expected one of \['auto', 'dense', 'csr'\]"
+    ):
+        load_dataset({"kind": "mq2007", "dir": str(tmp_path), "parse": {"output": "coo"}})

@@ -15,11 +15,12 @@ and a missing file is an error that says how to fetch or where to put the data.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ltr.config_check import check_field
+from ltr.config_check import check_block, check_field, plain
+from ltr.data._syntax import ParseOptions
 from ltr.data.config import (
     ISTELLA_VARIANTS,
     PARSE_KEYS,
@@ -289,14 +290,18 @@ def placement_hint(spec: DatasetSpec, directory: Path) -> str:
 
 
 def _parse_kwargs(section: Mapping[str, Any] | None, where: str) -> dict[str, Any]:
+    """load_svmlight keywords from a config section; an option ParseOptions declares is checked here, so
+    the error names it as written (``data.parse.density``); the parser checks the others."""
     out: dict[str, Any] = {}
-    for key, value in dict(section or {}).items():
+    for key, value in plain(section).items():
         if key not in PARSE_KEYS:
             raise ConfigError(f"{where}.{key} is not a parse option; expected one of {', '.join(PARSE_KEYS)}")
-        out[key] = list(value) if key == "label_range" and value is not None else value
-    if out.get("label_range") is not None:
-        out["label_range"] = tuple(out["label_range"])
-    return out
+        out[key] = value
+    declared = {f.name for f in fields(ParseOptions)}
+    checked = check_block(
+        ParseOptions, {k: v for k, v in out.items() if k in declared and v is not None}, where
+    )
+    return out | {k: checked[k] for k in out if k in declared and out[k] is not None}
 
 
 def _load_files(paths: Mapping[str, Path], kwargs: dict[str, Any], cache_dir: Any, name: str) -> dict:
@@ -345,16 +350,16 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
                 f"data.splits {sorted(unknown)} do not exist for {spec.name}; it has {list(rel)}"
             )
         rel = {s: r for s, r in rel.items() if s in wanted}
-    paths = {s: directory / r for s, r in rel.items()}
-    missing = [str(p) for p in paths.values() if not p.is_file()]
-    if missing:
-        raise DataError(
-            f"{spec.name}: expected file(s) not found: {', '.join(missing)}. {placement_hint(spec, directory)}"
-        )
     kwargs = {"n_features": spec.n_features, "label_range": spec.label_range}
     kwargs.update(_parse_kwargs(data_cfg.get("parse"), "data.parse"))
     if kwargs["n_features"] != spec.n_features:
         raise ConfigError(
             f"data.parse.n_features: {spec.name} has {spec.n_features} features, got {kwargs['n_features']}"
+        )
+    paths = {s: directory / r for s, r in rel.items()}
+    missing = [str(p) for p in paths.values() if not p.is_file()]
+    if missing:
+        raise DataError(
+            f"{spec.name}: expected file(s) not found: {', '.join(missing)}. {placement_hint(spec, directory)}"
         )
     return _load_files(paths, kwargs, cache_dir, spec.name)
