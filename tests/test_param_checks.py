@@ -205,3 +205,24 @@ def test_parse_options_checked_by_their_declaration(tmp_path):
         ConfigError, match=r"^data\.parse\.output: expected one of \['auto', 'dense', 'csr'\]"
     ):
         load_dataset({"kind": "mq2007", "dir": str(tmp_path), "parse": {"output": "coo"}})
+
+
+def test_data_helpers_arguments():
+    from ltr.data.splits import query_kfold
+    from ltr.data.synthetic import generate
+
+    assert [t.tolist() for _, t in query_kfold(6, np.int64(3), seed=0)] == [
+        t.tolist() for _, t in query_kfold(6, 3, seed=0)
+    ]
+    with pytest.raises(ConfigError, match=r"^k: expected an integer, got True$"):
+        query_kfold(6, True, seed=0)
+    with pytest.raises(ConfigError, match=r"^k: must be in \[2, inf\], got 1$"):
+        query_kfold(6, 1, seed=0)
+    a, b = generate(np.int64(3), seed=1, max_docs=np.int32(9)), generate(3, seed=1, max_docs=9)
+    assert np.array_equal(a.y, b.y) and np.array_equal(a.qid, b.qid)
+    with pytest.raises(ConfigError, match=r"^n_queries: expected an integer, got True$"):
+        generate(True, seed=1)
+    with pytest.raises(ConfigError, match=r"^max_docs: must be >= min_docs=10, got 5$"):
+        generate(10, seed=1, min_docs=10, max_docs=5)
+    with pytest.raises(ConfigError, match=r"^p_empty: must be in \[0\.0, 1\.0\), got 1\.0$"):
+        generate(10, seed=1, p_empty=1.0)
