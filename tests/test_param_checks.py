@@ -226,3 +226,19 @@ def test_data_helpers_arguments():
         generate(10, seed=1, min_docs=10, max_docs=5)
     with pytest.raises(ConfigError, match=r"^p_empty: must be in \[0\.0, 1\.0\), got 1\.0$"):
         generate(10, seed=1, p_empty=1.0)
+
+
+def test_sweeper_settings():
+    from ltr.optuna_sweeper import checked_settings
+
+    base = {"direction": "maximize", "n_trials": 3, "n_jobs": 1, "max_failure_rate": 0.0}
+    settings = checked_settings(**{**base, "n_trials": np.int64(4), "max_failure_rate": np.float32(0.5)})
+    assert (settings.n_trials, settings.max_failure_rate) == (4, 0.5) and type(settings.n_trials) is int
+    with pytest.raises(ConfigError, match=r"^hydra\.sweeper\.n_jobs: expected an integer, got True$"):
+        checked_settings(**{**base, "n_jobs": True})
+    with pytest.raises(ConfigError, match=r"^hydra\.sweeper\.n_trials: must be in \[1, inf\], got 0$"):
+        checked_settings(**{**base, "n_trials": 0})
+    with pytest.raises(
+        ConfigError, match=r"^hydra\.sweeper\.max_failure_rate: must be in \[0\.0, 1\.0\], got 1\.5$"
+    ):
+        checked_settings(**{**base, "max_failure_rate": 1.5})
