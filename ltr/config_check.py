@@ -21,6 +21,9 @@ Python API, a saved manifest, an experiment file) by the same declaration:
 * the error is a :class:`~ltr.errors.ConfigError` unless ``error=`` names the class the caller's API
   promises (``MetricError`` for a metric's argument, ``DataError`` for a data file's field).
 
+:func:`check_value` checks one function argument the same way (``check_value(k, int, Constraint(low=2),
+"k")``) and :func:`check_field` one key of a block by its declaration.
+
 Values come back as plain Python (``int``/``float``/``bool``/``str``/``list``/``dict``).
 
 >>> from dataclasses import dataclass

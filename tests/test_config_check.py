@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from ltr.config_check import Constraint, check_block, check_value, defaults, join, setting
+from ltr.config_check import Constraint, check_block, check_field, check_value, defaults, join, setting
 from ltr.errors import ConfigError, DataError, MetricError
 
 
@@ -194,3 +194,10 @@ def test_error_class_leaves_a_custom_checks_own_error_alone():
 
     with pytest.raises(MetricError, match="^k: refused 3$"):
         check_value(3, int, Constraint(check=refuse), "k", error=DataError)
+
+
+def test_check_field_reads_one_key_by_its_declaration():
+    assert check_field(Nested, "n", {}, "data") == 1  # the declared default
+    assert check_field(Nested, "n", {"n": np.int64(4), "other": "ignored"}, "data") == 4
+    with pytest.raises(MetricError, match=r"^data\.n: must be in \[1, inf\], got 0$"):
+        check_field(Nested, "n", {"n": 0}, "data", error=MetricError)
