@@ -41,6 +41,7 @@ from ltr.config_check import check_block, check_value, defaults, join, plain, se
 from ltr.data import RankingData
 from ltr.errors import ConfigError, DataError, NotFittedError
 from ltr.models.checks import check_features
+from ltr.models.monitor import watch
 from ltr.models.params import MODEL_CONFIGS, resolve_early_stopping, resolve_params
 
 MANIFEST = "manifest.json"
@@ -392,8 +393,6 @@ class NonIterativeRanker(BaseRanker):
     def _fit(
         self, train: RankingData, valid: RankingData | None, cfg: Resolved, on_iteration: OnIteration | None
     ) -> None:
-        from ltr.models.monitor import watch
-
         w = watch(train, valid, {**cfg.early_stopping, "patience": None}, on_iteration, self._check_data)
         self._fit_model(train, valid, cfg, w.metric)
         if w.splits:

@@ -82,8 +82,9 @@ class Linear(NonIterativeRanker):
         check_finite_features(data, role, model="linear")
 
     def _fit_model(self, train: RankingData, valid: RankingData | None, cfg: Resolved, metric: Any) -> None:
-        from sklearn.linear_model import Ridge
-        from sklearn.preprocessing import StandardScaler
+        # deferred: scikit-learn loads only when this model is fitted
+        from sklearn.linear_model import Ridge  # deferred: as above
+        from sklearn.preprocessing import StandardScaler  # deferred: as above
 
         self.engine_params_ = {**vocabulary.translate(self.engine, cfg.params), **cfg.engine_params}
         X = train.X.astype(np.float64)  # float32 features, float64 fit (as LightGBM accumulates)
@@ -130,6 +131,7 @@ class RandomForest(NonIterativeRanker):
         return {**vocabulary.translate(self.engine, {**params, **runtime}), **engine_params}
 
     def _fit_model(self, train: RankingData, valid: RankingData | None, cfg: Resolved, metric: Any) -> None:
+        # deferred: scikit-learn loads only when this model is fitted
         from sklearn.ensemble import RandomForestRegressor
 
         self.engine_params_ = self.translate(cfg.params, cfg.engine_params)
@@ -140,13 +142,13 @@ class RandomForest(NonIterativeRanker):
         return self.model_.predict(X)
 
     def _save_native(self, path: Path) -> dict[str, str]:
-        import skops.io as sio
+        import skops.io as sio  # deferred: skops loads only to save or load a random forest
 
         sio.dump(self.model_, path / SKOPS_FILE)
         return {"model": SKOPS_FILE}
 
     def _load_native(self, path: Path, manifest: dict[str, Any]) -> None:
-        import skops.io as sio
+        import skops.io as sio  # deferred: skops loads only to save or load a random forest
 
         file = path / manifest["files"]["model"]
         unexpected = sorted(set(sio.get_untrusted_types(file=file)) - set(TRUSTED_SKOPS_TYPES))
