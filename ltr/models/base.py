@@ -152,9 +152,19 @@ class BaseRanker:
 
     @classmethod
     def from_config(
-        cls, cfg: Mapping[str, Any], *, seed: int = 0, num_threads: int = 0, where: str = "model"
+        cls,
+        cfg: Mapping[str, Any],
+        *,
+        seed: int = 0,
+        num_threads: int = 0,
+        where: str = "model",
+        **extra: Any,
     ) -> BaseRanker:
-        """Build from a plain model config (its block: ``{name, params, early_stopping, engine_params}``, ...)."""
+        """Build from a plain model config (its block: ``{name, params, early_stopping, engine_params}``, ...).
+
+        A key outside :meth:`config_keys` is a ConfigError naming ``where``; ``extra`` are constructor
+        arguments that are not part of the model block (the Dask backend's ``backend``).
+        """
         cfg = plain(cfg)
         keys = cls.config_keys()
         unknown = sorted(set(cfg) - set(keys))
@@ -163,7 +173,7 @@ class BaseRanker:
                 f"{where}: unknown key(s) {', '.join(unknown)}; {cls.name} accepts: {', '.join(keys)}"
             )
         given = {k: cfg[k] for k in keys if k in cfg and k != "name"}
-        return cls(**given, seed=seed, num_threads=num_threads, where=where)
+        return cls(**given, seed=seed, num_threads=num_threads, where=where, **extra)
 
     # --- scikit-learn conventions ----------------------------------------------------------------
     def get_params(self, deep: bool = True) -> dict[str, Any]:

@@ -290,11 +290,4 @@ def build_dask_ranker(
             f"backend=dask trains LightGBM LambdaMART only (model=lambdamart), got model {cfg.get('name')!r}; "
             "use backend=local for other models"
         )
-    keys = LambdaMART.config_keys()
-    unknown = sorted(set(cfg) - set(keys))
-    if unknown:
-        raise ConfigError(
-            f"model: unknown key(s) {', '.join(unknown)}; lambdamart accepts: {', '.join(keys)}"
-        )
-    given = {k: cfg[k] for k in keys if k in cfg and k != "name"}
-    return DaskLambdaMART(**given, backend=backend_cfg, seed=seed, num_threads=num_threads)
+    return DaskLambdaMART.from_config(cfg, seed=seed, num_threads=num_threads, backend=backend_cfg)  # type: ignore[return-value]

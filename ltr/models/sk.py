@@ -71,14 +71,22 @@ def check_finite_features(data: RankingData, role: str, *, model: str) -> None:
     )
 
 
-class Linear(NonIterativeRanker):
-    """Ridge regression on standardised features: a linear pointwise baseline."""
+class SklearnRanker(NonIterativeRanker):
+    """A pointwise scikit-learn regressor on the grades: every label must be a finite number."""
 
-    name = "linear"
     engine = "sklearn"
 
     def _check_data(self, data: RankingData, role: str, max_label: int) -> None:
         check_labels_finite(data, role)
+
+
+class Linear(SklearnRanker):
+    """Ridge regression on standardised features: a linear pointwise baseline."""
+
+    name = "linear"
+
+    def _check_data(self, data: RankingData, role: str, max_label: int) -> None:
+        super()._check_data(data, role, max_label)
         check_finite_features(data, role, model="linear")
 
     def _fit_model(self, train: RankingData, valid: RankingData | None, cfg: Resolved, metric: Any) -> None:
@@ -116,14 +124,10 @@ class Linear(NonIterativeRanker):
             )
 
 
-class RandomForest(NonIterativeRanker):
+class RandomForest(SklearnRanker):
     """Random forest regression on the grades (Breiman 2001): a strong pointwise baseline."""
 
     name = "random_forest"
-    engine = "sklearn"
-
-    def _check_data(self, data: RankingData, role: str, max_label: int) -> None:
-        check_labels_finite(data, role)
 
     def translate(self, params: dict[str, Any], engine_params: dict[str, Any]) -> dict[str, Any]:
         """``RandomForestRegressor`` arguments for resolved ltr ``params`` (``engine_params`` win)."""
