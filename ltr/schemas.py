@@ -211,7 +211,7 @@ def threads_per_job(n_jobs: Any) -> int:
 
 def register_configs() -> None:
     """Register the group schemas in Hydra's ConfigStore and the ``ltr_*`` resolvers (idempotent)."""
-    from hydra.core.config_store import ConfigStore
+    from hydra.core.config_store import ConfigStore  # deferred: hydra only when configs are registered
     from omegaconf import OmegaConf
 
     register_model_configs()
