@@ -209,7 +209,7 @@ DATA_SCHEMAS: dict[str, type] = {
 
 def register_configs() -> None:
     """Register the group schemas in Hydra's ConfigStore and the ``ltr_*`` resolvers (idempotent)."""
-    from hydra.core.config_store import ConfigStore
+    from hydra.core.config_store import ConfigStore  # deferred: hydra only when configs are registered
     from omegaconf import OmegaConf
 
     register_model_configs()
