@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ltr.arrays import float_array
+from ltr.config_check import Constraint, check_value
 from ltr.errors import MetricError
 from ltr.metrics import _kernels
 from ltr.metrics.conventions import TIES, Conventions, resolve_conventions
@@ -113,8 +114,7 @@ def rank_lists(
     >>> rank_lists(np.array([0., 3, 1, 2]), np.array([1., 1, 1, .5]), np.array([0, 4]), "average").bounds.tolist()
     [0, 3, 4]
     """
-    if ties not in TIES:
-        raise MetricError(f"ties={ties!r} is not one of {', '.join(TIES)}")
+    check_value(ties, str, Constraint(choices=TIES), "ties", error=MetricError)
     n = labels.shape[0]
     d = 0 if depth is None else int(depth)
     if ties in ("stable", "average"):

@@ -129,9 +129,7 @@ class Conventions:
 
 
 def _choice(name: str, value: Any, choices: Sequence[str]) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise MetricError(f"convention {name}={value!r} is not one of {', '.join(choices)}")
-    return value
+    return _setting(name, value, str, Constraint(choices=tuple(choices)))
 
 
 def _setting(name: str, value: Any, kind: Any, constraint: Constraint | None = None) -> Any:
