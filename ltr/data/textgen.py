@@ -171,8 +171,7 @@ def write_letor_splits(
     if (scale is None) == (n_queries is None):
         raise ConfigError("give exactly one of scale (a preset) or n_queries")
     if scale is not None:
-        if scale not in PRESETS:
-            raise ConfigError(f"scale must be one of {sorted(PRESETS)}, got {scale!r}")
+        check_value(scale, str, Constraint(choices=tuple(PRESETS)), "scale")
         n_queries = PRESETS[scale]
     seeds = np.random.SeedSequence(seed).spawn(len(n_queries))
     out = {}
