@@ -1,7 +1,7 @@
 """ltr: learning-to-rank experiments with explicit metric conventions.
 
 Layers (lowest first; a module imports only from its own layer or lower ones, see
-docs/architecture.md): foundation (``ltr.errors``, ``ltr.ranking``, ``ltr.config_check``,
+docs/architecture.md): foundation (``ltr.errors``, ``ltr.ranking``, ``ltr.arrays``, ``ltr.config_check``,
 ``ltr.resources``) → ``ltr.data`` → ``ltr.metrics`` → ``ltr.stats`` → ``ltr.clicks`` →
 ``ltr.models`` → ``ltr.comparison`` / ``ltr.report`` / ``ltr.plots`` / ``ltr.progress`` →
 ``ltr.tracking`` (MLflow) → the application (``ltr.pipeline`` fits and evaluates, ``ltr.record``
