@@ -13,6 +13,10 @@ from omegaconf.errors import ValidationError
 from ltr.config_check import defaults
 from ltr.errors import ConfigError
 from ltr.schemas import (
+    DATA_SCHEMAS,
+    BackendSchema,
+    EvalSchema,
+    TrackingSchema,
     metric_direction,
     register_configs,
     threads_per_job,
@@ -189,14 +193,34 @@ def test_the_restated_defaults_check_sees_each_kind_of_node(tmp_path):
     ) == {"n_queries.train": 600}
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in (CONF_DIR / "data").glob("*.yaml")))
-def test_data_yaml_composes_to_its_schema_defaults_plus_what_it_states(name):
-    from ltr.schemas import DATA_SCHEMAS
+SCHEMA_OF = {
+    "eval/schema": EvalSchema,
+    "tracking/schema": TrackingSchema,
+    "backend/schema": BackendSchema,
+    **{f"data/{name}": schema for name, schema in DATA_SCHEMAS.items()},
+}
+GROUP_YAMLS = sorted(
+    p for g in ("data", "eval", "tracking", "backend") for p in (CONF_DIR / g).glob("*.yaml")
+)
 
-    body = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "data" / f"{name}.yaml"))
-    (schema_name,) = [d for d in body.pop("defaults") if d != "_self_"]
-    composed = OmegaConf.to_container(_compose([f"data={name}"]).data)
-    assert composed == {**defaults(DATA_SCHEMAS[schema_name]), **body}
+
+def _merged(base, body):
+    return {
+        **base,
+        **{k: _merged(base[k], v) if isinstance(base.get(k), dict) and v else v for k, v in body.items()},
+    }
+
+
+@pytest.mark.parametrize("path", GROUP_YAMLS, ids=[f"{p.parent.name}/{p.name}" for p in GROUP_YAMLS])
+def test_a_group_yaml_composes_to_its_schema_defaults_plus_what_it_states(path):
+    """One source per default: the composed group is the schema's defaults, overridden by the YAML's keys."""
+    body = OmegaConf.to_container(OmegaConf.load(path))
+    schemas = [d for d in body.pop("defaults", []) if d != "_self_"]
+    if not schemas:  # e.g. backend/local.yaml: just `name: local`, no schema composed
+        return
+    (schema_name,) = schemas
+    composed = OmegaConf.to_container(_compose([f"{path.parent.name}={path.stem}"])[path.parent.name])
+    assert composed == _merged(defaults(SCHEMA_OF[f"{path.parent.name}/{schema_name}"]), body)
 
 
 @pytest.mark.parametrize(
