@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ltr.comparison import PAIRED_TESTS
 from ltr.config_check import check_block, join, setting
 from ltr.data.config import (
     DataSchema,
@@ -53,6 +54,8 @@ from ltr.data.config import (
 from ltr.errors import ConfigError
 from ltr.models.dask_lightgbm import BackendSchema
 from ltr.models.params import register_model_configs
+from ltr.stats.bootstrap import CI_METHODS
+from ltr.stats.corrections import CORRECTIONS
 
 __all__ = [
     "DATA_SCHEMAS",
@@ -79,7 +82,7 @@ LOWER_IS_BETTER = ("rmse", "mse", "mae", "loss", "logloss", "error")
 
 @dataclass
 class BootstrapSchema:
-    method: str = setting("bca", choices=("bca", "percentile"))
+    method: str = setting("bca", choices=CI_METHODS)
     B: int = setting(10_000, low=0)  # resamples; 0 turns CI bounds off
     confidence: float = setting(0.95, low=0.0, high=1.0, open_low=True, open_high=True)
 
@@ -118,11 +121,11 @@ class TrackingSchema:
 class StatsSchema:
     """How systems are compared: CIs, the paired test, the multiple-comparison correction."""
 
-    ci: str = setting("bca", choices=("bca", "percentile"))  # bootstrap CI over queries
+    ci: str = setting("bca", choices=CI_METHODS)  # bootstrap CI over queries
     B: int = setting(10_000, low=0)  # bootstrap resamples
     confidence: float = setting(0.95, low=0.0, high=1.0, open_low=True, open_high=True)
-    test: str = setting("randomization", choices=("randomization", "t"))  # paired test
-    correction: str = setting("holm", choices=("holm", "bh", "bonferroni", "none"))
+    test: str = setting("randomization", choices=PAIRED_TESTS)  # paired test
+    correction: str = setting("holm", choices=CORRECTIONS)
     alpha: float = setting(0.05, low=0.0, high=1.0, open_low=True, open_high=True)
 
 
