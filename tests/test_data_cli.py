@@ -34,11 +34,55 @@ def test_summary_matches_pandas(tmp_path):
     assert s["label_histogram"] == df.y.value_counts().sort_index().to_dict()
     assert s["queries_without_relevant"] == int((g.y.max() == 0).sum())
     assert s["single_doc_queries"] == int((g.size() == 1).sum())
-    assert s["features_used"] == 8 and s["constant_features"] == [4, 6]
+    assert s["features_used"] == 8 and s["constant_features"] == 2
+    assert s["constant_feature_ranges"] == [[4, 4], [6, 6]] and s["features_all_missing"] == 0
     sparse = summarize(load_svmlight(write_svmlight(d, tmp_path / "a.txt"), output="csr", n_features=9))
     assert {k: v for k, v in sparse.items() if k not in ("name", "storage")} == {
         k: v for k, v in s.items() if k not in ("name", "storage")
     }
+
+
+def test_summary_counts_all_nan_features_as_missing_like_pandas(tmp_path):
+    """A feature that is NaN in every row is missing, not used and not constant; one NaN among
+    values leaves a feature's use and constancy to its other values (pandas' skipna semantics)."""
+    nan = np.nan
+    X = np.array(
+        [[nan, 1, nan, 0, 2], [nan, 1, 3, 0, 2], [nan, 1, 4, nan, nan], [nan, 1, nan, 0, 2]], np.float32
+    )
+    d = RankingData(X=X, y=[0, 1, 0, 1], qid=[1, 1, 2, 2])
+    df = pd.DataFrame(X)
+    s = summarize(d)
+    assert s["features_all_missing"] == int(df.isna().all().sum()) == 1
+    assert s["features_used"] == int(((df != 0) & df.notna()).any().sum()) == 3
+    constant = [i + 1 for i in df.columns if df[i].notna().any() and df[i].nunique(dropna=True) == 1]
+    assert constant == [2, 4, 5]
+    assert s["constant_feature_ranges"] == [[2, 2], [4, 5]] and s["constant_features"] == 3
+    assert s["nonfinite_values"] == int(df.isna().sum().sum())
+    path = tmp_path / "nan.txt"
+    rows = ["0 qid:1 1:nan 2:1 3:nan 5:2", "1 qid:1 1:nan 2:1 3:3 5:2", "0 qid:2 1:nan 2:1 3:4 4:nan 5:nan",
+            "1 qid:2 1:nan 2:1 3:nan 4:0 5:2"]  # fmt: skip
+    path.write_text("\n".join(rows) + "\n")
+    sparse = summarize(load_svmlight(path, nonfinite="keep", output="csr"))
+    assert {k: v for k, v in sparse.items() if k not in ("name", "storage")} == {
+        k: v for k, v in s.items() if k not in ("name", "storage")
+    }
+
+
+def test_info_on_a_huge_sparse_index_runs_in_bounded_memory(tmp_path):
+    """One token ``2147483646:1`` makes a 2^31-column matrix: per-column arrays of that width need
+    16 GB; the summary must work within a 1.5 GB address-space limit and report the runs."""
+    path = tmp_path / "wide.txt"
+    path.write_text("1 qid:1 2147483646:1\n0 qid:1 1:0.5\n0 qid:2 3:2\n")
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29));"
+        "from ltr.data.__main__ import main; sys.exit(main(['info', sys.argv[1], '--json']))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    s = json.loads(out.stdout)["file"]
+    assert s["features"] == 2147483646 and s["features_used"] == 3
+    assert s["constant_features"] == 2147483646 - 3
+    assert s["constant_feature_ranges"] == [[2, 2], [4, 2147483645]]
 
 
 def test_synth_writes_parseable_letor(tmp_path):
