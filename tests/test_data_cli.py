@@ -14,7 +14,7 @@ from ltr.data import RankingData, load_svmlight, write_svmlight
 from ltr.data.__main__ import main
 from ltr.data.info import summarize
 from ltr.data.textgen import PRESETS, write_letor_splits, write_letor_text
-from ltr.errors import ConfigError
+from ltr.errors import ConfigError, DataError
 
 
 def test_summary_matches_pandas(tmp_path):
@@ -155,3 +155,54 @@ def test_cli_list_and_module_entry_point():
     )
     assert out.returncode == 0
     assert "mslr_web30k" in out.stdout and "manual (licence-gated)" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("pack", "what"),
+    [("gzip", "a gzip-compressed file"), ("bz2", "a bzip2-compressed file"), ("lzma", "an xz-compressed file"),
+     ("zip", "a zip archive")],
+)  # fmt: skip
+def test_info_names_a_compressed_file_whatever_its_name(tmp_path, capsys, pack, what):
+    import bz2
+    import gzip
+    import lzma
+    import zipfile
+
+    text = b"1 qid:1 1:0.5\n0 qid:1 2:1\n"
+    path = tmp_path / "train.txt"  # the name says nothing: the leading bytes do
+    if pack == "zip":
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("train.txt", text)
+    else:
+        path.write_bytes({"gzip": gzip, "bz2": bz2, "lzma": lzma}[pack].compress(text))
+    assert main(["info", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}: is {what}" in err and "decompress it first" in err and "Traceback" not in err
+
+
+def test_info_says_a_directory_or_fifo_is_one(tmp_path, capsys):
+    import os
+
+    assert main(["info", str(tmp_path)]) == 1
+    assert f"{tmp_path}: is a directory, not a data file" in capsys.readouterr().err
+    fifo = tmp_path / "stream.txt"
+    os.mkfifo(fifo)
+    assert main(["info", str(fifo)]) == 1  # never blocks opening the pipe
+    assert f"{fifo}: is a named pipe (FIFO), not a regular file" in capsys.readouterr().err
+    assert main(["info", str(tmp_path / "absent.txt")]) == 1
+    assert "absent.txt: no such file" in capsys.readouterr().err
+
+
+def test_huge_above_float32_cannot_let_inf_through(tmp_path):
+    """1e39 fits neither float32 nor under huge=1e40: it would become inf with nonfinite='error'
+    (and clip would clip to inf); the option itself is refused, for float64 it stays allowed."""
+    path = tmp_path / "big.txt"
+    path.write_text("1 qid:1 1:1e39 2:1\n0 qid:1 1:2 2:3\n")
+    for policy in ("error", "clip"):
+        with pytest.raises(ConfigError, match=r"^huge: 1e\+40 is above the float32 range .*dtype='float64'"):
+            load_svmlight(path, huge=1e40, nonfinite=policy)
+    assert load_svmlight(path, huge=1e40, dtype="float64").X[0, 0] == 1e39
+    with pytest.raises(DataError, match="non-finite or huge value '1:1e39'"):
+        load_svmlight(path)  # the default threshold still catches it
+    d = load_svmlight(path, huge=3e38, nonfinite="clip")
+    assert np.isfinite(d.X).all() and d.X[0, 0] == np.float32(3e38)

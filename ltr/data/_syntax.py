@@ -89,7 +89,9 @@ class ParseOptions:
         ``"clip"`` (±inf and huge become ±huge; NaN is still an error).
     huge: magnitude above which a value counts as a sentinel; defaults to the largest value that
         still rounds to a finite float32 (3.4028235677973362e38), so every value that would
-        overflow float32 is caught and float32's own maximum (``3.40282347e+38``) is not.
+        overflow float32 is caught and float32's own maximum (``3.40282347e+38``) is not. With
+        ``dtype="float32"`` a larger ``huge`` is a ``ConfigError`` (values between would become ±inf
+        unchecked, or ``clip`` would clip to inf).
     output: ``"dense"``, ``"csr"`` or ``"auto"``: dense when entries / (lines × n_features) ≥
         ``density``, where entries = the ``:`` bytes of the file minus one per line if it has qids
         (exactly the ``index:value`` entries per cell for files without comments or blank lines; a
@@ -117,6 +119,11 @@ class ParseOptions:
         """Every option checked by its declaration (:func:`ltr.config_check.check_block`), as plain Python."""
         for name, value in check_block(type(self), asdict(self), "").items():
             object.__setattr__(self, name, value)
+        if self.dtype == "float32" and self.huge > FLOAT32_MAX:
+            raise ConfigError(
+                f"huge: {self.huge!r} is above the float32 range ({FLOAT32_MAX!r}); values between the "
+                "two would become ±inf without being counted as huge; lower huge or use dtype='float64'"
+            )
 
     @property
     def nonfinite_code(self) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import re
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +36,64 @@ log = logging.getLogger(__name__)
 
 ENGINES = ("auto", "numba", "python")
 _DOCID = re.compile(r"docid\s*=\s*(\S+)")
+
+
+#: leading bytes of compressed/archive formats → (what it is, the command that unpacks it)
+_COMPRESSED = (
+    (b"\x1f\x8b", "a gzip-compressed file", "gunzip -k"),
+    (b"BZh", "a bzip2-compressed file", "bunzip2 -k"),
+    (b"\xfd7zXZ\x00", "an xz-compressed file", "unxz -k"),
+    (b"\x28\xb5\x2f\xfd", "a zstd-compressed file", "unzstd"),
+    (b"PK\x03\x04", "a zip archive", "unzip"),
+)
+
+
+def check_data_file(path: Path) -> None:
+    """Raise a ``DataError`` that says what ``path`` is unless it is a regular, uncompressed file.
+
+    A directory, a named pipe (FIFO), a socket or a device, and a compressed file or archive
+    (recognised by its leading bytes, whatever its name) each get their own message with the fix.
+
+    >>> import tempfile, pathlib, gzip
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> check_data_file(d)
+    Traceback (most recent call last):
+    ltr.errors.DataError: ... is a directory, not a data file; pass one of the files inside it
+    >>> _ = (d / "t.txt").write_bytes(gzip.compress(b"1 qid:1 1:0.5\\n"))
+    >>> check_data_file(d / "t.txt")
+    Traceback (most recent call last):
+    ltr.errors.DataError: .../t.txt: is a gzip-compressed file, which the parser does not read; decompress it first (gunzip -k ...)
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except OSError as e:
+        raise DataError(f"{path}: cannot be read ({e.strerror or e})") from None
+    if stat.S_ISDIR(mode):
+        raise DataError(f"{path}: is a directory, not a data file; pass one of the files inside it")
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a named pipe (FIFO)"
+            if stat.S_ISFIFO(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "a device"
+        )
+        raise DataError(
+            f"{path}: is {kind}, not a regular file; the parser reads a file more than once "
+            "(it counts, then parses, and the cache keys on it), so save the stream to a file first"
+        )
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError as e:
+        raise DataError(f"{path}: cannot be read ({e.strerror or e})") from None
+    for magic, what, unpack in _COMPRESSED:
+        if head.startswith(magic):
+            raise DataError(
+                f"{path}: is {what}, which the parser does not read; decompress it first ({unpack} {path})"
+            )
 
 
 def _line_number(path: Path, offset: int) -> int:

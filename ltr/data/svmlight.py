@@ -36,6 +36,7 @@ from ltr.data._syntax import ParseOptions
 from ltr.data.dataset import RankingData
 from ltr.data.reading import (
     build_dataset,
+    check_data_file,
     parse_file,
     position_codes,
     read_positions,
@@ -43,7 +44,7 @@ from ltr.data.reading import (
     read_weights,
     regroup_order,
 )
-from ltr.errors import ConfigError, DataError
+from ltr.errors import ConfigError
 
 __all__ = [  # the loader's helpers stay importable from here, where users found them
     "atomic_writer",
@@ -139,8 +140,7 @@ def load_svmlight(
         dtype=dtype,
         regroup=regroup,
     )
-    if not path.is_file():
-        raise DataError(f"{path}: no such file")
+    check_data_file(path)
     qfile = _sidecar(path, query_file, ".query")
     wfile = _sidecar(path, weight_file, ".weight")
     pfile = _sidecar(path, position_file, ".position")
