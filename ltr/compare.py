@@ -345,6 +345,47 @@ def print_leaderboard(console: Any, report: Any, exp: Any, out_dir: Path) -> Non
     console.print(f"Written: {out_dir}/leaderboard.{{md,csv,tex}} and {out_dir}/plots/*.png", soft_wrap=True)
 
 
+def check_same_data(
+    frames: Mapping[str, Any], run_ids: Mapping[str, str], fingerprints: Mapping[str, str | None], split: str
+) -> None:
+    """Refuse runs that were not scored on the same ``split`` data: a ``ConfigError`` naming every run
+    (label, run id) with its ``ltr.data.fingerprint.<split>`` tag. Runs that all carry the tag are
+    compared by it (two datasets may share query ids); otherwise by the query ids of their frames.
+
+    >>> import pandas as pd
+    >>> f = {"a": pd.DataFrame({"qid": [1, 2]}), "b": pd.DataFrame({"qid": [1, 2]})}
+    >>> check_same_data(f, {"a": "r1", "b": "r2"}, {"a": "fp1", "b": "fp1"}, "test")
+    >>> check_same_data(f, {"a": "r1", "b": "r2"}, {"a": "fp1", "b": "fp2"}, "test")
+    Traceback (most recent call last):
+    ltr.errors.ConfigError: --from-mlflow: the runs were evaluated on different test data ...
+    """
+
+    def named(label: str) -> str:
+        fp = fingerprints[label]
+        tag = f"ltr.data.fingerprint.{split}={fp}" if fp else f"no ltr.data.fingerprint.{split} tag"
+        return f"{label!r} (run {run_ids[label]}, {tag}, {frames[label]['qid'].nunique()} queries)"
+
+    labels = list(frames)
+    if all(fingerprints[s] for s in labels):
+        if len({fingerprints[s] for s in labels}) > 1:
+            raise ConfigError(
+                f"--from-mlflow: the runs were evaluated on different {split} data, so their per-query "
+                f"scores cannot be paired: {'; '.join(named(s) for s in labels)}. "
+                "Choose runs with one fingerprint (e.g. --run-ids of runs on the same data)"
+            )
+        return
+    first = labels[0]
+    reference = set(frames[first]["qid"].tolist())
+    for label in labels[1:]:
+        qids = set(frames[label]["qid"].tolist())
+        if qids != reference:
+            raise ConfigError(
+                f"--from-mlflow: the runs scored different {split} queries: {len(reference - qids)} of "
+                f"{first!r}'s are not in {label!r}'s and {len(qids - reference)} of {label!r}'s not in "
+                f"{first!r}'s; {'; '.join(named(s) for s in labels)}. Compare runs of the same data"
+            )
+
+
 def report_from_mlflow(
     uri: str,
     exp: Any,
@@ -368,6 +409,7 @@ def report_from_mlflow(
         raise ConfigError(f"--from-mlflow: need at least 2 runs to compare, found {len(runs)} in {uri}")
     frames: dict[str, Any] = {}
     ids: dict[str, str] = {}
+    fingerprints: dict[str, str | None] = {}
     for run in runs:
         label = run["tags"].get("ltr.compare.system") or run["name"] or run["run_id"]
         if label in frames:
@@ -376,6 +418,8 @@ def report_from_mlflow(
             download_frame(uri, run["run_id"], f"per_query/{split}.parquet"),
             run["run_id"],
         )
+        fingerprints[label] = run["tags"].get(f"ltr.data.fingerprint.{split}")
+    check_same_data(frames, ids, fingerprints, split)
     chosen = baseline or (exp.baseline if exp.get("baseline") in frames else next(iter(frames)))
     if chosen not in frames:
         raise ConfigError(f"--baseline {chosen!r} is not one of the runs: {', '.join(frames)}")

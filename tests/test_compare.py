@@ -248,3 +248,67 @@ def test_report_rebuilt_from_mlflow_equals_the_original(comparison, tmp_path):
         timeout=300,
     )
     assert proc.returncode == 2 and "no finished run named 'nope'" in proc.stderr
+
+
+# --- --from-mlflow refuses what it cannot compare (runs logged directly: no training needed) ----------
+
+
+def _logged_run(uri: str, name: str, qids, fingerprint: str | None, seed: int, split: str = "test") -> str:
+    """A finished MLflow run shaped like ltr.train's: per-query parquet and the data fingerprint tag."""
+    import tempfile
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("ltr") or client.get_experiment(client.create_experiment("ltr"))
+    tags = {} if fingerprint is None else {f"ltr.data.fingerprint.{split}": fingerprint}
+    run = client.create_run(exp.experiment_id, run_name=name, tags=tags)
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"qid": np.asarray(qids, dtype=np.int64)})
+    for metric in ("ndcg@10", "ndcg@5", "ndcg@1", "err@10", "map", "mrr@10", "p@10"):
+        frame[metric] = rng.random(len(frame))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{split}.parquet"
+        frame.to_parquet(path)
+        client.log_artifact(run.info.run_id, str(path), "per_query")
+    client.set_terminated(run.info.run_id)
+    return run.info.run_id
+
+
+def _from_mlflow(uri: str, tmp_path: Path, *args: str, capsys) -> tuple[int, str]:
+    code = main(["--from-mlflow", "--tracking-uri", uri, "--out", str(tmp_path / "out"), *args])
+    captured = capsys.readouterr()
+    return code, captured.err
+
+
+def test_from_mlflow_refuses_runs_of_different_test_data(tmp_path, capsys):
+    """Different fingerprints, different query sets, or a same-named run of other data: one clear
+    error naming every run and its fingerprint, never a numpy traceback or a silently partial report."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    a = _logged_run(uri, "lambdamart-synthetic", range(40), "fp-aaaa", 1)
+    b = _logged_run(uri, "regression-synthetic", range(40), "fp-aaaa", 2)
+    c = _logged_run(uri, "regression-mslr", range(100, 130), "fp-cccc", 3)  # other data, other queries
+    d = _logged_run(uri, "regression-synthetic", range(40), "fp-dddd", 4)  # same qids, other data
+    code, err = _from_mlflow(uri, tmp_path, "--run-ids", a, b, capsys=capsys)
+    assert code == 0, err  # same data: compared
+    code, err = _from_mlflow(uri, tmp_path, "--run-ids", a, c, capsys=capsys)
+    assert code == 2 and "Traceback" not in err
+    assert "different test data" in err and a in err and c in err and "fp-aaaa" in err and "fp-cccc" in err
+    code, err = _from_mlflow(uri, tmp_path, "--run-ids", a, b, d, capsys=capsys)
+    assert code == 2 and "different test data" in err and d in err and "fp-dddd" in err
+    # the same name twice (all runs of the experiment): the collision is still refused by data
+    code, err = _from_mlflow(uri, tmp_path, "--experiment", "ltr", capsys=capsys)
+    assert code == 2 and "different test data" in err and "regression-synthetic" in err
+
+
+def test_from_mlflow_without_fingerprints_compares_query_ids(tmp_path, capsys):
+    """Runs without the fingerprint tag (older or foreign runs) are checked by their query ids."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    a = _logged_run(uri, "one", range(40), None, 1)
+    b = _logged_run(uri, "two", range(5, 45), None, 2)
+    same = _logged_run(uri, "three", range(40), None, 3)
+    code, err = _from_mlflow(uri, tmp_path, "--run-ids", a, b, capsys=capsys)
+    assert code == 2 and "Traceback" not in err
+    assert "different test queries" in err and a in err and b in err and "5 of" in err
+    code, err = _from_mlflow(uri, tmp_path, "--run-ids", a, same, capsys=capsys)
+    assert code == 0, err
