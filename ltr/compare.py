@@ -357,7 +357,7 @@ def check_same_data(
     >>> check_same_data(f, {"a": "r1", "b": "r2"}, {"a": "fp1", "b": "fp1"}, "test")
     >>> check_same_data(f, {"a": "r1", "b": "r2"}, {"a": "fp1", "b": "fp2"}, "test")
     Traceback (most recent call last):
-    ltr.errors.ConfigError: --from-mlflow: the runs were evaluated on different test data ...
+    ltr.errors.ConfigError: --from-mlflow: the runs were evaluated on different test data, so ...fp2, 2 queries)...fingerprint...
     """
 
     def named(label: str) -> str:
