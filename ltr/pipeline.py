@@ -12,7 +12,9 @@ scores every split of ``eval.splits``, and returns an immutable :class:`Outcome`
 * the random baseline: i.i.d. Uniform(0, 1) scores from ``default_rng(seed)`` on the report split
   (``test``, else the last split evaluated), scored with the same conventions,
 * the learning curves, best iteration, engine parameters, per-query frames and the optimised value
-  (mean over the ``valid`` queries of the early-stopping metric, else of the first eval metric).
+  (mean over the ``valid`` queries of the early-stopping metric, else of the first eval metric),
+* the splits that share queries with ``train`` (:func:`train_overlaps`: leakage the log step warns
+  about and tags).
 
 No MLflow and no console: :mod:`ltr.record` writes an outcome to a tracker, :mod:`ltr.console` prints
 it. The metric conventions (``eval.preset`` + ``eval.conventions``) are read once, into
@@ -99,6 +101,51 @@ class SplitResult:
 
 
 @dataclass(frozen=True)
+class Overlap:
+    """A split that shares ``shared`` of its ``n_queries`` query ids with ``train``; ``identical``
+    when it is the training data itself (same fingerprint)."""
+
+    split: str
+    shared: int
+    n_queries: int
+    identical: bool
+
+    def describe(self) -> str:
+        if self.identical:
+            return f"the {self.split} split is identical to train (same data fingerprint)"
+        return f"the {self.split} split shares {self.shared} of its {self.n_queries} query ids with train"
+
+
+def train_overlaps(splits: Mapping[str, Any]) -> tuple[Overlap, ...]:
+    """Every split other than ``train`` that shares query ids with it (train/test leakage).
+
+    The fingerprint is compared only when the shapes agree (identical data has the same shape), so
+    the usual case costs one ``np.intersect1d`` of query ids per split.
+
+    >>> import numpy as np
+    >>> from ltr.data import RankingData
+    >>> train = RankingData(np.ones((4, 1)), np.zeros(4), np.array([1, 1, 2, 3]))
+    >>> test = RankingData(np.ones((2, 1)), np.zeros(2), np.array([3, 4]))
+    >>> [o.describe() for o in train_overlaps({"train": train, "test": test, "valid": train})]
+    ['the test split shares 1 of its 2 query ids with train', 'the valid split is identical to train (same data fingerprint)']
+    """
+    train = splits.get("train")
+    if train is None:
+        return ()
+    train_ids = np.asarray(train.query_ids)
+    out = []
+    for split, data in splits.items():
+        if split == "train":
+            continue
+        shared = int(np.intersect1d(train_ids, np.asarray(data.query_ids)).size)
+        same_shape = data.X.shape == train.X.shape and data.n_queries == train.n_queries
+        identical = data is train or (same_shape and data.fingerprint() == train.fingerprint())
+        if shared or identical:
+            out.append(Overlap(split, shared, data.n_queries, identical))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class Outcome:
     """Everything one fitted-and-evaluated system produced (see the module docstring)."""
 
@@ -117,6 +164,7 @@ class Outcome:
     target: str  # the optimised metric
     value_split: str  # where ``value`` is measured: valid, else the report split
     value: float  # mean of ``target`` on ``value_split`` (NaN when not evaluated)
+    overlaps: tuple[Overlap, ...] = ()  # splits sharing queries with train (see train_overlaps)
 
 
 def make_ranker(cfg: Any) -> Any:
@@ -261,4 +309,5 @@ def fit_and_evaluate(
         target=target,
         value_split=value_split,
         value=value,
+        overlaps=train_overlaps(splits),
     )

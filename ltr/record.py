@@ -8,7 +8,8 @@ with live curves (``curve/<split>/<metric>``, step = iteration) and a progress b
 the metric conventions (``metric_conventions.*`` params), the engine's own parameters (``engine.*``),
 ``best_iteration``, per split ``<split>/<metric>`` means with ``_ci_low`` / ``_ci_high`` /
 ``_n_skipped`` and ``<split>/n_queries``, ``baseline_random/<split>/<metric>``, the per-query
-Parquet files ``per_query/<split>.parquet``, plots under ``plots/`` and the model under ``model/``.
+Parquet files ``per_query/<split>.parquet``, plots under ``plots/`` and the model under ``model/``;
+a split sharing queries with ``train`` is warned about and tagged ``ltr.leakage.<split>``.
 
 >>> import numpy as np
 >>> from ltr.pipeline import SplitResult
@@ -19,6 +20,7 @@ Parquet files ``per_query/<split>.parquet``, plots under ``plots/`` and the mode
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import threading
 import time
@@ -35,6 +37,8 @@ from ltr.pipeline import Outcome, SplitResult, check_splits, fit_and_evaluate
 from ltr.plots import feature_importance, plot_feature_importance, plot_learning_curves
 from ltr.progress import iteration_progress
 from ltr.tracking import flatten_params, make_tracker, mlflow_metric_name
+
+log = logging.getLogger(__name__)
 
 
 def connect_and_load(cfg: Any, console: Any) -> tuple[Any, dict[str, Any]]:
@@ -155,6 +159,10 @@ def log_outcome(
     logged here. ``plots_dir`` also keeps the PNGs there (a comparison's report folder).
     """
     tracker.log_params({f"metric_conventions.{k}": v for k, v in outcome.conventions.describe().items()})
+    for overlap in outcome.overlaps:
+        log.warning("possible leakage: %s; its scores overstate the model", overlap.describe())
+    if outcome.overlaps:
+        tracker.set_tags({f"ltr.leakage.{o.split}": o.describe() for o in outcome.overlaps})
     if not curves_logged:
         tracker.log_history(outcome.history)
     if outcome.best_iteration is not None:

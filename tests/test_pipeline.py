@@ -228,3 +228,50 @@ def test_bad_splits_fail_with_config_errors(splits, tmp_path):
         fit_and_evaluate(_config(tmp_path, "eval.splits=[dev]"), splits)
     with pytest.raises(ConfigError, match="data 'synthetic' has no train split"):
         fit_and_evaluate(_config(tmp_path), {"test": splits["test"]})
+
+
+def _renumbered(data: RankingData, start: int) -> RankingData:
+    """The same rows with query ids ``start, start + 1, ...`` (so splits share no query id)."""
+    qid = np.repeat(np.arange(data.n_queries) + start, data.group_sizes)
+    return RankingData(data.X, data.y, qid, name=data.name)
+
+
+def test_a_test_split_overlapping_train_is_warned_about_and_tagged(splits, tmp_path, caplog):
+    """Leakage: the test split is the training data (same fingerprint, even as another object), or
+    shares query ids with it → a warning naming the split and an ``ltr.leakage.<split>`` tag; clean
+    splits get neither."""
+    train = _renumbered(splits["train"], 1000)
+    clean = {
+        "train": train,
+        "valid": _renumbered(splits["valid"], 2000),
+        "test": _renumbered(splits["test"], 3000),
+    }
+    copy = RankingData(train.X.copy(), train.y.copy(), train.qid.copy(), name="copy of train")
+    shared_ids = np.concatenate([train.query_ids[:3], np.arange(3) + 5000])
+    sizes = splits["test"].group_sizes[:6]
+    partial = RankingData(splits["test"].X[: sizes.sum()], splits["test"].y[: sizes.sum()],
+                          np.repeat(shared_ids, sizes), name="partial")  # fmt: skip
+    cfg = _config(tmp_path, "tracking.log_plots=false", "tracking.log_model=false")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    tracker = Tracker(uri, "pipeline", artifact_root=tmp_path / "art")
+    tags = {}
+    for name, test in (("clean", clean["test"]), ("identical", copy), ("partial", partial)):
+        case = {**clean, "test": test}
+        outcome = fit_and_evaluate(cfg, case)
+        caplog.clear()
+        with tracker.start(run_name=name):
+            log_outcome(tracker, cfg, outcome, case)
+        tags[name] = {
+            k: v
+            for k, v in MlflowClient(uri).get_run(tracker.run_id).data.tags.items()
+            if k.startswith("ltr.leak")
+        }
+        warned = [r.getMessage() for r in caplog.records if "leakage" in r.getMessage()]
+        assert len(warned) == len(tags[name])
+    assert tags["clean"] == {}
+    assert tags["identical"] == {
+        "ltr.leakage.test": "the test split is identical to train (same data fingerprint)"
+    }
+    assert tags["partial"] == {"ltr.leakage.test": "the test split shares 3 of its 6 query ids with train"}
+    valid_is_train = fit_and_evaluate(cfg, {**clean, "valid": train}).overlaps
+    assert [(o.split, o.identical, o.shared) for o in valid_is_train] == [("valid", True, train.n_queries)]
