@@ -199,9 +199,19 @@ def test_huge_above_float32_cannot_let_inf_through(tmp_path):
     path = tmp_path / "big.txt"
     path.write_text("1 qid:1 1:1e39 2:1\n0 qid:1 1:2 2:3\n")
     for policy in ("error", "clip"):
-        with pytest.raises(ConfigError, match=r"^huge: 1e\+40 is above the float32 range .*dtype='float64'"):
+        with pytest.raises(ConfigError, match=r"^huge: 1e\+40 is above the float32 range .*dtype float64"):
             load_svmlight(path, huge=1e40, nonfinite=policy)
     assert load_svmlight(path, huge=1e40, dtype="float64").X[0, 0] == 1e39
+    from ltr.data.registry import load_dataset
+
+    with pytest.raises(ConfigError, match=r"^data\.parse\.huge: 1e\+40 is above the float32 range"):
+        load_dataset(
+            {"kind": "svmlight", "train": str(path), "parse": {"huge": 1e40}}
+        )  # the config's spelling
+    with pytest.raises(ConfigError, match=r"^data\.huge: 1e\+40"):
+        load_dataset({"kind": "svmlight", "train": str(path), "huge": 1e40})
+    wide = load_dataset({"kind": "svmlight", "train": str(path), "parse": {"huge": 1e40, "dtype": "float64"}})
+    assert wide["train"].X[0, 0] == 1e39
     with pytest.raises(DataError, match="non-finite or huge value '1:1e39'"):
         load_svmlight(path)  # the default threshold still catches it
     d = load_svmlight(path, huge=3e38, nonfinite="clip")

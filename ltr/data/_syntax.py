@@ -119,11 +119,7 @@ class ParseOptions:
         """Every option checked by its declaration (:func:`ltr.config_check.check_block`), as plain Python."""
         for name, value in check_block(type(self), asdict(self), "").items():
             object.__setattr__(self, name, value)
-        if self.dtype == "float32" and self.huge > FLOAT32_MAX:
-            raise ConfigError(
-                f"huge: {self.huge!r} is above the float32 range ({FLOAT32_MAX!r}); values between the "
-                "two would become ±inf without being counted as huge; lower huge or use dtype='float64'"
-            )
+        check_huge_fits(self.huge, self.dtype, "huge")
 
     @property
     def nonfinite_code(self) -> int:
@@ -131,6 +127,23 @@ class ParseOptions:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def check_huge_fits(huge: float, dtype: str, name: str) -> None:
+    """Refuse a ``huge`` threshold above what ``dtype`` can hold: values between the two would become
+    ±inf unchecked under ``nonfinite="error"`` (and ``"clip"`` would clip to inf). ``name`` is the
+    option as the user spells it (``huge``, ``data.parse.huge``).
+
+    >>> check_huge_fits(1e40, "float64", "huge")
+    >>> check_huge_fits(1e40, "float32", "data.parse.huge")
+    Traceback (most recent call last):
+    ltr.errors.ConfigError: data.parse.huge: 1e+40 is above the float32 range (3.4028235677973362e+38); ...
+    """
+    if dtype == "float32" and huge > FLOAT32_MAX:
+        raise ConfigError(
+            f"{name}: {huge!r} is above the float32 range ({FLOAT32_MAX!r}); values between the two "
+            "would become ±inf without being counted as huge; lower it or use dtype float64"
+        )
 
 
 def error_message(code: int, token: str, *, index: int = 0, prev: int = 0, opts: ParseOptions) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ltr.config_check import check_block, check_field, plain
-from ltr.data._syntax import ParseOptions
+from ltr.data._syntax import ParseOptions, check_huge_fits
 from ltr.data.config import (
     ISTELLA_VARIANTS,
     PARSE_KEYS,
@@ -301,6 +301,8 @@ def _parse_kwargs(section: Mapping[str, Any] | None, where: str) -> dict[str, An
     checked = check_block(
         ParseOptions, {k: v for k, v in out.items() if k in declared and v is not None}, where
     )
+    if "huge" in checked:
+        check_huge_fits(checked["huge"], checked.get("dtype", ParseOptions.dtype), f"{where}.huge")
     return out | {k: checked[k] for k in out if k in declared and out[k] is not None}
 
 
