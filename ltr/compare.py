@@ -420,6 +420,11 @@ def report_from_mlflow(
         )
         fingerprints[label] = run["tags"].get(f"ltr.data.fingerprint.{split}")
     check_same_data(frames, ids, fingerprints, split)
+    for label, run in zip(frames, runs, strict=True):
+        if leak := run["tags"].get(f"ltr.leakage.{split}"):
+            console.print(
+                f"[yellow]warning:[/yellow] run {label!r} ({run['run_id']}): {leak}", soft_wrap=True
+            )
     chosen = baseline or (exp.baseline if exp.get("baseline") in frames else next(iter(frames)))
     if chosen not in frames:
         raise ConfigError(f"--baseline {chosen!r} is not one of the runs: {', '.join(frames)}")

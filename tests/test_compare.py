@@ -253,7 +253,9 @@ def test_report_rebuilt_from_mlflow_equals_the_original(comparison, tmp_path):
 # --- --from-mlflow refuses what it cannot compare (runs logged directly: no training needed) ----------
 
 
-def _logged_run(uri: str, name: str, qids, fingerprint: str | None, seed: int, split: str = "test") -> str:
+def _logged_run(
+    uri: str, name: str, qids, fingerprint: str | None, seed: int, split: str = "test", **extra_tags: str
+) -> str:
     """A finished MLflow run shaped like ltr.train's: per-query parquet and the data fingerprint tag."""
     import tempfile
 
@@ -262,6 +264,7 @@ def _logged_run(uri: str, name: str, qids, fingerprint: str | None, seed: int, s
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name("ltr") or client.get_experiment(client.create_experiment("ltr"))
     tags = {} if fingerprint is None else {f"ltr.data.fingerprint.{split}": fingerprint}
+    tags |= extra_tags
     run = client.create_run(exp.experiment_id, run_name=name, tags=tags)
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame({"qid": np.asarray(qids, dtype=np.int64)})
@@ -278,7 +281,7 @@ def _logged_run(uri: str, name: str, qids, fingerprint: str | None, seed: int, s
 def _from_mlflow(uri: str, tmp_path: Path, *args: str, capsys) -> tuple[int, str]:
     code = main(["--from-mlflow", "--tracking-uri", uri, "--out", str(tmp_path / "out"), *args])
     captured = capsys.readouterr()
-    return code, captured.err
+    return code, captured.err + captured.out
 
 
 def test_from_mlflow_refuses_runs_of_different_test_data(tmp_path, capsys):
@@ -312,3 +315,14 @@ def test_from_mlflow_without_fingerprints_compares_query_ids(tmp_path, capsys):
     assert "different test queries" in err and a in err and b in err and "5 of" in err
     code, err = _from_mlflow(uri, tmp_path, "--run-ids", a, same, capsys=capsys)
     assert code == 0, err
+
+
+def test_from_mlflow_repeats_a_runs_leakage_warning(tmp_path, capsys):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    leak = "the test split is identical to train (same data fingerprint)"
+    a = _logged_run(uri, "leaky", range(30), "fp", 1, **{"ltr.leakage.test": leak})
+    b = _logged_run(uri, "clean", range(30), "fp", 2)
+    code, out = _from_mlflow(uri, tmp_path, "--run-ids", a, b, capsys=capsys)
+    assert code == 0, out
+    warnings = [line for line in out.splitlines() if line.startswith("warning:")]
+    assert warnings == [f"warning: run 'leaky' ({a}): {leak}"]
