@@ -255,6 +255,7 @@ def run_comparison(
 ) -> ComparisonResult:
     """Train every system of ``exp`` on the same data, build the leaderboard, write and log it."""
     # deferred: the engines (via the pipeline) load after configure_process_environment() (see __main__)
+    from ltr.pipeline import check_run_config
     from ltr.record import connect_and_load, train_and_record
 
     console = console or Console(highlight=False)
@@ -265,6 +266,10 @@ def run_comparison(
     first = configs[systems[0]]
     for s, cfg in configs.items():
         validate_config(cfg)
+        try:
+            check_run_config(cfg)  # every system's metrics and model before any system is trained
+        except LtrError as exc:
+            raise ConfigError(f"system {s!r}: {exc}") from exc
         if OmegaConf.to_container(cfg.data, resolve=True) != OmegaConf.to_container(first.data, resolve=True):
             raise ConfigError(
                 f"system {s!r} uses different data than {systems[0]!r}; a comparison needs the same queries"

@@ -155,17 +155,16 @@ def check_block(
     order (``OWNER accepts: ...`` when ``owner`` names whose block it is); ``extra="keep"``: unknown keys
     are returned unchanged (a block partly checked elsewhere).
     """
+    block = where.removesuffix(":") or "config"  # a file's top level (``x.yaml:``) is named ``x.yaml``
     values = plain(given)
     if not isinstance(values, Mapping):
-        raise ConfigError(f"{where or 'config'}: expected a mapping of keys, got {given!r}")
+        raise ConfigError(f"{block}: expected a mapping of keys, got {given!r}")
     hints = typing.get_type_hints(schema)
     fields = {f.name: f for f in dataclasses.fields(schema)}
     unknown = sorted(str(k) for k in values if k not in fields)
     if unknown and extra == "forbid":
         accepts = f"{owner} accepts" if owner else "accepted"
-        raise ConfigError(
-            f"{where or 'config'}: unknown key(s) {', '.join(unknown)}; {accepts}: {', '.join(fields)}"
-        )
+        raise ConfigError(f"{block}: unknown key(s) {', '.join(unknown)}; {accepts}: {', '.join(fields)}")
     out: dict[str, Any] = {}
     for name, f in fields.items():
         path = join(where, name)
@@ -233,13 +232,17 @@ def _check_type(value: Any, kind: Any, path: str) -> Any:
         what = "an integer" if kind is int else "a number"
         if not real:
             raise ConfigError(f"{path}: expected {what}, got {value!r}")
-        if not math.isfinite(float(value)):
+        try:
+            number = float(value)
+        except OverflowError:  # a Python integer beyond the float range (e.g. 400 digits on the command line)
+            raise ConfigError(f"{path}: {value!r} is too large") from None
+        if not math.isfinite(number):
             raise ConfigError(
                 f"{path}: expected {'an integer' if kind is int else 'a finite number'}, got {value!r}"
             )
         if kind is float:
             return float(value)
-        if float(value) != int(value):
+        if number != int(value):
             raise ConfigError(f"{path}: expected an integer, got {value!r}")
         return int(value)
     if kind is str:

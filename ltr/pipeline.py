@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ltr.errors import ConfigError, DataError
-from ltr.metrics import Conventions, describe_conventions, evaluate, resolve_conventions
+from ltr.errors import ConfigError, DataError, MetricError
+from ltr.metrics import Conventions, describe_conventions, evaluate, parse_metric, resolve_conventions
 from ltr.models import build_ranker
 from ltr.models.dask_lightgbm import build_dask_ranker
 from ltr.stats import bootstrap_ci
@@ -201,6 +201,37 @@ def check_splits(data_cfg: Any, splits: Mapping[str, Any]) -> None:
     """A run needs a ``train`` split; raise :class:`ConfigError` naming the data config otherwise."""
     if "train" not in splits:
         raise ConfigError(f"data '{data_cfg.name}' has no train split (got {sorted(splits)})")
+
+
+def check_run_config(cfg: Any) -> None:
+    """Check everything of a run that needs no data, so a bad value fails before the data is read.
+
+    The metric conventions (``eval.preset``, ``eval.conventions``), every metric name of
+    ``eval.metrics`` and ``eval.curve.metric``, and the model: the ranker is built, which validates
+    its config (for an ensemble, every member's), and discarded. Errors name the key as the user
+    spells it (``eval.metrics: unknown metric 'ndcp@10'; ...``, ``model.members.1.params: ...``).
+
+    >>> from omegaconf import OmegaConf
+    >>> cfg = OmegaConf.create({"seed": 1, "num_threads": 1, "model": {"name": "linear"},
+    ...                         "eval": {"metrics": ["ndcg@10", "ndcp@10"]}})
+    >>> check_run_config(cfg)
+    Traceback (most recent call last):
+    ...
+    ltr.errors.ConfigError: eval.metrics: unknown metric 'ndcp@10'; metric names are <family> or <family>@<k> with families:
+    ...
+    """
+    try:
+        EvalConventions.from_config(cfg.eval)
+    except MetricError as exc:  # eval.preset or a key/value of eval.conventions (the message names it)
+        raise ConfigError(f"eval: {exc}") from exc
+    names = [("eval.metrics", str(m)) for m in cfg.eval.metrics]
+    names += [("eval.curve.metric", m) for m in curve_metrics(cfg.eval)[:1]]
+    for where, name in names:
+        try:
+            parse_metric(name)
+        except MetricError as exc:
+            raise ConfigError(f"{where}: {exc}") from exc
+    make_ranker(cfg)
 
 
 def fit_and_evaluate(

@@ -52,11 +52,13 @@ def missing_model_message() -> str:
 def execute(cfg: Any) -> RecordedRun:
     """Check, train, evaluate, log and print one configured run; returns its :class:`ltr.record.RecordedRun`."""
     # deferred: the engines (via the pipeline) load after configure_process_environment() (see __main__)
+    from ltr.pipeline import check_run_config
     from ltr.record import connect_and_load, train_and_record
 
     if cfg.get("model") is None:
         raise ConfigError(missing_model_message())
     validate_config(cfg)
+    check_run_config(cfg)  # metric names and the model (every ensemble member) before the data is read
     console = Console(highlight=False)
     tracker, splits = connect_and_load(cfg, console)  # an unreachable server fails here, before the data
     run_name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"

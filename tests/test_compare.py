@@ -248,3 +248,27 @@ def test_report_rebuilt_from_mlflow_equals_the_original(comparison, tmp_path):
         timeout=300,
     )
     assert proc.returncode == 2 and "no finished run named 'nope'" in proc.stderr
+
+
+def test_a_bad_system_fails_before_any_system_is_trained(tmp_path, monkeypatch):
+    # the third system's member is wrong: neither the tracker nor the data may be touched (so no system trains)
+    import ltr.record
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the tracker or the data was touched before the config error")
+
+    monkeypatch.setattr(ltr.record, "make_tracker", refuse)
+    monkeypatch.setattr(ltr.record, "load_dataset", refuse)
+    systems = {
+        "a": {"model": "regression"},
+        "b": {"model": "linear"},
+        "c": {"model": "ensemble_mean", "overrides": ["model.members=[linear,{model:linear,params:{l2:1}}]"]},
+    }
+    exp = check_experiment(OmegaConf.create({"systems": systems, "baseline": "a"}), "x.yaml")
+    with pytest.raises(ConfigError, match=r"^system 'c': model.members.1.params: unknown key\(s\) l2"):
+        run_comparison(exp, [*TINY_DATA, f"paths.root={tmp_path}"])
+    bad_metric = check_experiment(
+        OmegaConf.create({"systems": systems, "baseline": "a", "metrics": ["ndcg@10", "ndcp@5"]}), "x.yaml"
+    )
+    with pytest.raises(ConfigError, match=r"^system 'a': eval.metrics: unknown metric 'ndcp@5'"):
+        run_comparison(bad_metric, [*TINY_DATA, f"paths.root={tmp_path}"])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from ltr.config_check import check_block, defaults, join, setting
+from ltr.config_check import check_block, check_value, defaults, join, setting
 from ltr.errors import ConfigError
 
 
@@ -159,3 +159,18 @@ def test_paths_follow_the_users_spelling():
     assert join("experiments/x.yaml:", "stats") == "experiments/x.yaml: stats"
     with pytest.raises(ConfigError, match=r"^experiments/x.yaml: inner.size: must be in"):
         check_block(Block, {"inner": {"size": 0}}, "experiments/x.yaml:")
+
+
+def test_a_file_top_level_is_named_once():
+    # the experiment file's top level is "x.yaml:" (join gives "x.yaml: key"); its own errors say "x.yaml:"
+    with pytest.raises(ConfigError, match=r"^experiments/x.yaml: unknown key\(s\) nope; accepted: count"):
+        check_block(Block, {"nope": 1}, "experiments/x.yaml:")
+    with pytest.raises(ConfigError, match=r"^experiments/x.yaml: expected a mapping of keys"):
+        check_block(Block, [1], "experiments/x.yaml:")
+
+
+@pytest.mark.parametrize("kind", [int, float])
+def test_an_integer_beyond_the_float_range_is_a_config_error(kind):
+    # float(10**400) raises OverflowError: a command-line value with 400 digits must not give a traceback
+    with pytest.raises(ConfigError, match=r"^model.params.n: 1000.* is too large$"):
+        check_value(10**400, kind, None, "model.params.n")
