@@ -84,7 +84,7 @@ def test_cli_synth_info_convert(tmp_path, capsys):
     assert summary["queries"] == 8 and summary["features"] == 7
     assert main(["convert", str(train), "--cache-dir", str(tmp_path / "cache")]) == 0
     assert len(list((tmp_path / "cache").iterdir())) == 1
-    assert main(["info", str(tmp_path / "nope.txt")]) == 1
+    assert main(["info", str(tmp_path / "nope.txt")]) == 2  # bad input: 2, as ltr.train, compare, evaluate
     assert "no such file" in capsys.readouterr().err
 
 
@@ -101,7 +101,7 @@ def test_cli_info_registry_name(tmp_path, capsys):
     assert out.count("queries 2") == 3 and "mq2008/valid" in out
     bad = RankingData(X=np.ones((2, 46), np.float32), y=[0, 4], qid=[1, 1])
     write_svmlight(bad, tmp_path / "MQ2008" / "Fold2" / "test.txt")
-    assert main(["info", "mq2008", "--fold", "2", "--data-dir", str(tmp_path)]) == 1
+    assert main(["info", "mq2008", "--fold", "2", "--data-dir", str(tmp_path)]) == 2
     assert "Fold2/test.txt:2: label 4 is outside label_range [0, 2]" in capsys.readouterr().err
 
 

@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except LtrError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return 2  # bad input: the exit code of every ltr entry point (train, compare, evaluate)
 
 
 if __name__ == "__main__":
