@@ -110,6 +110,24 @@ def plain(cfg: Any) -> Any:
     return cfg
 
 
+def python_values(value: Any) -> Any:
+    """``value`` with every numpy scalar (at any depth of dicts, lists and tuples) as the Python scalar.
+
+    A free-form block (``engine_params``, an ensemble member's ``params``) is merged with OmegaConf,
+    which refuses numpy scalars.
+
+    >>> python_values({"a": np.int64(3), "b": [np.float32(0.5), "x"]})
+    {'a': 3, 'b': [0.5, 'x']}
+    """
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {k: python_values(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [python_values(v) for v in value]
+    return value
+
+
 def join(where: str, key: str | int) -> str:
     """The path of ``key`` inside block ``where``: ``a.b`` + ``c`` → ``a.b.c``; ``file.yaml:`` + ``c`` → ``file.yaml: c``.
 
@@ -257,7 +275,7 @@ def _check_type(value: Any, kind: Any, path: str) -> Any:
     if kind is dict or origin is dict:
         if not isinstance(value, Mapping):
             raise ConfigError(f"{path}: expected a mapping, got {value!r}")
-        return plain(value)
+        return python_values(plain(value))
     raise TypeError(f"{path}: unsupported schema type {kind!r}")  # a declaration bug, not user input
 
 

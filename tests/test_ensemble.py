@@ -502,3 +502,15 @@ def test_sklearn_clone_rebuilds_an_unfitted_copy():
     copy = clone(ens)
     assert type(copy) is type(ens) and copy.get_params() == ens.get_params()
     assert not hasattr(copy, "rankers_")
+
+
+def test_member_overrides_accept_numpy_scalars():
+    # the Python API takes numpy scalars everywhere (ltr.config_check); a member's overrides are merged
+    # into its composed config with OmegaConf, which refused np.float64 (UnsupportedValueType)
+    ranker = build_ranker(
+        {
+            "name": "ensemble_mean",
+            "members": ["lambdamart", {"model": "linear", "params": {"alpha": np.float64(2)}}],
+        }
+    )
+    assert ranker.get_params()["members"][1]["params"]["alpha"] == 2.0
