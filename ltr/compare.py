@@ -140,6 +140,17 @@ def compose_system(exp: Any, system: str, cli_overrides: Sequence[str]) -> Any:
         raise ConfigError(f"system {system!r} (overrides {overrides}): {exc}") from exc
 
 
+def system_search_path(exp: Any, system: str, cli_overrides: Sequence[str]) -> list[str]:
+    """The ``hydra.searchpath`` of one system's config: where its ensemble members are composed from too."""
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(
+            config_name="config",
+            overrides=system_overrides(exp, system, cli_overrides),
+            return_hydra_config=True,
+        )
+    return [str(entry) for entry in cfg.hydra.searchpath]
+
+
 # --- the report ----------------------------------------------------------------------------------------
 
 
@@ -254,20 +265,23 @@ def run_comparison(
     exp: Any, cli_overrides: Sequence[str] = (), *, out_dir: Path | None = None, console: Any = None
 ) -> ComparisonResult:
     """Train every system of ``exp`` on the same data, build the leaderboard, write and log it."""
-    # deferred: the engines (via the pipeline) load after configure_process_environment() (see __main__)
-    from ltr.pipeline import check_run_config
-    from ltr.record import connect_and_load, train_and_record
+    # deferred (each): the engines load after configure_process_environment() (see __main__)
+    from ltr.models.ensemble import member_search_path  # deferred: ltr.models, as the pipeline
+    from ltr.pipeline import check_run_config  # deferred: imports the engines
+    from ltr.record import connect_and_load, train_and_record  # deferred: imports the pipeline
 
     console = console or Console(highlight=False)
     systems = list(exp.systems)
     configs = {
         s: compose_system(exp, s, cli_overrides) for s in systems
     }  # every typo fails here, before work
+    search_paths = {s: system_search_path(exp, s, cli_overrides) for s in systems}
     first = configs[systems[0]]
     for s, cfg in configs.items():
         validate_config(cfg)
         try:
-            check_run_config(cfg)  # every system's metrics and model before any system is trained
+            with member_search_path(search_paths[s]):  # every system's metrics and model before any training
+                check_run_config(cfg)
         except LtrError as exc:
             raise ConfigError(f"system {s!r}: {exc}") from exc
         if OmegaConf.to_container(cfg.data, resolve=True) != OmegaConf.to_container(first.data, resolve=True):
@@ -307,17 +321,18 @@ def run_comparison(
                     "ltr.compare.experiment": str(exp.name),
                     "ltr.command": rerun_command("ltr.train", system_overrides(exp, system, cli_overrides)),
                 }
-                recorded = train_and_record(
-                    cfg,
-                    splits,
-                    tracker.spawn(),
-                    run_name=system,
-                    tags=tags,
-                    parent_run_id=tracker.run_id,
-                    console=console,
-                    plots_dir=out_dir / "plots",
-                    label=system,
-                )
+                with member_search_path(search_paths[system]):
+                    recorded = train_and_record(
+                        cfg,
+                        splits,
+                        tracker.spawn(),
+                        run_name=system,
+                        tags=tags,
+                        parent_run_id=tracker.run_id,
+                        console=console,
+                        plots_dir=out_dir / "plots",
+                        label=system,
+                    )
                 frames[system], children[system] = recorded.outcome.frames["test"], recorded.run_id
                 conventions = conventions or recorded.outcome.conventions.describe()
                 advance(system)

@@ -55,8 +55,10 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -102,6 +104,25 @@ def split_threads(n_members: int, n_jobs: int, num_threads: int) -> tuple[int, i
     return jobs, max(1, cores // jobs)
 
 
+#: ``hydra.searchpath`` of the running command (its entries are searched for member configs too)
+_MEMBER_SEARCH_PATH: ContextVar[tuple[str, ...]] = ContextVar("ltr_member_search_path", default=())
+
+
+@contextmanager
+def member_search_path(entries: Sequence[str]) -> Iterator[None]:
+    """Compose member configs with these ``hydra.searchpath`` entries (e.g. ``file://myconf``) too.
+
+    The entry points set the run's ``hydra.searchpath`` here, so a user's own model config is found
+    as a member whichever way the user added its folder (``--config-dir`` is already Hydra's search
+    path inside a running app; ``hydra.searchpath=[...]``, also from an experiment file, is not).
+    """
+    token = _MEMBER_SEARCH_PATH.set(tuple(str(e) for e in entries))
+    try:
+        yield
+    finally:
+        _MEMBER_SEARCH_PATH.reset(token)
+
+
 def compose_model_config(name: str, where: str) -> dict[str, Any]:
     """The model config ``+model=NAME`` composes (every default filled in), as a plain dict."""
     from hydra import compose, initialize_config_dir  # deferred: hydra only to compose member configs
@@ -113,7 +134,10 @@ def compose_model_config(name: str, where: str) -> dict[str, Any]:
 
     def composed() -> dict[str, Any]:
         try:
-            cfg = compose(config_name=None, overrides=[f"+model={name}"])
+            searchpath = _MEMBER_SEARCH_PATH.get()
+            quoted = ",".join("'" + e.replace("\\", "\\\\").replace("'", "\\'") + "'" for e in searchpath)
+            extra = [f"hydra.searchpath=[{quoted}]"] if searchpath else []
+            cfg = compose(config_name=None, overrides=[f"+model={name}", *extra])
         except HydraException:
             loader = GlobalHydra.instance().config_loader()
             known = ", ".join(sorted(loader.get_group_options("model")))
