@@ -54,7 +54,14 @@ from ltr.schemas import (
     register_configs,
     validate_config,
 )
-from ltr.tracking import download_frame, find_runs, flatten_params, mlflow_metric_name, resolve_tracking_uri
+from ltr.tracking import (
+    check_server_reachable,
+    download_frame,
+    find_runs,
+    flatten_params,
+    mlflow_metric_name,
+    resolve_tracking_uri,
+)
 
 CONF_DIR = config_dir()
 EXPERIMENTS_DIR = experiments_dir()
@@ -461,8 +468,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             exp = load_experiment(name) if name else OmegaConf.create(dict(FROM_MLFLOW))
             root = work_root().resolve()
             seed = next((int(o.split("=", 1)[1]) for o in overrides if o.startswith("seed=")), 42)
+            uri = resolve_tracking_uri(args.tracking_uri, root)
+            try:  # a dead server: one line now, not MLflow's retries and traceback later
+                check_server_reachable(uri)
+            except ConfigError as exc:
+                why = exc.__cause__ or exc
+                raise ConfigError(f"--tracking-uri {uri}: the MLflow server is unreachable ({why})") from exc
             report_from_mlflow(
-                resolve_tracking_uri(args.tracking_uri, root),
+                uri,
                 exp,
                 run_ids=args.run_ids,
                 run_names=args.run_names,

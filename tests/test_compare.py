@@ -272,3 +272,13 @@ def test_a_bad_system_fails_before_any_system_is_trained(tmp_path, monkeypatch):
     )
     with pytest.raises(ConfigError, match=r"^system 'a': eval.metrics: unknown metric 'ndcp@5'"):
         run_comparison(bad_metric, [*TINY_DATA, f"paths.root={tmp_path}"])
+
+
+def test_from_mlflow_with_a_dead_server_is_one_error_line(capsys):
+    from helpers import free_port
+
+    uri = f"http://127.0.0.1:{free_port()}"
+    assert main(["--from-mlflow", "--tracking-uri", uri, "--parent", "x"]) == 2  # was MLflow's traceback
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --tracking-uri {uri}: the MLflow server is unreachable")
+    assert err.count("\n") == 1
