@@ -246,6 +246,10 @@ def fit_and_evaluate(
     conventions = EvalConventions.from_config(cfg.eval)
     metrics = list(cfg.eval.metrics)
     seed = int(cfg.seed)
+    if not any(split in splits for split in cfg.eval.splits):  # before the fit, which may take hours
+        raise ConfigError(
+            f"eval.splits={list(cfg.eval.splits)}: none of them is a split of the data {sorted(splits)}"
+        )
     ranker = make_ranker(cfg)
     ranker.fit(splits["train"], splits.get("valid"), on_iteration=on_iteration)
 
@@ -262,10 +266,6 @@ def fit_and_evaluate(
         cis[split] = ci_bounds(results[split], metrics, cfg.eval, seed)
         extra = conventions.evaluate(curve_names, data, scores) if split == "test" and curve_names else {}
         frames[split] = per_query_frame(results[split], data, extra)
-    if not results:
-        raise ConfigError(
-            f"eval.splits={list(cfg.eval.splits)}: none of them is a split of the data {sorted(splits)}"
-        )
 
     report_split = "test" if "test" in results else next(reversed(results))
     data = splits[report_split]

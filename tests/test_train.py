@@ -265,3 +265,12 @@ def test_bad_ensemble_member_fails_before_the_tracker_and_the_data(tmp_path, mon
     member = "model.members.1={model:regression,params:{n_tree:5}}"
     with pytest.raises(ConfigError, match=r"^model.members.1.params: unknown key\(s\) n_tree; regression"):
         execute(compose_config(["+model=ensemble_mean", *TINY_DATA, member, f"paths.root={tmp_path}"]))
+
+
+def test_a_negative_seed_fails_before_the_tracker_and_the_data(tmp_path, monkeypatch):
+    # numpy's default_rng (random baseline, bootstrap) refuses it: it used to fail after the fit
+    from ltr.train import execute
+
+    _no_data_no_tracker(monkeypatch)
+    with pytest.raises(ConfigError, match=r"^seed: must be in \[0, inf\], got -1"):
+        execute(compose_config(["+model=linear", *TINY_DATA, "seed=-1", f"paths.root={tmp_path}"]))
