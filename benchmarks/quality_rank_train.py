@@ -1,6 +1,6 @@
 """Quality of every ``ltr`` model on real web-search data, measured with 5-fold query cross-validation.
 
-Data: ``../shared/data/lightgbm_lambdarank/rank.train`` + ``rank.train.query`` (201 queries, 3,005
+Data: ``lightgbm_lambdarank/rank.train`` + ``rank.train.query`` of the real-data folder (201 queries, 3,005
 documents, 300 feature columns, labels 0–4; sampled from the Yahoo! LTR Challenge by LightGBM's
 maintainers). Each model uses its shipped config ``conf/model/NAME.yaml`` unchanged. Queries are
 dealt into 5 folds (seed 0); each fold is scored by a model trained on the other 4, of which a
@@ -10,9 +10,9 @@ queries without relevant documents skipped — 3 here — ERR gmax 4) are pooled
 summarised with 95% BCa bootstrap CIs (``ltr.stats``, B = 10,000, seed 0); Δ is the paired
 difference to the single-feature baseline with its paired BCa CI.
 
-Run from the project root:
+Run from the project root, naming the file (or set ``LTR_TEST_DATA`` to the real-data folder):
 
-    .venv/bin/python benchmarks/quality_rank_train.py --threads 2
+    .venv/bin/python benchmarks/quality_rank_train.py --data PATH/lightgbm_lambdarank/rank.train --threads 2
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from omegaconf import OmegaConf
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -33,9 +32,11 @@ from ltr.data.svmlight import load_svmlight  # noqa: E402
 from ltr.metrics import evaluate  # noqa: E402
 from ltr.models import available_models  # noqa: E402
 from ltr.models.crossval import cross_val_scores  # noqa: E402
+from ltr.models.ensemble import compose_model_config  # noqa: E402
 from ltr.stats import bootstrap_ci, paired_bootstrap_ci  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "lightgbm_lambdarank" / "rank.train"
+#: Where the file sits inside the real-data folder that ``$LTR_TEST_DATA`` names (the tests' setting).
+DATA_IN_REAL_DATA_FOLDER = Path("lightgbm_lambdarank") / "rank.train"
 METRICS = ("ndcg@10", "err@10")
 BASELINE = "feature"
 
@@ -53,6 +54,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    real_data = os.environ.get("LTR_TEST_DATA")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path(real_data) / DATA_IN_REAL_DATA_FOLDER if real_data else None,
+        required=not real_data,
+        help=f"the rank.train file (default: $LTR_TEST_DATA/{DATA_IN_REAL_DATA_FOLDER.as_posix()})",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
@@ -60,7 +69,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
-    data = load_svmlight(DATA)
+    data = load_svmlight(args.data)
     print(f"data: {data} ({data.n_queries} queries)")
     models = args.models or single_models()
     if BASELINE not in models:
@@ -68,7 +77,7 @@ def main() -> None:
     per_query: dict[str, dict[str, np.ndarray]] = {}
     seconds: dict[str, float] = {}
     for name in models:
-        cfg = OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "model" / f"{name}.yaml"), resolve=True)
+        cfg = compose_model_config(name, f"model {name}")  # conf/model/NAME.yaml over its defaults
         start = time.perf_counter()
         scores, _ = cross_val_scores(data, cfg, k=args.folds, seed=args.seed, num_threads=args.threads)
         seconds[name] = time.perf_counter() - start

@@ -42,7 +42,7 @@ import numpy as np
 from ltr.config_check import check_block, setting
 from ltr.data import RankingData
 from ltr.errors import ConfigError, DataError
-from ltr.ranking import descending_ranks
+from ltr.ranking import descending_ranks, query_index
 
 CLICK_MODELS = ("pbm", "cascade")
 
@@ -130,7 +130,7 @@ def simulate_clicks(
 
     # shown documents of every query in display order (ties in the logging scores: input order)
     rank = descending_ranks(scores, data.offsets, ties="first").astype(np.int64)
-    qidx = np.repeat(np.arange(data.n_queries), data.group_sizes)
+    qidx = query_index(data.offsets)
     shown = np.flatnonzero(rank <= top_k)
     shown = shown[np.lexsort((rank[shown], qidx[shown]))]
     n_shown = np.bincount(qidx[shown], minlength=data.n_queries)

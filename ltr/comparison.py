@@ -32,12 +32,13 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from ltr.config_check import Constraint, check_value
 from ltr.errors import ConfigError, DataError
 from ltr.stats import (
     HSDResult,
@@ -51,8 +52,12 @@ from ltr.stats import (
     win_tie_loss,
 )
 from ltr.stats._validate import check_B, check_choice, check_level, check_seed, check_tolerance
+from ltr.stats.bootstrap import CI_METHODS, CIMethod
+from ltr.stats.corrections import CORRECTIONS, Correction
 
 PerQuery = Mapping[str, pd.DataFrame] | Mapping[str, Mapping[str, ArrayLike]]
+PairedTest = Literal["randomization", "t"]
+PAIRED_TESTS: tuple[str, ...] = get_args(PairedTest)
 TEST_NAMES = {"randomization": "paired randomisation test", "t": "paired t-test"}
 CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini–Hochberg", "bonferroni": "Bonferroni"}
 
@@ -260,8 +265,7 @@ def _hsd_table(result: HSDResult) -> list[str]:
 
 
 def _fmt(decimals: int):  # noqa: ANN202 - returns a formatter
-    if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= 12:
-        raise ConfigError(f"decimals={decimals!r} must be an integer in 0..12")
+    decimals = check_value(decimals, int, Constraint(low=0, high=12), "decimals")
 
     def f(x: float, *, sign: bool = False) -> str:
         return f"{x:+.{decimals}f}" if sign else f"{x:.{decimals}f}"
@@ -408,13 +412,13 @@ def compare(
     baseline: str,
     query_ids: Mapping[str, ArrayLike] | ArrayLike | None = None,
     metrics: str | Sequence[str] | None = None,
-    ci: Literal["bca", "percentile"] = "bca",
+    ci: CIMethod = "bca",
     B: int = 10_000,
     seed: int = 0,
     alpha: float = 0.05,
     confidence: float = 0.95,
-    correction: Literal["holm", "bh", "bonferroni", "none"] = "holm",
-    test: Literal["randomization", "t"] = "randomization",
+    correction: Correction = "holm",
+    test: PairedTest = "randomization",
     tie_tolerance: float = 0.0,
     lower_is_better: str | Collection[str] = (),
     all_pairs: bool = False,
@@ -430,9 +434,9 @@ def compare(
     ``all_pairs=True`` also runs a randomised Tukey HSD over all pairs of systems for each metric
     (``report.hsd[metric]``; shown by ``to_markdown(detail=True)``).
     """
-    check_choice("ci", ci, ("bca", "percentile"))
-    check_choice("correction", correction, ("holm", "bh", "bonferroni", "none"))
-    check_choice("test", test, ("randomization", "t"))
+    check_choice("ci", ci, CI_METHODS)
+    check_choice("correction", correction, CORRECTIONS)
+    check_choice("test", test, PAIRED_TESTS)
     B = check_B(B)
     alpha, confidence = check_level("alpha", alpha), check_level("confidence", confidence)
     seed = check_seed(seed)

@@ -17,7 +17,12 @@ Python API, a saved manifest, an experiment file) by the same declaration:
   accepted values; ``check`` is a callable ``(value, path) -> value`` for what a type cannot say;
 * a nested dataclass field is checked as a block of its own; ``list[T]`` checks every item;
 * every message starts with the key's path in the user's spelling (``where`` + key), e.g.
-  ``model.params.num_leaves`` or ``experiments/x.yaml: stats.B``.
+  ``model.params.num_leaves`` or ``experiments/x.yaml: stats.B``;
+* the error is a :class:`~ltr.errors.ConfigError` unless ``error=`` names the class the caller's API
+  promises (``MetricError`` for a metric's argument, ``DataError`` for a data file's field).
+
+:func:`check_value` checks one function argument the same way (``check_value(k, int, Constraint(low=2),
+"k")``) and :func:`check_field` one key of a block by its declaration.
 
 Values come back as plain Python (``int``/``float``/``bool``/``str``/``list``/``dict``).
 
@@ -42,16 +47,17 @@ ltr.errors.ConfigError: model.params: unknown key(s) n_tree; accepted: n_trees, 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Union
 
 import numpy as np
 
-from ltr.errors import ConfigError
+from ltr.errors import ConfigError, LtrError
 
 CHECK = "ltr_check"  # the metadata key of a field's constraints
 
@@ -154,25 +160,42 @@ def defaults(schema: type) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for f in dataclasses.fields(schema):
-        if f.default is not dataclasses.MISSING:
-            value = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            value = f.default_factory()
-        else:
+        value = _default(f)
+        if value is dataclasses.MISSING:
             continue
         out[f.name] = defaults(type(value)) if dataclasses.is_dataclass(value) else _copy(value)
     return out
 
 
+def _default(f: dataclasses.Field) -> Any:
+    """A field's default (a fresh one from its factory), or ``dataclasses.MISSING`` for a required field."""
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
 def check_block(
-    schema: type, given: Any, where: str, *, extra: str = "forbid", owner: str | None = None
+    schema: type,
+    given: Any,
+    where: str,
+    *,
+    extra: str = "forbid",
+    owner: str | None = None,
+    error: type[LtrError] = ConfigError,
 ) -> dict[str, Any]:
     """``given`` (a mapping, OmegaConf node or ``None``) checked against dataclass ``schema``, defaults filled.
 
     ``extra="forbid"`` (default): an unknown key is an error listing the accepted ones in declaration
     order (``OWNER accepts: ...`` when ``owner`` names whose block it is); ``extra="keep"``: unknown keys
-    are returned unchanged (a block partly checked elsewhere).
+    are returned unchanged (a block partly checked elsewhere). ``error``: the class raised (same message).
     """
+    with _raising(error):
+        return _check_block(schema, given, where, extra, owner)
+
+
+def _check_block(schema: type, given: Any, where: str, extra: str, owner: str | None) -> dict[str, Any]:
     block = where.removesuffix(":") or "config"  # a file's top level (``x.yaml:``) is named ``x.yaml``
     values = plain(given)
     if not isinstance(values, Mapping):
@@ -186,13 +209,8 @@ def check_block(
     out: dict[str, Any] = {}
     for name, f in fields.items():
         path = join(where, name)
-        if name in values:
-            value = values[name]
-        elif f.default is not dataclasses.MISSING:
-            value = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            value = f.default_factory()
-        else:
+        value = values[name] if name in values else _default(f)
+        if value is dataclasses.MISSING:
             raise ConfigError(f"{path}: required, not set")
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             value = dataclasses.asdict(value)
@@ -202,8 +220,64 @@ def check_block(
     return out
 
 
-def check_value(value: Any, annotation: Any, constraint: Constraint | None, path: str) -> Any:
-    """One value checked against a type annotation and an optional :class:`Constraint` (module docstring)."""
+def check_field(
+    schema: type, name: str, given: Mapping[str, Any], where: str, *, error: type[LtrError] = ConfigError
+) -> Any:
+    """Field ``name`` of block ``schema`` read from ``given`` (its default when absent), checked by its declaration.
+
+    For code that needs one setting of a block whose other keys it does not own.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Letor:
+    ...     fold: int = setting(1, low=1, high=5)
+    >>> check_field(Letor, "fold", {}, "data"), check_field(Letor, "fold", {"fold": np.int8(3)}, "data")
+    (1, 3)
+    """
+    f = {f.name: f for f in dataclasses.fields(schema)}[name]
+    value = given[name] if name in given else _default(f)
+    if value is dataclasses.MISSING:
+        raise error(f"{join(where, name)}: required, not set")
+    hint = typing.get_type_hints(schema)[name]
+    return check_value(value, hint, f.metadata.get(CHECK), join(where, name), error=error)
+
+
+def check_value(
+    value: Any,
+    annotation: Any,
+    constraint: Constraint | None,
+    path: str,
+    *,
+    error: type[LtrError] = ConfigError,
+) -> Any:
+    """One value checked against a type annotation and an optional :class:`Constraint` (module docstring).
+
+    ``path`` names the value in the user's spelling; ``error`` is the class raised (same message).
+
+    >>> from ltr.errors import MetricError
+    >>> check_value(np.int64(3), int, Constraint(low=2), "n_samples", error=MetricError)
+    3
+    >>> check_value(True, int, Constraint(low=2), "n_samples", error=MetricError)
+    Traceback (most recent call last):
+    ...
+    ltr.errors.MetricError: n_samples: expected an integer, got True
+    """
+    with _raising(error):
+        return _check_value(value, annotation, constraint, path)
+
+
+@contextlib.contextmanager
+def _raising(error: type[LtrError]) -> Iterator[None]:
+    """Re-raise a :class:`ConfigError` from the body as ``error`` (same message); others pass through."""
+    try:
+        yield
+    except ConfigError as exc:
+        if isinstance(exc, error):
+            raise
+        raise error(str(exc)) from None
+
+
+def _check_value(value: Any, annotation: Any, constraint: Constraint | None, path: str) -> Any:
     kind, nullable = _unwrap(annotation)
     if value is None:
         if nullable:

@@ -43,6 +43,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.utils import instantiate
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from ltr.config_check import Constraint, check_value
 from ltr.errors import ConfigError, LtrError
 
 if TYPE_CHECKING:
@@ -91,12 +92,12 @@ def checked_settings(**values: Any) -> OptunaSweeperConf:
             f"hydra.sweeper.direction={settings.direction!r}: expected 'maximize' or 'minimize'"
         )
     for key in ("n_trials", "n_jobs"):
-        value = getattr(settings, key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"hydra.sweeper.{key}={value!r}: expected an integer >= 1")
-    rate = settings.max_failure_rate
-    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 <= rate <= 1.0:
-        raise ConfigError(f"hydra.sweeper.max_failure_rate={rate!r}: expected a number in [0, 1]")
+        setattr(
+            settings, key, check_value(getattr(settings, key), int, Constraint(low=1), f"hydra.sweeper.{key}")
+        )
+    settings.max_failure_rate = check_value(
+        settings.max_failure_rate, float, Constraint(low=0.0, high=1.0), "hydra.sweeper.max_failure_rate"
+    )
     return settings
 
 

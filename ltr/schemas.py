@@ -10,10 +10,13 @@ Every block is a dataclass checked by the one checker, :func:`ltr.config_check.c
 * ``eval``, ``tracking`` and ``backend=dask`` YAML files start from a schema registered in Hydra's
   ConfigStore (``defaults: [schema, _self_]``): ``eval.bootstrap.B=many`` or
   ``tracking.log_model=maybe`` fail while Hydra composes the config;
-* ``data`` configs differ by dataset kind: :func:`validate_config` checks the synthetic kind against
-  :class:`SyntheticDataSchema` (every key known and typed) and any other kind against the fields all
-  datasets share (:class:`DataSchema`); ``backend``, ``eval`` and ``tracking`` against theirs (ranges
-  included). It runs first in every entry point, before data is read;
+* ``data`` configs differ by dataset kind: each kind ``ltr`` knows has its schema in
+  :mod:`ltr.data.config`, registered as ``data/<kind>_schema`` (``synthetic_schema``, ``letor_schema``,
+  ``istella_schema``, ``folder_schema``, ``svmlight_schema``) and composed first by its YAML, so
+  ``data.fold=abc`` or a misspelt key fails while Hydra composes. :func:`validate_config` checks the data
+  block against its kind's schema (ranges included; a kind of a user's own config only against the fields
+  all datasets share, :class:`DataSchema`), and ``backend``, ``eval`` and ``tracking`` against theirs.
+  It runs first in every entry point, before data is read;
 * experiment files of ``python -m ltr.compare``: :class:`ExperimentSchema` (:func:`check_experiment_block`).
 
 Resolvers (registered by :func:`register_configs`) used by the sweep configs:
@@ -37,16 +40,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ltr.comparison import PAIRED_TESTS
 from ltr.config_check import check_block, join, setting
+from ltr.data.config import (
+    DataSchema,
+    FolderDataSchema,
+    IstellaDataSchema,
+    LetorDataSchema,
+    SvmlightDataSchema,
+    SyntheticDataSchema,
+    check_data_block,
+)
 from ltr.errors import ConfigError
 from ltr.models.dask_lightgbm import BackendSchema
 from ltr.models.params import register_model_configs
+from ltr.stats.bootstrap import CI_METHODS
+from ltr.stats.corrections import CORRECTIONS
 
 __all__ = [
+    "DATA_SCHEMAS",
     "BackendSchema",
     "DataSchema",
     "EvalSchema",
     "ExperimentSchema",
+    "FolderDataSchema",
+    "IstellaDataSchema",
+    "LetorDataSchema",
+    "SvmlightDataSchema",
     "SyntheticDataSchema",
     "TrackingSchema",
     "check_experiment_block",
@@ -62,7 +82,7 @@ LOWER_IS_BETTER = ("rmse", "mse", "mae", "loss", "logloss", "error")
 
 @dataclass
 class BootstrapSchema:
-    method: str = setting("bca", choices=("bca", "percentile"))
+    method: str = setting("bca", choices=CI_METHODS)
     B: int = setting(10_000, low=0)  # resamples; 0 turns CI bounds off
     confidence: float = setting(0.95, low=0.0, high=1.0, open_low=True, open_high=True)
 
@@ -94,35 +114,6 @@ class TrackingSchema:
     log_plots: bool = True
 
 
-@dataclass
-class DataSchema:
-    """Fields every dataset config has; other keys depend on the kind (checked by its loader)."""
-
-    name: str = "???"
-    kind: str = "???"
-    synthetic: bool = False
-
-
-@dataclass
-class SplitCounts:
-    train: int = setting(600, low=0)
-    valid: int = setting(200, low=0)
-    test: int = setting(200, low=0)
-
-
-@dataclass
-class SyntheticDataSchema:
-    name: str = "synthetic"
-    kind: str = "synthetic"
-    synthetic: bool = True
-    dir: str = "???"
-    seed: int = 42
-    n_queries: SplitCounts = field(default_factory=SplitCounts)
-    min_docs: int = setting(5, low=1)
-    max_docs: int = setting(200, low=1)
-    p_empty: float = setting(0.05, low=0.0, high=1.0)
-
-
 # --- experiment files of ``python -m ltr.compare`` (experiments/NAME.yaml) -------------------------------
 
 
@@ -130,11 +121,11 @@ class SyntheticDataSchema:
 class StatsSchema:
     """How systems are compared: CIs, the paired test, the multiple-comparison correction."""
 
-    ci: str = setting("bca", choices=("bca", "percentile"))  # bootstrap CI over queries
+    ci: str = setting("bca", choices=CI_METHODS)  # bootstrap CI over queries
     B: int = setting(10_000, low=0)  # bootstrap resamples
     confidence: float = setting(0.95, low=0.0, high=1.0, open_low=True, open_high=True)
-    test: str = setting("randomization", choices=("randomization", "t"))  # paired test
-    correction: str = setting("holm", choices=("holm", "bh", "bonferroni", "none"))
+    test: str = setting("randomization", choices=PAIRED_TESTS)  # paired test
+    correction: str = setting("holm", choices=CORRECTIONS)
     alpha: float = setting(0.05, low=0.0, high=1.0, open_low=True, open_high=True)
 
 
@@ -209,16 +200,27 @@ def threads_per_job(n_jobs: Any) -> int:
     return max(1, cores // jobs)
 
 
+#: the data schemas by their ConfigStore name (group ``data``), composed by conf/data/*.yaml
+DATA_SCHEMAS: dict[str, type] = {
+    "synthetic_schema": SyntheticDataSchema,
+    "letor_schema": LetorDataSchema,
+    "istella_schema": IstellaDataSchema,
+    "folder_schema": FolderDataSchema,
+    "svmlight_schema": SvmlightDataSchema,
+}
+
+
 def register_configs() -> None:
     """Register the group schemas in Hydra's ConfigStore and the ``ltr_*`` resolvers (idempotent)."""
-    from hydra.core.config_store import ConfigStore
+    from hydra.core.config_store import ConfigStore  # deferred: hydra only when configs are registered
     from omegaconf import OmegaConf
 
     register_model_configs()
     cs = ConfigStore.instance()
     cs.store(group="eval", name="schema", node=EvalSchema)
     cs.store(group="tracking", name="schema", node=TrackingSchema)
-    cs.store(group="data", name="synthetic_schema", node=SyntheticDataSchema)
+    for name, node in DATA_SCHEMAS.items():
+        cs.store(group="data", name=name, node=node)
     cs.store(group="backend", name="schema", node=BackendSchema)
     for name, fn in (("ltr_direction", metric_direction), ("ltr_threads_per_job", threads_per_job)):
         if not OmegaConf.has_resolver(name):
@@ -227,12 +229,8 @@ def register_configs() -> None:
 
 def validate_config(cfg: Any) -> None:
     """Check the ``data``, ``backend``, ``eval`` and ``tracking`` sections (see module docstring)."""
-    data = cfg.get("data")
-    if data is not None:
-        if data.get("kind") == "synthetic":
-            check_block(SyntheticDataSchema, data, "data")
-        else:
-            check_block(DataSchema, data, "data", extra="keep")
+    if cfg.get("data") is not None:
+        check_data_block(cfg.get("data"))
     for key, schema in (("backend", BackendSchema), ("eval", EvalSchema), ("tracking", TrackingSchema)):
         if cfg.get(key) is not None:
             check_block(schema, cfg.get(key), key)

@@ -27,7 +27,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+
+from ltr.progress import progress_enabled
+from ltr.schemas import metric_direction
+from ltr.tracking import make_tracker, mlflow_metric_name
 
 RESULT_FILE = "ltr_result.json"
 SUMMARY_FILE = "sweep_summary.json"
@@ -45,8 +52,6 @@ def read_job_results(sweep_dir: str | Path) -> list[dict[str, Any]]:
 
 def best_job(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The job with the best finite ``value`` (max, or min for a lower-is-better target); ties → first job."""
-    from ltr.schemas import metric_direction
-
     finite = [r for r in rows if isinstance(r.get("value"), int | float) and math.isfinite(r["value"])]
     if not finite:
         return None
@@ -122,8 +127,6 @@ def summarize_sweep(
 
 def log_summary(summary: dict[str, Any], config: Any) -> str | None:
     """Log the summary run (see module docstring) and tag the best job's run; returns the summary run id."""
-    from ltr.tracking import make_tracker, mlflow_metric_name
-
     tracker = make_tracker(config.tracking, Path(config.paths.root).resolve())
     best = summary["best"]
     tags = {
@@ -162,8 +165,6 @@ def sweep_size(config: Any) -> int | None:
     sweeper = config.hydra.get("sweeper") or {}
     if sweeper.get("n_trials") is not None:
         return int(sweeper.n_trials)
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     try:
         parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
     except Exception:  # an override syntax Hydra itself will report
@@ -211,14 +212,9 @@ class SweepSummary(Callback):
         import sys
         import time
 
-        from ltr.progress import progress_enabled
-
         if not progress_enabled():
             return
         try:
-            from hydra.core.hydra_config import HydraConfig
-            from hydra.types import RunMode
-
             if HydraConfig.get().mode != RunMode.MULTIRUN:
                 return
             folder = Path(HydraConfig.get().sweep.dir)

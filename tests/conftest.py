@@ -1,23 +1,33 @@
-"""Shared test fixtures: the real datasets in ../shared/data (skipped when absent), temp MLflow stores."""
+"""Shared test fixtures: the real-data folder (``LTR_TEST_DATA``, skipped when absent), temp MLflow stores."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
+#: Environment variable naming the real-data folder (real LETOR samples and trec_eval's test files,
+#: described by the SOURCES.md inside it). It lives outside the checkout; the one place tests look it up.
+REAL_DATA_ENV = "LTR_TEST_DATA"
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 # before any engine loads: OpenMP threads must not busy-wait on a shared 2-core machine
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
+def real_data_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """The real-data folder: ``$LTR_TEST_DATA`` when set (and not empty), else ``shared/data`` beside the checkout."""
+    given = environ.get(REAL_DATA_ENV, "")
+    return Path(given).expanduser() if given else PROJECT_ROOT.parent / "shared" / "data"
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """Path of ``../shared/data`` (real LETOR samples and trec_eval's test files); skip when absent."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"real test data not found at {SHARED_DATA} (see ../shared/data/SOURCES.md)")
-    return SHARED_DATA
+    """The real-data folder (:func:`real_data_dir`); the test is skipped when it is absent."""
+    folder = real_data_dir()
+    if not folder.is_dir():
+        pytest.skip(f"real test data not found at {folder} (set {REAL_DATA_ENV} to the real-data folder)")
+    return folder

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from ltr.config_check import check_block, check_value, defaults, join, setting
-from ltr.errors import ConfigError
+from ltr.config_check import Constraint, check_block, check_field, check_value, defaults, join, setting
+from ltr.errors import ConfigError, DataError, MetricError
 
 
 @dataclass
@@ -159,6 +159,48 @@ def test_paths_follow_the_users_spelling():
     assert join("experiments/x.yaml:", "stats") == "experiments/x.yaml: stats"
     with pytest.raises(ConfigError, match=r"^experiments/x.yaml: inner.size: must be in"):
         check_block(Block, {"inner": {"size": 0}}, "experiments/x.yaml:")
+
+
+@dataclass
+class Nested:
+    n: int = setting(1, low=1)
+
+
+@dataclass
+class Outer:
+    inner: Nested = field(default_factory=Nested)
+
+
+def test_error_class_is_the_callers_with_the_same_message():
+
+    with pytest.raises(ConfigError) as as_config:
+        check_value(0, int, Constraint(low=1), "n_samples")
+    with pytest.raises(MetricError) as as_metric:
+        check_value(0, int, Constraint(low=1), "n_samples", error=MetricError)
+    assert not isinstance(as_metric.value, ConfigError)  # not a ConfigError in disguise
+    assert str(as_metric.value) == str(as_config.value) == "n_samples: must be in [1, inf], got 0"
+
+    with pytest.raises(DataError, match=r"^data\.inner\.n: expected an integer, got True$") as nested:
+        check_block(Outer, {"inner": {"n": True}}, "data", error=DataError)
+    assert not isinstance(nested.value, ConfigError)
+    with pytest.raises(DataError, match=r"^data: unknown key\(s\) x; accepted: inner$"):
+        check_block(Outer, {"x": 1}, "data", error=DataError)
+
+
+def test_error_class_leaves_a_custom_checks_own_error_alone():
+
+    def refuse(value, path):
+        raise MetricError(f"{path}: refused {value!r}")
+
+    with pytest.raises(MetricError, match="^k: refused 3$"):
+        check_value(3, int, Constraint(check=refuse), "k", error=DataError)
+
+
+def test_check_field_reads_one_key_by_its_declaration():
+    assert check_field(Nested, "n", {}, "data") == 1  # the declared default
+    assert check_field(Nested, "n", {"n": np.int64(4), "other": "ignored"}, "data") == 4
+    with pytest.raises(MetricError, match=r"^data\.n: must be in \[1, inf\], got 0$"):
+        check_field(Nested, "n", {"n": 0}, "data", error=MetricError)
 
 
 def test_a_file_top_level_is_named_once():

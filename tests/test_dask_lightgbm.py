@@ -70,6 +70,22 @@ def test_backend_configs_and_errors():
         build_dask_ranker({"name": "regression"}, dask_cfg, seed=0, num_threads=1)
 
 
+def test_dask_ranker_takes_the_lambdamart_block_and_refuses_other_keys():
+    ranker = build_dask_ranker(
+        {"name": "lambdamart", "params": {"n_trees": 7}, "engine_params": {"verbosity": -1}},
+        {"n_workers": 3},
+        seed=4,
+        num_threads=2,
+    )
+    assert ranker.params == {"n_trees": 7} and ranker.engine_params == {"verbosity": -1}
+    assert (ranker.seed, ranker.num_threads, ranker.backend_["n_workers"]) == (4, 2, 3)
+    assert ranker._resolve().params["n_trees"] == 7
+    with pytest.raises(
+        ConfigError, match=r"^model: unknown key\(s\) clicks; lambdamart accepts: name, params, "
+    ):
+        build_dask_ranker({"name": "lambdamart", "clicks": {}}, None, seed=0, num_threads=1)
+
+
 @pytest.mark.slow  # starts a 2-process LocalCluster: 20-60 s on a busy 2-core machine
 def test_two_worker_local_cluster_matches_local_training(tmp_path):
     train = generate(300, seed=1, max_docs=80)

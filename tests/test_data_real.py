@@ -1,4 +1,4 @@
-"""The loaders on real files from ../shared/data (facts from ../shared/data/SOURCES.md), cross-checked
+"""The loaders on real files from the real-data folder (LTR_TEST_DATA; facts from its SOURCES.md), cross-checked
 against scikit-learn's and XGBoost's own loaders. Skipped when the folder is absent."""
 
 from __future__ import annotations

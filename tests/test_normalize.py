@@ -76,6 +76,6 @@ def test_nan_stays_missing():
 
 
 def test_unknown_method():
-    with pytest.raises(ConfigError, match="must be one of"):
+    with pytest.raises(ConfigError, match=r"^method: expected one of \['none', .*\], got 'l2'$"):
         Normalizer("l2")
     assert set(METHODS) == {"none", "query_minmax", "query_zscore", "zscore", "log1p"}

@@ -99,9 +99,9 @@ def test_wrong_feature_count_and_labels_are_caught(tmp_path):
 
 
 def test_config_errors(tmp_path):
-    with pytest.raises(ConfigError, match="data.fold must be one of 1..5"):
+    with pytest.raises(ConfigError, match=r"data.fold: must be in \[1, 5\], got 6"):
         load_dataset({"kind": "mslr_web10k", "dir": str(tmp_path), "fold": 6})
-    with pytest.raises(ConfigError, match="data.variant must be one of"):
+    with pytest.raises(ConfigError, match=r"data.variant: expected one of \['full', 's', 'x'\], got 'y'"):
         load_dataset({"kind": "istella", "dir": str(tmp_path), "variant": "y"})
     with pytest.raises(
         ConfigError, match=r"unknown dataset 'mslr'; known datasets: synthetic, svmlight, istella"
@@ -207,3 +207,18 @@ def test_hydra_configs_compose_and_load(tmp_path, name):
     assert "train" in out
     if name == "istella":
         assert cfg.data.parse.nonfinite == "missing"  # the explicit policy for 1.79e308 sentinels
+
+
+def test_a_data_mapping_is_checked_against_its_kinds_schema(tmp_path):
+    with pytest.raises(ConfigError, match=r"^data: unknown key\(s\) flod; accepted: .*, dir, fold$"):
+        load_dataset({"kind": "mq2008", "dir": str(tmp_path), "flod": 2})
+    with pytest.raises(ConfigError, match=r"^data\.fold: expected an integer, got 'two'$"):
+        load_dataset({"kind": "mslr_web30k", "dir": str(tmp_path), "fold": "two"})
+    with pytest.raises(ConfigError, match=r"^data: unknown key\(s\) fold; accepted: .*, dir, variant$"):
+        load_dataset({"kind": "istella", "dir": str(tmp_path), "fold": 1})
+    with pytest.raises(ConfigError, match=r"^data\.zero_based: expected true or false, got 'no'$"):
+        load_dataset({"kind": "svmlight", "train": str(tmp_path / "a.txt"), "zero_based": "no"})
+    # paths may be os.PathLike, and a user's own kind is left to its loader
+    _standin(tmp_path / "a.txt", 5, 4, seed=1)
+    loaded = load_dataset({"kind": "svmlight", "train": tmp_path / "a.txt", "n_features": 5})
+    assert loaded["train"].n_features == 5

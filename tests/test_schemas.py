@@ -13,6 +13,7 @@ from omegaconf.errors import ValidationError
 from ltr.config_check import defaults
 from ltr.errors import ConfigError
 from ltr.schemas import (
+    DATA_SCHEMAS,
     BackendSchema,
     EvalSchema,
     TrackingSchema,
@@ -110,16 +111,149 @@ def test_resolvers():
     assert threads_per_job(0) == 1  # 0 jobs = one per core
 
 
-@pytest.mark.parametrize(
-    ("group", "schema"), [("eval", EvalSchema), ("tracking", TrackingSchema), ("backend", BackendSchema)]
-)
-def test_group_yamls_on_a_schema_restate_none_of_its_defaults(group, schema):
-    base = defaults(schema)
-    for path in sorted((CONF_DIR / group).glob("*.yaml")):
+def _schema_nodes(path, body):
+    """(where the node's keys sit in the YAML body, the node's defaults) for each ConfigStore node composed.
+
+    ``schema`` / ``<kind>_schema`` in the file's own group, ``/model_base/NAME@_here_``, and plugin
+    overrides such as ``override /hydra/launcher: joblib`` (a ``@package _global_`` file: the block sits
+    at ``hydra.launcher``).
+    """
+    from hydra.core.config_store import ConfigStore
+
+    group = path.parent.relative_to(CONF_DIR).as_posix()
+    for entry in body.get("defaults", []):
+        if isinstance(entry, dict):
+            ((key, name),) = entry.items()
+            if not key.startswith("override /"):
+                continue
+            node_group = key.removeprefix("override /")
+            where = node_group.split("/")
+        else:
+            entry, _, package = entry.partition("@")
+            if entry == "_self_":
+                continue
+            node_group, _, name = (
+                entry.lstrip("/").rpartition("/") if entry.startswith("/") else (group, "", entry)
+            )
+            where = [] if package in ("", "_here_") else package.split(".")
+        try:
+            node = ConfigStore.instance().load(f"{node_group}/{name}.yaml").node
+        except Exception:  # a YAML file of the tree, not a stored schema
+            continue
+        yield where, OmegaConf.to_container(node)
+
+
+def _restated(body, base, prefix=""):
+    """Keys of ``body`` whose value equals the schema default ``base`` (nested blocks compared key by key)."""
+    out = {}
+    for key, value in body.items():
+        if key not in base:
+            continue
+        if isinstance(value, dict) and isinstance(base[key], dict) and value:
+            out |= _restated(value, base[key], f"{prefix}{key}.")
+        elif value == base[key]:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+CONF_YAMLS = sorted(p for p in CONF_DIR.rglob("*.yaml") if p.name != "config.yaml")
+
+
+@pytest.mark.parametrize("path", CONF_YAMLS, ids=[p.relative_to(CONF_DIR).as_posix() for p in CONF_YAMLS])
+def test_no_conf_yaml_restates_a_default_of_the_schema_it_composes(path):
+    _compose([])  # registers ltr's schemas and discovers Hydra's plugins (launcher/sweeper nodes)
+    body = OmegaConf.to_container(OmegaConf.load(path))
+    for where, base in _schema_nodes(path, body):
+        block = body
+        for key in where:
+            block = block.get(key, {})
+        restated = _restated({k: v for k, v in block.items() if k != "defaults"}, base)
+        assert restated == {}, (
+            f"{path.relative_to(CONF_DIR)} restates defaults of the schema it composes: {restated}"
+        )
+
+
+def test_the_restated_defaults_check_sees_each_kind_of_node(tmp_path):
+    """The check above finds the nodes of each defaults-list form (else it would pass vacuously)."""
+    _compose([])
+    kinds = {}
+    for path in CONF_YAMLS:
         body = OmegaConf.to_container(OmegaConf.load(path))
-        if body.pop("defaults", None) != ["schema", "_self_"]:
-            continue  # e.g. backend/local.yaml: just `name: local`, no schema composed
-        restated = {k: v for k, v in body.items() if k in base and base[k] == v}
-        assert restated == {}, f"{path.name} restates {schema.__name__} defaults: {restated}"
-        composed = _compose([f"{group}={path.stem}"])[group]
-        assert OmegaConf.to_container(composed) == {**base, **body}
+        for where, base in _schema_nodes(path, body):
+            kinds.setdefault(path.parent.name, []).append((tuple(where), sorted(base)[:1]))
+    assert {"data", "eval", "tracking", "backend", "model", "launcher", "hparams_search"} <= set(kinds)
+    assert kinds["launcher"][0][0] == ("hydra", "launcher")
+    # and it flags a restated default, nested or at top level
+    assert _restated({"fold": 1, "dir": "x", "parse": {}}, {"fold": 1, "dir": None, "parse": {}}) == {
+        "fold": 1,
+        "parse": {},
+    }
+    assert _restated(
+        {"n_queries": {"train": 600, "valid": 5}}, {"n_queries": {"train": 600, "valid": 200}}
+    ) == {"n_queries.train": 600}
+
+
+SCHEMA_OF = {
+    "eval/schema": EvalSchema,
+    "tracking/schema": TrackingSchema,
+    "backend/schema": BackendSchema,
+    **{f"data/{name}": schema for name, schema in DATA_SCHEMAS.items()},
+}
+GROUP_YAMLS = sorted(
+    p for g in ("data", "eval", "tracking", "backend") for p in (CONF_DIR / g).glob("*.yaml")
+)
+
+
+def _merged(base, body):
+    return {
+        **base,
+        **{k: _merged(base[k], v) if isinstance(base.get(k), dict) and v else v for k, v in body.items()},
+    }
+
+
+@pytest.mark.parametrize("path", GROUP_YAMLS, ids=[f"{p.parent.name}/{p.name}" for p in GROUP_YAMLS])
+def test_a_group_yaml_composes_to_its_schema_defaults_plus_what_it_states(path):
+    """One source per default: the composed group is the schema's defaults, overridden by the YAML's keys."""
+    body = OmegaConf.to_container(OmegaConf.load(path))
+    schemas = [d for d in body.pop("defaults", []) if d != "_self_"]
+    if not schemas:  # e.g. backend/local.yaml: just `name: local`, no schema composed
+        return
+    (schema_name,) = schemas
+    composed = OmegaConf.to_container(_compose([f"{path.parent.name}={path.stem}"])[path.parent.name])
+    assert composed == _merged(defaults(SCHEMA_OF[f"{path.parent.name}/{schema_name}"]), body)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (["data=mslr_web10k", "data.fold=abc"], "fold"),
+        (["data=mq2007", "data.flod=2"], "flod"),
+        (["data=svmlight", "data.zero_based=maybe"], "zero_based"),
+        (["data=yahoo_set1", "data.fold=2"], "fold"),  # yahoo has no folds
+        (["data=istella", "data.splits=test"], "splits"),
+    ],
+)
+def test_every_data_kind_is_typed_at_composition(overrides, key):
+    with pytest.raises((ConfigCompositionException, ValidationError)) as info:
+        _compose(overrides)
+    assert key in str(info.value) or key in str(info.value.__cause__)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["data=mslr_web10k", "data.fold=6"], r"^data\.fold: must be in \[1, 5\], got 6$"),
+        (
+            ["data=istella", "data.variant=y"],
+            r"^data\.variant: expected one of \['full', 's', 'x'\], got 'y'$",
+        ),
+        (["data=svmlight", "data.train=a.txt", "data.nonfinite=drop"], r"^data\.nonfinite: expected one of"),
+        (
+            ["data=svmlight", "data.train=a.txt", "data.n_features=-1"],
+            r"^data\.n_features: must be in \[0, inf\]",
+        ),
+    ],
+)
+def test_data_ranges_and_choices_are_checked_before_any_work(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        validate_config(_compose(overrides))

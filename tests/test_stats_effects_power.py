@@ -89,13 +89,13 @@ def test_power_inputs_are_validated() -> None:
         queries_needed(0.01, -1.0)
     with pytest.raises(ConfigError, match="power"):
         queries_needed(0.01, 0.15, power=1.0)
-    with pytest.raises(ConfigError, match="n="):
+    with pytest.raises(ConfigError, match=r"n: must be in \[2, inf\], got 1"):
         achieved_power(1, 0.01, 0.15)
     with pytest.raises(ConfigError, match="method"):
         achieved_power(10, 0.01, 0.15, method="exact")  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="paired='yes'"):
+    with pytest.raises(ConfigError, match="paired: expected true or false, got 'yes'"):
         queries_needed(0.01, 0.15, paired="yes")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="alpha"):
         achieved_power(100, 0.01, 0.15, alpha=0.0)
-    with pytest.raises(ConfigError, match="n="):
-        achieved_power(100.0, 0.01, 0.15)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="n: expected an integer, got 100.5"):
+        achieved_power(100.5, 0.01, 0.15)  # type: ignore[arg-type]

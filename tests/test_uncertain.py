@@ -142,11 +142,20 @@ def test_sample_labels_frequencies():
             lambda: expected_dcg("dcg", [[1.0]], [1.0], [0, 1], ties="pessimistic"),
             "does not look at the labels",
         ),
-        (lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], n_samples=1), "n_samples must be"),
-        (lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], n_samples=10.0), "n_samples must be"),
+        (
+            lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], n_samples=1),
+            r"n_samples: must be in \[2, inf\], got 1",
+        ),
+        (
+            lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], n_samples=10.5),
+            "n_samples: expected an integer, got 10.5",
+        ),
         (lambda: monte_carlo_metrics(3, [[1.0]], [1.0], [0, 1]), "names must be a metric name"),
         (lambda: monte_carlo_metrics([], [[1.0]], [1.0], [0, 1]), "at least one metric name"),
-        (lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], confidence=1.5), "confidence must be"),
+        (
+            lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], confidence=1.5),
+            r"confidence: must be in \(0.0, 1.0\), got 1.5",
+        ),
         (lambda: tie_sensitivity("ndcg", [1], [1.0], [0, 1], ties="stable"), "do not pass ties"),
         (lambda: tie_sensitivity("ndcg", [1], [1.0, 0.5], [0, 2]), "labels has 1 entries but scores has 2"),
         (lambda: tie_sensitivity("ndcg", [1, -1], [1.0, 0.5], [0, 2]), "labels must be >= 0"),
@@ -154,9 +163,18 @@ def test_sample_labels_frequencies():
         (lambda: expected_dcg("dcg", [1.0, 1.0], [1.0, 0.5], [0, 2]), "shape \\(n_docs, n_grades\\)"),
         (lambda: expected_dcg("dcg", [[1.5, -0.5]], [1.0], [0, 1]), "finite and >= 0"),
         (lambda: expected_dcg("dcg@0", [[1.0]], [1.0], [0, 1]), "cutoff k must be >= 1"),
-        (lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], seed=-1), "seed=-1"),
-        (lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], seed="x"), "seed='x'"),
-        (lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], confidence="x"), "confidence must be"),
+        (
+            lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], seed=-1),
+            r"seed: must be in \[0, inf\], got -1",
+        ),
+        (
+            lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], seed="x"),
+            "seed: expected an integer, got 'x'",
+        ),
+        (
+            lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0], [0, 1], confidence="x"),
+            "confidence: expected a number, got 'x'",
+        ),
         (lambda: monte_carlo_metrics("ndcg", [[1.0]], [1.0, 2.0], [0, 2]), "label_probs has 1 rows"),
     ],
 )

@@ -17,10 +17,13 @@ tab, form feed and vertical tab count as spaces, so CRLF files parse like LF fil
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
+from ltr.config_check import check_block, check_value, setting
 from ltr.errors import ConfigError
 
 # the largest float64 that still rounds to a finite float32 (float32 max plus just under half an ulp):
@@ -51,6 +54,18 @@ FILE_CHANGED = 18  # more rows / entries than counted a pass earlier: the file c
 
 NONFINITE_POLICIES = ("error", "keep", "missing", "clip")
 OUTPUTS = ("auto", "dense", "csr")
+
+
+def _label_range(value: Any, path: str) -> tuple[float, float] | None:
+    """``(low, high)`` with ``low <= high``, as floats; ``None`` checks nothing."""
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray) or len(value) != 2:
+        raise ConfigError(f"{path}: expected (low, high), got {value!r}")
+    low, high = (check_value(v, float, None, f"{path}[{i}]") for i, v in enumerate(value))
+    if not low <= high:
+        raise ConfigError(f"{path}: must be (low, high) with low <= high, got {value!r}")
+    return (low, high)
 
 
 @dataclass(frozen=True)
@@ -85,41 +100,23 @@ class ParseOptions:
         order of first appearance, rows in file order). Default: error naming both row ranges.
     """
 
-    n_features: int | None = None
+    n_features: int | None = setting(None, low=0)
     zero_based: bool = False
     allow_unsorted: bool = False
     integer_labels: bool = True
     allow_negative_labels: bool = False
-    label_range: tuple[float, float] | None = None
-    nonfinite: str = "error"
-    huge: float = FLOAT32_MAX
-    output: str = "auto"
-    density: float = 0.25
-    dtype: str = "float32"
+    label_range: Any = setting(None, check=_label_range)  # (low, high) as floats, or None
+    nonfinite: str = setting("error", choices=NONFINITE_POLICIES)
+    huge: float = setting(FLOAT32_MAX, low=0.0, open_low=True)
+    output: str = setting("auto", choices=OUTPUTS)
+    density: float = setting(0.25, low=0.0, high=1.0)
+    dtype: str = setting("float32", choices=("float32", "float64"))
     regroup: bool = False
 
     def __post_init__(self) -> None:
-        if self.n_features is not None and (int(self.n_features) != self.n_features or self.n_features < 0):
-            raise ConfigError(f"n_features must be a non-negative integer or None, got {self.n_features!r}")
-        if self.nonfinite not in NONFINITE_POLICIES:
-            raise ConfigError(f"nonfinite must be one of {NONFINITE_POLICIES}, got {self.nonfinite!r}")
-        if self.output not in OUTPUTS:
-            raise ConfigError(f"output must be one of {OUTPUTS}, got {self.output!r}")
-        if self.dtype not in ("float32", "float64"):
-            raise ConfigError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
-        if not (self.huge > 0):
-            raise ConfigError(f"huge must be a positive number, got {self.huge!r}")
-        if not (0.0 <= self.density <= 1.0):
-            raise ConfigError(f"density must be in [0, 1], got {self.density!r}")
-        if self.label_range is not None:
-            lo, hi = self.label_range
-            if not lo <= hi:
-                raise ConfigError(
-                    f"label_range must be (low, high) with low <= high, got {self.label_range!r}"
-                )
-            object.__setattr__(self, "label_range", (float(lo), float(hi)))
-        if self.n_features is not None:
-            object.__setattr__(self, "n_features", int(self.n_features))
+        """Every option checked by its declaration (:func:`ltr.config_check.check_block`), as plain Python."""
+        for name, value in check_block(type(self), asdict(self), "").items():
+            object.__setattr__(self, name, value)
 
     @property
     def nonfinite_code(self) -> int:

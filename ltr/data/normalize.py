@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ltr.config_check import Constraint, check_value
 from ltr.data.dataset import RankingData
 from ltr.errors import ConfigError
 
@@ -72,8 +73,7 @@ class Normalizer:
     scale_: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ConfigError(f"normalisation method must be one of {METHODS}, got {self.method!r}")
+        check_value(self.method, str, Constraint(choices=METHODS), "method")
 
     def fit(self, train: RankingData) -> Normalizer:
         if self.method == "zscore":

@@ -24,10 +24,11 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from ltr.config_check import Constraint, check_value
 from ltr.data import _pyparse
 from ltr.data._syntax import ParseOptions, error_message
 from ltr.data.dataset import RankingData, offsets_from_qid
-from ltr.errors import ConfigError, DataError
+from ltr.errors import DataError
 from ltr.ranking import query_of_row
 
 log = logging.getLogger(__name__)
@@ -63,8 +64,7 @@ def parse_file(
     path: Path, opts: ParseOptions, engine: str = "auto", n_threads: int | None = None
 ) -> _pyparse.RawParse:
     """Run one parsing engine on a file and turn its failures into ``DataError``s."""
-    if engine not in ENGINES:
-        raise ConfigError(f"engine must be one of {ENGINES}, got {engine!r}")
+    check_value(engine, str, Constraint(choices=ENGINES), "engine")
     try:
         if engine == "python" or (engine == "auto" and not _fast_available()):
             return _pyparse.parse_bytes(path.read_bytes(), opts)

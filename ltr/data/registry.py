@@ -15,38 +15,25 @@ and a missing file is an error that says how to fetch or where to put the data.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ltr.config_check import check_block, check_field, plain
+from ltr.data._syntax import ParseOptions
+from ltr.data.config import (
+    ISTELLA_VARIANTS,
+    PARSE_KEYS,
+    IstellaDataSchema,
+    LetorDataSchema,
+    check_data_block,
+)
 from ltr.data.dataset import RankingData
 from ltr.data.svmlight import load_svmlight
 from ltr.data.synthetic import load_synthetic
 from ltr.errors import ConfigError, DataError
 
 SPLITS = ("train", "valid", "test")
-# options of load_svmlight a data config may set under `parse:` (or at top level for `svmlight`): every
-# keyword of load_svmlight except cache_dir and name (tests/test_registry.py keeps the two equal)
-PARSE_KEYS = (
-    "n_features",
-    "zero_based",
-    "allow_unsorted",
-    "integer_labels",
-    "allow_negative_labels",
-    "label_range",
-    "nonfinite",
-    "huge",
-    "output",
-    "density",
-    "dtype",
-    "regroup",
-    "query_file",
-    "weight_file",
-    "position_file",
-    "docid",
-    "engine",
-    "n_threads",
-)
 
 
 @dataclass(frozen=True)
@@ -80,10 +67,8 @@ class DatasetSpec:
 
 
 def _fold(cfg: Mapping[str, Any], name: str) -> int:
-    fold = cfg.get("fold", 1)
-    if fold not in (1, 2, 3, 4, 5) or isinstance(fold, bool):
-        raise ConfigError(f"data.fold must be one of 1..5 for {name}, got {fold!r}")
-    return int(fold)
+    """``data.fold``: the LETOR fold (:class:`~ltr.data.config.LetorDataSchema`: an integer 1..5, default 1)."""
+    return check_field(LetorDataSchema, "fold", cfg, "data")
 
 
 def _letor_folds(name: str) -> Callable[[Mapping[str, Any]], dict[str, str]]:
@@ -101,20 +86,8 @@ def _yahoo(which: int) -> Callable[[Mapping[str, Any]], dict[str, str]]:
     return layout
 
 
-ISTELLA_VARIANTS = {
-    "full": {"train": "full/train.txt", "test": "full/test.txt"},
-    "s": {"train": "sample/train.txt", "valid": "sample/vali.txt", "test": "sample/test.txt"},
-    "x": {"train": "train.txt", "valid": "vali.txt", "test": "test.txt"},
-}
-
-
 def _istella(cfg: Mapping[str, Any]) -> dict[str, str]:
-    variant = cfg.get("variant", "full")
-    if variant not in ISTELLA_VARIANTS:
-        raise ConfigError(
-            f"data.variant must be one of {sorted(ISTELLA_VARIANTS)} for istella, got {variant!r}"
-        )
-    return dict(ISTELLA_VARIANTS[variant])
+    return dict(ISTELLA_VARIANTS[check_field(IstellaDataSchema, "variant", cfg, "data")])
 
 
 # sha256 values as published with the pytorchltr dataset loaders (rjagerman/pytorchltr): per fold
@@ -292,9 +265,7 @@ def download_for(name: str, cfg: Mapping[str, Any] | None = None) -> Download | 
     """The archive to fetch for an entry (Istella: per variant), or None for manual/gated data."""
     spec = get_spec(name)
     if name == "istella":
-        variant = (cfg or {}).get("variant", "full")
-        _istella({"variant": variant})
-        return ISTELLA_DOWNLOADS[variant]
+        return ISTELLA_DOWNLOADS[check_field(IstellaDataSchema, "variant", cfg or {}, "data")]
     return spec.download
 
 
@@ -319,14 +290,18 @@ def placement_hint(spec: DatasetSpec, directory: Path) -> str:
 
 
 def _parse_kwargs(section: Mapping[str, Any] | None, where: str) -> dict[str, Any]:
+    """load_svmlight keywords from a config section; an option ParseOptions declares is checked here, so
+    the error names it as written (``data.parse.density``); the parser checks the others."""
     out: dict[str, Any] = {}
-    for key, value in dict(section or {}).items():
+    for key, value in plain(section).items():
         if key not in PARSE_KEYS:
             raise ConfigError(f"{where}.{key} is not a parse option; expected one of {', '.join(PARSE_KEYS)}")
-        out[key] = list(value) if key == "label_range" and value is not None else value
-    if out.get("label_range") is not None:
-        out["label_range"] = tuple(out["label_range"])
-    return out
+        out[key] = value
+    declared = {f.name for f in fields(ParseOptions)}
+    checked = check_block(
+        ParseOptions, {k: v for k, v in out.items() if k in declared and v is not None}, where
+    )
+    return out | {k: checked[k] for k in out if k in declared and out[k] is not None}
 
 
 def _load_files(paths: Mapping[str, Path], kwargs: dict[str, Any], cache_dir: Any, name: str) -> dict:
@@ -347,11 +322,13 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
     ``kind`` (default: ``name``) picks the entry: ``synthetic`` (the built-in generator),
     ``svmlight`` (``train``/``valid``/``test`` paths and parse options at top level), or a registry
     entry (``dir``, ``fold`` or ``variant``, optional ``parse:`` overrides). ``cache_dir`` (optional)
-    reads through the binary cache. ``splits`` (optional) restricts which splits are loaded.
+    reads through the binary cache. ``splits`` (optional) restricts which splits are loaded. The keys
+    are first checked against the kind's schema (:mod:`ltr.data.config`; paths may be ``os.PathLike``).
     """
     kind = data_cfg.get("kind") or data_cfg.get("name")
     if kind == "synthetic":
         return load_synthetic(data_cfg)
+    check_data_block(data_cfg)  # a misspelt key or a wrong type fails here, before any file is read
     cache_dir = data_cfg.get("cache_dir")
     wanted = data_cfg.get("splits")
     if kind == "svmlight":
@@ -373,16 +350,16 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
                 f"data.splits {sorted(unknown)} do not exist for {spec.name}; it has {list(rel)}"
             )
         rel = {s: r for s, r in rel.items() if s in wanted}
-    paths = {s: directory / r for s, r in rel.items()}
-    missing = [str(p) for p in paths.values() if not p.is_file()]
-    if missing:
-        raise DataError(
-            f"{spec.name}: expected file(s) not found: {', '.join(missing)}. {placement_hint(spec, directory)}"
-        )
     kwargs = {"n_features": spec.n_features, "label_range": spec.label_range}
     kwargs.update(_parse_kwargs(data_cfg.get("parse"), "data.parse"))
     if kwargs["n_features"] != spec.n_features:
         raise ConfigError(
             f"data.parse.n_features: {spec.name} has {spec.n_features} features, got {kwargs['n_features']}"
+        )
+    paths = {s: directory / r for s, r in rel.items()}
+    missing = [str(p) for p in paths.values() if not p.is_file()]
+    if missing:
+        raise DataError(
+            f"{spec.name}: expected file(s) not found: {', '.join(missing)}. {placement_hint(spec, directory)}"
         )
     return _load_files(paths, kwargs, cache_dir, spec.name)

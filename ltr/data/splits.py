@@ -25,6 +25,7 @@ from typing import TypeVar
 import numpy as np
 import scipy.sparse as sp
 
+from ltr.config_check import Constraint, check_value
 from ltr.data.dataset import RankingData
 from ltr.errors import ConfigError
 
@@ -35,8 +36,7 @@ def query_kfold(
     n_queries: int, k: int, *, seed: int, shuffle: bool = True
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """``k`` (train, test) pairs of sorted query positions; each query is in exactly one test fold."""
-    if not isinstance(k, int | np.integer) or k < 2:
-        raise ConfigError(f"k must be an integer >= 2, got {k!r}")
+    k = check_value(k, int, Constraint(low=2), "k")
     if n_queries < k:
         raise ConfigError(f"cannot make {k} folds from {n_queries} queries")
     order = np.random.default_rng(seed).permutation(n_queries) if shuffle else np.arange(n_queries)

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from ltr.config_check import Constraint, check_block, check_value
+from ltr.data.config import SyntheticDataSchema
 from ltr.data.dataset import RankingData
 from ltr.data.svmlight import load_svmlight, write_svmlight
 from ltr.errors import ConfigError
@@ -62,12 +64,12 @@ def generate(
     qid_start: int = 1,
 ) -> RankingData:
     """Generate ``n_queries`` synthetic queries (see the module docstring for the model)."""
-    if n_queries < 1:
-        raise ConfigError(f"n_queries must be >= 1, got {n_queries}")
-    if not 1 <= min_docs <= max_docs:
-        raise ConfigError(f"need 1 <= min_docs <= max_docs, got min_docs={min_docs}, max_docs={max_docs}")
-    if not 0.0 <= p_empty < 1.0:
-        raise ConfigError(f"p_empty must be in [0, 1), got {p_empty}")
+    n_queries = check_value(n_queries, int, Constraint(low=1), "n_queries")
+    min_docs = check_value(min_docs, int, Constraint(low=1), "min_docs")
+    max_docs = check_value(max_docs, int, None, "max_docs")
+    if max_docs < min_docs:
+        raise ConfigError(f"max_docs: must be >= min_docs={min_docs}, got {max_docs}")
+    p_empty = check_value(p_empty, float, Constraint(low=0.0, high=1.0, open_high=True), "p_empty")
     rng = np.random.default_rng(seed)
 
     sizes = np.exp(rng.uniform(np.log(min_docs), np.log(max_docs + 1), n_queries)).astype(np.int64)
@@ -127,17 +129,10 @@ def generate(
 
 
 def _settings(data_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    sizes = dict(data_cfg.get("n_queries", {"train": 600, "valid": 200, "test": 200}))
-    unknown = set(sizes) - set(SPLITS)
-    if unknown:
-        raise ConfigError(f"data.n_queries has unknown split(s) {sorted(unknown)}; expected {list(SPLITS)}")
-    return {
-        "generator_version": GENERATOR_VERSION,
-        "seed": int(data_cfg.get("seed", 42)),
-        "n_queries": {s: int(sizes[s]) for s in SPLITS},
-        "min_docs": int(data_cfg.get("min_docs", 5)),
-        "max_docs": int(data_cfg.get("max_docs", 200)),
-        "p_empty": float(data_cfg.get("p_empty", 0.05)),
+    """The generator settings of a data config (checked; defaults from :class:`SyntheticDataSchema`)."""
+    cfg = check_block(SyntheticDataSchema, data_cfg, "data")
+    return {"generator_version": GENERATOR_VERSION} | {
+        key: cfg[key] for key in ("seed", "n_queries", "min_docs", "max_docs", "p_empty")
     }
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from ltr.config_check import Constraint, check_value
 from ltr.data.svmlight import atomic_writer
 from ltr.errors import ConfigError
 
@@ -119,10 +120,15 @@ def write_letor_text(
     ``density`` is the share of feature entries written per row (1.0: every feature, MSLR-style);
     omitted entries are zeros.
     """
-    if n_queries < 1 or docs_per_query < 1 or n_features < 1:
-        raise ConfigError("n_queries, docs_per_query and n_features must be positive")
-    if not 0.0 < density <= 1.0:
-        raise ConfigError(f"density must be in (0, 1], got {density}")
+    n_queries, docs_per_query, n_features = (
+        check_value(value, int, Constraint(low=1), name)
+        for name, value in (
+            ("n_queries", n_queries),
+            ("docs_per_query", docs_per_query),
+            ("n_features", n_features),
+        )
+    )
+    density = check_value(density, float, Constraint(low=0.0, high=1.0, open_low=True), "density")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
@@ -165,8 +171,7 @@ def write_letor_splits(
     if (scale is None) == (n_queries is None):
         raise ConfigError("give exactly one of scale (a preset) or n_queries")
     if scale is not None:
-        if scale not in PRESETS:
-            raise ConfigError(f"scale must be one of {sorted(PRESETS)}, got {scale!r}")
+        check_value(scale, str, Constraint(choices=tuple(PRESETS)), "scale")
         n_queries = PRESETS[scale]
     seeds = np.random.SeedSequence(seed).spawn(len(n_queries))
     out = {}

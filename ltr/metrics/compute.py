@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from ltr.arrays import float_array
+from ltr.config_check import Constraint, check_value
 from ltr.errors import MetricError
 from ltr.metrics import _kernels
 from ltr.metrics.conventions import TIES, Conventions, resolve_conventions
@@ -46,12 +48,7 @@ NORMALISED = frozenset({"ndcg", "map", "r"})
 
 def _as_vector(x: Any, n: int | None, what: str, ref: str = "labels") -> np.ndarray:
     integral = isinstance(x, np.ndarray) and x.dtype.kind in "iub"
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise MetricError(f"{what} must be numeric, got {type(x).__name__}") from exc
-    if arr.ndim != 1:
-        raise MetricError(f"{what} must be 1-d, got shape {arr.shape}")
+    arr = float_array(x, what, error=MetricError)
     if n is not None and arr.shape[0] != n:
         raise MetricError(f"{what} has {arr.shape[0]} entries but {ref} has {n}")
     if not integral and not np.all(np.isfinite(arr)):
@@ -117,8 +114,7 @@ def rank_lists(
     >>> rank_lists(np.array([0., 3, 1, 2]), np.array([1., 1, 1, .5]), np.array([0, 4]), "average").bounds.tolist()
     [0, 3, 4]
     """
-    if ties not in TIES:
-        raise MetricError(f"ties={ties!r} is not one of {', '.join(TIES)}")
+    check_value(ties, str, Constraint(choices=TIES), "ties", error=MetricError)
     n = labels.shape[0]
     d = 0 if depth is None else int(depth)
     if ties in ("stable", "average"):
@@ -364,12 +360,7 @@ def mean(values: Any, weights: Any = None) -> MetricMean:
     >>> mean([1.0, 0.0], weights=[3, 1]).value
     0.75
     """
-    try:
-        v = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise MetricError(f"mean() takes numeric per-query values, got {type(values).__name__}") from exc
-    if v.ndim != 1:
-        raise MetricError(f"mean() takes per-query values of shape (n_queries,), got {v.shape}")
+    v = float_array(values, "mean() per-query values", expected="of shape (n_queries,)", error=MetricError)
     keep = ~np.isnan(v)
     n_skipped = int(v.shape[0] - keep.sum())
     if weights is None:

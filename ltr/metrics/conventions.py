@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ltr.config_check import Constraint, check_value
 from ltr.errors import MetricError
 from ltr.metrics.registry import REGISTRY
 
@@ -128,9 +129,12 @@ class Conventions:
 
 
 def _choice(name: str, value: Any, choices: Sequence[str]) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise MetricError(f"convention {name}={value!r} is not one of {', '.join(choices)}")
-    return value
+    return _setting(name, value, str, Constraint(choices=tuple(choices)))
+
+
+def _setting(name: str, value: Any, kind: Any, constraint: Constraint | None = None) -> Any:
+    """A numeric convention checked by :func:`ltr.config_check.check_value`, as a :class:`MetricError`."""
+    return check_value(value, kind, constraint, f"convention {name}", error=MetricError)
 
 
 def _validated(c: Conventions) -> Conventions:
@@ -147,27 +151,20 @@ def _validated(c: Conventions) -> Conventions:
     else:
         raise MetricError(f"convention gain={c.gain!r} is not one of {', '.join(GAINS)} or a table of gains")
     _choice("discount", c.discount, DISCOUNTS)
-    for name in ("discount_base", "discount_offset"):
-        value = getattr(c, name)
-        if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-            raise MetricError(f"convention {name}={value!r} must be a number")
+    base = _setting("discount_base", c.discount_base, float)
+    offset = _setting("discount_offset", c.discount_offset, float)
     if c.discount == "log":
-        if not (c.discount_base > 1.0 and math.isfinite(c.discount_base)):
-            raise MetricError(f"convention discount_base={c.discount_base!r} must be a finite number > 1")
-        if not (math.isfinite(c.discount_offset) and 1.0 + c.discount_offset > 1.0):
+        _setting("discount_base", base, float, Constraint(low=1.0, open_low=True))
+        if not 1.0 + offset > 1.0:
             raise MetricError(
-                f"convention discount_offset={c.discount_offset!r} must be > 0 so that log_b(1+a) > 0"
+                f"convention discount_offset: must be > 0 so that log_b(1+a) > 0, got {offset!r}"
             )
     _choice("ties", c.ties, TIES)
     _choice("no_relevant", c.no_relevant, NO_RELEVANT)
     _choice("p_denominator", c.p_denominator, P_DENOMINATORS)
     _choice("ap_denominator", c.ap_denominator, AP_DENOMINATORS)
-    if not (isinstance(c.rel_threshold, int | float) and math.isfinite(c.rel_threshold)):
-        raise MetricError(f"convention rel_threshold={c.rel_threshold!r} must be a finite number")
-    if not (
-        isinstance(c.err_gmax, int | np.integer) and not isinstance(c.err_gmax, bool) and c.err_gmax >= 1
-    ):
-        raise MetricError(f"convention err_gmax={c.err_gmax!r} must be an integer >= 1")
+    rel_threshold = _setting("rel_threshold", c.rel_threshold, float)
+    err_gmax = _setting("err_gmax", c.err_gmax, int, Constraint(low=1))
     by_metric = c.no_relevant_by_metric
     if isinstance(by_metric, Mapping):
         by_metric = tuple(by_metric.items())
@@ -184,18 +181,15 @@ def _validated(c: Conventions) -> Conventions:
                 f"families: {', '.join(REGISTRY)}"
             )
         _choice(f"no_relevant_by_metric[{family}]", choice, NO_RELEVANT)
-    default_k = c.default_k
-    if default_k is not None and not (
-        isinstance(default_k, int | np.integer) and not isinstance(default_k, bool) and default_k >= 1
-    ):
-        raise MetricError(f"convention default_k={default_k!r} must be None or an integer >= 1")
     return replace(
         c,
         gain=gain,
-        err_gmax=int(c.err_gmax),
-        rel_threshold=float(c.rel_threshold),
+        discount_base=base,
+        discount_offset=offset,
+        err_gmax=err_gmax,
+        rel_threshold=rel_threshold,
         no_relevant_by_metric=by_metric,
-        default_k=None if default_k is None else int(default_k),
+        default_k=_setting("default_k", c.default_k, int | None, Constraint(low=1)),
     )
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
+from ltr.config_check import Constraint, check_value
 from ltr.errors import MetricError
 from ltr.metrics import _kernels
 from ltr.metrics.compute import RankedLists, _as_vector, _Evaluator, evaluate, rank_lists
@@ -177,16 +178,19 @@ def monte_carlo_metrics(
     specs = {parse_metric(n).name: parse_metric(n) for n in names}
     if not specs:
         raise MetricError("monte_carlo_metrics() needs at least one metric name")
-    if isinstance(n_samples, bool) or not (isinstance(n_samples, int | np.integer) and n_samples >= 2):
-        raise MetricError(f"n_samples must be an integer >= 2, got {n_samples!r}")
-    if isinstance(confidence, bool) or not (isinstance(confidence, int | float) and 0 < confidence < 1):
-        raise MetricError(f"confidence must be a number in (0, 1), got {confidence!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise MetricError(f"seed={seed!r} must be a non-negative int")
+    n_samples = check_value(n_samples, int, Constraint(low=2), "n_samples", error=MetricError)
+    confidence = check_value(
+        confidence,
+        float,
+        Constraint(low=0.0, high=1.0, open_low=True, open_high=True),
+        "confidence",
+        error=MetricError,
+    )
+    seed = check_value(seed, int, Constraint(low=0), "seed", error=MetricError)
     c, probs, off, ranked = _prepare(
         "monte_carlo_metrics", label_probs, scores, offsets, preset, docno, conventions
     )
-    rng = np.random.default_rng(int(seed))
+    rng = np.random.default_rng(seed)
     n_q = off.shape[0] - 1
     sums = {n: np.zeros(n_q) for n in specs}
     squares = {n: np.zeros(n_q) for n in specs}

@@ -41,6 +41,7 @@ from ltr.config_check import check_block, check_value, defaults, join, plain, se
 from ltr.data import RankingData
 from ltr.errors import ConfigError, DataError, NotFittedError
 from ltr.models.checks import check_features
+from ltr.models.monitor import watch
 from ltr.models.params import MODEL_CONFIGS, resolve_early_stopping, resolve_params
 
 MANIFEST = "manifest.json"
@@ -151,9 +152,19 @@ class BaseRanker:
 
     @classmethod
     def from_config(
-        cls, cfg: Mapping[str, Any], *, seed: int = 0, num_threads: int = 0, where: str = "model"
+        cls,
+        cfg: Mapping[str, Any],
+        *,
+        seed: int = 0,
+        num_threads: int = 0,
+        where: str = "model",
+        **extra: Any,
     ) -> BaseRanker:
-        """Build from a plain model config (its block: ``{name, params, early_stopping, engine_params}``, ...)."""
+        """Build from a plain model config (its block: ``{name, params, early_stopping, engine_params}``, ...).
+
+        A key outside :meth:`config_keys` is a ConfigError naming ``where``; ``extra`` are constructor
+        arguments that are not part of the model block (the Dask backend's ``backend``).
+        """
         cfg = plain(cfg)
         keys = cls.config_keys()
         unknown = sorted(set(cfg) - set(keys))
@@ -162,7 +173,7 @@ class BaseRanker:
                 f"{where}: unknown key(s) {', '.join(unknown)}; {cls.name} accepts: {', '.join(keys)}"
             )
         given = {k: cfg[k] for k in keys if k in cfg and k != "name"}
-        return cls(**given, seed=seed, num_threads=num_threads, where=where)
+        return cls(**given, seed=seed, num_threads=num_threads, where=where, **extra)
 
     # --- scikit-learn conventions ----------------------------------------------------------------
     def get_params(self, deep: bool = True) -> dict[str, Any]:
@@ -392,8 +403,6 @@ class NonIterativeRanker(BaseRanker):
     def _fit(
         self, train: RankingData, valid: RankingData | None, cfg: Resolved, on_iteration: OnIteration | None
     ) -> None:
-        from ltr.models.monitor import watch
-
         w = watch(train, valid, {**cfg.early_stopping, "patience": None}, on_iteration, self._check_data)
         self._fit_model(train, valid, cfg, w.metric)
         if w.splits:

@@ -41,7 +41,9 @@ import numpy as np
 
 from ltr.config_check import Constraint, check_value
 from ltr.errors import DataError
-from ltr.models.fusion import check_offsets, check_scores, normalize_scores
+from ltr.metrics import evaluate, parse_metric
+from ltr.models.fusion import normalize_scores
+from ltr.ranking import check_offsets, check_scores
 
 
 @dataclass(frozen=True)
@@ -72,9 +74,6 @@ class _Objective:
         preset: str,
         conventions: Mapping,
     ) -> None:
-        from ltr.metrics import evaluate
-        from ltr.metrics.registry import parse_metric
-
         self.name = parse_metric(metric).name
         self.X, self.labels, self.offsets = X, labels, offsets
         self.preset, self.conventions = preset, dict(conventions)

@@ -39,7 +39,7 @@ MODEL_FILE = "model.cbm"
 def import_catboost() -> Any:
     """The ``catboost`` module, or a ConfigError saying how to install the optional extra."""
     try:
-        import catboost
+        import catboost  # deferred: optional engine (the 'catboost' extra), loaded when a model is built
     except ImportError:
         raise ConfigError(
             "model catboost needs the optional package catboost: pip install 'ltr[catboost]' "

@@ -19,13 +19,14 @@ import numpy as np
 
 from ltr.data import RankingData
 from ltr.errors import DataError
+from ltr.ranking import query_of_row
 
 LIGHTGBM_MAX_QUERY_ROWS = 10_000
 
 
 def describe_row(data: RankingData, row: int) -> str:
     """``query qid=Q (rows a-b)`` for the query owning ``row`` (1-based inclusive row range)."""
-    q = int(np.searchsorted(data.offsets, row, side="right") - 1)
+    q = query_of_row(data.offsets, row)
     start, stop = int(data.offsets[q]), int(data.offsets[q + 1])
     return f"query qid={data.qid[row]} (rows {start + 1}-{stop})"
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from ltr.data import RankingData
 from ltr.errors import ConfigError
+from ltr.models.registry import build_ranker
 
 
 def query_folds(n_queries: int, k: int, *, seed: int) -> list[np.ndarray]:
@@ -55,8 +56,6 @@ def cross_val_scores(
 
     The model of fold ``f`` is built with ``seed + f`` (so folds are independent runs).
     """
-    from ltr.models.registry import build_ranker
-
     scores = np.full(data.n_docs, np.nan)
     models = []
     folds = query_folds(data.n_queries, k, seed=seed)

@@ -42,6 +42,7 @@ import numpy as np
 from ltr.config_check import check_block, plain, setting
 from ltr.data import RankingData
 from ltr.errors import ConfigError, DataError
+from ltr.metrics import evaluate
 from ltr.models.base import OnIteration, Resolved
 from ltr.models.lgbm import LambdaMART
 from ltr.models.monitor import watch
@@ -127,7 +128,7 @@ def query_chunks(offsets: np.ndarray, n_parts: int) -> list[tuple[int, int]]:
 
 def _scatter(client: Any, data: RankingData, n_parts: int, workers: list[str]) -> tuple[Any, Any, Any, list]:
     """Dask arrays (X, y, group) chunked on query boundaries, chunk ``i`` placed on worker ``i mod W``."""
-    import dask.array as da
+    import dask.array as da  # deferred: optional 'dask' extra, only for the dask backend
 
     X = data.dense().astype(np.float32, copy=False)
     sizes = data.group_sizes
@@ -149,9 +150,7 @@ def _curve_sums(
     X: np.ndarray, y: np.ndarray, sizes: np.ndarray, model: str, metric: str, preset: str, conventions: dict
 ) -> tuple[np.ndarray, np.ndarray]:
     """On a worker: per round, the sum and count (non-skipped queries) of ``metric`` over this chunk."""
-    import lightgbm as lgb
-
-    from ltr.metrics import evaluate
+    import lightgbm as lgb  # deferred: runs on a worker; the engine loads only when fitting
 
     booster = lgb.Booster(model_str=model)
     offsets = np.r_[0, np.cumsum(sizes)]
@@ -172,7 +171,7 @@ def dask_client(backend: Mapping[str, Any]) -> Iterator[Any]:
     Dask's INFO chatter (scheduler/nanny start and stop) is held back to warnings while it runs: an
     app that logs at INFO, such as Hydra's ``ltr.train``, would otherwise print dozens of lines.
     """
-    from distributed import Client, LocalCluster
+    from distributed import Client, LocalCluster  # deferred: optional 'dask' extra
 
     quiet = logging.getLogger("distributed")
     level = quiet.level
@@ -215,7 +214,7 @@ class DaskLambdaMART(LambdaMART):
     def _fit(
         self, train: RankingData, valid: RankingData | None, cfg: Resolved, on_iteration: OnIteration | None
     ) -> None:
-        from lightgbm.dask import DaskLGBMRanker
+        from lightgbm.dask import DaskLGBMRanker  # deferred: imports dask (optional extra) and lightgbm
 
         params, es = cfg.params, {**cfg.early_stopping, "eval_train": False}
         w = watch(train, valid, es, on_iteration, lambda d, role, top: self._check_data(d, role, params, top))
@@ -291,11 +290,4 @@ def build_dask_ranker(
             f"backend=dask trains LightGBM LambdaMART only (model=lambdamart), got model {cfg.get('name')!r}; "
             "use backend=local for other models"
         )
-    keys = LambdaMART.config_keys()
-    unknown = sorted(set(cfg) - set(keys))
-    if unknown:
-        raise ConfigError(
-            f"model: unknown key(s) {', '.join(unknown)}; lambdamart accepts: {', '.join(keys)}"
-        )
-    given = {k: cfg[k] for k in keys if k in cfg and k != "name"}
-    return DaskLambdaMART(**given, backend=backend_cfg, seed=seed, num_threads=num_threads)
+    return DaskLambdaMART.from_config(cfg, seed=seed, num_threads=num_threads, backend=backend_cfg)  # type: ignore[return-value]

@@ -45,8 +45,9 @@ A saved ensemble is a folder: ``manifest.json`` (format ``ltr-ranker``, so
 formats) under ``members/NN_label/``, stackers under ``stackers/fold_F/``, and arrays as ``.npy``
 (never pickle).
 
->>> ens = build_ensemble({"name": "ensemble_rrf", "members": ["lambdamart", "regression"],
-...                       "params": {"k": 60, "weights": None}}, seed=1, num_threads=1)
+>>> from ltr.models import build_ranker
+>>> ens = build_ranker({"name": "ensemble_rrf", "members": ["lambdamart", "regression"],
+...                     "params": {"k": 60, "weights": None}}, seed=1, num_threads=1)
 >>> [m.label for m in ens.member_specs], ens.member_specs[0].config["name"]
 (['lambdamart', 'regression'], 'lambdamart')
 """
@@ -554,13 +555,3 @@ ENSEMBLE_MODELS: dict[str, type[Ensemble]] = {
     cls.name: cls
     for cls in (MeanEnsemble, BaggingEnsemble, RRFEnsemble, BordaEnsemble, BlendEnsemble, StackEnsemble)
 }
-
-
-def build_ensemble(cfg: Any, *, seed: int = 0, num_threads: int = 0) -> Ensemble:
-    """An ensemble from its config (the ``name`` picks the combination)."""
-    cfg = plain(cfg)
-    if cfg.get("name") not in ENSEMBLE_MODELS:
-        raise ConfigError(
-            f"unknown ensemble {cfg.get('name')!r}; known: {', '.join(sorted(ENSEMBLE_MODELS))}"
-        )
-    return ENSEMBLE_MODELS[cfg["name"]].from_config(cfg, seed=seed, num_threads=num_threads)  # type: ignore[return-value]

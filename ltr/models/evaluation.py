@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ltr.data import RankingData
+from ltr.metrics import evaluate, parse_metric, resolve_conventions
 
 
 @dataclass(frozen=True)
@@ -39,15 +40,11 @@ class RankingMetric:
     @classmethod
     def from_config(cls, es: Mapping[str, Any]) -> RankingMetric:
         """From an early-stopping block ``{metric, preset, conventions}`` (already validated)."""
-        from ltr.metrics.registry import parse_metric
-
         spec = parse_metric(es["metric"])
         return cls(spec.name, spec.family, spec.k, es.get("preset", "ltr"), dict(es.get("conventions") or {}))
 
     def per_query(self, labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Per-query values (NaN = skipped query), via :func:`ltr.metrics.evaluate`."""
-        from ltr.metrics import evaluate
-
         return evaluate([self.name], labels, scores, offsets, preset=self.preset, **self.conventions)[
             self.name
         ]
@@ -64,6 +61,4 @@ class RankingMetric:
 
     def same_conventions(self, preset: str) -> bool:
         """True when our conventions equal the named preset's (e.g. an engine's own)."""
-        from ltr.metrics.conventions import resolve_conventions
-
         return resolve_conventions(self.preset, **self.conventions) == resolve_conventions(preset)

@@ -29,6 +29,7 @@ import scipy.sparse as sp
 from ltr.data import RankingData
 from ltr.errors import ConfigError
 from ltr.models.base import NonIterativeRanker, Resolved
+from ltr.models.evaluation import RankingMetric
 
 DIRECTIONS = ("desc", "asc")
 
@@ -61,8 +62,6 @@ class SingleFeature(NonIterativeRanker):
             raise ConfigError("model feature: has no engine, so engine_params must be empty")
 
     def _fit_model(self, train: RankingData, valid: RankingData | None, cfg: Resolved, metric: Any) -> None:
-        from ltr.models.evaluation import RankingMetric
-
         params = cfg.params
         if params["feature"] != "best" and params["feature"] >= train.n_features:
             raise ConfigError(

@@ -132,7 +132,7 @@ class LightGBMRanker(BaseRanker):
     def _fit(
         self, train: RankingData, valid: RankingData | None, cfg: Resolved, on_iteration: OnIteration | None
     ) -> None:
-        import lightgbm as lgb
+        import lightgbm as lgb  # deferred: engine loads only when a LightGBM model is fitted or loaded
 
         params, es = cfg.params, cfg.early_stopping
         w = watch(train, valid, es, on_iteration, lambda d, role, top: self._check_data(d, role, params, top))
@@ -173,7 +173,7 @@ class LightGBMRanker(BaseRanker):
         """Fitted state needed before translation (e.g. the number of classes)."""
 
     def _dataset(self, data: RankingData, reference: Any) -> Any:
-        import lightgbm as lgb
+        import lightgbm as lgb  # deferred: engine loads only when a LightGBM model is fitted or loaded
 
         return lgb.Dataset(
             data.X,
@@ -201,7 +201,7 @@ class LightGBMRanker(BaseRanker):
         return {"model": MODEL_FILE}
 
     def _load_native(self, path: Path, manifest: dict[str, Any]) -> None:
-        import lightgbm as lgb
+        import lightgbm as lgb  # deferred: engine loads only when a LightGBM model is fitted or loaded
 
         self.booster_ = lgb.Booster(model_file=str(path / manifest["files"]["model"]))
 

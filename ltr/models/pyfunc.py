@@ -39,8 +39,13 @@ from typing import Any
 import mlflow
 import numpy as np
 import pandas as pd
+from mlflow.models import ModelSignature
+from mlflow.types import ColSpec, Schema
 
+from ltr.data import RankingData
+from ltr.data.reading import regroup_order
 from ltr.errors import DataError
+from ltr.models.registry import load_ranker
 
 ARTIFACT = "ranker"
 QID_COLUMN = "qid"
@@ -137,16 +142,13 @@ def input_matrix(model_input: Any, n_features: int) -> np.ndarray:
 def score_by_query(ranker: Any, X: np.ndarray, qid: np.ndarray | None) -> np.ndarray:
     """Scores of rows ``X`` in their given order; with ``qid``, every query is scored as a query.
 
-    Rows are grouped with :func:`ltr.data.svmlight.regroup_order` (the loader's ``regroup``: queries
+    Rows are grouped with :func:`ltr.data.reading.regroup_order` (the loader's ``regroup``: queries
     by first appearance, rows in input order, so one query's rows need not be adjacent), scored as a
     :class:`~ltr.data.RankingData`, and the scores are put back in the caller's row order. Without
     ``qid`` the rows are one query.
     """
     if qid is None:
         return ranker.predict(X)
-    from ltr.data import RankingData
-    from ltr.data.svmlight import regroup_order
-
     if qid.shape[0] != X.shape[0]:
         raise DataError(f"pyfunc input: {qid.shape[0]} qid values for {X.shape[0]} rows")
     order = regroup_order(qid)
@@ -160,8 +162,6 @@ class RankerModel(mlflow.pyfunc.PythonModel):
     """pyfunc model: loads the saved ranker folder artifact and scores rows (grouped by ``qid`` if given)."""
 
     def load_context(self, context: Any) -> None:
-        from ltr.models.registry import load_ranker
-
         self.ranker = load_ranker(context.artifacts[ARTIFACT])
 
     def predict(
@@ -177,9 +177,6 @@ def signature(n_features: int) -> Any:
 
     Double, not float: MLflow upcasts float32 input to a double column but refuses the reverse.
     """
-    from mlflow.models import ModelSignature
-    from mlflow.types import ColSpec, Schema
-
     cols = [ColSpec("double", name) for name in feature_columns(n_features)]
     cols.append(ColSpec("long", QID_COLUMN, required=False))
     return ModelSignature(inputs=Schema(cols), outputs=Schema([ColSpec("double")]))

@@ -20,6 +20,7 @@ from typing import Any
 
 from ltr.config_check import plain
 from ltr.errors import ConfigError
+from ltr.models.base import read_manifest
 
 _REGISTRY: dict[str, str] = {
     "lambdamart": "ltr.models.lgbm:LambdaMART",
@@ -79,7 +80,5 @@ def build_ranker(
 
 def load_ranker(path: str | Path) -> Any:
     """Load any saved ranker folder; the manifest's model name picks the class (never a pickled object)."""
-    from ltr.models.base import read_manifest
-
     manifest = read_manifest(path)
     return get_ranker_class(manifest["model"]).load(path)

@@ -71,19 +71,28 @@ def check_finite_features(data: RankingData, role: str, *, model: str) -> None:
     )
 
 
-class Linear(NonIterativeRanker):
-    """Ridge regression on standardised features: a linear pointwise baseline."""
+class SklearnRanker(NonIterativeRanker):
+    """A pointwise scikit-learn regressor on the grades: every label must be a finite number."""
 
-    name = "linear"
     engine = "sklearn"
 
     def _check_data(self, data: RankingData, role: str, max_label: int) -> None:
         check_labels_finite(data, role)
+
+
+class Linear(SklearnRanker):
+    """Ridge regression on standardised features: a linear pointwise baseline."""
+
+    name = "linear"
+
+    def _check_data(self, data: RankingData, role: str, max_label: int) -> None:
+        super()._check_data(data, role, max_label)
         check_finite_features(data, role, model="linear")
 
     def _fit_model(self, train: RankingData, valid: RankingData | None, cfg: Resolved, metric: Any) -> None:
-        from sklearn.linear_model import Ridge
-        from sklearn.preprocessing import StandardScaler
+        # deferred: scikit-learn loads only when this model is fitted
+        from sklearn.linear_model import Ridge  # deferred: as above
+        from sklearn.preprocessing import StandardScaler  # deferred: as above
 
         self.engine_params_ = {**vocabulary.translate(self.engine, cfg.params), **cfg.engine_params}
         X = train.X.astype(np.float64)  # float32 features, float64 fit (as LightGBM accumulates)
@@ -115,14 +124,10 @@ class Linear(NonIterativeRanker):
             )
 
 
-class RandomForest(NonIterativeRanker):
+class RandomForest(SklearnRanker):
     """Random forest regression on the grades (Breiman 2001): a strong pointwise baseline."""
 
     name = "random_forest"
-    engine = "sklearn"
-
-    def _check_data(self, data: RankingData, role: str, max_label: int) -> None:
-        check_labels_finite(data, role)
 
     def translate(self, params: dict[str, Any], engine_params: dict[str, Any]) -> dict[str, Any]:
         """``RandomForestRegressor`` arguments for resolved ltr ``params`` (``engine_params`` win)."""
@@ -130,6 +135,7 @@ class RandomForest(NonIterativeRanker):
         return {**vocabulary.translate(self.engine, {**params, **runtime}), **engine_params}
 
     def _fit_model(self, train: RankingData, valid: RankingData | None, cfg: Resolved, metric: Any) -> None:
+        # deferred: scikit-learn loads only when this model is fitted
         from sklearn.ensemble import RandomForestRegressor
 
         self.engine_params_ = self.translate(cfg.params, cfg.engine_params)
@@ -140,13 +146,13 @@ class RandomForest(NonIterativeRanker):
         return self.model_.predict(X)
 
     def _save_native(self, path: Path) -> dict[str, str]:
-        import skops.io as sio
+        import skops.io as sio  # deferred: skops loads only to save or load a random forest
 
         sio.dump(self.model_, path / SKOPS_FILE)
         return {"model": SKOPS_FILE}
 
     def _load_native(self, path: Path, manifest: dict[str, Any]) -> None:
-        import skops.io as sio
+        import skops.io as sio  # deferred: skops loads only to save or load a random forest
 
         file = path / manifest["files"]["model"]
         unexpected = sorted(set(sio.get_untrusted_types(file=file)) - set(TRUSTED_SKOPS_TYPES))

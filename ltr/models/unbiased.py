@@ -18,6 +18,9 @@ clicks, and is then evaluated like any ranker on the TRUE labels of ``valid``/``
 Early stopping is off by default (``patience: null``): real click logs have no true labels to
 stop on, and stopping on the simulation's true validation labels would leak them.
 
+The XGBoost twins live in :mod:`ltr.models.unbiased_xgb`, so that training a LightGBM model on
+clicks never loads XGBoost (and the reverse).
+
 >>> r = UnbiasedLambdaMART(clicks={"model": "cascade", "sessions": 3}, seed=1)
 >>> r.get_params()["clicks"], r.name
 ({'model': 'cascade', 'sessions': 3}, 'lambdamart_unbiased')
@@ -34,7 +37,6 @@ from ltr.data import RankingData
 from ltr.errors import DataError
 from ltr.models.base import OnIteration, Resolved
 from ltr.models.lgbm import LambdaMART
-from ltr.models.xgb import XGBoostLambdaMART
 
 
 class ClickTrained:
@@ -97,20 +99,3 @@ class ClickLambdaMART(ClickTrained, LambdaMART):
     """Naive baseline: LightGBM lambdarank on click logs, clicks taken as relevance labels."""
 
     name = "lambdamart_clicks"
-
-
-class UnbiasedXGBoost(ClickTrained, XGBoostLambdaMART):
-    """XGBoost ``rank:ndcg`` with ``lambdarank_unbiased`` on click logs (rows in display order)."""
-
-    name = "lambdamart_xgb_unbiased"
-
-    def translate(self, params: dict[str, Any], engine_params: dict[str, Any], metric: Any) -> dict[str, Any]:
-        # bias_norm 1 (regularisation 1/(norm+1) of the position-bias estimates) as in XGBoost's demo
-        unbiased = {"lambdarank_unbiased": True, "lambdarank_bias_norm": 1.0}
-        return {**super().translate(params, {}, metric), **unbiased, **engine_params}
-
-
-class ClickXGBoost(ClickTrained, XGBoostLambdaMART):
-    """Naive baseline: XGBoost ``rank:ndcg`` on click logs, clicks taken as relevance labels."""
-
-    name = "lambdamart_xgb_clicks"

@@ -7,7 +7,9 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ltr.errors import ConfigError, DataError
+from ltr.arrays import float_array
+from ltr.config_check import Constraint, check_value
+from ltr.errors import DataError
 
 NanPolicy = Literal["omit", "raise"]
 Seed = int | np.random.Generator
@@ -15,12 +17,7 @@ Seed = int | np.random.Generator
 
 def as_values(x: ArrayLike, name: str) -> np.ndarray:
     """``x`` as a 1-D float64 array; :class:`DataError` naming ``name`` if it is not 1-D or holds ±inf."""
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"{name}: per-query values must be numeric ({exc})") from None
-    if arr.ndim != 1:
-        raise DataError(f"{name}: expected a 1-D array of per-query values, got shape {arr.shape}")
+    arr = float_array(x, f"{name}: per-query values", expected="a 1-D array of per-query values")
     if np.isinf(arr).any():
         bad = int(np.flatnonzero(np.isinf(arr))[0])
         raise DataError(
@@ -67,59 +64,58 @@ def need(n: int, minimum: int, what: str) -> None:
         raise DataError(f"{what} needs at least {minimum} non-NaN queries, got {n}")
 
 
-def check_choice(param: str, value: object, choices: tuple[str, ...]) -> None:
-    """Raise :class:`ConfigError` unless ``value`` is one of ``choices``."""
-    if value not in choices:
-        raise ConfigError(
-            f"{param}={value!r} is not supported; choose one of {', '.join(map(repr, choices))}"
-        )
+def check_choice(param: str, value: object, choices: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``choices``; else :class:`ConfigError` naming ``param`` and the choices.
+
+    >>> check_choice("nan_policy", "drop", ("omit", "raise"))
+    Traceback (most recent call last):
+    ...
+    ltr.errors.ConfigError: nan_policy: expected one of ['omit', 'raise'], got 'drop'
+    """
+    return check_value(value, str, Constraint(choices=choices), param)
 
 
-def check_B(n_resamples: int, minimum: int = 1) -> int:
-    """Number of resamples ``B``: an integer >= ``minimum``."""
-    if (
-        isinstance(n_resamples, bool)
-        or not isinstance(n_resamples, int | np.integer)
-        or n_resamples < minimum
-    ):
-        raise ConfigError(f"B={n_resamples!r}: the number of resamples must be an integer >= {minimum}")
-    return int(n_resamples)
+def check_B(n_resamples: object, minimum: int = 1) -> int:
+    """Number of resamples ``B``: an integer >= ``minimum`` (numpy integers accepted, ``bool`` never).
+
+    >>> check_B(np.int64(99)), check_B(0, minimum=0)
+    (99, 0)
+    """
+    return check_value(n_resamples, int, Constraint(low=minimum), "B")
 
 
-def check_level(param: str, value: float) -> float:
-    """A probability strictly between 0 and 1 (confidence, alpha, power)."""
-    if not (isinstance(value, float | int) and 0.0 < float(value) < 1.0):
-        raise ConfigError(f"{param}={value!r} must be a number strictly between 0 and 1")
-    return float(value)
+def check_level(param: str, value: object) -> float:
+    """A probability strictly between 0 and 1 (confidence, alpha, power), as a Python float.
+
+    >>> check_level("alpha", 1.0)
+    Traceback (most recent call last):
+    ...
+    ltr.errors.ConfigError: alpha: must be in (0.0, 1.0), got 1.0
+    """
+    return check_value(value, float, _LEVEL, param)
 
 
-def check_seed(seed: object, expected: str = "a non-negative int") -> int:
-    """An int seed >= 0 (numpy integers accepted), as a Python int."""
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ConfigError(f"seed={seed!r} must be {expected}")
-    return int(seed)
+_LEVEL = Constraint(low=0.0, high=1.0, open_low=True, open_high=True)
+
+
+def check_seed(seed: object) -> int:
+    """An integer seed >= 0 (numpy integers accepted, ``bool`` never), as a Python int."""
+    return check_value(seed, int, Constraint(low=0), "seed")
 
 
 def check_tolerance(tie_tolerance: object) -> float:
-    """A tie tolerance: a number >= 0 (not NaN)."""
-    if (
-        isinstance(tie_tolerance, bool)
-        or not isinstance(tie_tolerance, int | float | np.integer | np.floating)
-        or not tie_tolerance >= 0
-    ):
-        raise ConfigError(f"tie_tolerance={tie_tolerance!r} must be a number >= 0")
-    return float(tie_tolerance)
+    """A tie tolerance: a finite number >= 0."""
+    return check_value(tie_tolerance, float, Constraint(low=0.0), "tie_tolerance")
 
 
-def check_flag(param: str, value: object, *, allow_none: bool = False) -> None:
-    """Raise :class:`ConfigError` unless ``value`` is a bool (or None when ``allow_none``)."""
-    if not (isinstance(value, bool | np.bool_) or (allow_none and value is None)):
-        raise ConfigError(f"{param}={value!r} must be True or False" + (" or None" if allow_none else ""))
+def check_flag(param: str, value: object, *, allow_none: bool = False) -> bool | None:
+    """``value`` as a bool (``numpy.bool_`` accepted; ``None`` too when ``allow_none``); else :class:`ConfigError`."""
+    return check_value(value, bool | None if allow_none else bool, None, param)
 
 
 def make_rng(seed: Seed) -> tuple[np.random.Generator, int | None]:
     """A Generator from an int seed (or the Generator itself) and the int seed to record (None if a Generator)."""
     if isinstance(seed, np.random.Generator):
         return seed, None
-    seed = check_seed(seed, "a non-negative int or a numpy.random.Generator")
+    seed = check_seed(seed)
     return np.random.default_rng(seed), seed

@@ -26,7 +26,7 @@ equal the bootstrap distribution is a point mass and the interval is ``[θ, θ]`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -48,6 +48,7 @@ from ltr.stats._validate import (
 )
 
 CIMethod = Literal["bca", "percentile"]
+CI_METHODS: tuple[str, ...] = get_args(CIMethod)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +143,7 @@ def bootstrap_ci(
     >>> r.n, round(r.estimate, 4), r.low <= r.estimate <= r.high
     (4, 0.4125, True)
     """
-    check_choice("method", method, ("bca", "percentile"))
+    check_choice("method", method, CI_METHODS)
     confidence = check_level("confidence", confidence)
     B = check_B(B)
     x = as_values(values, "values")

@@ -19,24 +19,21 @@ NaN entries are not part of the family (they do not count in ``m``) and stay NaN
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ltr.arrays import float_array
 from ltr.errors import DataError
 from ltr.stats._validate import check_choice
 
 Correction = Literal["holm", "bh", "bonferroni", "none"]
+CORRECTIONS: tuple[str, ...] = get_args(Correction)
 
 
 def _pvalues(p: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        arr = np.asarray(p, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"p-values must be numeric ({exc})") from None
-    if arr.ndim != 1:
-        raise DataError(f"p-values: expected a 1-D array, got shape {arr.shape}")
+    arr = float_array(p, "p-values", expected="a 1-D array")
     finite = ~np.isnan(arr)
     if ((arr[finite] < 0) | (arr[finite] > 1)).any():
         bad = int(np.flatnonzero(finite & ((arr < 0) | (arr > 1)))[0])
@@ -89,7 +86,7 @@ def adjust_pvalues(pvalues: ArrayLike, method: Correction = "holm") -> np.ndarra
     >>> adjust_pvalues([0.01, 0.02], "bonferroni").tolist()
     [0.02, 0.04]
     """
-    check_choice("correction", method, ("holm", "bh", "bonferroni", "none"))
+    check_choice("correction", method, CORRECTIONS)
     if method == "holm":
         return holm(pvalues)
     if method == "bh":

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ltr.arrays import float_array
 from ltr.errors import DataError
 from ltr.stats import _kernels
 from ltr.stats._validate import NanPolicy, Seed, as_values, check_B, check_choice, make_rng, need
@@ -87,12 +88,7 @@ def _as_table(
             raise DataError(f"every system must score the same queries; got different lengths ({sizes})")
         table = np.column_stack(cols) if cols else np.empty((0, 0))
     else:
-        try:
-            table = np.asarray(systems, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise DataError(f"per-query values must be numeric ({exc})") from None
-        if table.ndim != 2:
-            raise DataError(f"expected a (queries × systems) table, got shape {table.shape}")
+        table = float_array(systems, "per-query values", ndim=2, expected="a (queries × systems) table")
         names = [str(i) for i in range(table.shape[1])] if names is None else list(names)
         if len(names) != table.shape[1]:
             raise DataError(f"{len(names)} system names for {table.shape[1]} columns")

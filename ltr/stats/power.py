@@ -30,16 +30,22 @@ from typing import Literal
 
 from scipy import special, stats
 
+from ltr.config_check import Constraint, check_value
 from ltr.errors import ConfigError
 from ltr.stats._validate import check_choice, check_flag, check_level
 
 PowerMethod = Literal["normal", "t"]
 
 
-def _check_positive(param: str, value: float) -> float:
-    if not (isinstance(value, float | int) and math.isfinite(value) and value > 0):
-        raise ConfigError(f"{param}={value!r} must be a finite number > 0")
-    return float(value)
+_POSITIVE = Constraint(low=0.0, open_low=True)
+
+
+def _effect_size(delta: object) -> float:
+    """``|delta|``: the difference to detect, a finite number other than 0 (its sign does not matter)."""
+    size = abs(check_value(delta, float, None, "delta"))
+    if size == 0.0:
+        raise ConfigError(f"delta: must be a finite number other than 0, got {delta!r}")
+    return size
 
 
 def _standard_error(n: int, sigma: float, paired: bool) -> float:
@@ -68,10 +74,9 @@ def achieved_power(
     check_choice("method", method, ("normal", "t"))
     check_flag("paired", paired)
     alpha = check_level("alpha", alpha)
-    delta = _check_positive("delta", abs(delta) if isinstance(delta, float | int) else delta)
-    sigma = _check_positive("sigma", sigma)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-        raise ConfigError(f"n={n!r} must be an integer >= 2")
+    delta = _effect_size(delta)
+    sigma = check_value(sigma, float, _POSITIVE, "sigma")
+    n = check_value(n, int, Constraint(low=2), "n")
     ncp = delta / _standard_error(n, sigma, paired)
     if method == "normal":
         z = -special.ndtri(alpha / 2.0)
@@ -102,8 +107,8 @@ def queries_needed(
     check_flag("paired", paired)
     alpha = check_level("alpha", alpha)
     power = check_level("power", power)
-    delta = _check_positive("delta", abs(delta) if isinstance(delta, float | int) else delta)
-    sigma = _check_positive("sigma", sigma)
+    delta = _effect_size(delta)
+    sigma = check_value(sigma, float, _POSITIVE, "sigma")
     z = -special.ndtri(alpha / 2.0) + special.ndtri(power)
     factor = 1.0 if paired else 2.0
     n = max(2, math.ceil(factor * sigma**2 * z**2 / delta**2))

@@ -1,0 +1,183 @@
+"""The keys of a ``data`` config, per dataset kind: one dataclass each, the one place their defaults are written.
+
+``ltr.schemas.register_configs`` stores each schema in Hydra's ConfigStore (group ``data``, name
+``<kind>_schema``) and every ``conf/data/NAME.yaml`` lists its kind's schema first in its defaults
+list, holding only what differs; so ``data.fold=abc`` or a misspelt key fails while Hydra composes the
+config, and ``load_dataset`` checks a plain mapping (the Python API) by the same declaration
+(:func:`schema_for`, :func:`ltr.config_check.check_block`):
+
+=====================================================  ===========================================
+kind                                                   schema
+=====================================================  ===========================================
+``synthetic``                                          :class:`SyntheticDataSchema`
+``svmlight`` (your own files)                          :class:`SvmlightDataSchema`
+``mslr_web10k``, ``mslr_web30k``, ``mq2007``, ``mq2008``  :class:`LetorDataSchema` (``fold`` 1..5)
+``istella``                                            :class:`IstellaDataSchema` (``variant``)
+``yahoo_set1``, ``yahoo_set2``                         :class:`FolderDataSchema`
+=====================================================  ===========================================
+
+>>> from ltr.config_check import check_block
+>>> check_block(LetorDataSchema, {"kind": "mq2007", "fold": 6}, "data")
+Traceback (most recent call last):
+...
+ltr.errors.ConfigError: data.fold: must be in [1, 5], got 6
+>>> schema_for("istella").__name__, schema_for("my_own")
+('IstellaDataSchema', None)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ltr.config_check import check_block, plain, setting
+from ltr.data._syntax import NONFINITE_POLICIES, ParseOptions
+
+#: the split files of each Istella variant (relative to ``data.dir``)
+ISTELLA_VARIANTS = {
+    "full": {"train": "full/train.txt", "test": "full/test.txt"},
+    "s": {"train": "sample/train.txt", "valid": "sample/vali.txt", "test": "sample/test.txt"},
+    "x": {"train": "train.txt", "valid": "vali.txt", "test": "test.txt"},
+}
+#: options of load_svmlight a data config may set under ``parse:`` (or at top level for ``svmlight``):
+#: every keyword of load_svmlight except cache_dir and name (tests/test_registry.py keeps the two equal)
+PARSE_KEYS = (
+    "n_features",
+    "zero_based",
+    "allow_unsorted",
+    "integer_labels",
+    "allow_negative_labels",
+    "label_range",
+    "nonfinite",
+    "huge",
+    "output",
+    "density",
+    "dtype",
+    "regroup",
+    "query_file",
+    "weight_file",
+    "position_file",
+    "docid",
+    "engine",
+    "n_threads",
+)
+CACHE_DIR = "${paths.data_dir}/cache"  # the binary cache (memory-mapped reloads); null disables it
+_PARSE = ParseOptions()  # the parse defaults, written once in ParseOptions
+
+
+@dataclass
+class DataSchema:
+    """Fields every dataset config has (``synthetic``: shown in the run banner)."""
+
+    name: str = "???"
+    kind: str = "???"
+    synthetic: bool = False
+
+
+@dataclass
+class SplitCounts:
+    train: int = setting(600, low=0)
+    valid: int = setting(200, low=0)
+    test: int = setting(200, low=0)
+
+
+@dataclass
+class SyntheticDataSchema(DataSchema):
+    """The built-in generator (ltr/data/synthetic.py): where its files go and how they are drawn."""
+
+    name: str = "synthetic"
+    kind: str = "synthetic"
+    synthetic: bool = True
+    dir: str = "???"
+    seed: int = 42
+    n_queries: SplitCounts = field(default_factory=SplitCounts)
+    min_docs: int = setting(5, low=1)
+    max_docs: int = setting(200, low=1)
+    p_empty: float = setting(0.05, low=0.0, high=1.0)  # share of queries forced to have no relevant doc
+
+
+@dataclass
+class FileDataSchema(DataSchema):
+    """Datasets read from SVMlight files: the binary cache, parse overrides, which splits to load."""
+
+    cache_dir: str | None = CACHE_DIR
+    parse: dict[str, Any] = setting({})  # load_svmlight options, e.g. {output: dense}
+    splits: list[str] | None = None  # load only these splits (default: all the dataset has)
+
+
+@dataclass
+class FolderDataSchema(FileDataSchema):
+    """A registry dataset in one folder (``dir``; default ``data/<its folder>``) with a fixed layout."""
+
+    dir: str | None = None
+
+
+@dataclass
+class LetorDataSchema(FolderDataSchema):
+    """MSLR-WEB10K/30K, MQ2007/2008: ``Fold1..Fold5/{train,vali,test}.txt``."""
+
+    fold: int = setting(1, low=1, high=5)
+
+
+@dataclass
+class IstellaDataSchema(FolderDataSchema):
+    """Istella LETOR: ``variant`` full (train/test), s (sample) or x (Istella-X)."""
+
+    variant: str = setting("full", choices=tuple(ISTELLA_VARIANTS))
+
+
+@dataclass
+class SvmlightDataSchema(FileDataSchema):
+    """Your own SVMlight/LETOR files; the common parse options at top level (defaults: ``ParseOptions``)."""
+
+    train: str = "???"
+    valid: str | None = None
+    test: str | None = None
+    n_features: int | None = setting(_PARSE.n_features, low=0)  # set it so train/valid/test align
+    zero_based: bool = _PARSE.zero_based  # true for 0-based files (LightGBM/XGBoost exports)
+    label_range: list[float] | None = None  # e.g. [0, 4]: labels outside are an error
+    nonfinite: str = setting(_PARSE.nonfinite, choices=NONFINITE_POLICIES)
+    allow_unsorted: bool = _PARSE.allow_unsorted
+    regroup: bool = _PARSE.regroup
+
+
+#: kind -> its schema (the registry's datasets by layout)
+SCHEMAS: dict[str, type] = {
+    "synthetic": SyntheticDataSchema,
+    "svmlight": SvmlightDataSchema,
+    **dict.fromkeys(("mslr_web10k", "mslr_web30k", "mq2007", "mq2008"), LetorDataSchema),
+    "istella": IstellaDataSchema,
+    **dict.fromkeys(("yahoo_set1", "yahoo_set2"), FolderDataSchema),
+}
+
+
+def schema_for(kind: str) -> type | None:
+    """The schema of a dataset kind, or ``None`` for a kind ``ltr`` does not know (a user's own config)."""
+    return SCHEMAS.get(kind)
+
+
+def check_data_block(data_cfg: Any) -> dict[str, Any]:
+    """A ``data`` block (mapping or OmegaConf node) checked against its kind's schema, defaults filled.
+
+    The kind is ``kind`` (default: ``name``); a kind ``ltr`` does not know is checked only for the
+    fields every dataset has (:class:`DataSchema`; its loader checks the rest). Paths may be
+    ``os.PathLike``. ``svmlight`` also takes every other ``load_svmlight`` option (:data:`PARSE_KEYS`)
+    at top level, checked by the parser.
+
+    >>> check_data_block({"kind": "svmlight", "train": "a.txt", "position_file": "a.pos"})["position_file"]
+    'a.pos'
+    >>> check_data_block({"kind": "mq2007", "flod": 2})
+    Traceback (most recent call last):
+    ...
+    ltr.errors.ConfigError: data: unknown key(s) flod; accepted: name, kind, synthetic, cache_dir, parse, splits, dir, fold
+    """
+    given = {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in plain(data_cfg).items()}
+    schema = schema_for(str(given.get("kind") or given.get("name")))
+    if schema is None:
+        return check_block(DataSchema, given, "data", extra="keep")
+    parser_checks = (
+        set(PARSE_KEYS) - {f.name for f in fields(schema)} if schema is SvmlightDataSchema else set()
+    )
+    passed_on = {k: given.pop(k) for k in list(given) if k in parser_checks}
+    return check_block(schema, given, "data") | passed_on
