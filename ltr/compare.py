@@ -273,8 +273,7 @@ def run_comparison(
 ) -> ComparisonResult:
     """Train every system of ``exp`` on the same data, build the leaderboard, write and log it."""
     # deferred (each): the engines load after configure_process_environment() (see __main__)
-    from ltr.models.ensemble import member_search_path  # deferred: ltr.models, as the pipeline
-    from ltr.pipeline import check_run_config  # deferred: imports the engines
+    from ltr.pipeline import check_run_config, member_search_path  # deferred: imports the engines
     from ltr.record import connect_and_load, train_and_record  # deferred: imports the pipeline
 
     console = console or Console(highlight=False)

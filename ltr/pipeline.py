@@ -42,6 +42,9 @@ from ltr.errors import ConfigError, DataError, MetricError
 from ltr.metrics import Conventions, describe_conventions, evaluate, parse_metric, resolve_conventions
 from ltr.models import build_ranker
 from ltr.models.dask_lightgbm import build_dask_ranker
+from ltr.models.ensemble import (  # re-exported: the entry points pass the run's hydra.searchpath to members
+    member_search_path as member_search_path,
+)
 from ltr.stats import bootstrap_ci
 
 OnIteration = Callable[[int, dict[str, float]], None]

@@ -52,8 +52,7 @@ def missing_model_message() -> str:
 def execute(cfg: Any) -> RecordedRun:
     """Check, train, evaluate, log and print one configured run; returns its :class:`ltr.record.RecordedRun`."""
     # deferred (each): the engines load after configure_process_environment() (see __main__)
-    from ltr.models.ensemble import member_search_path  # deferred: ltr.models, as the pipeline
-    from ltr.pipeline import check_run_config  # deferred: imports the engines
+    from ltr.pipeline import check_run_config, member_search_path  # deferred: imports the engines
     from ltr.record import connect_and_load, train_and_record  # deferred: imports the pipeline
 
     if cfg.get("model") is None:
