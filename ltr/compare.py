@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from omegaconf import OmegaConf
@@ -109,8 +110,8 @@ def load_experiment(name_or_path: str) -> Any:
         )
     try:
         exp = OmegaConf.load(path)
-    except (OmegaConfBaseException, OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: not a valid experiment YAML ({exc})") from exc
+    except (OmegaConfBaseException, OSError, ValueError, yaml.YAMLError) as exc:  # YAMLError: a syntax error
+        raise ConfigError(f"{path}: not a valid experiment YAML ({' '.join(str(exc).split())})") from exc
     return check_experiment(exp, str(path))
 
 

@@ -282,3 +282,13 @@ def test_from_mlflow_with_a_dead_server_is_one_error_line(capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"error: --tracking-uri {uri}: the MLflow server is unreachable")
     assert err.count("\n") == 1
+
+
+def test_an_experiment_with_a_yaml_syntax_error_is_a_config_error(tmp_path):
+    # yaml's ParserError is no ValueError: it used to escape as a traceback (exit 1)
+    path = tmp_path / "broken.yaml"
+    path.write_text("systems: {a: {model: regression}, b: {model: linear}\n")
+    with pytest.raises(
+        ConfigError, match=r"broken.yaml: not a valid experiment YAML \(while parsing .* expected ','"
+    ):
+        load_experiment(str(path))
