@@ -280,7 +280,8 @@ def build_sampler(sampler_config: dict[str, Any]) -> optuna.samplers.BaseSampler
     try:
         sampler = instantiate(sampler_config)
     except Exception as exc:  # Hydra wraps import and signature errors in InstantiationException
-        raise ConfigError(f"hydra.sweeper.sampler: cannot build {target}: {exc}") from exc
+        why = " ".join(str(exc).split())  # Hydra's message spans lines: keep the error on one
+        raise ConfigError(f"hydra.sweeper.sampler: cannot build {target}: {why}") from exc
     if not isinstance(sampler, optuna.samplers.BaseSampler):
         raise ConfigError(f"hydra.sweeper.sampler._target_={target}: not an Optuna sampler")
     return sampler

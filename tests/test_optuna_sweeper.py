@@ -236,6 +236,7 @@ def test_a_sampler_that_cannot_be_built_is_named(tmp_path):
     proc = _run_app(app, "hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "hydra.sweeper.sampler: cannot build optuna.samplers.RandomSampler" in proc.stderr
+    assert [line for line in proc.stderr.splitlines() if "n_startup_trials" in line][0].startswith("error: ")
     assert "n_startup_trials" in proc.stderr
     assert not (app / "sweep").exists() or not list((app / "sweep").glob("*/params.json"))
 
