@@ -54,14 +54,16 @@ formats) under ``members/NN_label/``, stackers under ``stackers/fold_F/``, and a
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -107,6 +109,10 @@ def split_threads(n_members: int, n_jobs: int, num_threads: int) -> tuple[int, i
 
 #: ``hydra.searchpath`` of the running command (its entries are searched for member configs too)
 _MEMBER_SEARCH_PATH: ContextVar[tuple[str, ...]] = ContextVar("ltr_member_search_path", default=())
+#: model configs a saved ensemble recorded (config name → composed config), used instead of composing
+_SAVED_MODEL_CONFIGS: ContextVar[Mapping[str, dict[str, Any]]] = ContextVar(
+    "ltr_saved_model_configs", default=MappingProxyType({})
+)
 
 
 @contextmanager
@@ -125,7 +131,14 @@ def member_search_path(entries: Sequence[str]) -> Iterator[None]:
 
 
 def compose_model_config(name: str, where: str) -> dict[str, Any]:
-    """The model config ``+model=NAME`` composes (every default filled in), as a plain dict."""
+    """The model config ``+model=NAME`` composes (every default filled in), as a plain dict.
+
+    While a saved ensemble is being loaded, the configs its manifest recorded are used instead, so a
+    saved folder loads without the config folders it was trained with (e.g. a user's own model config).
+    """
+    saved = _SAVED_MODEL_CONFIGS.get()
+    if name in saved:
+        return copy.deepcopy(saved[name])
     from hydra import compose, initialize_config_dir  # deferred: hydra only to compose member configs
     from hydra.core.global_hydra import GlobalHydra  # deferred: as above
     from hydra.errors import HydraException  # deferred: as above
@@ -177,6 +190,8 @@ class MemberSpec:
     seed: int
     query_fraction: float = 1.0
     where: str = "model"  # the config path of its entry, for error messages
+    model: str = ""  # the model config name of its entry (``members[i].model``)
+    model_config: dict[str, Any] = field(default_factory=dict)  # what that name composed to
 
 
 def resolve_member(entry: Any, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -191,7 +206,9 @@ def resolve_member(entry: Any, where: str) -> tuple[dict[str, Any], dict[str, An
         raise ConfigError(f"{join(where, unknown[0])}: model {entry['model']} has no {unknown[0]} block")
     config = OmegaConf.to_container(OmegaConf.merge(base, overrides), resolve=True)
     return config, {k: entry[k] for k in ("bags", "query_fraction")} | {
-        "label": entry["label"] or entry["model"]
+        "label": entry["label"] or entry["model"],
+        "model": entry["model"],
+        "model_config": base,
     }  # type: ignore[return-value]
 
 
@@ -216,6 +233,8 @@ def expand_members(members: Any, seed: int, where: str) -> list[MemberSpec]:
                     seed=derive_seed(seed, len(specs)),
                     query_fraction=opts["query_fraction"],
                     where=join(where, i),
+                    model=opts["model"],
+                    model_config=opts["model_config"],
                 )
             )
     return specs
@@ -374,13 +393,20 @@ class Ensemble(BaseRanker):
             }
             for s, d in zip(self.member_specs, self._member_dirs(), strict=True)
         ]
-        return {"config": config, "members": members}
+        model_configs = {s.model: s.model_config for s in self.member_specs}
+        return {"config": config, "members": members, "model_configs": model_configs}
 
     @classmethod
     def _from_manifest(cls, manifest: dict[str, Any], path: Path) -> Ensemble:
         config = manifest["config"]
         keys = [k for k in cls.config_keys() if k != "name" and config.get(k) is not None]
-        ens = cls(**{k: config[k] for k in keys}, seed=manifest["seed"], num_threads=manifest["num_threads"])
+        token = _SAVED_MODEL_CONFIGS.set(manifest.get("model_configs") or {})  # older folders: compose
+        try:
+            ens = cls(
+                **{k: config[k] for k in keys}, seed=manifest["seed"], num_threads=manifest["num_threads"]
+            )
+        finally:
+            _SAVED_MODEL_CONFIGS.reset(token)
         labels = [m["label"] for m in manifest["members"]]
         if labels != [s.label for s in ens.member_specs]:
             raise ConfigError(
