@@ -12,6 +12,7 @@ import tarfile
 import tempfile
 import threading
 import zipfile
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import pytest
 from ltr.data import RankingData, write_svmlight
 from ltr.data.__main__ import main
 from ltr.data.fetch import ManualDownload, fetch, install_archive
-from ltr.data.registry import load_dataset
+from ltr.data.registry import ISTELLA_DOWNLOADS, REGISTRY, load_dataset
 from ltr.errors import DataError
 
 
@@ -89,34 +90,44 @@ def _leftovers(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.rglob("*")) if directory.exists() else []
 
 
-def test_fetch_zip_end_to_end(server, tmp_path, capsys):
+def _publish(monkeypatch, name: str, files: dict[str, bytes], variant: str | None = None) -> None:
+    """Make the registry publish ``files``' sha256 for ``name`` (the real ones describe the real data)."""
+    if variant is not None:
+        dl = ISTELLA_DOWNLOADS[variant]
+        monkeypatch.setitem(
+            ISTELLA_DOWNLOADS, variant, replace(dl, files={k: _sha(v) for k, v in files.items()})
+        )
+        return
+    spec = REGISTRY[name]
+    assert spec.download is not None
+    published = replace(spec.download, files={k: _sha(v) for k, v in files.items()})
+    monkeypatch.setitem(REGISTRY, name, replace(spec, download=published))
+
+
+def test_fetch_zip_end_to_end(server, tmp_path, capsys, monkeypatch):
     root, base = server
     files = {f"Fold1/{n}.txt": _letor_bytes(i) for i, n in enumerate(["train", "vali", "test"])}
+    _publish(monkeypatch, "mslr_web10k", files)
     blob = _zip(files)
     (root / "mslr.zip").write_bytes(blob)
     dest = tmp_path / "MSLR-WEB10K"
-    got = fetch(
-        "mslr_web10k",
-        dest,
-        url=f"{base}/mslr.zip",
-        sha256=_sha(blob),
-        files={k: _sha(v) for k, v in files.items()},
-    )
+    got = fetch("mslr_web10k", dest, url=f"{base}/mslr.zip", sha256=_sha(blob))
     assert sorted(p.relative_to(dest).as_posix() for p in got) == sorted(files)
     assert (dest / "Fold1" / "vali.txt").read_bytes() == files["Fold1/vali.txt"]
     assert "%" in capsys.readouterr().err  # progress bar
-    assert not [p for p in dest.iterdir() if p.name.startswith((".download", ".extract"))]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["MSLR-WEB10K", "served"]  # no temporary left
     out = load_dataset({"kind": "mslr_web10k", "dir": str(dest), "fold": 1})
     assert out["train"].n_features == 136 and out["test"].n_queries == 2
 
 
-def test_fetch_tar_for_istella_variant(server, tmp_path):
+def test_fetch_tar_for_istella_variant(server, tmp_path, monkeypatch):
     root, base = server
     files = {
         "sample/train.txt": _letor_bytes(1),
         "sample/vali.txt": _letor_bytes(2),
         "sample/test.txt": _letor_bytes(3),
     }
+    _publish(monkeypatch, "istella", files, variant="s")
     blob = _tar(files)
     (root / "ist.tar.gz").write_bytes(blob)
     dest = tmp_path / "istella"
@@ -187,9 +198,11 @@ def test_gated_and_url_without_checksum(tmp_path, capsys):
         fetch("mslr_web10k", tmp_path, url="http://127.0.0.1:9/x.zip")
 
 
-def test_cli_fetch_from_mirror(server, tmp_path, capsys):
+def test_cli_fetch_from_mirror(server, tmp_path, capsys, monkeypatch):
     root, base = server
-    blob = _zip({"Fold1/train.txt": _letor_bytes(4)})
+    files = {"Fold1/train.txt": _letor_bytes(4)}
+    _publish(monkeypatch, "mslr_web30k", files)
+    blob = _zip(files)
     (root / "m.zip").write_bytes(blob)
     rc = main(
         [
