@@ -8,9 +8,16 @@ from __future__ import annotations
 import hashlib
 import http.server
 import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
 import tarfile
 import tempfile
 import threading
+import time
 import zipfile
 from dataclasses import replace
 from functools import partial
@@ -22,7 +29,7 @@ import pytest
 from ltr.data import RankingData, write_svmlight
 from ltr.data.__main__ import main
 from ltr.data.fetch import ManualDownload, fetch, install_archive
-from ltr.data.registry import ISTELLA_DOWNLOADS, REGISTRY, load_dataset
+from ltr.data.registry import ISTELLA_DOWNLOADS, REGISTRY, download_for, load_dataset
 from ltr.errors import DataError
 
 
@@ -218,3 +225,267 @@ def test_cli_fetch_from_mirror(server, tmp_path, capsys, monkeypatch):
     )
     assert rc == 0
     assert "Fold1/train.txt" in capsys.readouterr().out
+
+
+# --- all or nothing -------------------------------------------------------------------------------
+
+
+def _snapshot(directory: Path) -> dict[str, tuple[bytes | None, int]]:
+    """Every entry under ``directory``: content (None for folders) and mtime in ns."""
+    return {
+        p.relative_to(directory).as_posix(): (p.read_bytes() if p.is_file() else None, p.stat().st_mtime_ns)
+        for p in sorted(directory.rglob("*"))
+    }
+
+
+def _existing_dest(tmp_path: Path) -> Path:
+    dest = tmp_path / "data" / "MSLR-WEB10K"
+    (dest / "Fold1").mkdir(parents=True)
+    (dest / "Fold1" / "train.txt").write_bytes(b"old train\n")
+    (dest / "mine.txt").write_bytes(b"a user's own file\n")
+    (dest / "zz" / "c.txt").mkdir(parents=True)  # a folder where the archive has a file
+    (dest / "zz" / "c.txt" / "keep").write_bytes(b"k")
+    return dest
+
+
+def _corrupt_member_zip(members: dict[str, bytes]) -> bytes:
+    """A zip whose last member's stored bytes are altered (a CRC error part-way through extraction)."""
+    blob = bytearray(_zip_stored(members))
+    last = list(members.values())[-1]
+    at = bytes(blob).rindex(last)
+    blob[at] ^= 0xFF
+    return bytes(blob)
+
+
+def _zip_stored(members: dict[str, bytes]) -> bytes:
+    bio = io.BytesIO()
+    with zipfile.ZipFile(bio, "w", zipfile.ZIP_STORED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return bio.getvalue()
+
+
+_GOOD = {"Fold1/train.txt": b"new train\n" * 1000, "Fold1/vali.txt": b"new vali\n" * 1000}
+
+
+@pytest.mark.parametrize(
+    ("blob", "files", "why"),
+    [
+        (_zip(_GOOD), {"Fold1/vali.txt": "f" * 64}, r"Fold1/vali\.txt has sha256 .*, expected f+"),
+        (_zip(_GOOD), {"Fold9/test.txt": "f" * 64}, r"the archive has no Fold9/test\.txt"),
+        (_corrupt_member_zip({**_GOOD, "Fold1/test.txt": b"t" * 5000}), None, r"not a valid zip archive"),
+        (_zip(_GOOD)[:-30], None, r"not a valid zip archive"),
+        (b"<html>a login page, not an archive</html>", None, r"not a valid zip archive"),
+        (_tar(_GOOD)[:-200], None, r"not a valid tar\.gz archive"),
+        # the archive's zz/c.txt collides with the folder zz/c.txt/ already there: fails after other
+        # files were ready to move (today: those are moved, then a bare IsADirectoryError)
+        (_zip({**_GOOD, "zz/c.txt": b"c"}), None, r"cannot install into .*MSLR-WEB10K"),
+    ],
+    ids=[
+        "member-checksum",
+        "member-missing",
+        "crc-error",
+        "truncated-zip",
+        "not-an-archive",
+        "truncated-tgz",
+        "collision",
+    ],
+)
+def test_failed_install_leaves_destination_exactly_as_it_was(server, tmp_path, blob, files, why):
+    root, base = server
+    kind = "tar.gz" if blob[:2] == b"\x1f\x8b" else "zip"
+    (root / "a.bin").write_bytes(blob)
+    dest = _existing_dest(tmp_path)
+    before = _snapshot(dest)
+    with pytest.raises(DataError, match=why):
+        install_archive(f"{base}/a.bin", _sha(blob), kind, dest, files=files, out=None)
+    assert _snapshot(dest) == before
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["MSLR-WEB10K"]  # no temporary beside it
+    if "cannot install" in why:
+        return
+    fresh = tmp_path / "fresh" / "dest"
+    with pytest.raises(DataError, match=why):
+        install_archive(f"{base}/a.bin", _sha(blob), kind, fresh, files=files, out=None)
+    assert not fresh.exists() and list(fresh.parent.iterdir()) == []  # not even created
+
+
+def test_install_over_existing_keeps_other_files_and_replaces_named_ones(server, tmp_path):
+    root, base = server
+    blob = _zip(_GOOD)
+    (root / "a.zip").write_bytes(blob)
+    dest = _existing_dest(tmp_path)
+    mine = (dest / "mine.txt").stat()
+    install_archive(
+        f"{base}/a.zip", _sha(blob), "zip", dest, files={k: _sha(v) for k, v in _GOOD.items()}, out=None
+    )
+    assert (dest / "Fold1" / "train.txt").read_bytes() == _GOOD["Fold1/train.txt"]
+    assert (dest / "Fold1" / "vali.txt").read_bytes() == _GOOD["Fold1/vali.txt"]
+    assert (dest / "mine.txt").read_bytes() == b"a user's own file\n"
+    assert (dest / "mine.txt").stat().st_mtime_ns == mine.st_mtime_ns  # linked, not rewritten
+    assert (dest / "zz" / "c.txt" / "keep").read_bytes() == b"k"
+    assert json.loads((dest / ".ltr-fetch.json").read_text())["files"] == sorted(_GOOD)
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["MSLR-WEB10K"]
+
+
+_CHILD = """
+import json, os, sys, zipfile
+from pathlib import Path
+from ltr.data.fetch import ExtractLimits, install_archive
+from ltr.errors import DataError
+url, sha, kind, dest, marker, limits = sys.argv[1:7]
+if marker != "-":  # pause part-way through extracting (after some bytes are written) so the test can kill us
+    real_read, reads = zipfile.ZipExtFile.read, [0]
+    def read(self, n=-1):
+        reads[0] += 1
+        if reads[0] == 3:
+            Path(marker).write_text("extracting")
+            import time; time.sleep(60)
+        return real_read(self, n)
+    zipfile.ZipExtFile.read = read
+try:
+    install_archive(url, sha, kind, Path(dest), out=None, limits=ExtractLimits(**json.loads(limits)))
+    error = None
+except DataError as e:
+    error = str(e)
+wchar = int(dict(l.split(": ") for l in Path("/proc/self/io").read_text().splitlines())["wchar"])
+print(json.dumps({"error": error, "wchar": wchar}))
+"""
+
+
+def _child(url, sha, kind, dest, marker="-", limits="{}", **kw) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", _CHILD, url, sha, kind, str(dest), str(marker), limits],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw,
+    )  # fmt: skip
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux /proc")
+def test_killed_mid_extraction_leaves_destination_untouched_and_next_fetch_cleans_up(server, tmp_path):
+    root, base = server
+    members = {f"Fold1/{n}.txt": os.urandom(3 << 20) for n in ("train", "vali", "test")}
+    blob = _zip(members)
+    (root / "a.zip").write_bytes(blob)
+    dest = _existing_dest(tmp_path)
+    before = _snapshot(dest)
+    marker = tmp_path / "marker"
+    proc = _child(f"{base}/a.zip", _sha(blob), "zip", dest, marker)
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the child never started extracting"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert _snapshot(dest) == before  # killed while writing: the destination was never touched
+    leftovers = [p.name for p in dest.parent.iterdir() if p.name != "MSLR-WEB10K"]
+    assert leftovers and all(n.startswith(f".MSLR-WEB10K.fetch-{proc.pid}-") for n in leftovers)
+    install_archive(f"{base}/a.zip", _sha(blob), "zip", dest, out=None)  # the next fetch cleans them
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["MSLR-WEB10K"]
+    assert (dest / "Fold1" / "test.txt").read_bytes() == members["Fold1/test.txt"]
+    assert (dest / "mine.txt").read_bytes() == b"a user's own file\n"
+
+
+# --- archive bombs --------------------------------------------------------------------------------
+
+_BOMB = 200 << 20  # 200 MiB of zeros: ~200 KB compressed
+
+
+def _deflated_zip(members: dict[str, bytes]) -> bytes:
+    bio = io.BytesIO()
+    with zipfile.ZipFile(bio, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return bio.getvalue()
+
+
+@pytest.fixture(scope="module")
+def bombs() -> dict[str, bytes]:
+    zeros = bytes(_BOMB)
+    many = {f"part{i:03d}.txt": bytes(2 << 20) for i in range(100)}  # 100 x 2 MiB: each and all > 100x
+    return {"zip": _deflated_zip({"Fold1/train.txt": zeros}), "tar.gz": _tar({"Fold1/train.txt": zeros}),
+            "zip-many": _deflated_zip(many), "tar.gz-many": _tar(many)}  # fmt: skip
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize("which", ["zip", "tar.gz", "zip-many", "tar.gz-many"])
+def test_archive_bomb_is_refused_before_writing_much(server, tmp_path, bombs, which):
+    root, base = server
+    blob = bombs[which]
+    (root / "bomb.bin").write_bytes(blob)
+    dest = tmp_path / "d"
+    kind = which.removesuffix("-many")
+    out, err = _child(f"{base}/bomb.bin", _sha(blob), kind, dest).communicate(timeout=300)
+    got = json.loads(out.splitlines()[-1]) if out.strip() else {"error": err, "wchar": None}
+    assert got["error"] and "archive bomb" in got["error"] and "--max-ratio" in got["error"], got
+    # bytes written by the process (write() calls): the download, not the 200 MiB it unpacks to; a tar
+    # stream is vetted one member at a time, so at most max_ratio x its size before the total trips
+    assert got["wchar"] < len(blob) + 100 * len(blob) * ("tar" in which and "many" in which) + (1 << 20)
+    assert not dest.exists() and list(tmp_path.iterdir()) == [root]
+
+
+def test_size_limits_and_their_overrides_on_the_command_line(server, tmp_path, capsys, monkeypatch):
+    root, base = server
+    files = {"Fold1/train.txt": os.urandom(3 << 20), "Fold1/vali.txt": os.urandom(3 << 20)}
+    zeros = {"Fold1/test.txt": bytes(5 << 20)}
+    _publish(monkeypatch, "mslr_web30k", {**files, **zeros})
+    blob = _deflated_zip({**files, **zeros})
+    (root / "m.zip").write_bytes(blob)
+    dest = tmp_path / "m"
+    args = ["fetch", "mslr_web30k", "--dir", str(dest), "--url", f"{base}/m.zip", "--sha256", _sha(blob)]
+    for extra, why in [
+        (["--max-size", "10M"], r"unpacks to more than 10\.5 MB .*raise the limit with --max-size"),
+        (["--max-member-size", "4M", "--max-ratio", "none"], r"'Fold1/(train|vali|test)\.txt' unpacks to .* --max-member-size"),
+        ([], r"'Fold1/test\.txt' unpacks to 5\.2 MB, [\d,]+x its compressed size \(limit 100x\).*--max-ratio"),
+        (["--max-ratio", "abc"], r"--max-ratio abc: expected a positive number"),
+    ]:  # fmt: skip
+        assert main(args + extra) == 1
+        assert re.search(why, capsys.readouterr().err), extra
+        assert not dest.exists()
+    assert main(args + ["--max-ratio", "none", "--max-size", "12M"]) == 0
+    assert (dest / "Fold1" / "test.txt").read_bytes() == zeros["Fold1/test.txt"]
+
+
+# --- mirrors are checked against the published per-file checksums ----------------------------------
+
+
+def test_mirror_with_a_tampered_member_is_refused(server, tmp_path, capsys, monkeypatch):
+    root, base = server
+    genuine = {f"Fold1/{n}.txt": _letor_bytes(i) for i, n in enumerate(["train", "vali", "test"])}
+    _publish(monkeypatch, "mslr_web10k", genuine)
+    tampered = {**genuine, "Fold1/test.txt": genuine["Fold1/test.txt"].replace(b"qid:2", b"qid:7")}
+    blob = _zip(tampered)  # the mirror's own archive checksum matches: only the member check catches it
+    (root / "mirror.zip").write_bytes(blob)
+    dest = tmp_path / "MSLR-WEB10K"
+    args = ["fetch", "mslr_web10k", "--dir", str(dest), "--url", f"{base}/mirror.zip", "--sha256", _sha(blob)]
+    assert main(args) == 1
+    want = _sha(genuine["Fold1/test.txt"])
+    assert re.search(rf"Fold1/test\.txt has sha256 [0-9a-f]{{64}}, expected {want}", capsys.readouterr().err)
+    assert not dest.exists()
+    with pytest.raises(DataError, match=r"the archive has no Fold1/vali\.txt"):  # a member left out
+        (root / "short.zip").write_bytes(short := _zip({"Fold1/train.txt": genuine["Fold1/train.txt"]}))
+        fetch("mslr_web10k", dest, url=f"{base}/short.zip", sha256=_sha(short), out=None)
+    with pytest.raises(DataError, match=r"differs from the published"):  # a caller cannot override them
+        fetch("mslr_web10k", dest, url=f"{base}/mirror.zip", sha256=_sha(blob), out=None,
+              files={"Fold1/test.txt": _sha(tampered["Fold1/test.txt"])})  # fmt: skip
+    assert not dest.exists()
+
+
+def test_mirror_is_checked_against_the_real_registry_checksums(server, tmp_path, capsys):
+    root, base = server
+    dest = tmp_path / "d"
+    for name, variant, member, pack in [
+        ("mslr_web30k", [], "Fold1/test.txt", _zip),
+        ("istella", ["--variant", "s"], "sample/test.txt", _tar),
+    ]:
+        blob = pack({member: b"1 qid:1 1:1\n"})  # a mirror that serves something else under the name
+        (root / "fake").write_bytes(blob)
+        published = download_for(name, {"variant": "s"}).files[member]
+        args = ["fetch", name, "--dir", str(dest), "--url", f"{base}/fake", "--sha256", _sha(blob)]
+        assert main(args + variant) == 1
+        err = capsys.readouterr().err
+        assert f"{member} has sha256 {_sha(b'1 qid:1 1:1' + bytes([10]))}, expected {published}" in err, err
+        assert not dest.exists()

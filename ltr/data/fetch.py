@@ -240,6 +240,10 @@ def safe_extract(archive: Path, kind: str, into: Path, limits: ExtractLimits | N
     raises :class:`~ltr.errors.DataError`; what was written to ``into`` is left for the caller to remove.
     """
     limits = limits or ExtractLimits()
+    if zipfile.is_zipfile(archive):  # what the file is, not what its name or the registry says
+        kind = "zip"
+    elif kind == "zip" and tarfile.is_tarfile(archive):
+        kind = "tar"
     try:
         if kind == "zip":
             _extract_zip(archive, into, limits)
@@ -248,7 +252,8 @@ def safe_extract(archive: Path, kind: str, into: Path, limits: ExtractLimits | N
         else:
             raise DataError(f"{archive}: unknown archive kind {kind!r}")
     except (zipfile.BadZipFile, tarfile.TarError, zlib.error, EOFError) as e:
-        raise DataError(f"{archive}: not a valid {kind} archive ({e}); nothing was installed") from None
+        why = str(e).splitlines()[0].rstrip(":")
+        raise DataError(f"{archive}: not a valid {kind} archive ({why}); nothing was installed") from None
     except OSError as e:  # disk full, quota, a member whose path collides with another's, bad gzip data
         raise DataError(f"{archive}: extraction failed ({e}); nothing was installed") from None
     return sorted(p.relative_to(into) for p in into.rglob("*") if p.is_file())
@@ -260,6 +265,22 @@ def _sha256_file(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 22), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def _verify_files(url: str, root: Path, files: Mapping[str, str]) -> None:
+    """Check each ``files`` entry (relative path -> sha256) under ``root``; one error lists every problem."""
+    wrong, missing = [], []
+    for rel, want in files.items():
+        p = root / rel
+        if not p.is_file():
+            missing.append(rel)
+        elif (got := _sha256_file(p)) != want:
+            wrong.append(f"{rel} has sha256 {got}, expected {want}")
+    if missing:
+        shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
+        wrong.append(f"the archive has no {shown}")
+    if wrong:
+        raise DataError(f"{url}: {'; '.join(wrong)}; nothing was installed")
 
 
 def _link_tree(src: Path, dst: Path) -> None:
@@ -365,13 +386,7 @@ def install_archive(
             rel_files = safe_extract(archive, kind, extracted, limits)
         except DataError as e:  # name the URL, not the temporary file (which is deleted)
             raise DataError(str(e).replace(str(archive), url)) from None
-        for rel, want in (files or {}).items():
-            p = extracted / rel
-            if not p.is_file():
-                raise DataError(f"{url}: the archive has no {rel}; nothing was installed")
-            got = _sha256_file(p)
-            if got != want:
-                raise DataError(f"{url}: {rel} has sha256 {got}, expected {want}; nothing was installed")
+        _verify_files(url, extracted, files or {})
         new = scratch / "new"
         try:
             if directory.exists():
