@@ -27,10 +27,10 @@ import numpy as np
 import pytest
 
 from ltr.data import RankingData, write_svmlight
-from ltr.data.__main__ import main
+from ltr.data.__main__ import main, parse_limit
 from ltr.data.fetch import ManualDownload, fetch, install_archive
 from ltr.data.registry import ISTELLA_DOWNLOADS, REGISTRY, download_for, load_dataset
-from ltr.errors import DataError
+from ltr.errors import ConfigError, DataError
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -66,9 +66,9 @@ def _letor_bytes(seed: int) -> bytes:
         return write_svmlight(d, Path(t) / "x.txt").read_bytes()
 
 
-def _zip(members: dict[str, bytes], symlink: str | None = None) -> bytes:
+def _zip(members: dict[str, bytes], symlink: str | None = None, deflate: bool = False) -> bytes:
     bio = io.BytesIO()
-    with zipfile.ZipFile(bio, "w") as zf:
+    with zipfile.ZipFile(bio, "w", zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED) as zf:
         for name, data in members.items():
             zf.writestr(name, data)
         if symlink:
@@ -250,19 +250,11 @@ def _existing_dest(tmp_path: Path) -> Path:
 
 def _corrupt_member_zip(members: dict[str, bytes]) -> bytes:
     """A zip whose last member's stored bytes are altered (a CRC error part-way through extraction)."""
-    blob = bytearray(_zip_stored(members))
+    blob = bytearray(_zip(members))
     last = list(members.values())[-1]
     at = bytes(blob).rindex(last)
     blob[at] ^= 0xFF
     return bytes(blob)
-
-
-def _zip_stored(members: dict[str, bytes]) -> bytes:
-    bio = io.BytesIO()
-    with zipfile.ZipFile(bio, "w", zipfile.ZIP_STORED) as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-    return bio.getvalue()
 
 
 _GOOD = {"Fold1/train.txt": b"new train\n" * 1000, "Fold1/vali.txt": b"new vali\n" * 1000}
@@ -395,20 +387,12 @@ def test_killed_mid_extraction_leaves_destination_untouched_and_next_fetch_clean
 _BOMB = 200 << 20  # 200 MiB of zeros: ~200 KB compressed
 
 
-def _deflated_zip(members: dict[str, bytes]) -> bytes:
-    bio = io.BytesIO()
-    with zipfile.ZipFile(bio, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-    return bio.getvalue()
-
-
 @pytest.fixture(scope="module")
 def bombs() -> dict[str, bytes]:
     zeros = bytes(_BOMB)
     many = {f"part{i:03d}.txt": bytes(2 << 20) for i in range(100)}  # 100 x 2 MiB: each and all > 100x
-    return {"zip": _deflated_zip({"Fold1/train.txt": zeros}), "tar.gz": _tar({"Fold1/train.txt": zeros}),
-            "zip-many": _deflated_zip(many), "tar.gz-many": _tar(many)}  # fmt: skip
+    return {"zip": _zip({"Fold1/train.txt": zeros}, deflate=True), "tar.gz": _tar({"Fold1/train.txt": zeros}),
+            "zip-many": _zip(many, deflate=True), "tar.gz-many": _tar(many)}  # fmt: skip
 
 
 @pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux /proc")
@@ -433,7 +417,7 @@ def test_size_limits_and_their_overrides_on_the_command_line(server, tmp_path, c
     files = {"Fold1/train.txt": os.urandom(3 << 20), "Fold1/vali.txt": os.urandom(3 << 20)}
     zeros = {"Fold1/test.txt": bytes(5 << 20)}
     _publish(monkeypatch, "mslr_web30k", {**files, **zeros})
-    blob = _deflated_zip({**files, **zeros})
+    blob = _zip({**files, **zeros}, deflate=True)
     (root / "m.zip").write_bytes(blob)
     dest = tmp_path / "m"
     args = ["fetch", "mslr_web30k", "--dir", str(dest), "--url", f"{base}/m.zip", "--sha256", _sha(blob)]
@@ -490,3 +474,18 @@ def test_mirror_is_checked_against_the_real_registry_checksums(server, tmp_path,
         err = capsys.readouterr().err
         assert f"{member} has sha256 {_sha(b'1 qid:1 1:1' + bytes([10]))}, expected {published}" in err, err
         assert not dest.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("2G", 2 << 30), ("500M", 500 << 20), ("1.5K", 1536), ("1024", 1024), ("3GiB", 3 << 30), ("none", None),
+     ("50", 50), ("2.5", 2.5)],
+)  # fmt: skip
+def test_parse_limit(text, value):
+    assert parse_limit(text, "--max-size") == value
+
+
+@pytest.mark.parametrize("text", ["0", "-1G", "abc", "", "G", "5X", "inf", "nan"])
+def test_parse_limit_rejects(text):
+    with pytest.raises(ConfigError, match=rf"^--max-size {re.escape(text)}: expected a positive number"):
+        parse_limit(text, "--max-size")

@@ -121,7 +121,7 @@ def parse_limit(text: str, flag: str) -> float | None:
         value = float(t[: len(t) - len(unit)])
     except ValueError:
         value = -1.0
-    if not value > 0:
+    if not 0 < value < float("inf"):
         raise ConfigError(
             f"{flag} {text}: expected a positive number (sizes may end in K, M, G, T) or 'none'"
         )

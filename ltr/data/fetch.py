@@ -123,8 +123,8 @@ class ExtractLimits:
 
     ``max_total``: decompressed bytes of the whole archive; ``max_member``: of one member;
     ``max_ratio``: decompressed / compressed size, per zip member and for the whole archive (only above
-    1 MiB, so small text files never trip it). ``None`` switches a limit off. LETOR text compresses
-    about 3-6x; the largest public archive (Istella-X) unpacks to well under the default total.
+    1 MiB, so small text files never trip it). ``None`` switches a limit off. LETOR text compresses a
+    few times, far below the default ratio.
 
     >>> ExtractLimits().max_ratio, ExtractLimits().max_total // GIB
     (100.0, 200)
