@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 from ltr.data import RankingData, write_svmlight
+from ltr.data import fetch as fetch_module
 from ltr.data.__main__ import main, parse_limit
 from ltr.data.fetch import ManualDownload, fetch, install_archive
 from ltr.data.registry import ISTELLA_DOWNLOADS, REGISTRY, download_for, load_dataset
@@ -489,3 +490,100 @@ def test_parse_limit(text, value):
 def test_parse_limit_rejects(text):
     with pytest.raises(ConfigError, match=rf"^--max-size {re.escape(text)}: expected a positive number"):
         parse_limit(text, "--max-size")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs POSIX resource limits")
+def test_disk_error_mid_extraction_is_one_clear_error_and_leaves_nothing(server, tmp_path):
+    root, base = server
+    blob = _zip({"Fold1/train.txt": b"1 qid:1 1:1\n" * 1000, "Fold1/test.txt": bytes(4 << 20)}, deflate=True)
+    (root / "a.zip").write_bytes(blob)
+    dest = _existing_dest(tmp_path)
+    before = _snapshot(dest)
+
+    def small_files() -> None:  # files over 1 MiB fail with EFBIG, as on a full disk or quota
+        import resource  # deferred: POSIX only
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, resource.RLIM_INFINITY))
+
+    proc = _child(
+        f"{base}/a.zip", _sha(blob), "zip", dest, limits='{"max_ratio": null}', preexec_fn=small_files
+    )
+    out, err = proc.communicate(timeout=120)
+    assert out.strip(), err  # no traceback: a DataError, reported
+    got = json.loads(out.splitlines()[-1])
+    assert re.search(
+        r"a\.zip: extraction failed \(\[Errno 27\] File too large.*nothing was installed", got["error"]
+    )
+    assert _snapshot(dest) == before and sorted(p.name for p in dest.parent.iterdir()) == ["MSLR-WEB10K"]
+
+
+def test_ctrl_c_mid_extraction_leaves_destination_untouched(server, tmp_path, monkeypatch):
+    root, base = server
+    blob = _zip({**_GOOD, "Fold1/test.txt": os.urandom(3 << 20)})
+    (root / "a.zip").write_bytes(blob)
+    dest = _existing_dest(tmp_path)
+    before = _snapshot(dest)
+    real_read, reads = zipfile.ZipExtFile.read, [0]
+
+    def read(self, n=-1):
+        reads[0] += 1
+        if reads[0] == 4:
+            raise KeyboardInterrupt
+        return real_read(self, n)
+
+    monkeypatch.setattr(zipfile.ZipExtFile, "read", read)
+    with pytest.raises(KeyboardInterrupt):
+        install_archive(f"{base}/a.zip", _sha(blob), "zip", dest, out=None)
+    assert reads[0] == 4  # interrupted part-way, after the first member was written
+    assert _snapshot(dest) == before and sorted(p.name for p in dest.parent.iterdir()) == ["MSLR-WEB10K"]
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_kill_between_the_two_renames_is_undone_by_the_next_fetch(server, tmp_path, monkeypatch):
+    root, base = server
+    blob = _zip(_GOOD)
+    (root / "a.zip").write_bytes(blob)
+    dest = _existing_dest(tmp_path)
+    before = _snapshot(dest)
+    # what the two-rename fallback leaves when killed between its renames: the old folder moved aside
+    scratch = dest.parent / f".MSLR-WEB10K.fetch-{_dead_pid()}-abc"
+    scratch.mkdir()
+    dest.rename(scratch / "old")
+    # a fetch of the same folder still running in another process: its files must stay
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        running = dest.parent / f".MSLR-WEB10K.fetch-{sleeper.pid}-xyz.part"
+        running.write_bytes(b"partial download")
+        monkeypatch.setattr("ltr.data.fetch._renameat2_exchange", lambda a, b: False)  # the fallback path
+        install_archive(f"{base}/a.zip", _sha(blob), "zip", dest, out=None)
+        assert running.exists() and not scratch.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    after = _snapshot(dest)
+    assert (dest / "Fold1" / "vali.txt").read_bytes() == _GOOD["Fold1/vali.txt"]
+    assert {k: v for k, v in after.items() if k in before and "Fold1" not in k} == {
+        k: v for k, v in before.items() if "Fold1" not in k
+    }  # the restored folder's own files are all there, untouched
+
+
+def test_install_replaces_the_folder_in_one_step(server, tmp_path, monkeypatch):
+    """An existing destination is exchanged atomically on Linux (a new folder inode appears at once)."""
+    root, base = server
+    blob = _zip(_GOOD)
+    (root / "a.zip").write_bytes(blob)
+    dest = _existing_dest(tmp_path)
+    inode = dest.stat().st_ino
+    swaps = []
+    real = fetch_module._renameat2_exchange
+    monkeypatch.setattr(
+        fetch_module, "_renameat2_exchange", lambda a, b: swaps.append(real(a, b)) or swaps[-1]
+    )
+    install_archive(f"{base}/a.zip", _sha(blob), "zip", dest, out=None)
+    assert dest.stat().st_ino != inode and (dest / "mine.txt").exists()
+    assert swaps == ([True] if sys.platform.startswith("linux") else [False])

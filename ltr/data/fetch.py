@@ -284,9 +284,11 @@ def _verify_files(url: str, root: Path, files: Mapping[str, str]) -> None:
 
 
 def _link_tree(src: Path, dst: Path) -> None:
-    """Recreate folder ``src`` at ``dst`` with hard links to its files (a copy where links fail)."""
+    """Recreate folder ``src`` at ``dst`` with hard links to its files (a copy where links fail).
+
+    Folders keep their permissions and times (set after they are filled).
+    """
     dst.mkdir()
-    shutil.copystat(src, dst)
     for entry in os.scandir(src):
         target = dst / entry.name
         if entry.is_dir(follow_symlinks=False):
@@ -296,6 +298,7 @@ def _link_tree(src: Path, dst: Path) -> None:
             os.link(entry.path, target, follow_symlinks=False)
         except OSError:  # a file system without hard links
             shutil.copy2(entry.path, target, follow_symlinks=False)
+    shutil.copystat(src, dst)
 
 
 def _renameat2_exchange(a: Path, b: Path) -> bool:
