@@ -336,7 +336,7 @@ if marker != "-":  # pause part-way through extracting (after some bytes are wri
         return real_read(self, n)
     zipfile.ZipExtFile.read = read
 try:
-    kw = {"limits": fetch.ExtractLimits(**json.loads(limits))} if limits != "{}" else {}
+    kw = {"limits": fetch.ExtractLimits(**json.loads(limits))} if hasattr(fetch, "ExtractLimits") else {}
     fetch.install_archive(url, sha, kind, Path(dest), out=None, **kw)
     error = None
 except DataError as e:
