@@ -587,3 +587,11 @@ def test_install_replaces_the_folder_in_one_step(server, tmp_path, monkeypatch):
     install_archive(f"{base}/a.zip", _sha(blob), "zip", dest, out=None)
     assert dest.stat().st_ino != inode and (dest / "mine.txt").exists()
     assert swaps == ([True] if sys.platform.startswith("linux") else [False])
+
+
+def test_unwritable_place_is_one_clear_error(tmp_path):
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(DataError, match=r"a-file/dest: cannot write beside it in .*a-file \("):
+        install_archive("http://127.0.0.1:9/a.zip", "0" * 64, "zip", tmp_path / "a-file" / "dest", out=None)
+    with pytest.raises(DataError, match=r"a-file: exists and is not a folder"):
+        install_archive("http://127.0.0.1:9/a.zip", "0" * 64, "zip", tmp_path / "a-file", out=None)

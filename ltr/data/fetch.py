@@ -377,8 +377,13 @@ def install_archive(
     directory = Path(directory).absolute()
     if directory.exists() and not directory.is_dir():
         raise DataError(f"{directory}: exists and is not a folder; cannot install {url} there")
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    _clean_leftovers(directory)
+    try:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        _clean_leftovers(directory)
+        with tempfile.TemporaryFile(dir=directory.parent):  # the download and new folder go beside it
+            pass
+    except OSError as e:
+        raise DataError(f"{directory}: cannot write beside it in {directory.parent} ({e})") from None
     prefix = f"{_scratch_prefix(directory)}{os.getpid()}-"
     archive = download(url, directory.parent, sha256=sha256, label=label, out=out, prefix=prefix)
     scratch = Path(tempfile.mkdtemp(dir=directory.parent, prefix=prefix))
