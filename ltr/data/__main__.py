@@ -131,8 +131,8 @@ def parse_limit(text: str, flag: str) -> float | None:
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     limits = ExtractLimits(
-        max_total=parse_limit(args.max_size, "--max-size"),  # type: ignore[arg-type]
-        max_member=parse_limit(args.max_member_size, "--max-member-size"),  # type: ignore[arg-type]
+        max_total=parse_limit(args.max_size, "--max-size"),
+        max_member=parse_limit(args.max_member_size, "--max-member-size"),
         max_ratio=parse_limit(args.max_ratio, "--max-ratio"),
     )
     try:
@@ -206,11 +206,15 @@ def build_parser() -> argparse.ArgumentParser:
     fe.add_argument("--url", help="a mirror of the archive (needs --sha256)")
     fe.add_argument("--sha256")
     default = ExtractLimits()
-    fe.add_argument("--max-size", default=f"{default.max_total // (1 << 30)}G",
+
+    def shown(size: float | None, unit: int = 1 << 30, suffix: str = "G") -> str:
+        return "none" if size is None else f"{size / unit:g}{suffix}"
+
+    fe.add_argument("--max-size", default=shown(default.max_total),
                     help="most bytes the archive may unpack to (archive-bomb guard; 'none': no limit)")  # fmt: skip
-    fe.add_argument("--max-member-size", default=f"{default.max_member // (1 << 30)}G",
+    fe.add_argument("--max-member-size", default=shown(default.max_member),
                     help="most bytes one file in the archive may unpack to ('none': no limit)")  # fmt: skip
-    fe.add_argument("--max-ratio", default=f"{default.max_ratio:g}",
+    fe.add_argument("--max-ratio", default=shown(default.max_ratio, 1, ""),
                     help="most decompressed/compressed size ratio above 1 MiB ('none': no limit)")  # fmt: skip
     fe.set_defaults(func=cmd_fetch)
 

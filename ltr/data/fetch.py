@@ -130,31 +130,36 @@ class ExtractLimits:
     (100.0, 200)
     """
 
-    max_total: int | None = 200 * GIB
-    max_member: int | None = 100 * GIB
+    max_total: float | None = 200 * GIB
+    max_member: float | None = 100 * GIB
     max_ratio: float | None = 100.0
 
     def check(
         self, where: str, name: str, size: int, total: int, compressed: int | None, archive_size: int
     ) -> None:
         """Raise DataError when member ``name`` (``size`` bytes; ``total`` so far) breaks a limit."""
-        how = "nothing was installed; if the archive is trusted, raise the limit with {flag} (Python: limits=ExtractLimits({kw}=...))"
         if self.max_member is not None and size > self.max_member:
-            raise DataError(f"{where}: member {name!r} unpacks to {_size(size)}, over the per-member limit of "
-                            f"{_size(self.max_member)}; " + how.format(flag="--max-member-size", kw="max_member"))  # fmt: skip
+            _refuse(where, f"member {name!r} unpacks to {_size(size)}, over the per-member limit of "
+                           f"{_size(self.max_member)}", "--max-member-size", "max_member")  # fmt: skip
         if self.max_total is not None and total > self.max_total:
-            raise DataError(f"{where}: the archive unpacks to more than {_size(self.max_total)} (at member {name!r}: "
-                            f"{_size(total)}); " + how.format(flag="--max-size", kw="max_total"))  # fmt: skip
+            _refuse(where, f"the archive unpacks to more than {_size(self.max_total)} (at member {name!r}: "
+                           f"{_size(total)})", "--max-size", "max_total")  # fmt: skip
         if self.max_ratio is None:
             return
+        bomb = f"(limit {self.max_ratio:g}x): refused as a possible archive bomb"
         if compressed is not None and size > _RATIO_FLOOR and size > self.max_ratio * max(compressed, 1):
-            raise DataError(f"{where}: member {name!r} unpacks to {_size(size)}, {size / max(compressed, 1):,.0f}x its "
-                            f"compressed size (limit {self.max_ratio:g}x): refused as a possible archive bomb; "
-                            + how.format(flag="--max-ratio", kw="max_ratio"))  # fmt: skip
+            _refuse(where, f"member {name!r} unpacks to {_size(size)}, {size / max(compressed, 1):,.0f}x its "
+                           f"compressed size {bomb}", "--max-ratio", "max_ratio")  # fmt: skip
         if total > _RATIO_FLOOR and total > self.max_ratio * max(archive_size, 1):
-            raise DataError(f"{where}: the archive unpacks to {_size(total)} or more, {total / max(archive_size, 1):,.0f}x "
-                            f"its size of {_size(archive_size)} (limit {self.max_ratio:g}x): refused as a possible "
-                            "archive bomb; " + how.format(flag="--max-ratio", kw="max_ratio"))  # fmt: skip
+            _refuse(where, f"the archive unpacks to {_size(total)} or more, {total / max(archive_size, 1):,.0f}x "
+                           f"its size of {_size(archive_size)} {bomb}", "--max-ratio", "max_ratio")  # fmt: skip
+
+
+def _refuse(where: str, what: str, flag: str, keyword: str) -> None:
+    raise DataError(
+        f"{where}: {what}; nothing was installed; if the archive is trusted, raise the limit with "
+        f"{flag} (Python: limits=ExtractLimits({keyword}=...))"
+    )
 
 
 def _check_member_name(archive: Path, name: str) -> PurePosixPath:
