@@ -554,6 +554,8 @@ def test_a_kill_between_the_two_renames_is_undone_by_the_next_fetch(server, tmp_
     scratch = dest.parent / f".MSLR-WEB10K.fetch-{_dead_pid()}-abc"
     scratch.mkdir()
     dest.rename(scratch / "old")
+    other = dest.parent / f".MSLR-WEB1.fetch-{_dead_pid()}-abc"  # another folder's leftovers: not ours
+    other.mkdir()
     # a fetch of the same folder still running in another process: its files must stay
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -561,7 +563,7 @@ def test_a_kill_between_the_two_renames_is_undone_by_the_next_fetch(server, tmp_
         running.write_bytes(b"partial download")
         monkeypatch.setattr("ltr.data.fetch._renameat2_exchange", lambda a, b: False)  # the fallback path
         install_archive(f"{base}/a.zip", _sha(blob), "zip", dest, out=None)
-        assert running.exists() and not scratch.exists()
+        assert running.exists() and not scratch.exists() and other.exists()
     finally:
         sleeper.kill()
         sleeper.wait()

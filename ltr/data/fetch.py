@@ -356,7 +356,9 @@ def _scratch_prefix(directory: Path) -> str:
 def _clean_leftovers(directory: Path) -> None:
     """Remove what a killed fetch of ``directory`` left beside it (restoring ``directory`` if needed)."""
     prefix = _scratch_prefix(directory)
-    for entry in directory.parent.glob(prefix + "*"):
+    for entry in directory.parent.iterdir():  # not glob: the folder's name may hold [ or *
+        if not entry.name.startswith(prefix):
+            continue
         pid = entry.name[len(prefix) :].split("-", 1)[0]
         if not pid.isdigit() or _pid_alive(int(pid)):
             continue
