@@ -428,7 +428,7 @@ def test_size_limits_and_their_overrides_on_the_command_line(server, tmp_path, c
         ([], r"'Fold1/test\.txt' unpacks to 5\.2 MB, [\d,]+x its compressed size \(limit 100x\).*--max-ratio"),
         (["--max-ratio", "abc"], r"--max-ratio abc: expected a positive number"),
     ]:  # fmt: skip
-        assert main(args + extra) == 1
+        assert main(args + extra) == 2
         assert re.search(why, capsys.readouterr().err), extra
         assert not dest.exists()
     assert main(args + ["--max-ratio", "none", "--max-size", "12M"]) == 0
@@ -447,7 +447,7 @@ def test_mirror_with_a_tampered_member_is_refused(server, tmp_path, capsys, monk
     (root / "mirror.zip").write_bytes(blob)
     dest = tmp_path / "MSLR-WEB10K"
     args = ["fetch", "mslr_web10k", "--dir", str(dest), "--url", f"{base}/mirror.zip", "--sha256", _sha(blob)]
-    assert main(args) == 1
+    assert main(args) == 2
     want = _sha(genuine["Fold1/test.txt"])
     assert re.search(rf"Fold1/test\.txt has sha256 [0-9a-f]{{64}}, expected {want}", capsys.readouterr().err)
     assert not dest.exists()
@@ -471,7 +471,7 @@ def test_mirror_is_checked_against_the_real_registry_checksums(server, tmp_path,
         (root / "fake").write_bytes(blob)
         published = download_for(name, {"variant": "s"}).files[member]
         args = ["fetch", name, "--dir", str(dest), "--url", f"{base}/fake", "--sha256", _sha(blob)]
-        assert main(args + variant) == 1
+        assert main(args + variant) == 2
         err = capsys.readouterr().err
         assert f"{member} has sha256 {_sha(b'1 qid:1 1:1' + bytes([10]))}, expected {published}" in err, err
         assert not dest.exists()
