@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from omegaconf import OmegaConf
@@ -54,7 +55,14 @@ from ltr.schemas import (
     register_configs,
     validate_config,
 )
-from ltr.tracking import download_frame, find_runs, flatten_params, mlflow_metric_name, resolve_tracking_uri
+from ltr.tracking import (
+    check_server_reachable,
+    download_frame,
+    find_runs,
+    flatten_params,
+    mlflow_metric_name,
+    resolve_tracking_uri,
+)
 
 CONF_DIR = config_dir()
 EXPERIMENTS_DIR = experiments_dir()
@@ -102,8 +110,8 @@ def load_experiment(name_or_path: str) -> Any:
         )
     try:
         exp = OmegaConf.load(path)
-    except (OmegaConfBaseException, OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: not a valid experiment YAML ({exc})") from exc
+    except (OmegaConfBaseException, OSError, ValueError, yaml.YAMLError) as exc:  # YAMLError: a syntax error
+        raise ConfigError(f"{path}: not a valid experiment YAML ({' '.join(str(exc).split())})") from exc
     return check_experiment(exp, str(path))
 
 
@@ -138,6 +146,17 @@ def compose_system(exp: Any, system: str, cli_overrides: Sequence[str]) -> Any:
             return compose(config_name="config", overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(f"system {system!r} (overrides {overrides}): {exc}") from exc
+
+
+def system_search_path(exp: Any, system: str, cli_overrides: Sequence[str]) -> list[str]:
+    """The ``hydra.searchpath`` of one system's config: where its ensemble members are composed from too."""
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(
+            config_name="config",
+            overrides=system_overrides(exp, system, cli_overrides),
+            return_hydra_config=True,
+        )
+    return [str(entry) for entry in cfg.hydra.searchpath]
 
 
 # --- the report ----------------------------------------------------------------------------------------
@@ -254,17 +273,24 @@ def run_comparison(
     exp: Any, cli_overrides: Sequence[str] = (), *, out_dir: Path | None = None, console: Any = None
 ) -> ComparisonResult:
     """Train every system of ``exp`` on the same data, build the leaderboard, write and log it."""
-    # deferred: the engines (via the pipeline) load after configure_process_environment() (see __main__)
-    from ltr.record import connect_and_load, train_and_record
+    # deferred (each): the engines load after configure_process_environment() (see __main__)
+    from ltr.pipeline import check_run_config, member_search_path  # deferred: imports the engines
+    from ltr.record import connect_and_load, train_and_record  # deferred: imports the pipeline
 
     console = console or Console(highlight=False)
     systems = list(exp.systems)
     configs = {
         s: compose_system(exp, s, cli_overrides) for s in systems
     }  # every typo fails here, before work
+    search_paths = {s: system_search_path(exp, s, cli_overrides) for s in systems}
     first = configs[systems[0]]
     for s, cfg in configs.items():
         validate_config(cfg)
+        try:
+            with member_search_path(search_paths[s]):  # every system's metrics and model before any training
+                check_run_config(cfg)
+        except LtrError as exc:
+            raise ConfigError(f"system {s!r}: {exc}") from exc
         if OmegaConf.to_container(cfg.data, resolve=True) != OmegaConf.to_container(first.data, resolve=True):
             raise ConfigError(
                 f"system {s!r} uses different data than {systems[0]!r}; a comparison needs the same queries"
@@ -302,17 +328,18 @@ def run_comparison(
                     "ltr.compare.experiment": str(exp.name),
                     "ltr.command": rerun_command("ltr.train", system_overrides(exp, system, cli_overrides)),
                 }
-                recorded = train_and_record(
-                    cfg,
-                    splits,
-                    tracker.spawn(),
-                    run_name=system,
-                    tags=tags,
-                    parent_run_id=tracker.run_id,
-                    console=console,
-                    plots_dir=out_dir / "plots",
-                    label=system,
-                )
+                with member_search_path(search_paths[system]):
+                    recorded = train_and_record(
+                        cfg,
+                        splits,
+                        tracker.spawn(),
+                        run_name=system,
+                        tags=tags,
+                        parent_run_id=tracker.run_id,
+                        console=console,
+                        plots_dir=out_dir / "plots",
+                        label=system,
+                    )
                 frames[system], children[system] = recorded.outcome.frames["test"], recorded.run_id
                 conventions = conventions or recorded.outcome.conventions.describe()
                 advance(system)
@@ -490,8 +517,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             exp = load_experiment(name) if name else OmegaConf.create(dict(FROM_MLFLOW))
             root = work_root().resolve()
             seed = next((int(o.split("=", 1)[1]) for o in overrides if o.startswith("seed=")), 42)
+            uri = resolve_tracking_uri(args.tracking_uri, root)
+            try:  # a dead server: one line now, not MLflow's retries and traceback later
+                check_server_reachable(uri)
+            except ConfigError as exc:
+                why = exc.__cause__ or exc
+                raise ConfigError(f"--tracking-uri {uri}: the MLflow server is unreachable ({why})") from exc
             report_from_mlflow(
-                resolve_tracking_uri(args.tracking_uri, root),
+                uri,
                 exp,
                 run_ids=args.run_ids,
                 run_names=args.run_names,

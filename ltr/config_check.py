@@ -116,6 +116,24 @@ def plain(cfg: Any) -> Any:
     return cfg
 
 
+def python_values(value: Any) -> Any:
+    """``value`` with every numpy scalar (at any depth of dicts, lists and tuples) as the Python scalar.
+
+    A free-form block (``engine_params``, an ensemble member's ``params``) is merged with OmegaConf,
+    which refuses numpy scalars.
+
+    >>> python_values({"a": np.int64(3), "b": [np.float32(0.5), "x"]})
+    {'a': 3, 'b': [0.5, 'x']}
+    """
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {k: python_values(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [python_values(v) for v in value]
+    return value
+
+
 def join(where: str, key: str | int) -> str:
     """The path of ``key`` inside block ``where``: ``a.b`` + ``c`` → ``a.b.c``; ``file.yaml:`` + ``c`` → ``file.yaml: c``.
 
@@ -178,17 +196,16 @@ def check_block(
 
 
 def _check_block(schema: type, given: Any, where: str, extra: str, owner: str | None) -> dict[str, Any]:
+    block = where.removesuffix(":") or "config"  # a file's top level (``x.yaml:``) is named ``x.yaml``
     values = plain(given)
     if not isinstance(values, Mapping):
-        raise ConfigError(f"{where or 'config'}: expected a mapping of keys, got {given!r}")
+        raise ConfigError(f"{block}: expected a mapping of keys, got {given!r}")
     hints = typing.get_type_hints(schema)
     fields = {f.name: f for f in dataclasses.fields(schema)}
     unknown = sorted(str(k) for k in values if k not in fields)
     if unknown and extra == "forbid":
         accepts = f"{owner} accepts" if owner else "accepted"
-        raise ConfigError(
-            f"{where or 'config'}: unknown key(s) {', '.join(unknown)}; {accepts}: {', '.join(fields)}"
-        )
+        raise ConfigError(f"{block}: unknown key(s) {', '.join(unknown)}; {accepts}: {', '.join(fields)}")
     out: dict[str, Any] = {}
     for name, f in fields.items():
         path = join(where, name)
@@ -307,13 +324,17 @@ def _check_type(value: Any, kind: Any, path: str) -> Any:
         what = "an integer" if kind is int else "a number"
         if not real:
             raise ConfigError(f"{path}: expected {what}, got {value!r}")
-        if not math.isfinite(float(value)):
+        try:
+            number = float(value)
+        except OverflowError:  # a Python integer beyond the float range (e.g. 400 digits on the command line)
+            raise ConfigError(f"{path}: {value!r} is too large") from None
+        if not math.isfinite(number):
             raise ConfigError(
                 f"{path}: expected {'an integer' if kind is int else 'a finite number'}, got {value!r}"
             )
         if kind is float:
             return float(value)
-        if float(value) != int(value):
+        if number != int(value):
             raise ConfigError(f"{path}: expected an integer, got {value!r}")
         return int(value)
     if kind is str:
@@ -328,7 +349,7 @@ def _check_type(value: Any, kind: Any, path: str) -> Any:
     if kind is dict or origin is dict:
         if not isinstance(value, Mapping):
             raise ConfigError(f"{path}: expected a mapping, got {value!r}")
-        return plain(value)
+        return python_values(plain(value))
     raise TypeError(f"{path}: unsupported schema type {kind!r}")  # a declaration bug, not user input
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -177,6 +178,16 @@ class OptunaSweeper(Sweeper):
         )
 
     def sweep(self, arguments: list[str]) -> None:
+        """Run the sweep; an ``ltr`` error (a bad search space or sampler, too many failed trials) ends the
+        process as ``ltr.train`` does: one ``error: ...`` line on stderr and exit code 2, no traceback
+        (Hydra would print the whole stack of an exception raised by a sweeper)."""
+        try:
+            self._sweep(arguments)
+        except LtrError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(2)
+
+    def _sweep(self, arguments: list[str]) -> None:
         # deferred: it imports Optuna, loaded only when a sweep runs (Hydra imports every plugin in every app)
         from ltr.search_space import parse_search_space
 
@@ -269,7 +280,8 @@ def build_sampler(sampler_config: dict[str, Any]) -> optuna.samplers.BaseSampler
     try:
         sampler = instantiate(sampler_config)
     except Exception as exc:  # Hydra wraps import and signature errors in InstantiationException
-        raise ConfigError(f"hydra.sweeper.sampler: cannot build {target}: {exc}") from exc
+        why = " ".join(str(exc).split())  # Hydra's message spans lines: keep the error on one
+        raise ConfigError(f"hydra.sweeper.sampler: cannot build {target}: {why}") from exc
     if not isinstance(sampler, optuna.samplers.BaseSampler):
         raise ConfigError(f"hydra.sweeper.sampler._target_={target}: not an Optuna sampler")
     return sampler

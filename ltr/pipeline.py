@@ -40,10 +40,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ltr.errors import ConfigError, DataError
-from ltr.metrics import Conventions, describe_conventions, evaluate, resolve_conventions
+from ltr.errors import ConfigError, DataError, MetricError
+from ltr.metrics import Conventions, describe_conventions, evaluate, parse_metric, resolve_conventions
 from ltr.models import build_ranker
 from ltr.models.dask_lightgbm import build_dask_ranker
+from ltr.models.ensemble import (  # re-exported: the entry points pass the run's hydra.searchpath to members
+    member_search_path as member_search_path,
+)
 from ltr.stats import bootstrap_ci
 
 OnIteration = Callable[[int, dict[str, float]], None]
@@ -251,6 +254,37 @@ def check_splits(data_cfg: Any, splits: Mapping[str, Any]) -> None:
         raise ConfigError(f"data '{data_cfg.name}' has no train split (got {sorted(splits)})")
 
 
+def check_run_config(cfg: Any) -> None:
+    """Check everything of a run that needs no data, so a bad value fails before the data is read.
+
+    The metric conventions (``eval.preset``, ``eval.conventions``), every metric name of
+    ``eval.metrics`` and ``eval.curve.metric``, and the model: the ranker is built, which validates
+    its config (for an ensemble, every member's), and discarded. Errors name the key as the user
+    spells it (``eval.metrics: unknown metric 'ndcp@10'; ...``, ``model.members.1.params: ...``).
+
+    >>> from omegaconf import OmegaConf
+    >>> cfg = OmegaConf.create({"seed": 1, "num_threads": 1, "model": {"name": "linear"},
+    ...                         "eval": {"metrics": ["ndcg@10", "ndcp@10"]}})
+    >>> check_run_config(cfg)
+    Traceback (most recent call last):
+    ...
+    ltr.errors.ConfigError: eval.metrics: unknown metric 'ndcp@10'; metric names are <family> or <family>@<k> with families:
+    ...
+    """
+    try:
+        EvalConventions.from_config(cfg.eval)
+    except MetricError as exc:  # eval.preset or a key/value of eval.conventions (the message names it)
+        raise ConfigError(f"eval: {exc}") from exc
+    names = [("eval.metrics", str(m)) for m in cfg.eval.metrics]
+    names += [("eval.curve.metric", m) for m in curve_metrics(cfg.eval)[:1]]
+    for where, name in names:
+        try:
+            parse_metric(name)
+        except MetricError as exc:
+            raise ConfigError(f"{where}: {exc}") from exc
+    make_ranker(cfg)
+
+
 def fit_and_evaluate(
     cfg: Any, splits: Mapping[str, Any], *, on_iteration: OnIteration | None = None
 ) -> Outcome:
@@ -263,6 +297,10 @@ def fit_and_evaluate(
     conventions = EvalConventions.from_config(cfg.eval)
     metrics = list(cfg.eval.metrics)
     seed = int(cfg.seed)
+    if not any(split in splits for split in cfg.eval.splits):  # before the fit, which may take hours
+        raise ConfigError(
+            f"eval.splits={list(cfg.eval.splits)}: none of them is a split of the data {sorted(splits)}"
+        )
     ranker = make_ranker(cfg)
     ranker.fit(splits["train"], splits.get("valid"), on_iteration=on_iteration)
 
@@ -279,10 +317,6 @@ def fit_and_evaluate(
         cis[split] = ci_bounds(results[split], metrics, cfg.eval, seed)
         extra = conventions.evaluate(curve_names, data, scores) if split == "test" and curve_names else {}
         frames[split] = per_query_frame(results[split], data, extra)
-    if not results:
-        raise ConfigError(
-            f"eval.splits={list(cfg.eval.splits)}: none of them is a split of the data {sorted(splits)}"
-        )
 
     report_split = "test" if "test" in results else next(reversed(results))
     data = splits[report_split]

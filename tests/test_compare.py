@@ -326,3 +326,47 @@ def test_from_mlflow_repeats_a_runs_leakage_warning(tmp_path, capsys):
     assert code == 0, out
     warnings = [line for line in out.splitlines() if line.startswith("warning:")]
     assert warnings == [f"warning: run 'leaky' ({a}): {leak}"]
+
+
+def test_a_bad_system_fails_before_any_system_is_trained(tmp_path, monkeypatch):
+    # the third system's member is wrong: neither the tracker nor the data may be touched (so no system trains)
+    import ltr.record
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the tracker or the data was touched before the config error")
+
+    monkeypatch.setattr(ltr.record, "make_tracker", refuse)
+    monkeypatch.setattr(ltr.record, "load_dataset", refuse)
+    systems = {
+        "a": {"model": "regression"},
+        "b": {"model": "linear"},
+        "c": {"model": "ensemble_mean", "overrides": ["model.members=[linear,{model:linear,params:{l2:1}}]"]},
+    }
+    exp = check_experiment(OmegaConf.create({"systems": systems, "baseline": "a"}), "x.yaml")
+    with pytest.raises(ConfigError, match=r"^system 'c': model.members.1.params: unknown key\(s\) l2"):
+        run_comparison(exp, [*TINY_DATA, f"paths.root={tmp_path}"])
+    bad_metric = check_experiment(
+        OmegaConf.create({"systems": systems, "baseline": "a", "metrics": ["ndcg@10", "ndcp@5"]}), "x.yaml"
+    )
+    with pytest.raises(ConfigError, match=r"^system 'a': eval.metrics: unknown metric 'ndcp@5'"):
+        run_comparison(bad_metric, [*TINY_DATA, f"paths.root={tmp_path}"])
+
+
+def test_from_mlflow_with_a_dead_server_is_one_error_line(capsys):
+    from helpers import free_port
+
+    uri = f"http://127.0.0.1:{free_port()}"
+    assert main(["--from-mlflow", "--tracking-uri", uri, "--parent", "x"]) == 2  # was MLflow's traceback
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --tracking-uri {uri}: the MLflow server is unreachable")
+    assert err.count("\n") == 1
+
+
+def test_an_experiment_with_a_yaml_syntax_error_is_a_config_error(tmp_path):
+    # yaml's ParserError is no ValueError: it used to escape as a traceback (exit 1)
+    path = tmp_path / "broken.yaml"
+    path.write_text("systems: {a: {model: regression}, b: {model: linear}\n")
+    with pytest.raises(
+        ConfigError, match=r"broken.yaml: not a valid experiment YAML \(while parsing .* expected ','"
+    ):
+        load_experiment(str(path))

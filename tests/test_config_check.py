@@ -201,3 +201,30 @@ def test_check_field_reads_one_key_by_its_declaration():
     assert check_field(Nested, "n", {"n": np.int64(4), "other": "ignored"}, "data") == 4
     with pytest.raises(MetricError, match=r"^data\.n: must be in \[1, inf\], got 0$"):
         check_field(Nested, "n", {"n": 0}, "data", error=MetricError)
+
+
+def test_a_file_top_level_is_named_once():
+    # the experiment file's top level is "x.yaml:" (join gives "x.yaml: key"); its own errors say "x.yaml:"
+    with pytest.raises(ConfigError, match=r"^experiments/x.yaml: unknown key\(s\) nope; accepted: count"):
+        check_block(Block, {"nope": 1}, "experiments/x.yaml:")
+    with pytest.raises(ConfigError, match=r"^experiments/x.yaml: expected a mapping of keys"):
+        check_block(Block, [1], "experiments/x.yaml:")
+
+
+@pytest.mark.parametrize("kind", [int, float])
+def test_an_integer_beyond_the_float_range_is_a_config_error(kind):
+    # float(10**400) raises OverflowError: a command-line value with 400 digits must not give a traceback
+    with pytest.raises(ConfigError, match=r"^model.params.n: 1000.* is too large$"):
+        check_value(10**400, kind, None, "model.params.n")
+
+
+def test_free_form_mappings_come_back_without_numpy_scalars():
+    # an ensemble member's params are merged with OmegaConf, which refuses numpy scalars
+    @dataclass
+    class Free:
+        extra: dict[str, Any] | None = None
+
+    out = check_block(Free, {"extra": {"alpha": np.float64(2.0), "sizes": [np.int64(3)]}}, "model.members.1")
+    assert out == {"extra": {"alpha": 2.0, "sizes": [3]}}
+    assert type(out["extra"]["alpha"]) is float and type(out["extra"]["sizes"][0]) is int
+    OmegaConf.create(out)  # would raise UnsupportedValueType on a numpy scalar

@@ -128,7 +128,7 @@ def test_cli_synth_info_convert(tmp_path, capsys):
     assert summary["queries"] == 8 and summary["features"] == 7
     assert main(["convert", str(train), "--cache-dir", str(tmp_path / "cache")]) == 0
     assert len(list((tmp_path / "cache").iterdir())) == 1
-    assert main(["info", str(tmp_path / "nope.txt")]) == 1
+    assert main(["info", str(tmp_path / "nope.txt")]) == 2  # bad input: 2, as ltr.train, compare, evaluate
     assert "no such file" in capsys.readouterr().err
 
 
@@ -145,7 +145,7 @@ def test_cli_info_registry_name(tmp_path, capsys):
     assert out.count("queries 2") == 3 and "mq2008/valid" in out
     bad = RankingData(X=np.ones((2, 46), np.float32), y=[0, 4], qid=[1, 1])
     write_svmlight(bad, tmp_path / "MQ2008" / "Fold2" / "test.txt")
-    assert main(["info", "mq2008", "--fold", "2", "--data-dir", str(tmp_path)]) == 1
+    assert main(["info", "mq2008", "--fold", "2", "--data-dir", str(tmp_path)]) == 2
     assert "Fold2/test.txt:2: label 4 is outside label_range [0, 2]" in capsys.readouterr().err
 
 
@@ -175,7 +175,7 @@ def test_info_names_a_compressed_file_whatever_its_name(tmp_path, capsys, pack, 
             z.writestr("train.txt", text)
     else:
         path.write_bytes({"gzip": gzip, "bz2": bz2, "lzma": lzma}[pack].compress(text))
-    assert main(["info", str(path)]) == 1
+    assert main(["info", str(path)]) == 2
     err = capsys.readouterr().err
     assert f"{path}: is {what}" in err and "decompress it first" in err and "Traceback" not in err
 
@@ -183,13 +183,13 @@ def test_info_names_a_compressed_file_whatever_its_name(tmp_path, capsys, pack, 
 def test_info_says_a_directory_or_fifo_is_one(tmp_path, capsys):
     import os
 
-    assert main(["info", str(tmp_path)]) == 1
+    assert main(["info", str(tmp_path)]) == 2
     assert f"{tmp_path}: is a directory, not a data file" in capsys.readouterr().err
     fifo = tmp_path / "stream.txt"
     os.mkfifo(fifo)
-    assert main(["info", str(fifo)]) == 1  # never blocks opening the pipe
+    assert main(["info", str(fifo)]) == 2  # never blocks opening the pipe
     assert f"{fifo}: is a named pipe (FIFO), not a regular file" in capsys.readouterr().err
-    assert main(["info", str(tmp_path / "absent.txt")]) == 1
+    assert main(["info", str(tmp_path / "absent.txt")]) == 2
     assert "absent.txt: no such file" in capsys.readouterr().err
 
 

@@ -396,6 +396,32 @@ def test_save_load_round_trip_gives_identical_scores(blend, splits, tmp_path):
         np.testing.assert_array_equal(loaded.predict(splits[split]), blend.predict(splits[split]))
 
 
+def test_an_ensemble_with_a_users_member_config_loads_without_that_config_folder(splits, tmp_path):
+    """The manifest records each member's composed config, so loading needs no config folder."""
+    user_conf = tmp_path / "conf"
+    (user_conf / "model").mkdir(parents=True)
+    (user_conf / "model" / "my_lm.yaml").write_text(
+        "defaults:\n  - /model_base/lambdamart@_here_\n  - _self_\nparams: {n_trees: 4, min_data_in_leaf: 5}\n"
+    )
+    register_configs()
+    with initialize_config_dir(config_dir=str(user_conf), version_base="1.3"):  # as ltr.train --config-dir
+        ens = build_ranker(
+            {
+                "name": "ensemble_mean",
+                "members": ["my_lm", {"model": "my_lm", "label": "short", "params": {"n_trees": 2}}],
+            },
+            seed=5,
+            num_threads=1,
+        )
+        ens.fit(splits["train"], splits["valid"])
+    ens.save(tmp_path / "ens")
+    loaded = load_ranker(tmp_path / "ens")  # outside the user's config folder: my_lm is not composable
+    assert [s.label for s in loaded.member_specs] == ["my_lm", "short"]
+    assert [s.config for s in loaded.member_specs] == [s.config for s in ens.member_specs]
+    assert [s.config["params"]["n_trees"] for s in loaded.member_specs] == [4, 2]
+    np.testing.assert_array_equal(loaded.predict(splits["test"]), ens.predict(splits["test"]))
+
+
 def test_stack_round_trip_keeps_out_of_fold_validation_scores(splits, tmp_path):
     cfg = {
         "name": "ensemble_stack",
@@ -502,3 +528,15 @@ def test_sklearn_clone_rebuilds_an_unfitted_copy():
     copy = clone(ens)
     assert type(copy) is type(ens) and copy.get_params() == ens.get_params()
     assert not hasattr(copy, "rankers_")
+
+
+def test_member_overrides_accept_numpy_scalars():
+    # the Python API takes numpy scalars everywhere (ltr.config_check); a member's overrides are merged
+    # into its composed config with OmegaConf, which refused np.float64 (UnsupportedValueType)
+    ranker = build_ranker(
+        {
+            "name": "ensemble_mean",
+            "members": ["lambdamart", {"model": "linear", "params": {"alpha": np.float64(2)}}],
+        }
+    )
+    assert ranker.get_params()["members"][1]["params"]["alpha"] == 2.0

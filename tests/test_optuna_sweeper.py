@@ -206,7 +206,7 @@ def test_failed_trials_are_told_fail_and_the_sweep_goes_on_within_max_failure_ra
 def test_the_first_failure_stops_the_sweep_by_default(tmp_path):
     app = _write_app(tmp_path)
     proc = _run_app(app, "raise_when=b")
-    assert proc.returncode != 0
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     jobs = _jobs(app)
     first_b = next(i for i, j in enumerate(jobs) if j["c"] == "b")
     assert len(jobs) == first_b + 1  # batches of n_jobs=1: nothing runs after the failed trial
@@ -218,7 +218,7 @@ def test_the_first_failure_stops_the_sweep_by_default(tmp_path):
 def test_a_bad_search_space_fails_before_any_trial_naming_the_parameter(tmp_path):
     app = _write_app(tmp_path, params={**PARAMS, "lr": "tag(log, interval(0, 0.3))"})
     proc = _run_app(app)
-    assert proc.returncode != 0
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "hydra.sweeper.params.lr" in proc.stderr
     assert not list((app / "sweep").glob("*/params.json"))
 
@@ -226,7 +226,7 @@ def test_a_bad_search_space_fails_before_any_trial_naming_the_parameter(tmp_path
 def test_a_searched_key_the_config_lacks_fails_when_the_first_batch_is_composed(tmp_path):
     app = _write_app(tmp_path, params={**PARAMS, "no_such_key": "interval(0, 1)"})
     proc = _run_app(app)
-    assert proc.returncode != 0
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "a trial's overrides do not compose" in proc.stderr and "no_such_key" in proc.stderr
     assert not list((app / "sweep").glob("*/params.json"))
 
@@ -234,8 +234,9 @@ def test_a_searched_key_the_config_lacks_fails_when_the_first_batch_is_composed(
 def test_a_sampler_that_cannot_be_built_is_named(tmp_path):
     app = _write_app(tmp_path)
     proc = _run_app(app, "hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler")
-    assert proc.returncode != 0
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "hydra.sweeper.sampler: cannot build optuna.samplers.RandomSampler" in proc.stderr
+    assert [line for line in proc.stderr.splitlines() if "n_startup_trials" in line][0].startswith("error: ")
     assert "n_startup_trials" in proc.stderr
     assert not (app / "sweep").exists() or not list((app / "sweep").glob("*/params.json"))
 

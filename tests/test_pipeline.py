@@ -221,11 +221,16 @@ def test_no_module_imports_an_entry_point():
     assert not offenders, f"entry points imported by: {', '.join(offenders)}"
 
 
-def test_bad_splits_fail_with_config_errors(splits, tmp_path):
+def test_bad_splits_fail_with_config_errors(splits, tmp_path, monkeypatch):
+    import ltr.pipeline
     from ltr.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="eval.splits=\\['dev'\\]: none of them is a split"):
-        fit_and_evaluate(_config(tmp_path, "eval.splits=[dev]"), splits)
+    with monkeypatch.context() as patch:  # eval.splits is checked before the ranker is built and fitted
+        patch.setattr(
+            ltr.pipeline, "make_ranker", lambda cfg: pytest.fail("built before eval.splits was checked")
+        )
+        with pytest.raises(ConfigError, match="eval.splits=\\['dev'\\]: none of them is a split"):
+            fit_and_evaluate(_config(tmp_path, "eval.splits=[dev]"), splits)
     with pytest.raises(ConfigError, match="data 'synthetic' has no train split"):
         fit_and_evaluate(_config(tmp_path), {"test": splits["test"]})
 

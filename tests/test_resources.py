@@ -117,3 +117,46 @@ def test_train_cli_config_dir_adds_user_groups(user_folder):
     assert done.returncode == 0, done.stderr
     assert "name: mydata" in done.stdout
     assert f"train: {user_folder}/data/mydata/train.txt" in done.stdout
+
+
+def _user_model(folder: Path) -> None:
+    """myconf/model/my_linear.yaml: the user's own model config, built on ltr's linear.yaml."""
+    (folder / "myconf" / "model").mkdir(parents=True)
+    (folder / "myconf" / "model" / "my_linear.yaml").write_text(
+        "defaults:\n  - linear\n  - _self_\nparams: {alpha: 3.0}\n"
+    )
+
+
+def test_user_model_as_ensemble_member_through_hydra_searchpath(user_folder):
+    # README: hydra.searchpath=[file://myconf] works like --config-dir; before, an ensemble member from it was
+    # "no model config 'my_linear'" (members were composed from the app's search path, which lacks it)
+    from ltr.train import run
+
+    _user_model(user_folder)
+    done = subprocess.run(
+        [sys.executable, "-m", "ltr.train", "+model=ensemble_mean", "model.members=[my_linear,linear]"]
+        + ["data=mydata", "tracking=none", "hydra.searchpath=[file://myconf]"],
+        cwd=user_folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    overrides = ["+model=ensemble_mean", "model.members=[my_linear]", "data=mydata", "tracking=none"]
+    cfg = compose_config([*overrides, "hydra.searchpath=[file://myconf]"])
+    with pytest.raises(LtrError, match="model.members.0: no model config 'my_linear'"):
+        run(cfg)  # outside a Hydra app no search path reaches the members: the test above is not vacuous
+
+
+def test_user_model_as_ensemble_member_in_a_user_experiment(user_folder):
+    from ltr.compare import load_experiment, run_comparison
+
+    _user_model(user_folder)
+    (user_folder / "mine.yaml").write_text(
+        "overrides: ['hydra.searchpath=[file://myconf]', data=mydata, tracking=none]\n"
+        "baseline: linear\nmetrics: [ndcg@5]\nstats: {B: 50}\n"
+        "systems:\n  linear: {model: linear}\n"
+        "  blend: {model: ensemble_mean, overrides: ['model.members=[my_linear,linear]']}\n"
+    )
+    result = run_comparison(load_experiment("mine.yaml"), [], out_dir=user_folder / "report")
+    assert set(result.report.systems) == {"linear", "blend"}

@@ -16,6 +16,7 @@ import pytest
 import yaml
 from helpers import PROJECT_ROOT, TINY_DATA, cli_env, compose_config, quick_model, run_train_cli, store_client
 
+from ltr.errors import ConfigError
 from ltr.train import available_models, run
 
 TINY = [*TINY_DATA, *quick_model(30), "num_threads=1"]
@@ -225,3 +226,51 @@ def test_progress_bar_on_a_terminal_unless_ci(tmp_path):
     assert "training lambdamart" in watched and "ETA" in watched  # the control: a bar is visible here
     in_ci = run_train_cli_on_a_terminal(args, tmp_path / "ci", ci=True)
     assert "ETA" not in in_ci and "━" not in in_ci and "training lambdamart" not in in_ci
+
+
+def _no_data_no_tracker(monkeypatch) -> None:
+    """Make connecting to the tracker or reading the data fail loudly: a bad config must stop before both."""
+    import ltr.record
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the tracker or the data was touched before the config error")
+
+    monkeypatch.setattr(ltr.record, "make_tracker", refuse)
+    monkeypatch.setattr(ltr.record, "load_dataset", refuse)
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("eval.metrics=[ndcg@10,ndcp@10]", r"^eval.metrics: unknown metric 'ndcp@10'"),
+        ("eval.curve.metric=ndcp", r"^eval.curve.metric: unknown metric 'ndcp@1'"),
+        ("eval.preset=nope", r"^eval: unknown metric preset 'nope'"),
+        ("+eval.conventions.gain=cubic", r"^eval: .*gain"),
+        ("model.early_stopping.metric=ndcp@10", r"^model.early_stopping.metric: unknown metric 'ndcp@10'"),
+        ("model.params.num_leaves=1", r"^model.params.num_leaves: must be in \[2, inf\], got 1"),
+    ],
+)
+def test_bad_config_fails_before_the_tracker_and_the_data(tmp_path, monkeypatch, override, message):
+    from ltr.train import execute
+
+    _no_data_no_tracker(monkeypatch)
+    with pytest.raises(ConfigError, match=message):
+        execute(compose_config(["+model=lambdamart", *TINY, override, f"paths.root={tmp_path}"]))
+
+
+def test_bad_ensemble_member_fails_before_the_tracker_and_the_data(tmp_path, monkeypatch):
+    from ltr.train import execute
+
+    _no_data_no_tracker(monkeypatch)
+    member = "model.members.1={model:regression,params:{n_tree:5}}"
+    with pytest.raises(ConfigError, match=r"^model.members.1.params: unknown key\(s\) n_tree; regression"):
+        execute(compose_config(["+model=ensemble_mean", *TINY_DATA, member, f"paths.root={tmp_path}"]))
+
+
+def test_a_negative_seed_fails_before_the_tracker_and_the_data(tmp_path, monkeypatch):
+    # numpy's default_rng (random baseline, bootstrap) refuses it: it used to fail after the fit
+    from ltr.train import execute
+
+    _no_data_no_tracker(monkeypatch)
+    with pytest.raises(ConfigError, match=r"^seed: must be in \[0, inf\], got -1"):
+        execute(compose_config(["+model=linear", *TINY_DATA, "seed=-1", f"paths.root={tmp_path}"]))

@@ -4,6 +4,7 @@
     python -m ltr.data convert PATH|NAME [--cache-dir DIR]        # parse once into the binary cache
     python -m ltr.data synth OUT_DIR (--scale mslr_web30k | --queries N) [--docs-per-query 120]
     python -m ltr.data fetch NAME [--dir DIR] [--variant V] [--url URL --sha256 HEX]
+                                  [--max-size SIZE] [--max-member-size SIZE] [--max-ratio R]
     python -m ltr.data list
 
 Parse options for files: --n-features, --zero-based, --allow-unsorted, --nonfinite, --label-range LO HI.
@@ -18,11 +19,11 @@ import time
 from pathlib import Path
 
 from ltr.data._syntax import ParseOptions
-from ltr.data.fetch import ManualDownload, fetch
+from ltr.data.fetch import ExtractLimits, ManualDownload, fetch
 from ltr.data.info import format_summary, summarize
 from ltr.data.registry import REGISTRY, default_dir, download_for, load_dataset
 from ltr.data.svmlight import load_svmlight
-from ltr.errors import LtrError
+from ltr.errors import ConfigError, LtrError
 from ltr.resources import work_root
 
 
@@ -103,10 +104,40 @@ def cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_limit(text: str, flag: str) -> float | None:
+    """A size (``500G``, ``20M``, ``1024``; binary units) or ratio for ``flag``; ``none`` switches it off.
+
+    >>> parse_limit("2G", "--max-size"), parse_limit("none", "--max-ratio"), parse_limit("50", "--max-ratio")
+    (2147483648, None, 50)
+    """
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    if t == "NONE":
+        return None
+    unit = t[-1:] if t[-1:] in _UNITS else ""
+    try:
+        value = float(t[: len(t) - len(unit)])
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise ConfigError(
+            f"{flag} {text}: expected a positive number (sizes may end in K, M, G, T) or 'none'"
+        )
+    n = value * _UNITS[unit]
+    return int(n) if n == int(n) else n
+
+
 def cmd_fetch(args: argparse.Namespace) -> int:
+    limits = ExtractLimits(
+        max_total=parse_limit(args.max_size, "--max-size"),
+        max_member=parse_limit(args.max_member_size, "--max-member-size"),
+        max_ratio=parse_limit(args.max_ratio, "--max-ratio"),
+    )
     try:
         files = fetch(args.name, args.dir, data_dir=args.data_dir, variant=args.variant, url=args.url,
-                      sha256=args.sha256)  # fmt: skip
+                      sha256=args.sha256, limits=limits)  # fmt: skip
     except ManualDownload as how:
         print(f"{args.name} cannot be downloaded automatically.\n{how}")
         return 2
@@ -174,6 +205,17 @@ def build_parser() -> argparse.ArgumentParser:
     fe.add_argument("--variant")
     fe.add_argument("--url", help="a mirror of the archive (needs --sha256)")
     fe.add_argument("--sha256")
+    default = ExtractLimits()
+
+    def shown(size: float | None, unit: int = 1 << 30, suffix: str = "G") -> str:
+        return "none" if size is None else f"{size / unit:g}{suffix}"
+
+    fe.add_argument("--max-size", default=shown(default.max_total),
+                    help="most bytes the archive may unpack to (archive-bomb guard; 'none': no limit)")  # fmt: skip
+    fe.add_argument("--max-member-size", default=shown(default.max_member),
+                    help="most bytes one file in the archive may unpack to ('none': no limit)")  # fmt: skip
+    fe.add_argument("--max-ratio", default=shown(default.max_ratio, 1, ""),
+                    help="most decompressed/compressed size ratio above 1 MiB ('none': no limit)")  # fmt: skip
     fe.set_defaults(func=cmd_fetch)
 
     ls = sub.add_parser("list", help="registry entries")
@@ -187,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except LtrError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return 2  # bad input: the exit code of every ltr entry point (train, compare, evaluate)
 
 
 if __name__ == "__main__":

@@ -98,7 +98,7 @@ def feature_matrix(data: RankingData | Any) -> Any:
 class RunSettings:
     """The run-wide constructor arguments every model takes (besides its config block)."""
 
-    seed: int = 0
+    seed: int = setting(0, low=0)  # numpy's default_rng (baseline, bootstrap) refuses a negative seed
     num_threads: int = setting(0, low=0)  # engine threads; 0 = all cores
 
 

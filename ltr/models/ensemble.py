@@ -54,12 +54,16 @@ formats) under ``members/NN_label/``, stackers under ``stackers/fold_F/``, and a
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -103,8 +107,38 @@ def split_threads(n_members: int, n_jobs: int, num_threads: int) -> tuple[int, i
     return jobs, max(1, cores // jobs)
 
 
+#: ``hydra.searchpath`` of the running command (its entries are searched for member configs too)
+_MEMBER_SEARCH_PATH: ContextVar[tuple[str, ...]] = ContextVar("ltr_member_search_path", default=())
+#: model configs a saved ensemble recorded (config name → composed config), used instead of composing
+_SAVED_MODEL_CONFIGS: ContextVar[Mapping[str, dict[str, Any]]] = ContextVar(
+    "ltr_saved_model_configs", default=MappingProxyType({})
+)
+
+
+@contextmanager
+def member_search_path(entries: Sequence[str]) -> Iterator[None]:
+    """Compose member configs with these ``hydra.searchpath`` entries (e.g. ``file://myconf``) too.
+
+    The entry points set the run's ``hydra.searchpath`` here, so a user's own model config is found
+    as a member whichever way the user added its folder (``--config-dir`` is already Hydra's search
+    path inside a running app; ``hydra.searchpath=[...]``, also from an experiment file, is not).
+    """
+    token = _MEMBER_SEARCH_PATH.set(tuple(str(e) for e in entries))
+    try:
+        yield
+    finally:
+        _MEMBER_SEARCH_PATH.reset(token)
+
+
 def compose_model_config(name: str, where: str) -> dict[str, Any]:
-    """The model config ``+model=NAME`` composes (every default filled in), as a plain dict."""
+    """The model config ``+model=NAME`` composes (every default filled in), as a plain dict.
+
+    While a saved ensemble is being loaded, the configs its manifest recorded are used instead, so a
+    saved folder loads without the config folders it was trained with (e.g. a user's own model config).
+    """
+    saved = _SAVED_MODEL_CONFIGS.get()
+    if name in saved:
+        return copy.deepcopy(saved[name])
     from hydra import compose, initialize_config_dir  # deferred: hydra only to compose member configs
     from hydra.core.global_hydra import GlobalHydra  # deferred: as above
     from hydra.errors import HydraException  # deferred: as above
@@ -114,7 +148,10 @@ def compose_model_config(name: str, where: str) -> dict[str, Any]:
 
     def composed() -> dict[str, Any]:
         try:
-            cfg = compose(config_name=None, overrides=[f"+model={name}"])
+            searchpath = _MEMBER_SEARCH_PATH.get()
+            quoted = ",".join("'" + e.replace("\\", "\\\\").replace("'", "\\'") + "'" for e in searchpath)
+            extra = [f"hydra.searchpath=[{quoted}]"] if searchpath else []
+            cfg = compose(config_name=None, overrides=[f"+model={name}", *extra])
         except HydraException:
             loader = GlobalHydra.instance().config_loader()
             known = ", ".join(sorted(loader.get_group_options("model")))
@@ -153,6 +190,8 @@ class MemberSpec:
     seed: int
     query_fraction: float = 1.0
     where: str = "model"  # the config path of its entry, for error messages
+    model: str = ""  # the model config name of its entry (``members[i].model``)
+    model_config: dict[str, Any] = field(default_factory=dict)  # what that name composed to
 
 
 def resolve_member(entry: Any, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -167,7 +206,9 @@ def resolve_member(entry: Any, where: str) -> tuple[dict[str, Any], dict[str, An
         raise ConfigError(f"{join(where, unknown[0])}: model {entry['model']} has no {unknown[0]} block")
     config = OmegaConf.to_container(OmegaConf.merge(base, overrides), resolve=True)
     return config, {k: entry[k] for k in ("bags", "query_fraction")} | {
-        "label": entry["label"] or entry["model"]
+        "label": entry["label"] or entry["model"],
+        "model": entry["model"],
+        "model_config": base,
     }  # type: ignore[return-value]
 
 
@@ -192,6 +233,8 @@ def expand_members(members: Any, seed: int, where: str) -> list[MemberSpec]:
                     seed=derive_seed(seed, len(specs)),
                     query_fraction=opts["query_fraction"],
                     where=join(where, i),
+                    model=opts["model"],
+                    model_config=opts["model_config"],
                 )
             )
     return specs
@@ -350,13 +393,20 @@ class Ensemble(BaseRanker):
             }
             for s, d in zip(self.member_specs, self._member_dirs(), strict=True)
         ]
-        return {"config": config, "members": members}
+        model_configs = {s.model: s.model_config for s in self.member_specs}
+        return {"config": config, "members": members, "model_configs": model_configs}
 
     @classmethod
     def _from_manifest(cls, manifest: dict[str, Any], path: Path) -> Ensemble:
         config = manifest["config"]
         keys = [k for k in cls.config_keys() if k != "name" and config.get(k) is not None]
-        ens = cls(**{k: config[k] for k in keys}, seed=manifest["seed"], num_threads=manifest["num_threads"])
+        token = _SAVED_MODEL_CONFIGS.set(manifest.get("model_configs") or {})  # older folders: compose
+        try:
+            ens = cls(
+                **{k: config[k] for k in keys}, seed=manifest["seed"], num_threads=manifest["num_threads"]
+            )
+        finally:
+            _SAVED_MODEL_CONFIGS.reset(token)
         labels = [m["label"] for m in manifest["members"]]
         if labels != [s.label for s in ens.member_specs]:
             raise ConfigError(
