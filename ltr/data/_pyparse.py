@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ltr.data import _syntax as S
+from ltr.textlines import bom_length, lone_cr
 
 _NUMBER = re.compile(rb"[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|(?i:nan|inf|infinity))\Z")
 _DIGITS = re.compile(rb"\d+\Z")
@@ -71,7 +72,16 @@ def _label_code(v: float, opts: S.ParseOptions) -> int:
 
 
 def parse_bytes(buf: bytes, opts: S.ParseOptions) -> RawParse:
-    """Parse a whole file's bytes; raise :class:`ParseFailure` at the first bad token."""
+    """Parse a whole file's bytes; raise :class:`ParseFailure` at the first bad token.
+
+    A lone ``\\r`` anywhere is reported first; a leading UTF-8 byte order mark reads as spaces.
+    """
+    cr = lone_cr(buf)
+    if cr >= 0:
+        raise ParseFailure(S.LONE_CR, cr, cr, cr + 1)
+    skip = bom_length(buf)
+    if skip:
+        buf = b" " * skip + buf[skip:]  # same length: offsets and line numbers unchanged
     labels: list[float] = []
     qids: list[int] = []
     rows: list[dict[int, float]] = []
