@@ -30,7 +30,7 @@ from ltr.data._syntax import ParseOptions, error_message
 from ltr.data.dataset import RankingData, offsets_from_qid
 from ltr.errors import DataError
 from ltr.ranking import query_of_row
-from ltr.textlines import FIELD_SPACE, read_lines
+from ltr.textlines import FIELD_SPACE, bom_length, read_lines
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +175,9 @@ def _read_docids(path: Path) -> np.ndarray:
     """Per-row comment (the ``docid = X`` value when present), skipping blank/comment-only lines."""
     out: list[str] = []
     with open(path, "rb") as f:
-        for raw in f:
+        for number, raw in enumerate(f):
+            if number == 0:
+                raw = raw[bom_length(raw) :]  # a BOM-only first line is blank, as for the parser
             body, _, comment = raw.partition(b"#")
             if not body.strip():
                 continue
