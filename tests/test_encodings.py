@@ -21,7 +21,8 @@ from ltr.data.svmlight import load_svmlight
 from ltr.errors import DataError
 from ltr.evaluate import main as evaluate_main
 from ltr.metrics.trec import read_qrels, read_run
-from ltr.textlines import BOM
+
+BOM = b"\xef\xbb\xbf"  # the UTF-8 byte order mark (spelled out: the test must not trust the code)
 
 
 def _svmlight(engine: str, cached: bool) -> Callable[[Path], tuple]:
@@ -131,7 +132,9 @@ def test_cr_only_line_endings_are_an_error_naming_file_and_line(tmp_path, reader
         second = text.index(b"\n", first + 1)
         path.write_bytes(text[:second] + b"\r" + text[second + 1 :])
         line = 2
-    with pytest.raises(DataError, match=rf"cr\.txt:{line}: a carriage return \(\\r\) not followed by a line feed"):
+    with pytest.raises(
+        DataError, match=rf"cr\.txt:{line}: a carriage return \(\\r\) not followed by a line feed"
+    ):
         r.read(path)
 
 
@@ -151,7 +154,9 @@ def test_file_without_data_rows_says_so(tmp_path, reader, content):
         READERS[reader].read(path)
 
 
-@pytest.mark.parametrize(("reader", "message"), [("qrels", "no judgments found"), ("run", "no ranked documents")])
+@pytest.mark.parametrize(
+    ("reader", "message"), [("qrels", "no judgments found"), ("run", "no ranked documents")]
+)
 @pytest.mark.parametrize("content", [b"", BOM + b"# only a comment\r\n"], ids=["empty", "bom-comment-crlf"])
 def test_trec_file_without_rows_says_so(tmp_path, reader, message, content):
     path = tmp_path / "nothing.txt"
@@ -163,7 +168,9 @@ def test_trec_file_without_rows_says_so(tmp_path, reader, message, content):
 def test_data_info_cli_on_a_comments_only_file_is_one_clear_line(tmp_path):
     path = tmp_path / "nothing.txt"
     path.write_bytes(b"# header only\n")
-    proc = subprocess.run([sys.executable, "-m", "ltr.data", "info", str(path)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr.data", "info", str(path)], capture_output=True, text=True
+    )
     assert proc.returncode != 0
     assert "no data rows" in proc.stderr and str(path) in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -72,7 +72,9 @@ def _rows(path: Path, n_fields: int, layout: str) -> Iterable[tuple[int, list[st
             continue
         if len(fields) != n_fields:
             shown = line.strip(FIELD_SPACE)
-            raise DataError(f"{path}:{number}: expected {n_fields} fields ({layout}), got {len(fields)}: {shown!r}")
+            raise DataError(
+                f"{path}:{number}: expected {n_fields} fields ({layout}), got {len(fields)}: {shown!r}"
+            )
         yield number, fields
 
 
