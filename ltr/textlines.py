@@ -8,7 +8,8 @@
   characters, so inside a comment they are just comment text.
 - Fields are separated by ASCII whitespace (space, tab, ``\\r``, form feed, vertical tab), as in
   trec_eval and the SVMlight grammar; a no-break space is part of a field.
-- The text is UTF-8; anything else is an error naming ``file:line``.
+- The text is UTF-8; anything else is an error naming ``file:line``. A file that starts with a UTF-16
+  byte order mark (Windows "Unicode" text) gets its own message saying so.
 
 >>> import tempfile, pathlib
 >>> p = pathlib.Path(tempfile.mkdtemp()) / "run.txt"
@@ -47,6 +48,24 @@ def bom_length(buf: bytes | memoryview) -> int:
     return len(BOM) if bytes(buf[: len(BOM)]) == BOM else 0
 
 
+#: UTF-16 byte order marks (little and big endian): such a file is not UTF-8 text.
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+#: What every reader says about a UTF-16 file (after ``file:1:``).
+UTF16_TEXT = (
+    "the file is UTF-16 text (it starts with a UTF-16 byte order mark); save it as UTF-8 "
+    "(e.g. iconv -f UTF-16 -t UTF-8)"
+)
+
+
+def is_utf16(buf: bytes | memoryview) -> bool:
+    """Whether the bytes start with a UTF-16 byte order mark.
+
+    >>> is_utf16("1 qid:1".encode("utf-16")), is_utf16(b"1 qid:1")
+    (True, False)
+    """
+    return bytes(buf[:2]) in UTF16_BOMS
+
+
 def lone_cr(buf: bytes) -> int:
     """Offset of the first carriage return not followed by a line feed, or -1.
 
@@ -79,6 +98,8 @@ def decode_text(path: str | Path, buf: bytes) -> str:
     >>> decode_text("x", b"\\xef\\xbb\\xbfa\\r\\nb\\n")
     'a\\r\\nb\\n'
     """
+    if is_utf16(buf):  # before the CR check: UTF-16's CR is followed by a NUL byte
+        raise DataError(f"{path}:1: {UTF16_TEXT}")
     at = lone_cr(buf)
     if at >= 0:
         raise DataError(f"{path}:{line_of(buf, at)}: {LONE_CR_TEXT}")

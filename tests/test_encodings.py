@@ -138,6 +138,23 @@ def test_cr_only_line_endings_are_an_error_naming_file_and_line(tmp_path, reader
         r.read(path)
 
 
+@pytest.mark.parametrize("reader", list(READERS))
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-le-bom+crlf", "utf-16-be"])
+def test_utf16_files_are_an_error_that_says_so(tmp_path, reader, codec):
+    """Windows "Unicode" text: the reader says UTF-16 (not a bad label or a stray carriage return)."""
+    text = "".join(line + ("\r\n" if "crlf" in codec else "\n") for line in _plain(READERS[reader]))
+    if codec == "utf-16-le-bom+crlf":
+        data = b"\xff\xfe" + text.encode("utf-16-le")
+    elif codec == "utf-16-be":
+        data = b"\xfe\xff" + text.encode("utf-16-be")
+    else:
+        data = text.encode("utf-16")
+    path = tmp_path / "wide.txt"
+    path.write_bytes(data)
+    with pytest.raises(DataError, match=r"wide\.txt:1: the file is UTF-16 text .*save it as UTF-8"):
+        READERS[reader].read(path)
+
+
 SVMLIGHT_READERS = [name for name in READERS if name.startswith("svmlight")]
 
 

@@ -44,7 +44,7 @@ from numba.extending import intrinsic
 from ltr.data import _syntax as S
 from ltr.data._pyparse import ParseFailure, RawParse, choose_dense
 from ltr.errors import DataError
-from ltr.textlines import BOM, bom_length
+from ltr.textlines import BOM, bom_length, is_utf16
 
 CHUNK = 32 << 20  # bytes per chunk buffer (grows only for a line longer than this)
 _DD_MIN, _DD_MAX = -360, 310
@@ -977,6 +977,8 @@ def _parse(path: Path, opts: S.ParseOptions, threads: int, chunk: int) -> RawPar
     identity = _identity(path.stat())
     for buf, n, offset in _chunks(path, chunk, identity):
         if offset == 0:
+            if is_utf16(buf[: min(n, 2)].tobytes()):
+                raise ParseFailure(S.UTF16, 0, 0, 2)
             _blank_bom(buf, n)
         bounds = _part_bounds(buf, n, parts)
         out = np.zeros((parts, 3), dtype=np.int64)

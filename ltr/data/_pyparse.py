@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ltr.data import _syntax as S
-from ltr.textlines import bom_length, lone_cr
+from ltr.textlines import bom_length, is_utf16, lone_cr
 
 _NUMBER = re.compile(rb"[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|(?i:nan|inf|infinity))\Z")
 _DIGITS = re.compile(rb"\d+\Z")
@@ -74,8 +74,10 @@ def _label_code(v: float, opts: S.ParseOptions) -> int:
 def parse_bytes(buf: bytes, opts: S.ParseOptions) -> RawParse:
     """Parse a whole file's bytes; raise :class:`ParseFailure` at the first bad token.
 
-    A lone ``\\r`` anywhere is reported first; a leading UTF-8 byte order mark reads as spaces.
+    A UTF-16 byte order mark, then a lone ``\\r`` anywhere are reported first; a leading UTF-8 byte order mark reads as spaces.
     """
+    if is_utf16(buf):
+        raise ParseFailure(S.UTF16, 0, 0, 2)
     cr = lone_cr(buf)
     if cr >= 0:
         raise ParseFailure(S.LONE_CR, cr, cr, cr + 1)
