@@ -245,3 +245,98 @@ def test_bom_on_a_run_whose_first_line_is_its_best_document(shared_data, tmp_pat
     assert _evaluate(capsys, trec / "qrels.test", bom) == want
     assert read_run(bom).topics == read_run(plain).topics == ["301", "302", "303"]
     np.testing.assert_array_equal(read_run(bom).values, read_run(plain).values)
+
+
+# --- the fast engine's chunks, parts and read fallback ---------------------------------------------
+def _fast(path: Path, monkeypatch, *, chunk: int, threads: int, memory_map: bool):
+    from ltr.data import _fastparse
+    from ltr.data._syntax import ParseOptions
+
+    monkeypatch.setattr(_fastparse, "MEMORY_MAP", memory_map)
+    return _fastparse.parse_path(path, ParseOptions(output="dense"), n_threads=threads, chunk=chunk)
+
+
+@pytest.mark.parametrize("memory_map", [True, False], ids=["mmap", "read"])
+@pytest.mark.parametrize("chunk", [16, 64, 4096])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fast_engine_finds_the_first_lone_cr_in_any_chunk_or_part(
+    tmp_path, monkeypatch, memory_map, chunk, threads
+):
+    """A stray CR deep in the file (a later chunk, a later part, the last byte of a part or of the
+    file) is found, at the offset the reference engine reports."""
+    from ltr.data import _pyparse
+    from ltr.data._syntax import LONE_CR, ParseOptions
+
+    lines = [f"{i % 3} qid:{i // 4} 1:0.{i} 2:{i}" for i in range(40)]
+    text = "\n".join(lines) + "\n"
+    for at in (5, 23, 39):
+        cut = sum(len(line) + 1 for line in lines[:at]) - 1  # the LF ending line `at`
+        # a CR-only ending on line `at`; and a CRLF there with the CR-only ending one line later
+        lone = text[:cut] + "\r" + text[cut + 1 :]
+        crlf_then_lone = text[:cut] + "\r\n" + text[cut + 1 :].replace("\n", "\r", 1)
+        for variant, line in ((lone, at), (crlf_then_lone, at + 1)):
+            path = tmp_path / "stray.txt"
+            path.write_bytes(variant.encode())
+            offset = variant.index("\r", cut + 2) if variant is crlf_then_lone else cut
+            with pytest.raises(_pyparse.ParseFailure) as ref:
+                _pyparse.parse_bytes(path.read_bytes(), ParseOptions(output="dense"))
+            with pytest.raises(_pyparse.ParseFailure) as fast:
+                _fast(path, monkeypatch, chunk=chunk, threads=threads, memory_map=memory_map)
+            assert fast.value.code == ref.value.code == LONE_CR
+            assert fast.value.line_start == ref.value.line_start == offset
+            assert variant[:offset].count("\n") + 1 == line
+    path = tmp_path / "last.txt"
+    path.write_bytes(("\n".join(lines) + "\r").encode())  # the file's very last byte
+    with pytest.raises(_pyparse.ParseFailure) as fast:
+        _fast(path, monkeypatch, chunk=chunk, threads=threads, memory_map=memory_map)
+    assert fast.value.code == LONE_CR and fast.value.line_start == path.stat().st_size - 1
+
+
+@pytest.mark.parametrize("memory_map", [True, False], ids=["mmap", "read"])
+@pytest.mark.parametrize("chunk", [4, 64])
+def test_fast_engine_ignores_a_bom_with_small_chunks_and_without_mmap(
+    tmp_path, monkeypatch, memory_map, chunk
+):
+    """The BOM is blanked in the first window only, also when the first line is longer than a chunk,
+    and the file on disk is never changed."""
+    text = "2 qid:1 1:0.5 2:1 # a long first line comment\n0 qid:1 2:0.25\n1 qid:2 1:1\n"
+    plain, bom = tmp_path / "plain.txt", tmp_path / "bom.txt"
+    plain.write_bytes(text.encode())
+    bom.write_bytes(BOM + text.encode())
+    want = _fast(plain, monkeypatch, chunk=chunk, threads=2, memory_map=memory_map)
+    got = _fast(bom, monkeypatch, chunk=chunk, threads=2, memory_map=memory_map)
+    assert got.dense.tolist() == want.dense.tolist() and got.y.tolist() == want.y.tolist()
+    assert got.qid.tolist() == want.qid.tolist()
+    assert bom.read_bytes() == BOM + text.encode()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fast_engine_vector_blocks_see_crlf_and_lone_cr_at_block_edges(tmp_path, monkeypatch, threads):
+    """Files longer than one 64 × 255-byte counting block: a CRLF pair split across the block edge is
+    no error, and a lone CR on either side of the edge is found (same offset as the reference)."""
+    from ltr.data import _pyparse
+    from ltr.data._syntax import ParseOptions
+
+    block = 64 * 255
+    lines = [f"{i % 3} qid:{i // 4} 1:0.{i:05d} 2:{i % 7}" for i in range(3000)]
+    lf = ("\n".join(lines) + "\n").encode()
+    plain = tmp_path / "lf.txt"
+    plain.write_bytes(lf)
+    want = _fast(plain, monkeypatch, chunk=1 << 20, threads=threads, memory_map=True)
+    for edge in (block - 1, block, block + 1, 2 * block):
+        # move a line end onto the edge by padding the line before it with spaces
+        nl = lf.index(b"\n", edge - 40)
+        shifted = lf[:nl] + b" " * (edge - nl) + lf[nl:]
+        assert shifted[edge : edge + 1] == b"\n"
+        crlf = tmp_path / "crlf.txt"
+        crlf.write_bytes(shifted[:edge] + b"\r" + shifted[edge:])  # the CR on the edge, its LF after it
+        got = _fast(crlf, monkeypatch, chunk=1 << 20, threads=threads, memory_map=True)
+        assert got.dense.tolist() == want.dense.tolist()
+        data = shifted[:edge] + b"\r" + shifted[edge + 1 :]  # the LF on the edge becomes a lone CR
+        stray = tmp_path / "stray.txt"
+        stray.write_bytes(data)
+        with pytest.raises(_pyparse.ParseFailure) as fast:
+            _fast(stray, monkeypatch, chunk=1 << 20, threads=threads, memory_map=True)
+        with pytest.raises(_pyparse.ParseFailure) as ref:
+            _pyparse.parse_bytes(data, ParseOptions(output="dense"))
+        assert fast.value.line_start == ref.value.line_start == edge
