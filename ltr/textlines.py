@@ -137,3 +137,22 @@ def split_fields(line: str) -> list[str]:
     ['a', 'b\\xa0c', '\\u2028d']
     """
     return _FIELDS.findall(line)
+
+
+def check_no_bom(path: str | Path, number: int, fields: list[str]) -> list[str]:
+    """The fields of a data line, unless one holds a byte order mark (U+FEFF): past the start of the
+    file it is invisible and would silently rename a topic or document (typically two files
+    concatenated, the second one with a BOM), so it is an error naming ``file:line``.
+
+    >>> check_no_bom("run.txt", 7, ["\\ufeff301", "Q0"])
+    Traceback (most recent call last):
+    ...
+    ltr.errors.DataError: run.txt:7: a byte order mark (U+FEFF) inside the file, in '\\ufeff301' (were files concatenated?); remove it
+    """
+    for field in fields:
+        if "\ufeff" in field:
+            raise DataError(
+                f"{path}:{number}: a byte order mark (U+FEFF) inside the file, in {field!r} "
+                "(were files concatenated?); remove it"
+            )
+    return fields

@@ -155,6 +155,16 @@ def test_utf16_files_are_an_error_that_says_so(tmp_path, reader, codec):
         READERS[reader].read(path)
 
 
+@pytest.mark.parametrize("reader", list(READERS))
+def test_a_bom_past_the_start_is_an_error_naming_its_line(tmp_path, reader):
+    """Two files concatenated, the second with a BOM: never a silently renamed topic or document."""
+    lines = _plain(READERS[reader])
+    path = tmp_path / "cat.txt"
+    path.write_bytes(_encode(lines[:2]) + BOM + _encode(lines[2:]))
+    with pytest.raises(DataError, match=r"cat\.txt:3: "):
+        READERS[reader].read(path)
+
+
 SVMLIGHT_READERS = [name for name in READERS if name.startswith("svmlight")]
 
 

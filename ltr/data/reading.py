@@ -30,7 +30,7 @@ from ltr.data._syntax import ParseOptions, error_message
 from ltr.data.dataset import RankingData, offsets_from_qid
 from ltr.errors import DataError
 from ltr.ranking import query_of_row
-from ltr.textlines import FIELD_SPACE, bom_length, read_lines
+from ltr.textlines import FIELD_SPACE, bom_length, check_no_bom, read_lines
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,7 @@ def _read_column(path: Path, kind: str, parse) -> list:
         tok = line.strip(FIELD_SPACE)
         if not tok:
             continue
+        check_no_bom(path, lineno, [tok])
         try:
             out.append(parse(tok))
         except ValueError:

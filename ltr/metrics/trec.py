@@ -30,7 +30,7 @@ import numpy as np
 from ltr.errors import DataError, MetricError
 from ltr.metrics.compute import evaluate
 from ltr.metrics.registry import parse_metric, registry_listing
-from ltr.textlines import FIELD_SPACE, read_lines, split_fields
+from ltr.textlines import FIELD_SPACE, check_no_bom, read_lines, split_fields
 
 #: trec_eval's default cutoffs for measures given without one (``-m P`` → P_5 … P_1000).
 TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -70,6 +70,7 @@ def _rows(path: Path, n_fields: int, layout: str) -> Iterable[tuple[int, list[st
         fields = split_fields(line)
         if not fields or fields[0].startswith("#"):
             continue
+        check_no_bom(path, number, fields)
         if len(fields) != n_fields:
             shown = line.strip(FIELD_SPACE)
             raise DataError(
