@@ -35,7 +35,10 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / "ltr"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # config_check, resources, pipeline, record, provenance, console, entry, optuna_sweeper and
     # search_space come with the other work packages of issue 10; a prefix without modules is harmless
-    ("foundation", ("ltr", "ltr.errors", "ltr.ranking", "ltr.config_check", "ltr.resources")),
+    (
+        "foundation",
+        ("ltr", "ltr.errors", "ltr.ranking", "ltr.config_check", "ltr.resources", "ltr.textlines"),
+    ),
     ("data", ("ltr.data",)),
     ("metrics", ("ltr.metrics",)),
     ("statistics", ("ltr.stats",)),

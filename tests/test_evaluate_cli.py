@@ -123,6 +123,17 @@ def test_trec_measure_names():
         ("1 0 a 1\n", "\n1 Q0 a 1 1.0 t\n1 Q0 a 2 0.5 t\n", r"r:3: run lists document 'a' of topic 1 twice"),
         ("1 0 a 1\n", "2 Q0 a 1 1.0 t\n", r"no topic of the run is judged"),
         ("# only a comment\n", "1 Q0 a 1 1.0 t\n", r"q: no judgments found"),
+        ("\ufeff# only a comment\r\n\n", "1 Q0 a 1 1.0 t\n", r"q: no judgments found"),
+        (
+            "1 0 a 1\r1 0 b 0\r",
+            "1 Q0 a 1 1.0 t\n",
+            r"q:1: a carriage return \(\\r\) not followed by a line feed",
+        ),
+        (
+            "1 0 a 1\n",
+            "1 Q0 a 1 1.0 t\r\n1 Q0 b 2 0.5 t\r1 Q0 c 3 0.1 t\n",
+            r"r:2: a carriage return \(\\r\)",
+        ),
     ],
 )
 def test_strict_parsing_errors(tmp_path, qrels, run, match, capsys):

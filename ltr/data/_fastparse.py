@@ -44,6 +44,7 @@ from numba.extending import intrinsic
 from ltr.data import _syntax as S
 from ltr.data._pyparse import ParseFailure, RawParse, choose_dense
 from ltr.errors import DataError
+from ltr.textlines import BOM, bom_length, is_utf16
 
 CHUNK = 32 << 20  # bytes per chunk buffer (grows only for a line longer than this)
 _DD_MIN, _DD_MAX = -360, 310
@@ -623,51 +624,70 @@ def _fill_part(
 
 
 @njit(cache=True)
-def _count_two_bytes(buf, lo, hi, first, second):
-    """Occurrences of two byte values in buf[lo:hi], in one pass over memory.
+def _count_bytes(buf, lo, hi, first, second):
+    """Occurrences of two byte values in buf[lo:hi], and of lone carriage returns (a ``\\r`` not
+    followed by ``\\n`` inside buf[lo:hi]), in one pass over memory.
 
     Blocks of 64 × 255 bytes are counted in 64 uint8 lanes (at most 255 per lane, so no overflow),
     a loop shape LLVM turns into byte-wide vector compares; the lanes are summed once per block.
 
-    >>> _count_two_bytes(np.frombuffer(b"1:2\\n3:4 5:6\\n" * 3000, dtype=np.uint8), 0, 39000, 10, 58)
-    (6000, 9000)
+    >>> _count_bytes(np.frombuffer(b"1:2\\n3:4 5:6\\n" * 3000, dtype=np.uint8), 0, 39000, 10, 58)
+    (6000, 9000, 0)
+    >>> _count_bytes(np.frombuffer(b"1:2\\r\\n3:4\\r5:6\\r", dtype=np.uint8), 0, 14, 10, 58)
+    (1, 3, 2)
     """
     sub = buf[lo:hi]
     n = sub.shape[0]
     a = 0
     b = 0
+    cr = 0
     lane_a = np.zeros(64, dtype=np.uint8)
     lane_b = np.zeros(64, dtype=np.uint8)
+    lane_cr = np.zeros(64, dtype=np.uint8)
     i = 0
-    while i + 64 * 255 <= n:
+    while i + 64 * 255 < n:  # strictly: the look-ahead byte at + lane + 1 stays inside sub
         lane_a[:] = 0
         lane_b[:] = 0
+        lane_cr[:] = 0
         for block in range(255):
             at = i + block * 64
             for lane in range(64):
                 c = sub[at + lane]
                 lane_a[lane] += c == first
                 lane_b[lane] += c == second
+                lane_cr[lane] += (c == _CR) & (sub[at + lane + 1] != _LF)
         for lane in range(64):
             a += lane_a[lane]
             b += lane_b[lane]
+            cr += lane_cr[lane]
         i += 64 * 255
     for j in range(i, n):
         a += sub[j] == first
         b += sub[j] == second
-    return a, b
+        cr += sub[j] == _CR and (j + 1 == n or sub[j + 1] != _LF)
+    return a, b, cr
+
+
+@njit(cache=True)
+def _first_lone_cr(buf, n):
+    """Offset of the first ``\\r`` in buf[:n] not followed by ``\\n`` (-1: none), for the message."""
+    for j in range(n):
+        if buf[j] == _CR and (j + 1 == n or buf[j + 1] != _LF):
+            return j
+    return -1
 
 
 @njit(cache=True, parallel=True)
 def _bound_chunk(buf, bounds, out):
-    """Per part: an upper bound on its rows (lines) and on its entries (``:`` bytes)."""
+    """Per part: an upper bound on its rows (lines), on its entries (``:`` bytes), and its lone ``\\r``."""
     for p in prange(bounds.shape[0] - 1):
         lo, hi = bounds[p], bounds[p + 1]
-        lines, colons = _count_two_bytes(buf, lo, hi, _LF, _COLON)
+        lines, colons, lone_cr = _count_bytes(buf, lo, hi, _LF, _COLON)
         if hi > lo and buf[hi - 1] != _LF:
             lines += 1
         out[p, 0] = lines
         out[p, 1] = colons
+        out[p, 2] = lone_cr
 
 
 @njit(cache=True)
@@ -920,6 +940,14 @@ def _read_chunks(path: Path, chunk: int, identity: tuple[int, int] | None = None
             carry = rest
 
 
+def _blank_bom(buf: np.ndarray, n: int) -> None:
+    """Overwrite a leading UTF-8 byte order mark with spaces (same length: offsets and line numbers
+    unchanged). The buffer is a private mapping or our own read buffer, so the file is never touched.
+    """
+    skip = bom_length(buf[: min(n, len(BOM))].tobytes())
+    buf[:skip] = _SP
+
+
 def parse_path(
     path: Path, opts: S.ParseOptions, *, n_threads: int | None = None, chunk: int = CHUNK
 ) -> RawParse:
@@ -947,10 +975,17 @@ def _parse(path: Path, opts: S.ParseOptions, threads: int, chunk: int) -> RawPar
     first_flag = -1
     max_col = -1
     identity = _identity(path.stat())
-    for buf, n, _ in _chunks(path, chunk, identity):
+    for buf, n, offset in _chunks(path, chunk, identity):
+        if offset == 0:
+            if is_utf16(buf[: min(n, 2)].tobytes()):
+                raise ParseFailure(S.UTF16, 0, 0, 2)
+            _blank_bom(buf, n)
         bounds = _part_bounds(buf, n, parts)
-        out = np.zeros((parts, 2), dtype=np.int64)
+        out = np.zeros((parts, 3), dtype=np.int64)
         _bound_chunk(buf, bounds, out)
+        if out[:, 2].any():  # CR-only line endings: reported before anything else, as by _pyparse
+            at = offset + _first_lone_cr(buf, n)
+            raise ParseFailure(S.LONE_CR, at, at, at + 1)
         bounds_per_chunk.append(out)
         if first_flag < 0:
             first_flag = _first_qid(buf, n)
@@ -958,7 +993,7 @@ def _parse(path: Path, opts: S.ParseOptions, threads: int, chunk: int) -> RawPar
             exact = np.zeros((parts, 4), dtype=np.int64)
             _count_chunk(buf, bounds, shift, True, exact)
             max_col = max(max_col, int(exact[:, 2].max()))
-    allc = np.concatenate(bounds_per_chunk) if bounds_per_chunk else np.zeros((0, 2), np.int64)
+    allc = np.concatenate(bounds_per_chunk) if bounds_per_chunk else np.zeros((0, 3), np.int64)
     lines = int(allc[:, 0].sum())
     colons = int(allc[:, 1].sum())
     has_qid = first_flag == 1
@@ -985,6 +1020,8 @@ def _parse(path: Path, opts: S.ParseOptions, threads: int, chunk: int) -> RawPar
     for ci, (buf, n, offset) in enumerate(_chunks(path, chunk, identity)):
         if ci >= len(bounds_per_chunk):
             raise _changed(path)
+        if offset == 0:
+            _blank_bom(buf, n)
         bounds = _part_bounds(buf, n, parts)
         c = bounds_per_chunk[ci]
         # parts start where the previous chunk's data actually ended (dst), plus upper bounds

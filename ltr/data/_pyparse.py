@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ltr.data import _syntax as S
+from ltr.textlines import bom_length, is_utf16, lone_cr
 
 _NUMBER = re.compile(rb"[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|(?i:nan|inf|infinity))\Z")
 _DIGITS = re.compile(rb"\d+\Z")
@@ -71,7 +72,18 @@ def _label_code(v: float, opts: S.ParseOptions) -> int:
 
 
 def parse_bytes(buf: bytes, opts: S.ParseOptions) -> RawParse:
-    """Parse a whole file's bytes; raise :class:`ParseFailure` at the first bad token."""
+    """Parse a whole file's bytes; raise :class:`ParseFailure` at the first bad token.
+
+    A UTF-16 byte order mark, then a lone ``\\r`` anywhere are reported first; a leading UTF-8 byte order mark reads as spaces.
+    """
+    if is_utf16(buf):
+        raise ParseFailure(S.UTF16, 0, 0, 2)
+    cr = lone_cr(buf)
+    if cr >= 0:
+        raise ParseFailure(S.LONE_CR, cr, cr, cr + 1)
+    skip = bom_length(buf)
+    if skip:
+        buf = b" " * skip + buf[skip:]  # same length: offsets and line numbers unchanged
     labels: list[float] = []
     qids: list[int] = []
     rows: list[dict[int, float]] = []

@@ -7,7 +7,11 @@ this module turns a code plus the offending bytes into the one message users see
     rank.train:1042: feature index 0 but indices are 1-based (load with zero_based=True ...)
 
 Grammar of one line (``#`` starts a comment; blank and comment-only lines are skipped; ``\\r``,
-tab, form feed and vertical tab count as spaces, so CRLF files parse like LF files)::
+tab, form feed and vertical tab count as spaces, so CRLF files parse like LF files). The encoding
+policy is :mod:`ltr.textlines`': a leading UTF-8 byte order mark is ignored (read as spaces), a
+``\\r`` not followed by ``\\n`` is the error ``LONE_CR`` (before any other but ``UTF16``, a file
+starting with a UTF-16 byte order mark), and only ``\\n`` ends a
+line (U+2028 and friends inside a comment are comment bytes)::
 
     line    := label [ "qid:" qid ] { index ":" value } [ "#" comment ]
     label   := number            qid := digits            index := digits
@@ -25,6 +29,7 @@ import numpy as np
 
 from ltr.config_check import check_block, check_value, setting
 from ltr.errors import ConfigError
+from ltr.textlines import LONE_CR_TEXT, UTF16_TEXT
 
 # the largest float64 that still rounds to a finite float32 (float32 max plus just under half an ulp):
 # every value above it would become inf in a float32 array
@@ -51,6 +56,8 @@ QID_MISSING = 15
 QID_UNEXPECTED = 16
 LABEL_NONFINITE = 17
 FILE_CHANGED = 18  # more rows / entries than counted a pass earlier: the file changed under us
+LONE_CR = 19  # a carriage return not followed by a line feed (CR-only line endings)
+UTF16 = 20  # the file starts with a UTF-16 byte order mark
 
 NONFINITE_POLICIES = ("error", "keep", "missing", "clip")
 OUTPUTS = ("auto", "dense", "csr")
@@ -195,6 +202,10 @@ def error_message(code: int, token: str, *, index: int = 0, prev: int = 0, opts:
         )
     if code == QID_MISSING:
         return "line has no qid: but earlier lines have one; every line needs a qid (or none does)"
+    if code == LONE_CR:
+        return LONE_CR_TEXT
+    if code == UTF16:
+        return UTF16_TEXT
     if code == QID_UNEXPECTED:
         return "line has a qid: but earlier lines have none; every line needs a qid (or none does)"
     return f"parse error code {code} at {token!r}"

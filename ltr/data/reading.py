@@ -31,6 +31,7 @@ from ltr.data._syntax import ParseOptions, error_message
 from ltr.data.dataset import RankingData, offsets_from_qid
 from ltr.errors import DataError
 from ltr.ranking import query_of_row
+from ltr.textlines import FIELD_SPACE, bom_length, check_no_bom, read_lines
 
 log = logging.getLogger(__name__)
 
@@ -122,16 +123,23 @@ def _failure_to_error(path: Path, fail: _pyparse.ParseFailure, opts: ParseOption
 def parse_file(
     path: Path, opts: ParseOptions, engine: str = "auto", n_threads: int | None = None
 ) -> _pyparse.RawParse:
-    """Run one parsing engine on a file and turn its failures into ``DataError``s."""
+    """Run one parsing engine on a file and turn its failures into ``DataError``s.
+
+    A file without data rows (empty, or only blank and comment lines) is a ``DataError`` too.
+    """
     check_value(engine, str, Constraint(choices=ENGINES), "engine")
     try:
         if engine == "python" or (engine == "auto" and not _fast_available()):
-            return _pyparse.parse_bytes(path.read_bytes(), opts)
-        from ltr.data import _fastparse  # deferred: numba (~0.2 s to import) only for the fast engine
+            raw = _pyparse.parse_bytes(path.read_bytes(), opts)
+        else:
+            from ltr.data import _fastparse  # deferred: numba (~0.2 s to import) only for the fast engine
 
-        return _fastparse.parse_path(path, opts, n_threads=n_threads)
+            raw = _fastparse.parse_path(path, opts, n_threads=n_threads)
     except _pyparse.ParseFailure as fail:
         raise _failure_to_error(path, fail, opts) from None
+    if raw.y.shape[0] == 0:
+        raise DataError(f"{path}: no data rows (the file is empty or has only blank and comment lines)")
+    return raw
 
 
 def _fast_available() -> bool:
@@ -140,16 +148,17 @@ def _fast_available() -> bool:
 
 # --- sidecars ------------------------------------------------------------------------------------
 def _read_column(path: Path, kind: str, parse) -> list:
+    """One value per non-blank line, read under :mod:`ltr.textlines`' encoding policy."""
     out = []
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            tok = raw.strip()
-            if not tok:
-                continue
-            try:
-                out.append(parse(tok.decode()))
-            except (ValueError, UnicodeDecodeError):
-                raise DataError(f"{path}:{lineno}: expected {kind}, got {raw.strip()[:80]!r}") from None
+    for lineno, line in read_lines(path):
+        tok = line.strip(FIELD_SPACE)
+        if not tok:
+            continue
+        check_no_bom(path, lineno, [tok])
+        try:
+            out.append(parse(tok))
+        except ValueError:
+            raise DataError(f"{path}:{lineno}: expected {kind}, got {tok[:80]!r}") from None
     return out
 
 
@@ -226,7 +235,9 @@ def _read_docids(path: Path) -> np.ndarray:
     """Per-row comment (the ``docid = X`` value when present), skipping blank/comment-only lines."""
     out: list[str] = []
     with open(path, "rb") as f:
-        for raw in f:
+        for number, raw in enumerate(f):
+            if number == 0:
+                raw = raw[bom_length(raw) :]  # a BOM-only first line is blank, as for the parser
             body, _, comment = raw.partition(b"#")
             if not body.strip():
                 continue

@@ -1,6 +1,7 @@
 """TREC qrels and runs, trec_eval measure names, and trec_eval-compatible evaluation.
 
-File formats (whitespace-separated; blank lines and lines starting with ``#`` are skipped):
+File formats (fields separated by ASCII whitespace; blank lines and lines starting with ``#`` are
+skipped; encodings and line endings as in :mod:`ltr.textlines`: a UTF-8 BOM is ignored, LF or CRLF):
 
 - qrels: ``topic iteration docno relevance`` (relevance an integer; negative levels count as 0)
 - run: ``topic Q0 docno rank score tag`` (the rank column is ignored, as trec_eval does)
@@ -29,6 +30,7 @@ import numpy as np
 from ltr.errors import DataError, MetricError
 from ltr.metrics.compute import evaluate
 from ltr.metrics.registry import parse_metric, registry_listing
+from ltr.textlines import FIELD_SPACE, check_no_bom, read_lines, split_fields
 
 #: trec_eval's default cutoffs for measures given without one (``-m P`` → P_5 … P_1000).
 TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -63,20 +65,16 @@ class TrecTable:
 
 
 def _rows(path: Path, n_fields: int, layout: str) -> Iterable[tuple[int, list[str]]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
+    """Data rows with their line numbers, read under :mod:`ltr.textlines`' encoding policy."""
+    for number, line in read_lines(path):
+        fields = split_fields(line)
+        if not fields or fields[0].startswith("#"):
             continue
-        fields = stripped.split()
+        check_no_bom(path, number, fields)
         if len(fields) != n_fields:
+            shown = line.strip(FIELD_SPACE)
             raise DataError(
-                f"{path}:{number}: expected {n_fields} fields ({layout}), got {len(fields)}: {stripped!r}"
+                f"{path}:{number}: expected {n_fields} fields ({layout}), got {len(fields)}: {shown!r}"
             )
         yield number, fields
 
