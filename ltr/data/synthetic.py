@@ -26,9 +26,10 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,11 @@ from ltr.data.config import SyntheticDataSchema
 from ltr.data.dataset import RankingData
 from ltr.data.svmlight import load_svmlight, write_svmlight
 from ltr.errors import ConfigError
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; the atomic renames still keep every file whole
+    fcntl = None  # type: ignore[assignment]
 
 #: bump when the generative model changes, so cached files are regenerated
 GENERATOR_VERSION = 1
@@ -136,43 +142,72 @@ def _settings(data_cfg: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``lock_path`` (created if needed) while the block runs.
+
+    The kernel releases the lock when its holder exits, also when it is killed, so a dead generator never
+    blocks the next one. Without ``fcntl`` (Windows) the block runs unlocked.
+    """
+    if fcntl is None:
+        yield
+        return
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _current(paths: Mapping[str, Path], manifest: Path, settings: Mapping[str, Any]) -> bool:
+    """Whether ``paths`` exist and ``manifest`` records exactly ``settings``."""
+    if not (manifest.is_file() and all(p.is_file() for p in paths.values())):
+        return False
+    try:
+        return json.loads(manifest.read_text()) == settings
+    except (ValueError, OSError):
+        return False
+
+
 def ensure_synthetic(directory: str | os.PathLike[str], data_cfg: Mapping[str, Any]) -> dict[str, Path]:
     """Write the synthetic splits as SVMlight files into ``directory`` unless identical ones exist.
 
     The files are reused when ``manifest.json`` records the same generator settings; otherwise
-    they are regenerated. Each file is written to a temporary name and renamed into place, so an
-    interrupted or concurrent run never leaves a half-written split behind.
+    they are regenerated. Generation holds an exclusive lock on ``directory/.lock``: processes started
+    together in a fresh folder (several ``ltr.train`` runs, a parallel sweep) wait for the first one and
+    reuse its files, and two different settings never mix their splits. Each file is written to a
+    temporary name and renamed into place, and the manifest last, so an interrupted run never leaves a
+    half-written split behind nor a manifest that vouches for files it did not write.
     """
     directory = Path(directory)
     settings = _settings(data_cfg)
     paths = {s: directory / SPLIT_FILES[s] for s in SPLITS}
     manifest = directory / "manifest.json"
-    if manifest.is_file() and all(p.is_file() for p in paths.values()):
-        try:
-            if json.loads(manifest.read_text()) == settings:
-                return paths
-        except (json.JSONDecodeError, OSError):
-            pass
+    if _current(paths, manifest, settings):  # the common case: no lock, works on a read-only folder
+        return paths
     directory.mkdir(parents=True, exist_ok=True)
-    # one generator per split, seeded from the base seed, so split sizes don't change each other
-    seeds = np.random.SeedSequence(settings["seed"]).spawn(len(SPLITS))
-    qid_start = 1
-    for split, child in zip(SPLITS, seeds, strict=True):
-        data = generate(
-            settings["n_queries"][split],
-            seed=int(child.generate_state(1)[0]),
-            min_docs=settings["min_docs"],
-            max_docs=settings["max_docs"],
-            p_empty=settings["p_empty"],
-            qid_start=qid_start,
-        )
-        qid_start += data.n_queries
-        tmp = paths[split].with_name(f".{paths[split].name}.{os.getpid()}.tmp")
-        write_svmlight(data, tmp)
-        os.replace(tmp, paths[split])
-    tmp_manifest = manifest.with_name(f".manifest.{os.getpid()}.tmp")
-    tmp_manifest.write_text(json.dumps(settings, indent=2, sort_keys=True))
-    os.replace(tmp_manifest, manifest)
+    with _exclusive(directory / ".lock"):
+        if _current(paths, manifest, settings):  # another process generated them while we waited
+            return paths
+        manifest.unlink(missing_ok=True)  # the splits below are about to change
+        # one generator per split, seeded from the base seed, so split sizes don't change each other
+        seeds = np.random.SeedSequence(settings["seed"]).spawn(len(SPLITS))
+        qid_start = 1
+        for split, child in zip(SPLITS, seeds, strict=True):
+            data = generate(
+                settings["n_queries"][split],
+                seed=int(child.generate_state(1)[0]),
+                min_docs=settings["min_docs"],
+                max_docs=settings["max_docs"],
+                p_empty=settings["p_empty"],
+                qid_start=qid_start,
+            )
+            qid_start += data.n_queries
+            write_svmlight(data, paths[split])  # to a temporary name, then renamed
+        tmp_manifest = manifest.with_name(f".manifest.{os.getpid()}.tmp")
+        tmp_manifest.write_text(json.dumps(settings, indent=2, sort_keys=True))
+        os.replace(tmp_manifest, manifest)
     return paths
 
 
