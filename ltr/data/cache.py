@@ -187,14 +187,14 @@ def write_entry(target: Path, data: RankingData, key: str, desc: dict, source: P
             json.dump(manifest, f, indent=1, sort_keys=True)
             f.flush()
             os.fsync(f.fileno())
-        _install(tmp, target)
+        _install(tmp, target, key)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
-def _install(tmp: Path, target: Path) -> None:
+def _install(tmp: Path, target: Path, key: str) -> None:
     """Rename ``tmp`` to ``target``; move a bad existing entry out of the way first."""
     try:
         os.replace(tmp, target)
@@ -202,7 +202,7 @@ def _install(tmp: Path, target: Path) -> None:
     except OSError:
         pass
     try:  # someone else's entry is there: keep it if it is good
-        _load_arrays(target, read_manifest(target))
+        read_entry(target, key)
         return
     except CacheInvalid:
         pass
