@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import numpy as np
 import pytest
+from helpers import PROJECT_ROOT, TINY_DATA, cli_env, quick_model, store_client
 
 from ltr.data.synthetic import N_FEATURES, N_INFORMATIVE, N_WEAK, ensure_synthetic, generate, load_synthetic
 from ltr.errors import ConfigError
@@ -79,3 +86,100 @@ def test_loaded_splits_match_generator_and_have_disjoint_queries(tmp_path):
     qids = [set(d.query_ids.tolist()) for d in splits.values()]
     assert not (qids[0] & qids[1]) and not (qids[0] & qids[2]) and not (qids[1] & qids[2])
     assert all(d.n_features == N_FEATURES for d in splits.values())
+
+
+# --- first use by several processes at once (issue 11, item 3) -------------------------------------
+_GENERATE = """
+import json, sys, time
+from ltr.data.synthetic import ensure_synthetic
+directory, seed, start = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+time.sleep(max(0.0, start - time.time()))  # all processes start generating together
+cfg = {"dir": directory, "seed": seed, "n_queries": {"train": 400, "valid": 150, "test": 150}}
+paths = ensure_synthetic(directory, cfg)
+print(json.dumps({s: str(p) for s, p in paths.items()}))
+"""
+
+
+def _generate_together(directory: Path, seeds: list[int]) -> list[subprocess.CompletedProcess]:
+    start = time.time() + 3.0  # after every interpreter has imported ltr
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _GENERATE, str(directory), str(seed), str(start)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for seed in seeds
+    ]
+    return [subprocess.CompletedProcess(p.args, p.wait(timeout=600), *p.communicate()) for p in procs]
+
+
+def test_processes_generating_in_one_fresh_folder_all_succeed_and_never_mix_settings(tmp_path):
+    """4 real processes start generating at the same instant in an empty folder, two with another seed:
+    all succeed, and the splits on disk are exactly those of the settings the manifest records (before,
+    each process wrote its own splits and the manifest came from whichever finished last, so the
+    manifest could vouch for splits of the other seed), and no temporary file is left behind."""
+    for round_ in range(2):
+        folder = tmp_path / f"round{round_}"
+        results = _generate_together(folder, [5, 6, 5, 6])
+        assert [r.returncode for r in results] == [0] * 4, [r.stderr[-2000:] for r in results]
+        seed = json.loads((folder / "manifest.json").read_text())["seed"]
+        reference = tmp_path / f"reference{seed}"
+        if not reference.exists():
+            ensure_synthetic(reference, {"dir": str(reference), "seed": seed,
+                                         "n_queries": {"train": 400, "valid": 150, "test": 150}})  # fmt: skip
+        for name in ("train.txt", "vali.txt", "test.txt"):
+            assert (folder / name).read_bytes() == (reference / name).read_bytes(), (round_, name)
+        assert not [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_process_killed_while_generating_does_not_block_the_next(tmp_path):
+    """The lock is the kernel's (flock): a generator killed while holding it releases it, and the next run
+    regenerates (no manifest was written, so the half-finished splits are not trusted)."""
+    code = (
+        "import os, sys\n"
+        "import ltr.data.synthetic as s\n"
+        "real = s.write_svmlight\n"
+        "def die_after_first(data, path):\n"
+        "    real(data, path)\n"
+        "    os.kill(os.getpid(), 9)\n"
+        "s.write_svmlight = die_after_first\n"
+        "s.ensure_synthetic(sys.argv[1], {'dir': sys.argv[1], 'seed': 5,"
+        " 'n_queries': {'train': 20, 'valid': 10, 'test': 10}})\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == -9, proc.stderr
+    assert not (tmp_path / "manifest.json").exists()
+    cfg = {"dir": str(tmp_path), "seed": 5, "n_queries": {"train": 20, "valid": 10, "test": 10}}
+    splits = load_synthetic(cfg)  # would hang here if the dead process still held the lock
+    assert {s: d.n_queries for s, d in splits.items()} == {"train": 20, "valid": 10, "test": 10}
+
+
+@pytest.mark.slow
+def test_four_train_processes_in_a_fresh_root_all_succeed(tmp_path):
+    """4 real `python -m ltr.train` runs start together in one fresh LTR_ROOT (no synthetic data, no cache,
+    no MLflow store yet): all finish and log a run each."""
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ltr.train",
+                "+model=lambdamart",
+                *TINY_DATA,
+                *quick_model(5),
+                "num_threads=1",
+            ],
+            cwd=PROJECT_ROOT,
+            env=cli_env(tmp_path),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    outs = [p.communicate(timeout=900) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, [err[-2000:] for _, err in outs]
+    client = store_client(tmp_path)
+    runs = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)

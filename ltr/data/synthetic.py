@@ -143,18 +143,23 @@ def _settings(data_cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``lock_path`` (created if needed) while the block runs.
+def _locked(directory: Path, *, shared: bool) -> Iterator[None]:
+    """Hold an ``flock`` on ``directory/.lock`` while the block runs: exclusive to (re)generate the splits,
+    shared to read them (readers never see a split replaced under them by a generator).
 
-    The kernel releases the lock when its holder exits, also when it is killed, so a dead generator never
-    blocks the next one. Without ``fcntl`` (Windows) the block runs unlocked.
+    The kernel releases the lock when its holder exits, also when it is killed, so a dead process never
+    blocks the next one. Without ``fcntl`` (Windows), or in a folder where the lock file cannot be
+    created (read-only: nobody generates there), the block runs unlocked.
     """
-    if fcntl is None:
+    try:
+        fd = None if fcntl is None else os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        fd = None
+    if fd is None:
         yield
         return
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
@@ -187,7 +192,7 @@ def ensure_synthetic(directory: str | os.PathLike[str], data_cfg: Mapping[str, A
     if _current(paths, manifest, settings):  # the common case: no lock, works on a read-only folder
         return paths
     directory.mkdir(parents=True, exist_ok=True)
-    with _exclusive(directory / ".lock"):
+    with _locked(directory, shared=False):
         if _current(paths, manifest, settings):  # another process generated them while we waited
             return paths
         manifest.unlink(missing_ok=True)  # the splits below are about to change
@@ -212,9 +217,18 @@ def ensure_synthetic(directory: str | os.PathLike[str], data_cfg: Mapping[str, A
 
 
 def load_synthetic(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
-    """Generate (first use) or reuse the synthetic SVMlight files, then load them with the strict parser."""
+    """Generate (first use) or reuse the synthetic SVMlight files, then load them with the strict parser.
+
+    The files are read under a shared lock after checking they match ``data_cfg``, so a process that
+    regenerates them for other settings at the same moment waits until this one has read them.
+    """
     directory = data_cfg.get("dir")
     if not directory:
         raise ConfigError("data.dir must name the folder for the synthetic files (e.g. data/synthetic)")
-    paths = ensure_synthetic(directory, data_cfg)
-    return {split: load_svmlight(path, n_features=N_FEATURES) for split, path in paths.items()}
+    directory = Path(directory)
+    settings = _settings(data_cfg)
+    while True:
+        paths = ensure_synthetic(directory, data_cfg)
+        with _locked(directory, shared=True):
+            if _current(paths, directory / "manifest.json", settings):
+                return {split: load_svmlight(path, n_features=N_FEATURES) for split, path in paths.items()}
