@@ -183,3 +183,34 @@ def test_four_train_processes_in_a_fresh_root_all_succeed(tmp_path):
     client = store_client(tmp_path)
     runs = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
     assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)
+
+
+_LOAD = """
+import sys, time
+from ltr.data.synthetic import load_synthetic
+directory, start = sys.argv[1], float(sys.argv[2])
+time.sleep(max(0.0, start - time.time()))
+cfg = {"dir": directory, "seed": 5, "n_queries": {"train": 600, "valid": 2, "test": 2}}
+print(load_synthetic(cfg)["train"].fingerprint())
+"""
+
+
+def test_staggered_first_loads_in_a_fresh_folder_all_succeed(tmp_path):
+    """8 real processes load the synthetic data in a fresh folder, starting 0.15 s apart (as the jobs of a
+    parallel sweep do): all succeed with the same data. The big train split and tiny other splits make
+    the race likely: a process still writing train.txt replaces it just after the first one starts
+    parsing it. Before: a late process replaced train.txt while
+    an early one was parsing it ("the file changed while it was being parsed"), which aborted the sweep."""
+    start = time.time() + 3.0
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _LOAD, str(tmp_path), str(start + 0.15 * k)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(8)
+    ]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, [err[-1500:] for _, err in outs]
+    assert len({out for out, _ in outs}) == 1
