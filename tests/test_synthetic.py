@@ -100,18 +100,23 @@ print(json.dumps({s: str(p) for s, p in paths.items()}))
 """
 
 
+def _run_all(commands: list[list[str]], timeout: int = 600, **popen) -> list[subprocess.CompletedProcess]:
+    """Start every command at once (real processes), then wait for all of them."""
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+        for cmd in commands
+    ]
+    outs = [p.communicate(timeout=timeout) for p in procs]
+    return [
+        subprocess.CompletedProcess(p.args, p.returncode, *out) for p, out in zip(procs, outs, strict=True)
+    ]
+
+
 def _generate_together(directory: Path, seeds: list[int]) -> list[subprocess.CompletedProcess]:
     start = time.time() + 3.0  # after every interpreter has imported ltr
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _GENERATE, str(directory), str(seed), str(start)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for seed in seeds
-    ]
-    return [subprocess.CompletedProcess(p.args, p.wait(timeout=600), *p.communicate()) for p in procs]
+    return _run_all(
+        [[sys.executable, "-c", _GENERATE, str(directory), str(seed), str(start)] for seed in seeds]
+    )
 
 
 def test_processes_generating_in_one_fresh_folder_all_succeed_and_never_mix_settings(tmp_path):
@@ -159,27 +164,17 @@ def test_a_process_killed_while_generating_does_not_block_the_next(tmp_path):
 def test_four_train_processes_in_a_fresh_root_all_succeed(tmp_path):
     """4 real `python -m ltr.train` runs start together in one fresh LTR_ROOT (no synthetic data, no cache,
     no MLflow store yet): all finish and log a run each."""
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ltr.train",
-                "+model=lambdamart",
-                *TINY_DATA,
-                *quick_model(5),
-                "num_threads=1",
-            ],
-            cwd=PROJECT_ROOT,
-            env=cli_env(tmp_path),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(4)
+    train = [
+        sys.executable,
+        "-m",
+        "ltr.train",
+        "+model=lambdamart",
+        *TINY_DATA,
+        *quick_model(5),
+        "num_threads=1",
     ]
-    outs = [p.communicate(timeout=900) for p in procs]
-    assert [p.returncode for p in procs] == [0] * 4, [err[-2000:] for _, err in outs]
+    results = _run_all([train] * 4, timeout=900, cwd=PROJECT_ROOT, env=cli_env(tmp_path))
+    assert [r.returncode for r in results] == [0] * 4, [r.stderr[-2000:] for r in results]
     client = store_client(tmp_path)
     runs = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
     assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)
@@ -199,18 +194,11 @@ def test_staggered_first_loads_in_a_fresh_folder_all_succeed(tmp_path):
     """8 real processes load the synthetic data in a fresh folder, starting 0.15 s apart (as the jobs of a
     parallel sweep do): all succeed with the same data. The big train split and tiny other splits make
     the race likely: a process still writing train.txt replaces it just after the first one starts
-    parsing it. Before: a late process replaced train.txt while
-    an early one was parsing it ("the file changed while it was being parsed"), which aborted the sweep."""
+    parsing it. Before: that aborted the early one ("the file changed while it was being parsed"), and
+    with it the sweep; on the old code this test failed in 2 of 3 runs (it is a race)."""
     start = time.time() + 3.0
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _LOAD, str(tmp_path), str(start + 0.15 * k)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for k in range(8)
-    ]
-    outs = [p.communicate(timeout=600) for p in procs]
-    assert [p.returncode for p in procs] == [0] * 8, [err[-1500:] for _, err in outs]
-    assert len({out for out, _ in outs}) == 1
+    results = _run_all(
+        [[sys.executable, "-c", _LOAD, str(tmp_path), str(start + 0.15 * k)] for k in range(8)]
+    )
+    assert [r.returncode for r in results] == [0] * 8, [r.stderr[-1500:] for r in results]
+    assert len({r.stdout for r in results}) == 1
