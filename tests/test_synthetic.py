@@ -13,7 +13,7 @@ import pytest
 from helpers import PROJECT_ROOT, TINY_DATA, cli_env, quick_model, store_client
 
 from ltr.data.synthetic import N_FEATURES, N_INFORMATIVE, N_WEAK, ensure_synthetic, generate, load_synthetic
-from ltr.errors import ConfigError
+from ltr.errors import ConfigError, DataError
 
 
 def test_same_seed_same_data_and_other_seed_other_data():
@@ -202,3 +202,14 @@ def test_staggered_first_loads_in_a_fresh_folder_all_succeed(tmp_path):
     )
     assert [r.returncode for r in results] == [0] * 8, [r.stderr[-1500:] for r in results]
     assert len({r.stdout for r in results}) == 1
+
+
+def test_an_unwritable_data_dir_is_one_clear_error(tmp_path):
+    """Before: a PermissionError/NotADirectoryError traceback from mkdir."""
+    (tmp_path / "blocker").write_text("")
+    for folder in (tmp_path / "blocker" / "synthetic", Path("/sys/ltr-synthetic")):
+        cfg = {"dir": str(folder), "seed": 5, "n_queries": {"train": 5, "valid": 2, "test": 2}}
+        with pytest.raises(
+            DataError, match=r"data.dir: cannot write the synthetic files into .*writable folder"
+        ):
+            load_synthetic(cfg)

@@ -397,7 +397,7 @@ def load_cached(
             try:
                 return read_entry(entry, key, name=name or str(path))
             except CacheInvalid as why:
-                log.warning("cache entry %s is not usable (%s); rebuilding it", entry, why)
+                _warn_once(entry, "cache entry %s is not usable (%s); rebuilding it", entry, why)
     data = build_dataset(
         path,
         parse_file(path, opts, engine, n_threads),

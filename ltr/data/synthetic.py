@@ -39,7 +39,7 @@ from ltr.config_check import Constraint, check_block, check_value
 from ltr.data.config import SyntheticDataSchema
 from ltr.data.dataset import RankingData
 from ltr.data.svmlight import load_svmlight, write_svmlight
-from ltr.errors import ConfigError
+from ltr.errors import ConfigError, DataError
 
 try:
     import fcntl
@@ -191,29 +191,40 @@ def ensure_synthetic(directory: str | os.PathLike[str], data_cfg: Mapping[str, A
     manifest = directory / "manifest.json"
     if _current(paths, manifest, settings):  # the common case: no lock, works on a read-only folder
         return paths
-    directory.mkdir(parents=True, exist_ok=True)
-    with _locked(directory, shared=False):
-        if _current(paths, manifest, settings):  # another process generated them while we waited
-            return paths
-        manifest.unlink(missing_ok=True)  # the splits below are about to change
-        # one generator per split, seeded from the base seed, so split sizes don't change each other
-        seeds = np.random.SeedSequence(settings["seed"]).spawn(len(SPLITS))
-        qid_start = 1
-        for split, child in zip(SPLITS, seeds, strict=True):
-            data = generate(
-                settings["n_queries"][split],
-                seed=int(child.generate_state(1)[0]),
-                min_docs=settings["min_docs"],
-                max_docs=settings["max_docs"],
-                p_empty=settings["p_empty"],
-                qid_start=qid_start,
-            )
-            qid_start += data.n_queries
-            write_svmlight(data, paths[split])  # to a temporary name, then renamed
-        tmp_manifest = manifest.with_name(f".manifest.{os.getpid()}.tmp")
-        tmp_manifest.write_text(json.dumps(settings, indent=2, sort_keys=True))
-        os.replace(tmp_manifest, manifest)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with _locked(directory, shared=False):
+            _generate(paths, manifest, settings)
+    except OSError as e:
+        raise DataError(
+            f"data.dir: cannot write the synthetic files into {directory} ({e.strerror or e}); "
+            "set data.dir to a writable folder"
+        ) from None
     return paths
+
+
+def _generate(paths: Mapping[str, Path], manifest: Path, settings: Mapping[str, Any]) -> None:
+    """Write the splits and then the manifest (the caller holds the exclusive lock)."""
+    if _current(paths, manifest, settings):  # another process generated them while we waited
+        return
+    manifest.unlink(missing_ok=True)  # the splits below are about to change
+    # one generator per split, seeded from the base seed, so split sizes don't change each other
+    seeds = np.random.SeedSequence(settings["seed"]).spawn(len(SPLITS))
+    qid_start = 1
+    for split, child in zip(SPLITS, seeds, strict=True):
+        data = generate(
+            settings["n_queries"][split],
+            seed=int(child.generate_state(1)[0]),
+            min_docs=settings["min_docs"],
+            max_docs=settings["max_docs"],
+            p_empty=settings["p_empty"],
+            qid_start=qid_start,
+        )
+        qid_start += data.n_queries
+        write_svmlight(data, paths[split])  # to a temporary name, then renamed
+    tmp_manifest = manifest.with_name(f".manifest.{os.getpid()}.tmp")
+    tmp_manifest.write_text(json.dumps(settings, indent=2, sort_keys=True))
+    os.replace(tmp_manifest, manifest)
 
 
 def load_synthetic(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
