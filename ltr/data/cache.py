@@ -408,16 +408,17 @@ def load_cached(
         name,
         position_file=position_file,
     )
-    failures = []
+    failures: list[tuple[Path, str]] = []
     for folder in folders:
         try:
             write_entry(entry_dir(folder, path, key), data, key, desc, path)
         except OSError as e:
-            failures.append(f"{folder}: {e.strerror or e}")
+            failures.append((folder, e.strerror or str(e)))
             continue
         if folder != cache_dir:
             _warn_once(cache_dir, "cannot write the cache in %s (%s); caching in %s instead (set LTR_CACHE_DIR "
-                       "to choose another place)", cache_dir, failures[0], folder)  # fmt: skip
+                       "to choose another place)", cache_dir, failures[0][1], folder)  # fmt: skip
         return data
-    _warn_once(cache_dir, "cannot write the cache (%s); using the data without a cache", "; ".join(failures))
+    reasons = "; ".join(f"{folder}: {reason}" for folder, reason in failures)
+    _warn_once(cache_dir, "cannot write the cache (%s); using the data without a cache", reasons)
     return data
