@@ -81,7 +81,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     took = time.perf_counter() - t
     for split, d in loaded.items():
         print(f"{split}: {d!r}")
-    print(f"cached in {args.cache_dir} ({took:.2f} s incl. parsing when the entry was new)")
+    print(f"cached ({took:.2f} s incl. parsing when the entry was new)")
     if args.target not in loaded and Path(args.target).is_file():
         key, _ = cache_key(Path(args.target), ParseOptions(**_parse_opts(args)), full_hash=args.verify_cache)
         for folder in (Path(args.cache_dir), user_cache_dir()):  # the second when the first is read-only
