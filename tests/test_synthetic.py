@@ -213,3 +213,20 @@ def test_an_unwritable_data_dir_is_one_clear_error(tmp_path):
             DataError, match=r"data.dir: cannot write the synthetic files into .*writable folder"
         ):
             load_synthetic(cfg)
+
+
+def test_temporary_files_of_a_killed_generator_are_removed_when_generating(tmp_path):
+    """Before: a generator killed mid-write left ``train.txt.<random>.tmp`` / ``.manifest.<pid>.tmp`` for ever."""
+    leftovers = [
+        tmp_path / "train.txt.k3j9x.tmp",
+        tmp_path / "vali.txt.a1.tmp",
+        tmp_path / ".manifest.4242.tmp",
+    ]
+    for p in leftovers:
+        p.write_text("half")
+    keep = tmp_path / "notes.tmp"  # not ours
+    keep.write_text("mine")
+    ensure_synthetic(
+        tmp_path, {"dir": str(tmp_path), "seed": 5, "n_queries": {"train": 5, "valid": 2, "test": 2}}
+    )
+    assert not [p for p in leftovers if p.exists()] and keep.exists()

@@ -208,6 +208,12 @@ def _generate(paths: Mapping[str, Path], manifest: Path, settings: Mapping[str, 
     if _current(paths, manifest, settings):  # another process generated them while we waited
         return
     manifest.unlink(missing_ok=True)  # the splits below are about to change
+    folder = manifest.parent
+    # temporary files of killed generators (this one holds the lock, so no live writer owns them):
+    # ``train.txt.<random>.tmp`` from write_svmlight, ``.train.txt.<pid>.tmp`` from older versions
+    for name in [*SPLIT_FILES.values(), "manifest"]:
+        for leftover in [*folder.glob(f"{name}.*.tmp"), *folder.glob(f".{name}.*.tmp")]:
+            leftover.unlink(missing_ok=True)
     # one generator per split, seeded from the base seed, so split sizes don't change each other
     seeds = np.random.SeedSequence(settings["seed"]).spawn(len(SPLITS))
     qid_start = 1
