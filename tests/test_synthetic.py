@@ -221,6 +221,7 @@ def test_temporary_files_of_a_killed_generator_are_removed_when_generating(tmp_p
         tmp_path / "train.txt.k3j9x.tmp",
         tmp_path / "vali.txt.a1.tmp",
         tmp_path / ".manifest.4242.tmp",
+        tmp_path / ".test.txt.4242.tmp",
     ]
     for p in leftovers:
         p.write_text("half")
