@@ -6,6 +6,9 @@ import json
 import logging
 import multiprocessing as mp
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -154,3 +157,285 @@ def test_parallel_processes_share_one_entry(tmp_path):
             entries = _entries(cache)
             assert entries == [entry_dir(cache, src, key)], round_
             assert read_entry(entries[0], key).fingerprint() == want
+
+
+# --- every byte of an entry is covered (issue 11, item 1) ------------------------------------------
+def _edit_header(entry: Path, file: str, old: bytes, new: bytes) -> None:
+    """Replace ``old`` by ``new`` (same length) in the ``.npy`` header of ``file`` (the data bytes stay)."""
+    assert len(old) == len(new)
+    raw = (entry / file).read_bytes()
+    header_end = raw.index(b"\n") + 1
+    assert old in raw[:header_end], raw[:header_end]
+    (entry / file).write_bytes(raw[:header_end].replace(old, new) + raw[header_end:])
+
+
+HEADER_EDITS = {
+    "X byte order <f4 -> >f4": ("X.npy", b"'<f4'", b"'>f4'"),
+    "X dtype float -> int": ("X.npy", b"'<f4'", b"'<i4'"),
+    "X shape (60, 7) -> (42, 10)": ("X.npy", b"(60, 7)", b"(42,10)"),
+    "X fortran order": ("X.npy", b"'fortran_order': False,", b"'fortran_order': True, "),
+    "y byte order <f8 -> >f8": ("y.npy", b"'<f8'", b"'>f8'"),
+    "qid signed -> unsigned": ("qid.npy", b"'<i8'", b"'<u8'"),
+}
+
+
+@pytest.mark.parametrize("edit", list(HEADER_EDITS))
+def test_an_edited_npy_header_is_detected_and_rebuilt(src, tmp_path, caplog, edit):
+    """Before: the array checksums covered the data bytes only, so a header edit (dtype, byte order, shape,
+    memory order) loaded garbage without a word. Now the checksum covers the whole file."""
+    cache = tmp_path / "cache"
+    want = load_svmlight(src, engine="python")
+    load_svmlight(src, cache_dir=cache, engine="python")
+    [entry] = _entries(cache)
+    _edit_header(entry, *HEADER_EDITS[edit])
+    with caplog.at_level(logging.WARNING, logger="ltr.data.cache"):
+        got = load_svmlight(src, cache_dir=cache, engine="python")
+    assert "not usable" in caplog.text and "checksum" in caplog.text
+    np.testing.assert_array_equal(got.X, want.X)
+    np.testing.assert_array_equal(got.y, want.y)
+    np.testing.assert_array_equal(got.qid, want.qid)
+    assert read_entry(_entries(cache)[0]).fingerprint() == want.fingerprint()
+
+
+def _rewrite_manifest(entry: Path, change) -> None:
+    path = entry / "manifest.json"
+    path.write_text(json.dumps(change(json.loads(path.read_text()))))
+
+
+MANIFEST_SHAPES = {
+    "a JSON list": lambda m: [m],
+    "a JSON string": lambda m: "manifest",
+    "null": lambda m: None,
+    "files is a list": lambda m: m | {"files": list(m["files"])},
+    "a file entry is a string": lambda m: m | {"files": m["files"] | {"y.npy": "ok"}},
+    "bytes is a string": lambda m: (
+        m | {"files": m["files"] | {"y.npy": m["files"]["y.npy"] | {"bytes": "9"}}}
+    ),
+    "checksum is a number": lambda m: (
+        m | {"files": m["files"] | {"y.npy": m["files"]["y.npy"] | {"checksum": 1}}}
+    ),
+    "a path outside the entry": lambda m: m | {"files": m["files"] | {"../x.npy": m["files"]["y.npy"]}},
+    "y.npy not listed": lambda m: m | {"files": {k: v for k, v in m["files"].items() if k != "y.npy"}},
+    "shape is a string": lambda m: m | {"shape": "60x7"},
+    "shape has three numbers": lambda m: m | {"shape": [60, 7, 1]},
+    "shape disagrees with X": lambda m: m | {"shape": [59, 7]},
+    "sparse is missing": lambda m: {k: v for k, v in m.items() if k != "sparse"},
+    "sparse claims CSR": lambda m: m | {"sparse": True},
+    "source_path is a number": lambda m: m | {"source_path": 3},
+}
+
+
+@pytest.mark.parametrize("shape", list(MANIFEST_SHAPES))
+def test_a_manifest_of_the_wrong_shape_is_rebuilt_not_a_crash(src, tmp_path, caplog, shape):
+    """Before: a manifest that parsed as JSON but was not the expected object crashed the load with an
+    AttributeError/TypeError (or, for a stray file name, read a file outside the entry)."""
+    cache = tmp_path / "cache"
+    want = load_svmlight(src, cache_dir=cache, engine="python").fingerprint()
+    [entry] = _entries(cache)
+    _rewrite_manifest(entry, MANIFEST_SHAPES[shape])
+    with caplog.at_level(logging.WARNING, logger="ltr.data.cache"):
+        got = load_svmlight(src, cache_dir=cache, engine="python")
+    assert got.fingerprint() == want
+    assert "not usable" in caplog.text
+    assert read_entry(_entries(cache)[0]).fingerprint() == want
+
+
+def _dead_pid() -> int:
+    proc = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    return int(proc.stdout)
+
+
+def test_a_writer_killed_mid_write_leaves_nothing_used_and_its_folder_is_cleaned(src, tmp_path):
+    """A real process is killed (SIGKILL) after writing its arrays, before the rename: the next load ignores
+    its temporary folder, removes it, and builds the entry. Before: the folder stayed forever."""
+    cache = tmp_path / "cache"
+    code = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "import ltr.data.cache as c\n"
+        "from ltr.data._syntax import ParseOptions\n"
+        "c._install = lambda *args: os.kill(os.getpid(), 9)\n"
+        "c.load_cached(Path(sys.argv[1]), ParseOptions(), cache_dir=sys.argv[2], engine='python')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(src), str(cache)], capture_output=True, text=True)
+    assert proc.returncode == -9, proc.stderr
+    [leftover] = _entries(cache)
+    assert leftover.name.startswith(".tmp-") and (leftover / "manifest.json").is_file()
+    got = load_svmlight(src, cache_dir=cache, engine="python")
+    assert got.fingerprint() == load_svmlight(src, engine="python").fingerprint()
+    [entry] = _entries(cache)
+    assert not entry.name.startswith(".") and read_entry(entry).fingerprint() == got.fingerprint()
+
+
+def test_only_abandoned_temporary_folders_are_removed(tmp_path):
+    from ltr.data.cache import _host, clean_leftovers
+
+    cache = tmp_path / "cache"
+    dead = cache / f".tmp-0123abcd.{_host()}.{_dead_pid()}.x1"
+    alive = cache / f".tmp-0123abcd.{_host()}.{os.getpid()}.x2"  # a writer at work: ours
+    other_host = cache / f".tmp-0123abcd.otherhost.{_dead_pid()}.x3"  # its pid means nothing here
+    old = cache / ".tmp-0123abcd-oldformat"  # version-1 name, two days old
+    old_trash = cache / ".trash-x4"
+    for d in (dead, alive, other_host, old, old_trash):
+        d.mkdir(parents=True)
+        (d / "X.npy").write_bytes(b"partial")
+    two_days = time.time() - 2 * 24 * 3600
+    for d in (old, old_trash):
+        os.utime(d, (two_days, two_days))
+    assert sorted(clean_leftovers(cache)) == sorted([dead, old, old_trash])
+    assert alive.is_dir() and other_host.is_dir()
+
+
+# --- full-content verification (issue 11, item 1) --------------------------------------------------
+def _in_place_edit(tmp_path: Path):
+    """A file over 4 MiB, the data it holds, the data after the edit, and the edit: a same-size,
+    same-mtime rewrite that changes one label where the sampled identity does not look."""
+    from ltr.data.cache import _BLOCK, _EDGE, _SAMPLE_BLOCKS
+
+    rng = np.random.default_rng(3)
+    n = 60_000
+    X = np.round(rng.random((n, 6)), 3).astype(np.float32)
+    before = RankingData(X=X, y=rng.integers(0, 3, n), qid=np.repeat(np.arange(n // 10), 10))
+    path = write_svmlight(before, tmp_path / "big.txt")
+    raw = bytearray(path.read_bytes())
+    size = len(raw)
+    assert size > 2 * _EDGE + _SAMPLE_BLOCKS * _BLOCK
+    starts = [_EDGE + (size - 2 * _EDGE - _BLOCK) * k // (_SAMPLE_BLOCKS - 1) for k in range(_SAMPLE_BLOCKS)]
+    gap = starts[10] + _BLOCK + 100  # after sampled block 10 ends, well before block 11
+    line_start = raw.index(b"\n", gap) + 1
+    assert line_start + 10 < starts[11]
+    row = raw[:line_start].count(b"\n")
+    new_label = (int(chr(raw[line_start])) + 1) % 3
+    raw[line_start] = ord(str(new_label))
+    y = before.y.copy()
+    y[row] = new_label
+
+    def edit() -> None:
+        st = path.stat()
+        with open(path, "r+b") as f:  # in place, like an editor that keeps the inode
+            f.write(bytes(raw))
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    return path, before, RankingData(X=X, y=y, qid=before.qid), edit
+
+
+def test_verify_cache_sees_an_in_place_rewrite_from_python_config_and_cli(tmp_path):
+    """Before: no way to ask for the full-content check outside the private load_cached(full_hash=)."""
+    from ltr.data.registry import load_dataset
+
+    path, before, after, edit = _in_place_edit(tmp_path)
+    cache = tmp_path / "cache"
+    cfg = {"kind": "svmlight", "train": str(path), "cache_dir": str(cache)}
+    for verify in (False, True):  # cache both kinds of entry while the file has its old contents
+        assert load_svmlight(path, cache_dir=cache, verify_cache=verify).fingerprint() == before.fingerprint()
+    mtime = path.stat().st_mtime_ns
+    edit()
+    assert path.stat().st_mtime_ns == mtime
+
+    stale = load_svmlight(path, cache_dir=cache)  # the sampled identity cannot see this edit (documented)
+    assert stale.fingerprint() == before.fingerprint()
+    assert load_svmlight(path, cache_dir=cache, verify_cache=True).fingerprint() == after.fingerprint()
+    assert load_dataset(cfg)["train"].fingerprint() == before.fingerprint()
+    assert load_dataset(cfg | {"verify_cache": True})["train"].fingerprint() == after.fingerprint()
+
+    def labels(*flags: str) -> dict:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ltr.data",
+                "info",
+                str(path),
+                "--cache-dir",
+                str(cache),
+                "--json",
+                *flags,
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["file"]["label_histogram"]
+
+    hist = {str(int(k)): int(v) for k, v in zip(*np.unique(after.y, return_counts=True), strict=True)}
+    assert labels("--verify-cache") == hist
+    assert labels() != hist
+
+
+# --- read-only storage (issue 11, item 2) ----------------------------------------------------------
+READ_ONLY = Path("/sys/ltr-cache")  # sysfs: not writable even by root
+
+
+@pytest.fixture
+def fresh_warnings(monkeypatch):
+    import ltr.data.cache as cache_module
+
+    monkeypatch.setattr(cache_module, "_warned", set())
+
+
+def _unwritable(tmp_path: Path, how: str) -> Path:
+    if how == "read-only file system":
+        try:
+            READ_ONLY.mkdir()
+        except OSError:
+            return READ_ONLY
+        READ_ONLY.rmdir()
+        pytest.skip("/sys is writable here")
+    if how == "a file where the folder should be":
+        (tmp_path / "blocker").write_text("")
+        return tmp_path / "blocker" / "cache"
+    if os.geteuid() == 0:
+        pytest.skip("root ignores directory permissions")
+    ro = tmp_path / "ro"
+    ro.mkdir(mode=0o555)
+    return ro / "cache"
+
+
+@pytest.mark.parametrize(
+    "how", ["read-only file system", "a file where the folder should be", "no permission"]
+)
+def test_unwritable_cache_dir_falls_back_to_the_user_cache_with_one_warning(
+    src, tmp_path, monkeypatch, caplog, fresh_warnings, how
+):
+    """Before: PermissionError/OSError traceback although the file parsed fine."""
+    cache = _unwritable(tmp_path, how)
+    user = tmp_path / "user-cache"
+    monkeypatch.setenv("LTR_CACHE_DIR", str(user))
+    want = load_svmlight(src, engine="python").fingerprint()
+    with caplog.at_level(logging.WARNING, logger="ltr.data.cache"):
+        got = [load_svmlight(src, cache_dir=cache, engine="python") for _ in range(3)]
+    assert [d.fingerprint() for d in got] == [want] * 3
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, caplog.text
+    assert str(cache) in warnings[0].getMessage() and str(user) in warnings[0].getMessage()
+    [entry] = _entries(user)
+    assert read_entry(entry).fingerprint() == want
+    assert not got[2].X.flags.writeable  # the reloads came from the user cache's memory map
+
+
+def test_no_writable_cache_at_all_loads_uncached_with_one_warning(
+    src, tmp_path, monkeypatch, caplog, fresh_warnings
+):
+    (tmp_path / "blocker").write_text("")
+    monkeypatch.setenv("LTR_CACHE_DIR", str(tmp_path / "blocker" / "user"))
+    want = load_svmlight(src, engine="python").fingerprint()
+    with caplog.at_level(logging.WARNING, logger="ltr.data.cache"):
+        got = [load_svmlight(src, cache_dir=tmp_path / "blocker" / "c", engine="python") for _ in range(2)]
+    assert [d.fingerprint() for d in got] == [want] * 2
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "without a cache" in warnings[0], warnings
+
+
+def test_user_cache_dir_is_overridable(monkeypatch, tmp_path):
+    from ltr.data.cache import user_cache_dir
+
+    monkeypatch.delenv("LTR_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert user_cache_dir() == tmp_path / "xdg" / "ltr"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert user_cache_dir() == tmp_path / "home" / ".cache" / "ltr"
+    monkeypatch.setenv("LTR_CACHE_DIR", str(tmp_path / "mine"))
+    assert user_cache_dir() == tmp_path / "mine"

@@ -155,7 +155,9 @@ def test_parse_options_are_every_option_of_load_svmlight(tmp_path):
     from ltr.data.svmlight import load_svmlight
 
     options = [
-        p for p in inspect.signature(load_svmlight).parameters if p not in ("path", "cache_dir", "name")
+        p
+        for p in inspect.signature(load_svmlight).parameters
+        if p not in ("path", "cache_dir", "verify_cache", "name")
     ]
     assert sorted(PARSE_KEYS) == sorted(options)
     _standin(tmp_path / "a.txt", 5, 4, seed=1)

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import numpy as np
 import pytest
+from helpers import PROJECT_ROOT, TINY_DATA, cli_env, quick_model, store_client
 
 from ltr.data.synthetic import N_FEATURES, N_INFORMATIVE, N_WEAK, ensure_synthetic, generate, load_synthetic
-from ltr.errors import ConfigError
+from ltr.errors import ConfigError, DataError
 
 
 def test_same_seed_same_data_and_other_seed_other_data():
@@ -79,3 +86,148 @@ def test_loaded_splits_match_generator_and_have_disjoint_queries(tmp_path):
     qids = [set(d.query_ids.tolist()) for d in splits.values()]
     assert not (qids[0] & qids[1]) and not (qids[0] & qids[2]) and not (qids[1] & qids[2])
     assert all(d.n_features == N_FEATURES for d in splits.values())
+
+
+# --- first use by several processes at once (issue 11, item 3) -------------------------------------
+_GENERATE = """
+import json, sys, time
+from ltr.data.synthetic import ensure_synthetic
+directory, seed, start = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+time.sleep(max(0.0, start - time.time()))  # all processes start generating together
+cfg = {"dir": directory, "seed": seed, "n_queries": {"train": 400, "valid": 150, "test": 150}}
+paths = ensure_synthetic(directory, cfg)
+print(json.dumps({s: str(p) for s, p in paths.items()}))
+"""
+
+
+def _run_all(commands: list[list[str]], timeout: int = 600, **popen) -> list[subprocess.CompletedProcess]:
+    """Start every command at once (real processes), then wait for all of them."""
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+        for cmd in commands
+    ]
+    outs = [p.communicate(timeout=timeout) for p in procs]
+    return [
+        subprocess.CompletedProcess(p.args, p.returncode, *out) for p, out in zip(procs, outs, strict=True)
+    ]
+
+
+def _generate_together(directory: Path, seeds: list[int]) -> list[subprocess.CompletedProcess]:
+    start = time.time() + 3.0  # after every interpreter has imported ltr
+    return _run_all(
+        [[sys.executable, "-c", _GENERATE, str(directory), str(seed), str(start)] for seed in seeds]
+    )
+
+
+def test_processes_generating_in_one_fresh_folder_all_succeed_and_never_mix_settings(tmp_path):
+    """4 real processes start generating at the same instant in an empty folder, two with another seed:
+    all succeed, and the splits on disk are exactly those of the settings the manifest records (before,
+    each process wrote its own splits and the manifest came from whichever finished last, so the
+    manifest could vouch for splits of the other seed), and no temporary file is left behind."""
+    for round_ in range(2):
+        folder = tmp_path / f"round{round_}"
+        results = _generate_together(folder, [5, 6, 5, 6])
+        assert [r.returncode for r in results] == [0] * 4, [r.stderr[-2000:] for r in results]
+        seed = json.loads((folder / "manifest.json").read_text())["seed"]
+        reference = tmp_path / f"reference{seed}"
+        if not reference.exists():
+            ensure_synthetic(reference, {"dir": str(reference), "seed": seed,
+                                         "n_queries": {"train": 400, "valid": 150, "test": 150}})  # fmt: skip
+        for name in ("train.txt", "vali.txt", "test.txt"):
+            assert (folder / name).read_bytes() == (reference / name).read_bytes(), (round_, name)
+        assert not [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_process_killed_while_generating_does_not_block_the_next(tmp_path):
+    """The lock is the kernel's (flock): a generator killed while holding it releases it, and the next run
+    regenerates (no manifest was written, so the half-finished splits are not trusted)."""
+    code = (
+        "import os, sys\n"
+        "import ltr.data.synthetic as s\n"
+        "real = s.write_svmlight\n"
+        "def die_after_first(data, path):\n"
+        "    real(data, path)\n"
+        "    os.kill(os.getpid(), 9)\n"
+        "s.write_svmlight = die_after_first\n"
+        "s.ensure_synthetic(sys.argv[1], {'dir': sys.argv[1], 'seed': 5,"
+        " 'n_queries': {'train': 20, 'valid': 10, 'test': 10}})\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == -9, proc.stderr
+    assert not (tmp_path / "manifest.json").exists()
+    cfg = {"dir": str(tmp_path), "seed": 5, "n_queries": {"train": 20, "valid": 10, "test": 10}}
+    splits = load_synthetic(cfg)  # would hang here if the dead process still held the lock
+    assert {s: d.n_queries for s, d in splits.items()} == {"train": 20, "valid": 10, "test": 10}
+
+
+@pytest.mark.slow
+def test_four_train_processes_in_a_fresh_root_all_succeed(tmp_path):
+    """4 real `python -m ltr.train` runs start together in one fresh LTR_ROOT (no synthetic data, no cache,
+    no MLflow store yet): all finish and log a run each."""
+    train = [
+        sys.executable,
+        "-m",
+        "ltr.train",
+        "+model=lambdamart",
+        *TINY_DATA,
+        *quick_model(5),
+        "num_threads=1",
+    ]
+    results = _run_all([train] * 4, timeout=900, cwd=PROJECT_ROOT, env=cli_env(tmp_path))
+    assert [r.returncode for r in results] == [0] * 4, [r.stderr[-2000:] for r in results]
+    client = store_client(tmp_path)
+    runs = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)
+
+
+_LOAD = """
+import sys, time
+from ltr.data.synthetic import load_synthetic
+directory, start = sys.argv[1], float(sys.argv[2])
+time.sleep(max(0.0, start - time.time()))
+cfg = {"dir": directory, "seed": 5, "n_queries": {"train": 600, "valid": 2, "test": 2}}
+print(load_synthetic(cfg)["train"].fingerprint())
+"""
+
+
+def test_staggered_first_loads_in_a_fresh_folder_all_succeed(tmp_path):
+    """8 real processes load the synthetic data in a fresh folder, starting 0.15 s apart (as the jobs of a
+    parallel sweep do): all succeed with the same data. The big train split and tiny other splits make
+    the race likely: a process still writing train.txt replaces it just after the first one starts
+    parsing it. Before: that aborted the early one ("the file changed while it was being parsed"), and
+    with it the sweep; on the old code this test failed in 2 of 3 runs (it is a race)."""
+    start = time.time() + 3.0
+    results = _run_all(
+        [[sys.executable, "-c", _LOAD, str(tmp_path), str(start + 0.15 * k)] for k in range(8)]
+    )
+    assert [r.returncode for r in results] == [0] * 8, [r.stderr[-1500:] for r in results]
+    assert len({r.stdout for r in results}) == 1
+
+
+def test_an_unwritable_data_dir_is_one_clear_error(tmp_path):
+    """Before: a PermissionError/NotADirectoryError traceback from mkdir."""
+    (tmp_path / "blocker").write_text("")
+    for folder in (tmp_path / "blocker" / "synthetic", Path("/sys/ltr-synthetic")):
+        cfg = {"dir": str(folder), "seed": 5, "n_queries": {"train": 5, "valid": 2, "test": 2}}
+        with pytest.raises(
+            DataError, match=r"data.dir: cannot write the synthetic files into .*writable folder"
+        ):
+            load_synthetic(cfg)
+
+
+def test_temporary_files_of_a_killed_generator_are_removed_when_generating(tmp_path):
+    """Before: a generator killed mid-write left ``train.txt.<random>.tmp`` / ``.manifest.<pid>.tmp`` for ever."""
+    leftovers = [
+        tmp_path / "train.txt.k3j9x.tmp",
+        tmp_path / "vali.txt.a1.tmp",
+        tmp_path / ".manifest.4242.tmp",
+        tmp_path / ".test.txt.4242.tmp",
+    ]
+    for p in leftovers:
+        p.write_text("half")
+    keep = tmp_path / "notes.tmp"  # not ours
+    keep.write_text("mine")
+    ensure_synthetic(
+        tmp_path, {"dir": str(tmp_path), "seed": 5, "n_queries": {"train": 5, "valid": 2, "test": 2}}
+    )
+    assert not [p for p in leftovers if p.exists()] and keep.exists()

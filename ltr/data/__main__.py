@@ -1,7 +1,7 @@
 """``python -m ltr.data``: inspect, convert, generate and fetch ranking data.
 
     python -m ltr.data info PATH|NAME [--fold K] [--variant V] [--dir DIR] [--json]
-    python -m ltr.data convert PATH|NAME [--cache-dir DIR]        # parse once into the binary cache
+    python -m ltr.data convert PATH|NAME [--cache-dir DIR] [--verify-cache]  # parse once into the binary cache
     python -m ltr.data synth OUT_DIR (--scale mslr_web30k | --queries N) [--docs-per-query 120]
     python -m ltr.data fetch NAME [--dir DIR] [--variant V] [--url URL --sha256 HEX]
                                   [--max-size SIZE] [--max-member-size SIZE] [--max-ratio R]
@@ -49,6 +49,7 @@ def _load(target: str, args: argparse.Namespace, cache_dir: str | None) -> dict:
             "kind": target,
             "dir": args.dir or str(default_dir(target, args.data_dir)),
             "cache_dir": cache_dir,
+            "verify_cache": args.verify_cache,
         }
         if args.fold is not None:
             cfg["fold"] = args.fold
@@ -57,7 +58,9 @@ def _load(target: str, args: argparse.Namespace, cache_dir: str | None) -> dict:
         if args.nonfinite:
             cfg["parse"] = {"nonfinite": args.nonfinite}
         return load_dataset(cfg)
-    return {"file": load_svmlight(target, cache_dir=cache_dir, **_parse_opts(args))}
+    return {
+        "file": load_svmlight(target, cache_dir=cache_dir, verify_cache=args.verify_cache, **_parse_opts(args))
+    }
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -71,17 +74,21 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from ltr.data.cache import cache_key, entry_dir  # deferred: its numba checksum; only convert caches
+    # deferred: its numba checksum; only convert caches
+    from ltr.data.cache import cache_key, entry_dir, user_cache_dir
 
     t = time.perf_counter()
     loaded = _load(args.target, args, args.cache_dir)
     took = time.perf_counter() - t
     for split, d in loaded.items():
         print(f"{split}: {d!r}")
-    print(f"cached in {args.cache_dir} ({took:.2f} s incl. parsing when the entry was new)")
+    print(f"cached ({took:.2f} s incl. parsing when the entry was new)")
     if args.target not in loaded and Path(args.target).is_file():
-        key, _ = cache_key(Path(args.target), ParseOptions(**_parse_opts(args)))
-        print(entry_dir(Path(args.cache_dir), Path(args.target), key))
+        key, _ = cache_key(Path(args.target), ParseOptions(**_parse_opts(args)), full_hash=args.verify_cache)
+        for folder in (Path(args.cache_dir), user_cache_dir()):  # the second when the first is read-only
+            if entry_dir(folder, Path(args.target), key).is_dir():
+                print(entry_dir(folder, Path(args.target), key))
+                break
     return 0
 
 
@@ -171,6 +178,11 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--allow-unsorted", action="store_true")
         sp.add_argument("--nonfinite", choices=["error", "keep", "missing", "clip"])
         sp.add_argument("--label-range", type=float, nargs=2, metavar=("LO", "HI"))
+        sp.add_argument(
+            "--verify-cache",
+            action="store_true",
+            help="key the cache on every byte of the file (for tools that rewrite files keeping size and mtime)",
+        )
 
     info = sub.add_parser("info", help="statistics of a file or dataset")
     data_args(info)

@@ -17,12 +17,24 @@ content hash would cost about as much as the reload it protects. Pass ``full_has
 every byte), the same identity of every sidecar used, and every parse option. Any edit of the file
 changes its mtime, and a different file put in its place differs in size or sampled bytes.
 
-**Reload** memory-maps the ``.npy`` files (read-only; parallel jobs share the pages) after checking
-every file's size and checksum against the manifest. A missing, truncated or corrupted entry is
-reported in the log and rebuilt, never used.
+``verify_cache=True`` (``load_svmlight``; ``data.verify_cache`` in a config; ``--verify-cache`` in
+``python -m ltr.data``) keys on a hash of every byte instead, for tools that rewrite files in place
+keeping their size and mtime.
 
-**Writes are atomic**: an entry is written into a private temporary folder and renamed into place
-with one ``os.replace``; a job that loses the race to another writer uses the winner's entry.
+**Reload** memory-maps the ``.npy`` files (read-only; parallel jobs share the pages) after checking
+the manifest's JSON shape and every file's size and checksum, which covers **every byte of the file**
+(the ``.npy`` header with its dtype, byte order and shape included). A missing, truncated, corrupted
+or malformed entry is reported in the log and rebuilt, never used.
+
+**Writes are atomic**: an entry is written into a private temporary folder
+(``.tmp-<key>.<host>.<pid>.*``) and renamed into place with one ``os.replace``; a job that loses the
+race to another writer uses the winner's entry. Temporary folders left by a killed writer (its pid is
+gone on this host, or older than a day) are removed by the next load through that cache.
+
+**Read-only storage**: when the entry cannot be written to ``cache_dir`` (read-only mount, no
+permission, disk full) it goes to the per-user cache (:func:`user_cache_dir`: ``$LTR_CACHE_DIR``,
+else ``$XDG_CACHE_HOME/ltr``, else ``~/.cache/ltr``), and when that fails too the data is used
+uncached; one warning per cache folder and process says which. Reads look in both places.
 
 >>> import tempfile, pathlib
 >>> from ltr.data._syntax import ParseOptions
@@ -43,6 +55,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 import tempfile
 import time
 from pathlib import Path
@@ -54,13 +67,20 @@ from ltr.data._checksum import checksum
 from ltr.data._syntax import ParseOptions
 from ltr.data.dataset import RankingData
 from ltr.data.reading import build_dataset, parse_file
+from ltr.errors import LtrError
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: checksums cover whole files (the .npy headers too)
 _SAMPLE_BLOCKS = 34
 _BLOCK = 64 << 10
 _EDGE = 1 << 20
+STALE_SECONDS = 24 * 3600  # a temporary folder this old is a dead writer's, whatever its pid says
+#: the array files an entry may list (anything else in a manifest makes it invalid)
+ARRAY_FILES = frozenset(
+    f"{n}.npy" for n in ("y", "qid", "X", "indptr", "indices", "data", "weight", "docid", "position")
+)
+_warned: set[str] = set()
 
 
 class CacheInvalid(Exception):
@@ -116,8 +136,15 @@ def entry_dir(cache_dir: Path, path: Path, key: str) -> Path:
     return Path(cache_dir) / f"{stem}-{key}"
 
 
-def _digest(arr: np.ndarray) -> str:
-    return checksum(arr) if arr.size else checksum(b"")
+def file_checksum(path: Path) -> str:
+    """Checksum of every byte of ``path`` (for a ``.npy`` file: header and data)."""
+    if path.stat().st_size == 0:
+        return checksum(b"")
+    return checksum(np.memmap(path, dtype=np.uint8, mode="r"))
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:40] or "host"
 
 
 def _arrays(data: RankingData) -> dict[str, np.ndarray]:
@@ -139,13 +166,14 @@ def _arrays(data: RankingData) -> dict[str, np.ndarray]:
 def write_entry(target: Path, data: RankingData, key: str, desc: dict, source: Path) -> Path:
     """Write ``data`` as a cache entry at ``target`` atomically; returns the entry that ends up there."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key[:8]}-", dir=target.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key[:8]}.{_host()}.{os.getpid()}.", dir=target.parent))
     try:
         files = {}
         for name, arr in _arrays(data).items():
             arr = np.ascontiguousarray(arr)
             np.save(tmp / f"{name}.npy", arr, allow_pickle=False)
-            files[f"{name}.npy"] = {"bytes": (tmp / f"{name}.npy").stat().st_size, "checksum": _digest(arr)}
+            file = tmp / f"{name}.npy"
+            files[file.name] = {"bytes": file.stat().st_size, "checksum": file_checksum(file)}
         manifest = {
             **desc,
             "key": key,
@@ -159,14 +187,14 @@ def write_entry(target: Path, data: RankingData, key: str, desc: dict, source: P
             json.dump(manifest, f, indent=1, sort_keys=True)
             f.flush()
             os.fsync(f.fileno())
-        _install(tmp, target)
+        _install(tmp, target, key)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
-def _install(tmp: Path, target: Path) -> None:
+def _install(tmp: Path, target: Path, key: str) -> None:
     """Rename ``tmp`` to ``target``; move a bad existing entry out of the way first."""
     try:
         os.replace(tmp, target)
@@ -174,7 +202,7 @@ def _install(tmp: Path, target: Path) -> None:
     except OSError:
         pass
     try:  # someone else's entry is there: keep it if it is good
-        _load_arrays(target, read_manifest(target))
+        read_entry(target, key)
         return
     except CacheInvalid:
         pass
@@ -186,29 +214,58 @@ def _install(tmp: Path, target: Path) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def read_manifest(entry: Path, key: str | None = None) -> dict:
-    """Load an entry's manifest and check its format version, its key (when given) and that every file it
-    lists exists with the listed size; raise :class:`CacheInvalid` otherwise.
+def _check_shape(manifest: object) -> dict:
+    """``manifest`` as a dict of the shape :func:`write_entry` writes; raise :class:`CacheInvalid` otherwise."""
+    if not isinstance(manifest, dict):
+        raise CacheInvalid(f"manifest is a JSON {type(manifest).__name__}, not an object")
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not files:
+        raise CacheInvalid("manifest lists no files")
+    for name, info in files.items():
+        if name not in ARRAY_FILES:
+            raise CacheInvalid(f"manifest lists an unknown file {name!r}")
+        if not (
+            isinstance(info, dict)
+            and type(info.get("bytes")) is int
+            and isinstance(info.get("checksum"), str)
+        ):
+            raise CacheInvalid(f"manifest entry of {name} is not {{bytes: int, checksum: str}}")
+    shape = manifest.get("shape")
+    if not (isinstance(shape, list) and len(shape) == 2 and all(type(n) is int and n >= 0 for n in shape)):
+        raise CacheInvalid(f"manifest shape {shape!r} is not [rows, features]")
+    if not isinstance(manifest.get("sparse"), bool) or not isinstance(manifest.get("source_path"), str):
+        raise CacheInvalid("manifest lacks a boolean 'sparse' or a 'source_path'")
+    needed = {"y.npy", "qid.npy"} | (
+        {"indptr.npy", "indices.npy", "data.npy"} if manifest["sparse"] else {"X.npy"}
+    )
+    if not needed <= set(files):
+        raise CacheInvalid(f"manifest lacks {', '.join(sorted(needed - set(files)))}")
+    return manifest
 
-    Checksums are not read here: :func:`read_entry` verifies each array's checksum as it loads it.
+
+def read_manifest(entry: Path, key: str | None = None) -> dict:
+    """Load an entry's manifest and check its JSON shape, its format version, its key (when given) and that
+    every file it lists exists with the listed size; raise :class:`CacheInvalid` otherwise.
+
+    Checksums are not read here: :func:`read_entry` verifies each file's checksum as it loads it.
     """
     try:
         manifest = json.loads((entry / "manifest.json").read_text())
     except (OSError, ValueError) as e:
         raise CacheInvalid(f"unreadable manifest ({e})") from None
-    if manifest.get("format") != FORMAT_VERSION or (key is not None and manifest.get("key") != key):
-        raise CacheInvalid("manifest is for another format or key")
-    files = manifest.get("files")
-    if not isinstance(files, dict) or not files:
-        raise CacheInvalid("manifest lists no files")
-    for name, info in files.items():
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_VERSION:
+        raise CacheInvalid("manifest is for another format")
+    if key is not None and manifest.get("key") != key:
+        raise CacheInvalid("manifest is for another key")
+    _check_shape(manifest)
+    for name, info in manifest["files"].items():
         p = entry / name
         try:
             size = p.stat().st_size
         except OSError:
             raise CacheInvalid(f"{name} is missing") from None
-        if size != info.get("bytes"):
-            raise CacheInvalid(f"{name} has {size} bytes, manifest says {info.get('bytes')} (truncated?)")
+        if size != info["bytes"]:
+            raise CacheInvalid(f"{name} has {size} bytes, manifest says {info['bytes']} (truncated?)")
     return manifest
 
 
@@ -216,12 +273,12 @@ def _load_arrays(entry: Path, manifest: dict) -> dict[str, np.ndarray]:
     out = {}
     for name, info in manifest["files"].items():
         try:
+            got = file_checksum(entry / name)
             arr = np.load(entry / name, mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError) as e:
             raise CacheInvalid(f"{name} does not load ({e})") from None
-        got = _digest(arr)
-        if got != info.get("checksum"):
-            raise CacheInvalid(f"{name} checksum {got} != manifest {info.get('checksum')} (corrupted)")
+        if got != info["checksum"]:
+            raise CacheInvalid(f"{name} checksum {got} != manifest {info['checksum']} (corrupted)")
         out[name[: -len(".npy")]] = np.asarray(arr)
     return out
 
@@ -231,11 +288,13 @@ def read_entry(entry: Path, key: str | None = None, *, name: str | None = None) 
     manifest = read_manifest(entry, key)
     a = _load_arrays(entry, manifest)
     try:
+        shape = tuple(manifest["shape"])
         if manifest["sparse"]:
-            shape = tuple(manifest["shape"])
             X = sp.csr_matrix((a["data"], a["indices"], a["indptr"]), shape=shape, copy=False)
         else:
             X = a["X"]
+        if X.shape != shape:
+            raise CacheInvalid(f"X has shape {X.shape}, manifest says {shape}")
         return RankingData(
             X=X,
             y=a["y"],
@@ -245,8 +304,64 @@ def read_entry(entry: Path, key: str | None = None, *, name: str | None = None) 
             docid=a.get("docid"),
             position=a.get("position"),
         )
-    except (KeyError, ValueError) as e:
+    except (KeyError, ValueError, TypeError, LtrError) as e:
         raise CacheInvalid(f"inconsistent entry ({e})") from None
+
+
+def user_cache_dir() -> Path:
+    """The per-user cache folder used when ``cache_dir`` is not writable: ``$LTR_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/ltr``, else ``~/.cache/ltr``.
+
+    >>> import os
+    >>> os.environ["LTR_CACHE_DIR"] = "/srv/ltr-cache"
+    >>> str(user_cache_dir())
+    '/srv/ltr-cache'
+    >>> del os.environ["LTR_CACHE_DIR"]
+    """
+    if os.environ.get("LTR_CACHE_DIR"):
+        return Path(os.environ["LTR_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ltr"
+
+
+def _writer_gone(name: str, age: float) -> bool:
+    """Whether the temporary folder ``name`` (``.tmp-<key>.<host>.<pid>.*`` or ``.trash-*``) is abandoned."""
+    if age > STALE_SECONDS:
+        return True
+    parts = name.split(".")
+    if name.startswith(".tmp-") and len(parts) >= 5 and parts[2] == _host() and parts[3].isdigit():
+        try:
+            os.kill(int(parts[3]), 0)
+        except ProcessLookupError:
+            return True
+        except OSError:  # alive but someone else's (EPERM)
+            return False
+    return False
+
+
+def clean_leftovers(cache_dir: Path) -> list[Path]:
+    """Remove the temporary folders of writers that died in ``cache_dir``; return what was removed."""
+    removed = []
+    now = time.time()
+    try:
+        with os.scandir(cache_dir) as it:
+            found = [(e.name, e.stat(follow_symlinks=False).st_mtime) for e in it
+                     if e.name.startswith((".tmp-", ".trash-")) and e.is_dir(follow_symlinks=False)]  # fmt: skip
+    except OSError:
+        return removed
+    for name, mtime in found:
+        if _writer_gone(name, now - mtime):
+            shutil.rmtree(Path(cache_dir) / name, ignore_errors=True)
+            if not (Path(cache_dir) / name).exists():
+                log.info("removed %s, left by a writer that did not finish", Path(cache_dir) / name)
+                removed.append(Path(cache_dir) / name)
+    return removed
+
+
+def _warn_once(cache_dir: Path, message: str, *args: object) -> None:
+    if str(cache_dir) not in _warned:
+        _warned.add(str(cache_dir))
+        log.warning(message, *args)
 
 
 def load_cached(
@@ -263,16 +378,26 @@ def load_cached(
     full_hash: bool = False,
     position_file: Path | None = None,
 ) -> RankingData:
-    """Load ``path`` through the cache: reuse a verified entry, or parse and write a new one."""
+    """Load ``path`` through the cache: reuse a verified entry, or parse and write a new one.
+
+    Looks in ``cache_dir``, then in :func:`user_cache_dir`; a new entry goes to the first of the two
+    that accepts it (one warning when ``cache_dir`` does not), or nowhere (one warning) when neither does.
+    """
     path = Path(path)
+    cache_dir = Path(cache_dir)
     key, desc = cache_key(path, opts, query_file=query_file, weight_file=weight_file, docid=docid,
                           full_hash=full_hash, position_file=position_file)  # fmt: skip
-    entry = entry_dir(Path(cache_dir), path, key)
-    if entry.exists():
-        try:
-            return read_entry(entry, key, name=name or str(path))
-        except CacheInvalid as why:
-            log.warning("cache entry %s is not usable (%s); rebuilding it", entry, why)
+    folders = [cache_dir]
+    if user_cache_dir().absolute() != cache_dir.absolute():
+        folders.append(user_cache_dir())
+    for folder in folders:
+        clean_leftovers(folder)
+        entry = entry_dir(folder, path, key)
+        if entry.exists():
+            try:
+                return read_entry(entry, key, name=name or str(path))
+            except CacheInvalid as why:
+                _warn_once(entry, "cache entry %s is not usable (%s); rebuilding it", entry, why)
     data = build_dataset(
         path,
         parse_file(path, opts, engine, n_threads),
@@ -283,5 +408,17 @@ def load_cached(
         name,
         position_file=position_file,
     )
-    write_entry(entry, data, key, desc, path)
+    failures: list[tuple[Path, str]] = []
+    for folder in folders:
+        try:
+            write_entry(entry_dir(folder, path, key), data, key, desc, path)
+        except OSError as e:
+            failures.append((folder, e.strerror or str(e)))
+            continue
+        if folder != cache_dir:
+            _warn_once(cache_dir, "cannot write the cache in %s (%s); caching in %s instead (set LTR_CACHE_DIR "
+                       "to choose another place)", cache_dir, failures[0][1], folder)  # fmt: skip
+        return data
+    reasons = "; ".join(f"{folder}: {reason}" for folder, reason in failures)
+    _warn_once(cache_dir, "cannot write the cache (%s); using the data without a cache", reasons)
     return data

@@ -41,7 +41,7 @@ ISTELLA_VARIANTS = {
     "x": {"train": "train.txt", "valid": "vali.txt", "test": "test.txt"},
 }
 #: options of load_svmlight a data config may set under ``parse:`` (or at top level for ``svmlight``):
-#: every keyword of load_svmlight except cache_dir and name (tests/test_registry.py keeps the two equal)
+#: every keyword of load_svmlight except cache_dir, verify_cache and name (tests/test_registry.py keeps the two equal)
 PARSE_KEYS = (
     "n_features",
     "zero_based",
@@ -102,6 +102,7 @@ class FileDataSchema(DataSchema):
     """Datasets read from SVMlight files: the binary cache, parse overrides, which splits to load."""
 
     cache_dir: str | None = CACHE_DIR
+    verify_cache: bool = False  # key the cache on every byte of the files (for in-place rewriters)
     parse: dict[str, Any] = setting({})  # load_svmlight options, e.g. {output: dense}
     splits: list[str] | None = None  # load only these splits (default: all the dataset has)
 
@@ -170,7 +171,7 @@ def check_data_block(data_cfg: Any) -> dict[str, Any]:
     >>> check_data_block({"kind": "mq2007", "flod": 2})
     Traceback (most recent call last):
     ...
-    ltr.errors.ConfigError: data: unknown key(s) flod; accepted: name, kind, synthetic, cache_dir, parse, splits, dir, fold
+    ltr.errors.ConfigError: data: unknown key(s) flod; accepted: name, kind, synthetic, cache_dir, verify_cache, parse, splits, dir, fold
     """
     given = {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in plain(data_cfg).items()}
     schema = schema_for(str(given.get("kind") or given.get("name")))

@@ -306,10 +306,11 @@ def _parse_kwargs(section: Mapping[str, Any] | None, where: str) -> dict[str, An
     return out | {k: checked[k] for k in out if k in declared and out[k] is not None}
 
 
-def _load_files(paths: Mapping[str, Path], kwargs: dict[str, Any], cache_dir: Any, name: str) -> dict:
+def _load_files(paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], name: str) -> dict:
+    cache = {"cache_dir": data_cfg.get("cache_dir"), "verify_cache": bool(data_cfg.get("verify_cache", False))}
     out: dict[str, RankingData] = {}
     for split, path in paths.items():
-        out[split] = load_svmlight(path, cache_dir=cache_dir, name=f"{name}/{split}", **kwargs)
+        out[split] = load_svmlight(path, name=f"{name}/{split}", **cache, **kwargs)
     widths = {s: d.n_features for s, d in out.items()}
     if len(set(widths.values())) > 1:
         raise DataError(
@@ -324,14 +325,13 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
     ``kind`` (default: ``name``) picks the entry: ``synthetic`` (the built-in generator),
     ``svmlight`` (``train``/``valid``/``test`` paths and parse options at top level), or a registry
     entry (``dir``, ``fold`` or ``variant``, optional ``parse:`` overrides). ``cache_dir`` (optional)
-    reads through the binary cache. ``splits`` (optional) restricts which splits are loaded. The keys
+    reads through the binary cache (``verify_cache``: keyed on every byte). ``splits`` (optional) restricts which splits are loaded. The keys
     are first checked against the kind's schema (:mod:`ltr.data.config`; paths may be ``os.PathLike``).
     """
     kind = data_cfg.get("kind") or data_cfg.get("name")
     if kind == "synthetic":
         return load_synthetic(data_cfg)
     check_data_block(data_cfg)  # a misspelt key or a wrong type fails here, before any file is read
-    cache_dir = data_cfg.get("cache_dir")
     wanted = data_cfg.get("splits")
     if kind == "svmlight":
         paths = {s: Path(data_cfg[s]) for s in SPLITS if data_cfg.get(s)}
@@ -341,7 +341,7 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
         kwargs.update(_parse_kwargs(data_cfg.get("parse"), "data.parse"))
         if wanted:
             paths = {s: p for s, p in paths.items() if s in wanted}
-        return _load_files(paths, kwargs, cache_dir, str(data_cfg.get("name", "svmlight")))
+        return _load_files(paths, kwargs, data_cfg, str(data_cfg.get("name", "svmlight")))
     spec = get_spec(str(kind))
     directory = Path(data_cfg.get("dir") or default_dir(spec.name))
     rel = spec.files(data_cfg)
@@ -364,4 +364,4 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
         raise DataError(
             f"{spec.name}: expected file(s) not found: {', '.join(missing)}. {placement_hint(spec, directory)}"
         )
-    return _load_files(paths, kwargs, cache_dir, spec.name)
+    return _load_files(paths, kwargs, data_cfg, spec.name)

@@ -109,6 +109,7 @@ def load_svmlight(
     engine: str = "auto",
     n_threads: int | None = None,
     cache_dir: str | Path | None = None,
+    verify_cache: bool = False,
     name: str | None = None,
 ) -> RankingData:
     """Read one SVMlight/LETOR file into a :class:`RankingData` (strict by default).
@@ -123,7 +124,10 @@ def load_svmlight(
     docid: keep each row's comment (the ``docid = X`` value in LETOR files) as ``RankingData.docid``.
     engine: ``"numba"`` (fast, chunked, parallel), ``"python"`` (reference) or ``"auto"`` (numba).
     n_threads: parser threads (numba engine; default: numba's thread count, i.e. all cores).
-    cache_dir: when given, read through the binary cache in that folder (see :mod:`ltr.data.cache`).
+    cache_dir: when given, read through the binary cache in that folder (see :mod:`ltr.data.cache`; a
+        folder that cannot be written falls back to the per-user cache, then to no cache, with one warning).
+    verify_cache: key the cache entry on a hash of every byte of the file and its sidecars instead of
+        size, mtime and sampled blocks (for tools that rewrite files in place keeping size and mtime).
     """
     path = Path(path)
     opts = ParseOptions(
@@ -159,6 +163,7 @@ def load_svmlight(
             engine=engine,
             n_threads=n_threads,
             name=name,
+            full_hash=verify_cache,
         )
     return build_dataset(
         path, parse_file(path, opts, engine, n_threads), opts, qfile, wfile, docid, name, position_file=pfile

@@ -26,9 +26,10 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,12 @@ from ltr.config_check import Constraint, check_block, check_value
 from ltr.data.config import SyntheticDataSchema
 from ltr.data.dataset import RankingData
 from ltr.data.svmlight import load_svmlight, write_svmlight
-from ltr.errors import ConfigError
+from ltr.errors import ConfigError, DataError
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; the atomic renames still keep every file whole
+    fcntl = None  # type: ignore[assignment]
 
 #: bump when the generative model changes, so cached files are regenerated
 GENERATOR_VERSION = 1
@@ -136,24 +142,78 @@ def _settings(data_cfg: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def _locked(directory: Path, *, shared: bool) -> Iterator[None]:
+    """Hold an ``flock`` on ``directory/.lock`` while the block runs: exclusive to (re)generate the splits,
+    shared to read them (readers never see a split replaced under them by a generator).
+
+    The kernel releases the lock when its holder exits, also when it is killed, so a dead process never
+    blocks the next one. Without ``fcntl`` (Windows), or in a folder where the lock file cannot be
+    created (read-only: nobody generates there), the block runs unlocked.
+    """
+    try:
+        fd = None if fcntl is None else os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        fd = None
+    if fd is None:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _current(paths: Mapping[str, Path], manifest: Path, settings: Mapping[str, Any]) -> bool:
+    """Whether ``paths`` exist and ``manifest`` records exactly ``settings``."""
+    if not (manifest.is_file() and all(p.is_file() for p in paths.values())):
+        return False
+    try:
+        return json.loads(manifest.read_text()) == settings
+    except (ValueError, OSError):
+        return False
+
+
 def ensure_synthetic(directory: str | os.PathLike[str], data_cfg: Mapping[str, Any]) -> dict[str, Path]:
     """Write the synthetic splits as SVMlight files into ``directory`` unless identical ones exist.
 
     The files are reused when ``manifest.json`` records the same generator settings; otherwise
-    they are regenerated. Each file is written to a temporary name and renamed into place, so an
-    interrupted or concurrent run never leaves a half-written split behind.
+    they are regenerated. Generation holds an exclusive lock on ``directory/.lock``: processes started
+    together in a fresh folder (several ``ltr.train`` runs, a parallel sweep) wait for the first one and
+    reuse its files, and two different settings never mix their splits. Each file is written to a
+    temporary name and renamed into place, and the manifest last, so an interrupted run never leaves a
+    half-written split behind nor a manifest that vouches for files it did not write.
     """
     directory = Path(directory)
     settings = _settings(data_cfg)
     paths = {s: directory / SPLIT_FILES[s] for s in SPLITS}
     manifest = directory / "manifest.json"
-    if manifest.is_file() and all(p.is_file() for p in paths.values()):
-        try:
-            if json.loads(manifest.read_text()) == settings:
-                return paths
-        except (json.JSONDecodeError, OSError):
-            pass
-    directory.mkdir(parents=True, exist_ok=True)
+    if _current(paths, manifest, settings):  # the common case: no lock, works on a read-only folder
+        return paths
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with _locked(directory, shared=False):
+            _generate(paths, manifest, settings)
+    except OSError as e:
+        raise DataError(
+            f"data.dir: cannot write the synthetic files into {directory} ({e.strerror or e}); "
+            "set data.dir to a writable folder"
+        ) from None
+    return paths
+
+
+def _generate(paths: Mapping[str, Path], manifest: Path, settings: Mapping[str, Any]) -> None:
+    """Write the splits and then the manifest (the caller holds the exclusive lock)."""
+    if _current(paths, manifest, settings):  # another process generated them while we waited
+        return
+    manifest.unlink(missing_ok=True)  # the splits below are about to change
+    folder = manifest.parent
+    # temporary files of killed generators (this one holds the lock, so no live writer owns them):
+    # ``train.txt.<random>.tmp`` from write_svmlight, ``.train.txt.<pid>.tmp`` from older versions
+    for name in [*SPLIT_FILES.values(), "manifest"]:
+        for leftover in [*folder.glob(f"{name}.*.tmp"), *folder.glob(f".{name}.*.tmp")]:
+            leftover.unlink(missing_ok=True)
     # one generator per split, seeded from the base seed, so split sizes don't change each other
     seeds = np.random.SeedSequence(settings["seed"]).spawn(len(SPLITS))
     qid_start = 1
@@ -167,19 +227,25 @@ def ensure_synthetic(directory: str | os.PathLike[str], data_cfg: Mapping[str, A
             qid_start=qid_start,
         )
         qid_start += data.n_queries
-        tmp = paths[split].with_name(f".{paths[split].name}.{os.getpid()}.tmp")
-        write_svmlight(data, tmp)
-        os.replace(tmp, paths[split])
+        write_svmlight(data, paths[split])  # to a temporary name, then renamed
     tmp_manifest = manifest.with_name(f".manifest.{os.getpid()}.tmp")
     tmp_manifest.write_text(json.dumps(settings, indent=2, sort_keys=True))
     os.replace(tmp_manifest, manifest)
-    return paths
 
 
 def load_synthetic(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
-    """Generate (first use) or reuse the synthetic SVMlight files, then load them with the strict parser."""
+    """Generate (first use) or reuse the synthetic SVMlight files, then load them with the strict parser.
+
+    The files are read under a shared lock after checking they match ``data_cfg``, so a process that
+    regenerates them for other settings at the same moment waits until this one has read them.
+    """
     directory = data_cfg.get("dir")
     if not directory:
         raise ConfigError("data.dir must name the folder for the synthetic files (e.g. data/synthetic)")
-    paths = ensure_synthetic(directory, data_cfg)
-    return {split: load_svmlight(path, n_features=N_FEATURES) for split, path in paths.items()}
+    directory = Path(directory)
+    settings = _settings(data_cfg)
+    while True:
+        paths = ensure_synthetic(directory, data_cfg)
+        with _locked(directory, shared=True):
+            if _current(paths, directory / "manifest.json", settings):
+                return {split: load_svmlight(path, n_features=N_FEATURES) for split, path in paths.items()}
