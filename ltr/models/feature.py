@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ltr.config_check import join
 from ltr.data import RankingData
 from ltr.errors import ConfigError
 from ltr.models.base import NonIterativeRanker, Resolved
@@ -66,9 +67,10 @@ class SingleFeature(NonIterativeRanker):
     def _fit_model(self, train: RankingData, valid: RankingData | None, cfg: Resolved, metric: Any) -> None:
         params = cfg.params
         if params["feature"] != "best" and params["feature"] > train.n_features:
+            where = join(join(getattr(self, "_where", "model"), "params"), "feature")
             raise ConfigError(
-                f"model.params.feature={params['feature']} but {train.name} has {train.n_features} "
-                f"features (ids 1-{train.n_features})"
+                f"{where}={params['feature']} but {train.name} has {train.n_features} features "
+                f"(1-based ids 1-{train.n_features}, as in SVMlight files)"
             )
         self.engine_params_ = {}
         columns = range(train.n_features) if params["feature"] == "best" else [int(params["feature"]) - 1]

@@ -61,7 +61,6 @@ def query_positions(data: RankingData) -> np.ndarray:
 class XGBoostLambdaMART(BaseRanker):
     """LambdaMART on XGBoost's ``hist`` trees (see the module docstring for the translation)."""
 
-
     name = "lambdamart_xgb"
     engine = "xgboost"
     unsupported_params = vocabulary.refused("xgboost")
