@@ -109,17 +109,17 @@ def test_qid_column_errors():
     from ltr.models.pyfunc import as_frame, input_qid
 
     with pytest.raises(DataError, match=r"column 'qid' must hold integer query ids; row 1 has 2.5"):
-        input_qid(pd.DataFrame({"f0": [1.0, 2.0], "qid": [1.0, 2.5]}))
+        input_qid(pd.DataFrame({"f1": [1.0, 2.0], "qid": [1.0, 2.5]}))
     with pytest.raises(DataError, match=r"row 0 has 'a'"):
-        input_qid(pd.DataFrame({"f0": [1.0], "qid": ["a"]}))
+        input_qid(pd.DataFrame({"f1": [1.0], "qid": ["a"]}))
     with pytest.raises(DataError, match=r"qid must hold one integer per row \(2\)"):
         as_frame(np.eye(2), qid=[1])
     with pytest.raises(DataError, match=r"row 0 has True"):
-        input_qid(pd.DataFrame({"f0": [1.0], "qid": [True]}))
+        input_qid(pd.DataFrame({"f1": [1.0], "qid": [True]}))
     with pytest.raises(DataError, match=r"row 1 has 9007199254740992.0"):  # 2^53: ids may merge
-        input_qid(pd.DataFrame({"f0": [1.0, 2.0], "qid": [1.0, 2.0**53]}))
+        input_qid(pd.DataFrame({"f1": [1.0, 2.0], "qid": [1.0, 2.0**53]}))
     with pytest.raises(DataError, match="beyond the int64 range"):
-        input_qid(pd.DataFrame({"f0": [1.0], "qid": np.array([2**63], dtype=np.uint64)}))
+        input_qid(pd.DataFrame({"f1": [1.0], "qid": np.array([2**63], dtype=np.uint64)}))
 
 
 def test_input_matrix_errors():
