@@ -200,6 +200,7 @@ def _pip_requirements() -> list[str]:
         "xgboost-cpu",
         "scikit-learn",
         "skops",
+        "catboost",
     ):
         try:
             reqs.append(f"{name}=={version(name)}")
