@@ -53,11 +53,11 @@ def test_linear_sparse_input_and_nonfinite_features(splits):
     r = make("linear").fit(sparse)
     np.testing.assert_allclose(r.predict(sp.csr_matrix(valid.X)), r.predict(valid.X))
     X = train.X.copy()
-    X[5, 2] = np.nan
+    X[5, 2] = np.nan  # row 6, feature 3 (1-based, as in the SVMlight file)
     bad = RankingData(X=X, y=train.y, qid=train.qid, name="nan.txt")
     with pytest.raises(
         DataError,
-        match=r"nan.txt \(train\): query qid=1 \(rows 1-\d+\) has a non-finite value in feature column 2 \(row 6\)",
+        match=r"nan.txt \(train\): query qid=1 \(rows 1-\d+\) has a non-finite value in feature 3 \(row 6\)",
     ):
         make("linear").fit(bad)
 
