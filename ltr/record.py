@@ -153,19 +153,25 @@ def model_example(data: Any, rows: int = 5) -> Any:
     return data.dense()[:end], data.qid[:end]
 
 
-def describe_learned(ranker: Any) -> list[str]:
-    """Console lines (one per choice) for the choices a model learned (:meth:`~ltr.models.base.BaseRanker.learned_choices`).
+def describe_learned(ranker: Any, top: int = 5) -> list[str]:
+    """Console lines for the choices a model learned (:meth:`~ltr.models.base.BaseRanker.learned_choices`).
+
+    One line per learned param, then the ``top`` learned metrics by value (e.g. the best candidate
+    features) and how many more the run logged.
 
     >>> class Fake:
     ...     def learned_choices(self):
-    ...         return {"feature.column": 3, "feature.direction": "desc"}, {"feature.selection.f3_desc": 0.5}
-    >>> describe_learned(Fake())
-    ['learned feature.column = 3', 'learned feature.direction = desc', 'learned feature.selection.f3_desc = 0.5000']
+    ...         return {"feature.id": 3}, {"feature.selection.f1_desc": 0.25, "feature.selection.f3_desc": 0.5}
+    >>> describe_learned(Fake(), top=1)
+    ['learned feature.id = 3', 'learned feature.selection.f3_desc = 0.5000', '  (1 more: learned.* metrics of the run)']
     """
     params, metrics = ranker.learned_choices()
-    return [f"learned {k} = {v}" for k, v in params.items()] + [
-        f"learned {k} = {v:.4f}" for k, v in metrics.items()
-    ]
+    ranked = sorted(metrics.items(), key=lambda kv: -kv[1] if kv[1] == kv[1] else float("inf"))
+    lines = [f"learned {k} = {v}" for k, v in params.items()]
+    lines += [f"learned {k} = {v:.4f}" for k, v in ranked[:top]]
+    if len(ranked) > top:
+        lines.append(f"  ({len(ranked) - top} more: learned.* metrics of the run)")
+    return lines
 
 
 def log_outcome(
