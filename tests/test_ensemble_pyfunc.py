@@ -126,3 +126,19 @@ def test_per_query_ensembles_warn_on_rows_without_query_ids(kind):
         with pytest.warns(OneQueryWarning, match=rf"{cfg['name']} scores per query, but {test.n_docs} rows"):
             one = ens.predict(test.dense())
         assert not np.allclose(one, expected)  # the warning is about real damage
+
+
+def test_cross_validation_scores_a_per_query_ensemble_query_by_query():
+    """Out-of-fold scores of a z-score mean ensemble have mean 0 within every query (each member is
+    z-scored per query); before, a fold's queries were scored as ONE query (a bare matrix)."""
+    import warnings
+
+    from ltr.models.crossval import cross_val_scores
+
+    data = generate(20, seed=4, max_docs=15)
+    cfg = {"name": "ensemble_mean", "members": ["linear", "feature"], "n_jobs": 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no OneQueryWarning: every fold is scored as queries
+        scores, _ = cross_val_scores(data, cfg, k=4, seed=0, num_threads=1)
+    means = np.add.reduceat(scores, data.offsets[:-1]) / data.group_sizes
+    np.testing.assert_allclose(means, 0.0, atol=1e-9)
