@@ -86,17 +86,20 @@ def examination_probabilities(position: np.ndarray, *, eta: float) -> np.ndarray
 def noisy_feature_scores(data: RankingData, *, feature: int, noise: float, seed: int) -> np.ndarray:
     """A production ranker: feature ``feature`` standardised over the data, plus ``noise``·N(0, 1).
 
+    ``feature`` is a 1-based feature id, as in SVMlight files (column ``feature - 1`` of X; the one
+    numbering of ``docs/data.md``).
+
     >>> from ltr.data import RankingData
     >>> d = RankingData(X=np.array([[1.0], [3.0]], np.float32), y=[0, 1], qid=[1, 1])
-    >>> noisy_feature_scores(d, feature=0, noise=0.0, seed=0).tolist()
+    >>> noisy_feature_scores(d, feature=1, noise=0.0, seed=0).tolist()
     [-1.0, 1.0]
     """
     check_block(LoggingPolicy, {"feature": feature, "noise": noise}, "clicks.logging")
-    if not feature < data.n_features:
+    if not feature <= data.n_features:
         raise ConfigError(
-            f"clicks.logging.feature: expected a feature index 0..{data.n_features - 1}, got {feature!r}"
+            f"clicks.logging.feature: expected a 1-based feature id 1..{data.n_features}, got {feature!r}"
         )
-    x = data.X[:, [feature]]
+    x = data.X[:, [feature - 1]]
     x = np.asarray(x.toarray() if hasattr(x, "toarray") else x, dtype=np.float64).ravel()
     x = (x - x.mean()) / (x.std() or 1.0)
     return x + noise * np.random.default_rng(seed).standard_normal(x.shape[0])
@@ -186,7 +189,7 @@ class LoggingPolicy:
     """The production ranker that ordered the shown lists: one feature, standardised, plus noise."""
 
     kind: str = setting("feature", choices=("feature",))
-    feature: int = setting(0, low=0)  # column of X
+    feature: int = setting(1, low=1)  # 1-based feature id (column feature - 1 of X)
     noise: float = setting(1.0, low=0.0)  # standard deviation of the Gaussian noise
 
 

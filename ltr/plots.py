@@ -166,17 +166,30 @@ def feature_importance(ranker: Any, n_features: int | None = None) -> np.ndarray
     return None
 
 
-def plot_feature_importance(
-    importance: np.ndarray, path: str | Path, *, top: int = 20, title: str = "feature importance (gain)"
-) -> Path:
-    """Horizontal bars of the ``top`` features by importance (feature ``i`` is column ``i``, 1-based label)."""
+def top_features(importance: np.ndarray, top: int = 20) -> tuple[list[str], np.ndarray]:
+    """Labels and values of the ``top`` features by importance, largest first (zeros dropped if any is > 0).
+
+    Labels are the 1-based feature ids of ``docs/data.md`` (column ``j`` is feature ``f{j+1}``, as in
+    an SVMlight file, ``ltr.data info`` and the pyfunc model's input columns).
+
+    >>> top_features(np.array([0.0, 5.0, 1.0, 0.0, 3.0]), top=3)
+    (['f2', 'f5', 'f3'], array([5., 3., 1.]))
+    """
     values = np.asarray(importance, dtype=float)
     order = np.argsort(-values, kind="stable")[:top]
     order = order[values[order] > 0] if (values[order] > 0).any() else order
-    fig = _figure(7.0, 0.28 * len(order) + 1.2)
+    return [f"f{j + 1}" for j in order], values[order]
+
+
+def plot_feature_importance(
+    importance: np.ndarray, path: str | Path, *, top: int = 20, title: str = "feature importance (gain)"
+) -> Path:
+    """Horizontal bars of the ``top`` features by importance, labelled by :func:`top_features` (1-based ids)."""
+    labels, values = top_features(importance, top)
+    fig = _figure(7.0, 0.28 * len(labels) + 1.2)
     ax = fig.add_subplot()
-    ax.barh(np.arange(len(order))[::-1], values[order], color="tab:green")
-    ax.set_yticks(np.arange(len(order))[::-1], [f"f{i + 1}" for i in order], fontsize="small")
+    ax.barh(np.arange(len(labels))[::-1], values, color="tab:green")
+    ax.set_yticks(np.arange(len(labels))[::-1], labels, fontsize="small")
     ax.set_xlabel("gain")
     ax.set_title(title)
     return _save(fig, path)

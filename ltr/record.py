@@ -7,7 +7,9 @@ with live curves (``curve/<split>/<metric>``, step = iteration) and a progress b
 :func:`log_outcome` records, with the names ``docs/experiments.md`` lists ("What a run records"):
 the metric conventions (``metric_conventions.*`` params), the engine's own parameters (``engine.*``),
 ``best_iteration``, per split ``<split>/<metric>`` means with ``_ci_low`` / ``_ci_high`` /
-``_n_skipped`` and ``<split>/n_queries``, ``baseline_random/<split>/<metric>``, the per-query
+``_n_skipped`` and ``<split>/n_queries``, ``baseline_random/<split>/<metric>``, the choices the model
+learned from the data (:meth:`~ltr.models.base.BaseRanker.learned_choices`: ``learned.*`` params and
+metrics, e.g. the ``feature`` baseline's column and direction, a blend's weights), the per-query
 Parquet files ``per_query/<split>.parquet``, plots under ``plots/`` and the model under ``model/``;
 a split sharing queries with ``train`` is warned about and tagged ``ltr.leakage.<split>``.
 
@@ -143,6 +145,39 @@ def log_run_plots(
         return written if out_dir is not None else []
 
 
+def model_example(data: Any, rows: int = 5) -> Any:
+    """The logged model's input example: ``(X, qid)`` of the first query's first ``rows`` documents.
+
+    :func:`ltr.models.pyfunc.log_pyfunc_model` stores it as a DataFrame ``f1 … fn`` + ``qid``, the
+    input every logged model takes; ``None`` for a split without documents.
+    """
+    if not data.n_docs:
+        return None
+    end = min(rows, int(data.offsets[1]))
+    return data.dense()[:end], data.qid[:end]
+
+
+def describe_learned(ranker: Any, top: int = 5) -> list[str]:
+    """Console lines for the choices a model learned (:meth:`~ltr.models.base.BaseRanker.learned_choices`).
+
+    One line per learned param, then the ``top`` learned metrics by value (e.g. the best candidate
+    features) and how many more the run logged.
+
+    >>> class Fake:
+    ...     def learned_choices(self):
+    ...         return {"feature.id": 3}, {"feature.selection.f1_desc": 0.25, "feature.selection.f3_desc": 0.5}
+    >>> describe_learned(Fake(), top=1)
+    ['learned feature.id = 3', 'learned feature.selection.f3_desc = 0.5000', '  (1 more: learned.* metrics of the run)']
+    """
+    params, metrics = ranker.learned_choices()
+    ranked = sorted(metrics.items(), key=lambda kv: -kv[1] if kv[1] == kv[1] else float("inf"))
+    lines = [f"learned {k} = {v}" for k, v in params.items()]
+    lines += [f"learned {k} = {v:.4f}" for k, v in ranked[:top]]
+    if len(ranked) > top:
+        lines.append(f"  ({len(ranked) - top} more: learned.* metrics of the run)")
+    return lines
+
+
 def log_outcome(
     tracker: Any,
     cfg: Any,
@@ -169,6 +204,9 @@ def log_outcome(
         tracker.log_metrics({"best_iteration": outcome.best_iteration})
     if outcome.engine_params:
         tracker.log_params({f"engine.{k}": v for k, v in flatten_params(outcome.engine_params).items()})
+    learned_params, learned_metrics = outcome.ranker.learned_choices()
+    tracker.log_params({f"learned.{k}": v for k, v in learned_params.items()})
+    tracker.log_metrics({f"learned.{k}": v for k, v in learned_metrics.items()})
     for split, result in outcome.results.items():
         tracker.log_metrics(split_metrics(result, outcome.metrics, outcome.cis[split]))
         tracker.log_frame(outcome.frames[split], f"per_query/{split}.parquet")
@@ -183,8 +221,7 @@ def log_outcome(
     if cfg.tracking.get("log_plots", True) or plots_dir is not None:
         log_run_plots(tracker, outcome, data.n_features, plots_dir, label or str(cfg.model.name))
     if cfg.tracking.get("log_model", True):
-        example = data.dense()[:5] if data.n_docs else None
-        tracker.log_ranker(outcome.ranker, example=example)
+        tracker.log_ranker(outcome.ranker, example=model_example(data))
 
 
 def train_and_record(
@@ -222,6 +259,9 @@ def train_and_record(
             outcome = fit_and_evaluate(cfg, splits, on_iteration=on_iteration)
         if console is not None and outcome.best_iteration is not None:
             console.print(f"  best iteration {outcome.best_iteration}")
+        if console is not None:
+            for line in describe_learned(outcome.ranker):
+                console.print(f"  {line}")
         log_outcome(
             tracker, cfg, outcome, splits, curves_logged=bool(curves.seen), plots_dir=plots_dir, label=label
         )

@@ -16,7 +16,6 @@ MLflow is imported inside the functions that use it: importing it takes seconds,
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -38,8 +37,6 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 PARAM_VALUE_LIMIT = 6000
 _BATCH = 900  # MLflow accepts up to 1000 metrics / 100 params per log_batch call
 _PARAM_BATCH = 100
-#: MLflow flavours a ranker may ask for besides pyfunc → the distribution its model needs
-NATIVE_FLAVORS = {"lightgbm": "lightgbm", "xgboost": "xgboost-cpu"}
 
 
 def flatten_params(tree: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
@@ -314,8 +311,8 @@ class Tracker:
     def log_ranker(self, ranker: Any, example: Any = None) -> None:
         """Log the fitted model under ``model/`` the way the ranker asks (``ranker.logged_model()``).
 
-        ``("lightgbm", booster)`` / ``("xgboost", booster)``: MLflow's native flavour for the booster;
-        ``("pyfunc", ranker)``: :func:`ltr.models.pyfunc.log_pyfunc_model` (any ranker, ensembles too).
+        ``("pyfunc", ranker)`` (every ``ltr`` ranker): :func:`ltr.models.pyfunc.log_pyfunc_model`, one
+        input for every model (features ``f1 …`` + optional ``qid``), native engine files inside.
         """
         # the requirements are given explicitly; silence MLflow's environment-inference chatter
         for noisy in (
@@ -326,24 +323,14 @@ class Tracker:
         ):
             logging.getLogger(noisy).setLevel(logging.ERROR)
         flavor, model = ranker.logged_model()
-        if flavor == "pyfunc":
-            # deferred: imports mlflow (seconds), which only a run that logs a model needs
-            from ltr.models.pyfunc import log_pyfunc_model
-
-            _retry(log_pyfunc_model, model, name="model", input_example=example)
-        elif flavor in NATIVE_FLAVORS:
-            _retry(
-                importlib.import_module(f"mlflow.{flavor}").log_model,
-                model,
-                name="model",
-                pip_requirements=_pip_requirements(NATIVE_FLAVORS[flavor]),
-                input_example=example,
-            )
-        else:
+        if flavor != "pyfunc":
             raise ValueError(
-                f"{type(ranker).__name__}.logged_model() asks for MLflow flavour {flavor!r}; "
-                f"known: pyfunc, {', '.join(NATIVE_FLAVORS)}"
+                f"{type(ranker).__name__}.logged_model() asks for MLflow flavour {flavor!r}; known: pyfunc"
             )
+        # deferred: imports mlflow (seconds), which only a run that logs a model needs
+        from ltr.models.pyfunc import log_pyfunc_model
+
+        _retry(log_pyfunc_model, model, name="model", input_example=example)
 
     # --- helpers ---------------------------------------------------------------------------------
     def _run(self) -> str:
@@ -391,18 +378,6 @@ def _retry(fn: Any, *args: Any, attempts: int = 12, **kwargs: Any) -> Any:
             time.sleep(delay + (os.getpid() % 17) / 1000)
             delay = min(delay * 2, 2.0)
     raise RuntimeError("unreachable")  # pragma: no cover
-
-
-def _pip_requirements(package: str) -> list[str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    reqs = []
-    for name in ("mlflow", package, "numpy", "pandas"):
-        try:
-            reqs.append(f"{name}=={version(name)}")
-        except PackageNotFoundError:
-            continue
-    return reqs
 
 
 def make_tracker(tracking_cfg: Mapping[str, Any], root: str | os.PathLike[str]) -> Tracker | NullTracker:

@@ -93,12 +93,16 @@ def test_noisy_feature_production_ranker():
     data = generate(10, seed=2)
     x = data.X[:, 3].astype(float)
     np.testing.assert_allclose(
-        noisy_feature_scores(data, feature=3, noise=0.0, seed=1), (x - x.mean()) / x.std(), rtol=1e-6
-    )
-    noisy = noisy_feature_scores(data, feature=3, noise=1.0, seed=1)
+        noisy_feature_scores(data, feature=4, noise=0.0, seed=1), (x - x.mean()) / x.std(), rtol=1e-6
+    )  # feature 4 (1-based, as in SVMlight files) is column 3
+    noisy = noisy_feature_scores(data, feature=4, noise=1.0, seed=1)
     assert 0.5 < np.corrcoef(noisy, x)[0, 1] < 0.9  # signal plus unit-variance noise: corr ≈ 1/√2
-    with pytest.raises(ConfigError, match=r"clicks.logging.feature: expected a feature index 0..45"):
-        noisy_feature_scores(data, feature=46, noise=1.0, seed=1)
+    with pytest.raises(
+        ConfigError, match=r"clicks.logging.feature: expected a 1-based feature id 1..46, got 47"
+    ):
+        noisy_feature_scores(data, feature=47, noise=1.0, seed=1)
+    with pytest.raises(ConfigError, match=r"clicks.logging.feature"):
+        noisy_feature_scores(data, feature=0, noise=1.0, seed=1)
 
 
 @pytest.mark.parametrize(

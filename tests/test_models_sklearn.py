@@ -53,11 +53,11 @@ def test_linear_sparse_input_and_nonfinite_features(splits):
     r = make("linear").fit(sparse)
     np.testing.assert_allclose(r.predict(sp.csr_matrix(valid.X)), r.predict(valid.X))
     X = train.X.copy()
-    X[5, 2] = np.nan
+    X[5, 2] = np.nan  # row 6, feature 3 (1-based, as in the SVMlight file)
     bad = RankingData(X=X, y=train.y, qid=train.qid, name="nan.txt")
     with pytest.raises(
         DataError,
-        match=r"nan.txt \(train\): query qid=1 \(rows 1-\d+\) has a non-finite value in feature column 2 \(row 6\)",
+        match=r"nan.txt \(train\): query qid=1 \(rows 1-\d+\) has a non-finite value in feature 3 \(row 6\)",
     ):
         make("linear").fit(bad)
 
@@ -114,15 +114,18 @@ def test_feature_best_is_the_argmax_over_columns_and_directions(tmp_path, splits
 def test_feature_fixed_column_direction_and_missing_values():
     X = np.array([[1.0], [np.nan], [3.0]], dtype=np.float32)
     d = RankingData(X=X, y=[0, 1, 2], qid=[1, 1, 1])
-    asc = make("feature", {"feature": 0, "direction": "asc"}).fit(d)
+    asc = make("feature", {"feature": 1, "direction": "asc"}).fit(d)  # 1-based: column 0
     assert asc.predict(d).tolist() == [-1.0, -np.inf, -3.0]
-    desc = make("feature", {"feature": 0, "direction": "desc"}).fit(d)
+    desc = make("feature", {"feature": 1, "direction": "desc"}).fit(d)
     assert desc.predict(d).tolist() == [1.0, -np.inf, 3.0]
-    with pytest.raises(ConfigError, match=r"params.feature=4 but data has 1 feature columns \(0-0\)"):
-        make("feature", {"feature": 4, "direction": "desc"}).fit(d)
     with pytest.raises(
-        ConfigError, match=r"model.params.feature: must be a column index >= 0 or 'best', got -1"
+        ConfigError, match=r"model.params.feature=2 but data has 1 features \(1-based ids 1-1"
     ):
-        make("feature", {"feature": -1})
+        make("feature", {"feature": 2, "direction": "desc"}).fit(d)
+    with pytest.raises(
+        ConfigError,
+        match=r"model.params.feature: must be a feature id >= 1 \(1-based, as in SVMlight files\) or 'best', got 0",
+    ):
+        make("feature", {"feature": 0})
     with pytest.raises(ConfigError, match="engine_params must be empty"):
         make("feature", engine_params={"x": 1})

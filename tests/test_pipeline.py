@@ -57,7 +57,7 @@ def _config(root: Path, *extra: str):
     return compose_config(
         [
             "+model=feature",
-            "model.params.feature=0",
+            "model.params.feature=1",  # 1-based: column 0
             "model.params.direction=desc",
             "eval.preset=sklearn",
             "eval.metrics=[ndcg@5,ndcg@10]",

@@ -91,3 +91,35 @@ def test_xgboost_importance_is_total_gain_by_column(data):
 def test_rankers_without_importance_give_none(data):
     ranker = build_ranker({"name": "feature"}, seed=1, num_threads=1).fit(data, data)
     assert feature_importance(ranker) is None
+
+
+def test_one_feature_numbering_everywhere_a_user_sees_features(tmp_path):
+    """docs/data.md: feature ``j`` is token ``j:v`` of a (1-based) SVMlight file. The one informative
+    token ``3:`` is called f3 by the importance plot, the ``feature`` model's params/logged choice and
+    the pyfunc input columns; the constant token ``5:`` is feature 5 in ``ltr.data info``."""
+    from ltr.data import RankingData
+    from ltr.data.info import summarize
+    from ltr.data.svmlight import load_svmlight, write_svmlight
+    from ltr.plots import top_features
+
+    rng = np.random.default_rng(0)
+    X = rng.random((400, 5)).astype(np.float32) + 0.5
+    X[:, 4] = 1.0  # constant
+    y = np.floor(X[:, 2] * 2.0 - 1.0).clip(0, 2).astype(int)  # the label follows column 2 only
+    path = write_svmlight(RankingData(X=X, y=y, qid=np.repeat(np.arange(40), 10)), tmp_path / "f.txt")
+    assert path.read_text().splitlines()[0].split()[4].startswith("3:")  # column 2 is token 3
+    data = load_svmlight(path)
+    assert summarize(data)["constant_features"] == [5]
+    ranker = build_ranker({"name": "lambdamart", "params": {"n_trees": 5}}, seed=1, num_threads=1).fit(data)
+    assert top_features(feature_importance(ranker))[0][0] == "f3"
+    best = build_ranker({"name": "feature"}, seed=1).fit(data)
+    assert best.learned_choices()[0] == {"feature.id": 3, "feature.direction": "desc"}
+    fixed = build_ranker({"name": "feature", "params": {"feature": 3, "direction": "desc"}}, seed=1).fit(data)
+    np.testing.assert_array_equal(fixed.predict(data), X[:, 2].astype(np.float64))
+    pytest.importorskip("mlflow")
+    from ltr.models.pyfunc import as_frame, input_matrix
+
+    frame = as_frame(X)
+    np.testing.assert_array_equal(frame["f3"].to_numpy(), X[:, 2])
+    # the pyfunc model scores column f3 as the feature model's feature 3
+    np.testing.assert_array_equal(fixed.predict(input_matrix(frame, 5)), fixed.predict(data))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,11 @@ MANIFEST = "manifest.json"
 HISTORY = "evals_result.json"
 FORMAT = "ltr-ranker"
 FORMAT_VERSION = 1
+
+
+class OneQueryWarning(UserWarning):
+    """Rows without query ids given to a per-query model: they were scored as one query."""
+
 
 OnIteration = Callable[[int, dict[str, float]], None]
 
@@ -259,6 +265,14 @@ class BaseRanker:
             )
         if X.shape[0] == 0:
             return np.zeros(0, dtype=np.float64)
+        if self.scores_per_query and X.shape[0] > 1 and not isinstance(data, RankingData):
+            warnings.warn(
+                f"{self.name} scores per query, but {X.shape[0]} rows came without query ids: they are "
+                "scored as ONE query; give a RankingData (or a 'qid' column to the MLflow model, "
+                "ltr.models.pyfunc.as_frame(X, qid=...)) if they belong to several queries",
+                OneQueryWarning,
+                stacklevel=2,
+            )
         return np.asarray(self._score(data, X), dtype=np.float64).reshape(-1)
 
     @property
@@ -269,15 +283,28 @@ class BaseRanker:
             return self.best_iteration_ + 1
         return self._n_rounds()
 
-    #: How a tracker logs the fitted model: ``"pyfunc"`` (the ranker, saved with :meth:`save`, behind
-    #: :mod:`ltr.models.pyfunc`) or an MLflow flavour that logs the engine's ``booster_`` natively
-    #: (``"lightgbm"``, ``"xgboost"``).
-    mlflow_flavor: ClassVar[str] = "pyfunc"
+    #: True when a row's score depends on the other rows of its query (ensembles that normalise or
+    #: fuse per query): a bare feature matrix of several rows is then scored as ONE query, with a warning.
+    scores_per_query: ClassVar[bool] = False
 
     def logged_model(self) -> tuple[str, Any]:
-        """``(flavour, object to log)``: ``("pyfunc", self)``, or ``(mlflow_flavor, booster_)`` for a native flavour."""
+        """``(flavour, object to log)`` for a tracker: ``("pyfunc", self)`` for every ``ltr`` ranker.
+
+        :mod:`ltr.models.pyfunc` wraps the ranker saved with :meth:`save` (native engine file +
+        manifest), so every logged model takes the same input (features, optional ``qid``) and the
+        native file stays loadable by its engine from the model's ``artifacts/ranker/`` folder.
+        """
         self._check_fitted()
-        return ("pyfunc", self) if self.mlflow_flavor == "pyfunc" else (self.mlflow_flavor, self.booster_)
+        return ("pyfunc", self)
+
+    def learned_choices(self) -> tuple[dict[str, Any], dict[str, float]]:
+        """``(params, metrics)`` the fit chose from the data, for the run's record (override).
+
+        E.g. the ``feature`` baseline's column and direction, a blend's weights and its members'
+        validation scores; empty for models whose only learned state is the engine's model file.
+        """
+        self._check_fitted()
+        return {}, {}
 
     def save(self, path: str | Path) -> None:
         """Write the fitted model to folder ``path``: native model file(s), ``manifest.json``, history."""

@@ -68,6 +68,7 @@ def cross_val_scores(
             data.subset(valid_q, name=f"{data.name}[fold {f} valid]"),
         )
         rows = data.row_indices(test_q)
-        scores[rows] = ranker.predict(data.X[rows])
+        # scored as queries (a RankingData), so per-query ensembles normalise within each query
+        scores[rows] = ranker.predict(data.subset(test_q, name=f"{data.name}[fold {f} test]"))
         models.append(ranker)
     return scores, models

@@ -265,6 +265,7 @@ class Ensemble(BaseRanker):
     engine: ClassVar[str] = "ensemble"
     iterative: ClassVar[bool] = False
     needs_valid: ClassVar[bool] = False
+    scores_per_query: ClassVar[bool] = True  # normalises / fuses / stacks within each query
 
     def __init__(
         self,
@@ -427,6 +428,11 @@ class MeanEnsemble(Ensemble):
 
     name = "ensemble_mean"
 
+    @property
+    def scores_per_query(self) -> bool:  # type: ignore[override]
+        """A mean of raw scores (``normalization: none``) scores rows independently."""
+        return self.params_["normalization"] != "none"
+
     def _combine(self, S: np.ndarray, offsets: np.ndarray, data: Any) -> np.ndarray:
         p = self.params_
         return fuse(S, offsets, "mean", weights=p["weights"], normalization=p["normalization"])
@@ -489,6 +495,14 @@ class BlendEnsemble(Ensemble):
 
     def _extra_state(self) -> dict[str, Any]:
         return {"weights": self.weights_.tolist(), "valid_scores": self.valid_scores_}
+
+    def learned_choices(self) -> tuple[dict[str, Any], dict[str, float]]:
+        """Params ``blend.weight.<member>``; metrics ``blend.valid_score.<member or blend>``."""
+        self._check_fitted()
+        labels = [spec.label for spec in self.member_specs]
+        weights = {f"blend.weight.{label}": float(w) for label, w in zip(labels, self.weights_, strict=True)}
+        scores = {f"blend.valid_score.{k}": float(v) for k, v in self.valid_scores_.items()}
+        return weights, scores
 
     def _load_state(self, path: Path, state: dict[str, Any]) -> None:
         self.weights_ = np.asarray(state["weights"], dtype=np.float64)

@@ -1,11 +1,13 @@
 """``feature``: rank by one feature — the sanity baseline every learning-to-rank paper should show.
 
-``params.feature`` is a 0-based column index of X (with LETOR files read 1-based, column ``j`` holds
-feature ``j + 1`` unless the loader says otherwise) or ``"best"``; ``params.direction`` is ``desc``
+``params.feature`` is a feature id, 1-based like the ids of an SVMlight file (feature ``j`` is column
+``j - 1`` of X; ``docs/data.md`` states the one numbering) or ``"best"``; ``params.direction`` is ``desc``
 (higher value ranks first), ``asc`` or ``"best"``. With ``best``, every candidate column and
 direction is scored with the early-stopping metric (``early_stopping.metric``, ltr conventions) on
 the validation split — on the training split when there is none — and the best one is kept (ties: the
-lowest column, ``desc`` before ``asc``); ``selection_`` records every candidate's value.
+lowest column, ``desc`` before ``asc``); ``selection_`` records every candidate's value (keys
+``"<column>:<direction>"``, 0-based columns). The fitted ``feature_`` is the 0-based column;
+:meth:`SingleFeature.learned_choices` reports it 1-based (logged and printed by every run).
 
 Score = value (``desc``) or −value (``asc``); a missing value (NaN) always ranks last (−inf).
 
@@ -26,6 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ltr.config_check import join
 from ltr.data import RankingData
 from ltr.errors import ConfigError
 from ltr.models.base import NonIterativeRanker, Resolved
@@ -63,13 +66,14 @@ class SingleFeature(NonIterativeRanker):
 
     def _fit_model(self, train: RankingData, valid: RankingData | None, cfg: Resolved, metric: Any) -> None:
         params = cfg.params
-        if params["feature"] != "best" and params["feature"] >= train.n_features:
+        if params["feature"] != "best" and params["feature"] > train.n_features:
+            where = join(join(getattr(self, "_where", "model"), "params"), "feature")
             raise ConfigError(
-                f"model feature: params.feature={params['feature']} but {train.name} has {train.n_features} "
-                f"feature columns (0-{train.n_features - 1})"
+                f"{where}={params['feature']} but {train.name} has {train.n_features} features "
+                f"(1-based ids 1-{train.n_features}, as in SVMlight files)"
             )
         self.engine_params_ = {}
-        columns = range(train.n_features) if params["feature"] == "best" else [int(params["feature"])]
+        columns = range(train.n_features) if params["feature"] == "best" else [int(params["feature"]) - 1]
         directions = DIRECTIONS if params["direction"] == "best" else (params["direction"],)
         self.selection_: dict[str, float] = {}
         if len(columns) * len(directions) == 1:
@@ -89,6 +93,23 @@ class SingleFeature(NonIterativeRanker):
 
     def _predict(self, X: Any) -> np.ndarray:
         return feature_scores(column(X, self.feature_), self.direction_)
+
+    def learned_choices(self) -> tuple[dict[str, Any], dict[str, float]]:
+        """Params ``feature.id`` (1-based) / ``feature.direction``; metrics ``feature.selection.f<id>_<dir>``.
+
+        >>> X = np.array([[1, 9], [3, 8], [2, 7]], dtype=np.float32)
+        >>> d = RankingData(X=X, y=[2, 1, 0], qid=[1, 1, 1])
+        >>> r = SingleFeature({"feature": 2, "direction": "asc"}).fit(d)
+        >>> r.feature_, r.learned_choices()
+        (1, ({'feature.id': 2, 'feature.direction': 'asc'}, {}))
+        """
+        self._check_fitted()
+        params = {"feature.id": self.feature_ + 1, "feature.direction": self.direction_}
+        metrics = {}
+        for key, value in self.selection_.items():
+            j, direction = key.split(":")
+            metrics[f"feature.selection.f{int(j) + 1}_{direction}"] = float(value)
+        return params, metrics
 
     def _extra_state(self) -> dict[str, Any]:
         return {"feature": self.feature_, "direction": self.direction_, "selection": self.selection_}

@@ -54,8 +54,6 @@ LIGHTGBM_DEFAULT_GAIN_SIZE = 31  # LightGBM's default label_gain is 2^i - 1 for 
 class LightGBMRanker(BaseRanker):
     """Shared LightGBM adapter; subclasses fix the objective."""
 
-    mlflow_flavor = "lightgbm"  # MLflow logs booster_ with its LightGBM flavour
-
     engine = "lightgbm"
     objective: ClassVar[str] = ""
     ranking_objective: ClassVar[bool] = True  # the objective itself uses query groups

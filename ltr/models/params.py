@@ -97,11 +97,13 @@ def gain_table(label_gain: str | list[float], max_label: int) -> list[float]:
 
 
 def _feature_column(value: Any, where: str) -> Any:
-    if isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= 1:
         return int(value)
     if value == "best":
         return value
-    raise ConfigError(f"{where}: must be a column index >= 0 or 'best', got {value!r}")
+    raise ConfigError(
+        f"{where}: must be a feature id >= 1 (1-based, as in SVMlight files) or 'best', got {value!r}"
+    )
 
 
 #: ltr name → (type, range/choices). ``Any`` types are checked by their ``check``.
@@ -124,7 +126,7 @@ SPECS: dict[str, tuple[Any, Constraint]] = {
     "objective": (str, Constraint(choices=("rank:ndcg", "rank:pairwise", "rank:map"))),
     "num_classes": (int | None, Constraint(low=2)),
     "alpha": (float, Constraint(low=0.0)),
-    "feature": (Any, Constraint(check=_feature_column)),  # a column index or "best"
+    "feature": (Any, Constraint(check=_feature_column)),  # a 1-based feature id or "best"
     "direction": (str, Constraint(choices=("desc", "asc", "best"))),
 }
 

@@ -7,9 +7,10 @@ so that::
     model = mlflow.pyfunc.load_model("runs:/<run_id>/model")
     scores = model.predict(df)          # one float64 score per row (document)
 
-works for every model, ensembles included. ``df`` holds the features as columns ``f0 … f{n-1}``
-(``feature_columns(n)``; column ``fj`` is column ``j`` of the training matrix), in any order, and
-optionally an integer column ``qid``:
+works for every model, ensembles included (every ``ltr`` tracker logs its models this way). ``df``
+holds the features as columns ``f1 … fn`` (``feature_columns(n)``; column ``fj`` is feature ``j``,
+1-based like the ids of an SVMlight file, i.e. column ``j - 1`` of the training matrix — the one
+feature numbering of ``docs/data.md``), in any order, and optionally an integer column ``qid``:
 
 * with ``qid``, the rows are grouped by query (in any row order; rows of one query need not be
   adjacent) and every query is scored as a query — what ensembles that normalise or fuse scores
@@ -17,9 +18,10 @@ optionally an integer column ``qid``:
   the scores come back in the caller's row order;
 * without it, the whole frame is scored as ONE query (its rows are one query's candidates), which
   is also right for every model that scores rows independently (single GBDT / linear models,
-  bagging by raw-score averaging).
+  bagging by raw-score averaging); a per-query ensemble given several rows without ``qid`` warns
+  (:class:`~ltr.models.base.OneQueryWarning`), since it cannot tell whether they are one query.
 
-The logged signature always declares ``f0 …`` (required, double: float32 and float64 columns both
+The logged signature always declares ``f1 …`` (required, double: float32 and float64 columns both
 pass MLflow's checks) and ``qid`` (optional, integer), so MLflow neither drops a ``qid`` column nor
 requires one; MLflow therefore wants a DataFrame (``as_frame(X, qid=...)`` builds one). Called
 directly, :class:`RankerModel` also scores a plain array positionally, as one query.
@@ -27,7 +29,9 @@ directly, :class:`RankerModel` also scores a plain array positionally, as one qu
 No pickle: the pyfunc is logged as *models from code* — a three-line generated script that builds
 :class:`RankerModel` — so MLflow never cloudpickles an object, and the ranker itself is loaded with
 :func:`ltr.models.load_ranker` from native files. Loading needs ``ltr`` importable (it is listed in
-the model's pip requirements when installed as a distribution).
+the model's pip requirements when installed as a distribution). The engine's own model file stays
+loadable natively from the logged model's ``artifacts/ranker/`` folder (``model.txt`` for LightGBM
+via ``lightgbm.Booster(model_file=...)``, ``model.ubj`` for XGBoost via ``xgboost.Booster(model_file=...)``).
 """
 
 from __future__ import annotations
@@ -59,16 +63,16 @@ mlflow.models.set_model(RankerModel())
 
 
 def feature_columns(n_features: int) -> list[str]:
-    """Column names of the pyfunc input: ``f0 … f{n-1}``.
+    """Column names of the pyfunc input: ``f1 … fn`` (feature ``j`` is column ``j - 1`` of ``X``).
 
     >>> feature_columns(3)
-    ['f0', 'f1', 'f2']
+    ['f1', 'f2', 'f3']
     """
-    return [f"f{j}" for j in range(n_features)]
+    return [f"f{j}" for j in range(1, n_features + 1)]
 
 
 def as_frame(X: Any, qid: Any = None) -> pd.DataFrame:
-    """Features (and optionally query ids) as the pyfunc input DataFrame: float32 ``f0 …`` [+ int64 ``qid``].
+    """Features (and optionally query ids) as the pyfunc input DataFrame: float32 ``f1 …`` [+ int64 ``qid``].
 
     >>> as_frame(np.eye(2), qid=[7, 7]).dtypes.astype(str).tolist()
     ['float32', 'float32', 'int64']
@@ -94,9 +98,9 @@ def input_qid(model_input: Any) -> np.ndarray | None:
     Integral floats are accepted (a column MLflow or pandas widened); anything else is an error
     naming the first bad row.
 
-    >>> input_qid(pd.DataFrame({"f0": [1.0, 2.0], "qid": [3.0, 3.0]})).tolist()
+    >>> input_qid(pd.DataFrame({"f1": [1.0, 2.0], "qid": [3.0, 3.0]})).tolist()
     [3, 3]
-    >>> input_qid(pd.DataFrame({"f0": [1.0]})) is None
+    >>> input_qid(pd.DataFrame({"f1": [1.0]})) is None
     True
     """
     if not isinstance(model_input, pd.DataFrame) or QID_COLUMN not in model_input.columns:
@@ -120,9 +124,9 @@ def input_qid(model_input: Any) -> np.ndarray | None:
 
 
 def input_matrix(model_input: Any, n_features: int) -> np.ndarray:
-    """The feature matrix from a pyfunc input: columns ``f0 …`` of a DataFrame (any order), or an array.
+    """The feature matrix from a pyfunc input: columns ``f1 …`` of a DataFrame (any order), or an array.
 
-    >>> input_matrix(pd.DataFrame({"f1": [2.0], "f0": [1.0], "qid": [5]}), 2).tolist()
+    >>> input_matrix(pd.DataFrame({"f2": [2.0], "f1": [1.0], "qid": [5]}), 2).tolist()
     [[1.0, 2.0]]
     """
     if isinstance(model_input, pd.DataFrame):
@@ -133,7 +137,7 @@ def input_matrix(model_input: Any, n_features: int) -> np.ndarray:
         if missing:
             raise DataError(
                 f"pyfunc input: missing feature column(s) {missing[:5]}{' …' if len(missing) > 5 else ''}; "
-                f"expected columns f0 … f{n_features - 1}"
+                f"expected columns f1 … f{n_features}"
             )
         return model_input[names].to_numpy(dtype=np.float32)
     return np.asarray(model_input, dtype=np.float32)
@@ -167,13 +171,13 @@ class RankerModel(mlflow.pyfunc.PythonModel):
     def predict(
         self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None
     ) -> np.ndarray:
-        """Scores (float64, one per row) of ``model_input``: columns ``f0 …`` [+ ``qid``], or an array."""
+        """Scores (float64, one per row) of ``model_input``: columns ``f1 …`` [+ ``qid``], or an array."""
         X = input_matrix(model_input, int(self.ranker.n_features_in_))
         return score_by_query(self.ranker, X, input_qid(model_input))
 
 
 def signature(n_features: int) -> Any:
-    """The logged model signature: double ``f0 … f{n-1}`` (required) and integer ``qid`` (optional).
+    """The logged model signature: double ``f1 … fn`` (required) and integer ``qid`` (optional).
 
     Double, not float: MLflow upcasts float32 input to a double column but refuses the reverse.
     """
@@ -196,6 +200,7 @@ def _pip_requirements() -> list[str]:
         "xgboost-cpu",
         "scikit-learn",
         "skops",
+        "catboost",
     ):
         try:
             reqs.append(f"{name}=={version(name)}")
@@ -209,12 +214,14 @@ def log_pyfunc_model(
 ) -> Any:
     """Log ``ranker`` in the active MLflow run as a pyfunc model named ``name``; returns MLflow's ModelInfo.
 
-    The signature is :func:`signature` (features ``f0 …`` + optional ``qid``); ``input_example``
-    (rows of features, array or DataFrame, with or without ``qid``) is stored as the example.
+    The signature is :func:`signature` (features ``f1 …`` + optional ``qid``); ``input_example``
+    (rows of features: an array, an ``(X, qid)`` pair or a DataFrame) is stored as the example.
     """
-    example = None
-    if input_example is not None:
-        example = input_example if isinstance(input_example, pd.DataFrame) else as_frame(input_example)
+    example = input_example
+    if isinstance(input_example, tuple):
+        example = as_frame(*input_example)
+    elif input_example is not None and not isinstance(input_example, pd.DataFrame):
+        example = as_frame(input_example)
     with tempfile.TemporaryDirectory(prefix="ltr-pyfunc-") as tmp:
         folder = Path(tmp) / ARTIFACT
         ranker.save(folder)

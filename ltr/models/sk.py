@@ -53,7 +53,10 @@ TRUSTED_SKOPS_TYPES = ["sklearn.tree._tree.Tree"]
 
 
 def check_finite_features(data: RankingData, role: str, *, model: str) -> None:
-    """scikit-learn's linear models reject NaN/inf: name the first offending row, query and column."""
+    """scikit-learn's linear models reject NaN/inf: name the first offending row, query and feature.
+
+    Rows and features are numbered from 1 (the feature id of an SVMlight file, ``docs/data.md``).
+    """
     values = data.X.data if sp.issparse(data.X) else data.X
     finite = np.isfinite(values)
     if finite.all():
@@ -66,7 +69,7 @@ def check_finite_features(data: RankingData, role: str, *, model: str) -> None:
     else:
         row, col = (int(v) for v in np.argwhere(~finite)[0])
     raise DataError(
-        f"{data.name} ({role}): {describe_row(data, row)} has a non-finite value in feature column {col} "
+        f"{data.name} ({role}): {describe_row(data, row)} has a non-finite value in feature {col + 1} "
         f"(row {row + 1}); {model} needs finite features — impute or clip them when loading"
     )
 

@@ -61,8 +61,6 @@ def query_positions(data: RankingData) -> np.ndarray:
 class XGBoostLambdaMART(BaseRanker):
     """LambdaMART on XGBoost's ``hist`` trees (see the module docstring for the translation)."""
 
-    mlflow_flavor = "xgboost"  # MLflow logs booster_ with its XGBoost flavour
-
     name = "lambdamart_xgb"
     engine = "xgboost"
     unsupported_params = vocabulary.refused("xgboost")
