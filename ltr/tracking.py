@@ -43,10 +43,10 @@ NATIVE_FLAVORS = {"lightgbm": "lightgbm", "xgboost": "xgboost-cpu"}
 #: URI schemes a tracking store may have (``postgresql+psycopg2`` counts as ``postgresql``)
 STORE_SCHEMES = ("http", "https", "sqlite", "file", "postgresql", "mysql", "mssql", "databricks")
 #: bounded retries for a tracking server, set for the run unless the user's environment sets them:
-#: a dead server costs ≈ 0.5 + 1 + 2 s of back-off per call instead of MLflow's minutes
+#: a dead server costs ≈ 1 + 2 s of back-off per call instead of MLflow's minutes
 HTTP_LIMITS = {
-    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3",
-    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "0.5",
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "20",
 }
 #: the local store a run moves to when its tracking server stops answering (under the work root)

@@ -2,15 +2,33 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+from helpers import PROJECT_ROOT, TINY_DATA, cli_env, free_port
 from mlflow.tracking import MlflowClient
 
 from ltr.errors import ConfigError, NotFittedError
-from ltr.tracking import NullTracker, Tracker, _retry, download_frame, find_runs, flatten_params
+from ltr.tracking import (
+    TAG_FALLBACK_FOR,
+    NullTracker,
+    Tracker,
+    _retry,
+    download_frame,
+    find_runs,
+    flatten_params,
+)
 
 
 def test_retry_backs_off_on_sqlite_lock_then_succeeds():
@@ -144,3 +162,159 @@ def test_unknown_flavor_is_refused_naming_the_ranker(tmp_path):
         pytest.raises(ValueError, match="OnnxRanker.*'onnx'.*pyfunc, lightgbm, xgboost"),
     ):
         tracker.log_ranker(OnnxRanker())
+
+
+# --- a real MLflow server: credentials, a server that dies mid-run, the fallback store ----------------
+
+
+def start_mlflow_server(root: Path) -> tuple[subprocess.Popen, str]:
+    """``mlflow server`` on a free 127.0.0.1 port in its own process group; returns (process, url)."""
+    port = free_port()
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true"}
+    cmd = [
+        str(Path(sys.executable).with_name("mlflow")),
+        "server",
+        "--backend-store-uri", f"sqlite:///{root}/server.db",
+        "--artifacts-destination", str(root / "server-artifacts"),
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--workers", "1",
+    ]  # fmt: skip
+    log = (root / "server.log").open("w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                if response.status == 200:
+                    return proc, url
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_server(proc)
+            raise RuntimeError("mlflow server did not start:\n" + (root / "server.log").read_text()[-3000:])
+        time.sleep(0.5)
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    """SIGKILL the server's whole process group (its workers too) and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+@pytest.fixture
+def mlflow_server(tmp_path):
+    proc, url = start_mlflow_server(tmp_path)
+    yield proc, url
+    if proc.poll() is None:
+        stop_server(proc)
+
+
+def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_imports(tmp_path, mlflow_server):
+    """Kill a real `mlflow server` while `python -m ltr.train` boosts: the process ends in bounded time,
+    exit 0, with params, curves, metrics, artifacts and model in <root>/mlflow-fallback.db, and
+    `python -m ltr.tracking import-fallback` brings the run (model included) into another store."""
+    proc_server, url = mlflow_server
+    root = tmp_path / "work"
+    args = [
+        "+model=lambdamart",
+        *TINY_DATA,
+        "num_threads=1",
+        "model.params.n_trees=3000",
+        "model.params.learning_rate=0.001",
+        "model.early_stopping.patience=null",
+        f"tracking.uri={url}",
+    ]
+    train = subprocess.Popen(
+        [sys.executable, "-m", "ltr.train", *args],
+        cwd=PROJECT_ROOT,
+        env=cli_env(root),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        server = MlflowClient(url)
+        deadline = time.monotonic() + 300
+        server_run = None
+        while server_run is None and time.monotonic() < deadline and train.poll() is None:
+            time.sleep(0.5)
+            exp = server.get_experiment_by_name("ltr")
+            for r in server.search_runs([exp.experiment_id]) if exp else []:
+                if server.get_metric_history(r.info.run_id, "curve/valid/ndcg_at_10"):
+                    server_run = r.info.run_id
+        if server_run is None:
+            train.kill()
+            pytest.fail(
+                "training never logged a curve point to the server:\n" + train.communicate()[1][-3000:]
+            )
+        stop_server(proc_server)
+        killed_at = time.monotonic()
+        out, err = train.communicate(timeout=400)
+        elapsed = time.monotonic() - killed_at
+    finally:
+        if train.poll() is None:
+            train.kill()
+            train.wait()
+    assert train.returncode == 0, err[-3000:]
+    assert elapsed < 240, f"{elapsed:.0f} s after the server died"
+    store = root / "mlflow-fallback.db"
+    assert "stopped answering" in err and f"local store {store}" in err
+    assert f"-m ltr.tracking import-fallback {store} --to {url}" in err
+    assert "Traceback" not in err
+
+    fallback = MlflowClient(f"sqlite:///{store}")
+    (r,) = fallback.search_runs([fallback.get_experiment_by_name("ltr").experiment_id])
+    run_id = r.info.run_id
+    assert r.info.status == "FINISHED"
+    assert r.data.tags[TAG_FALLBACK_FOR] == url and r.data.tags["ltr.fallback.server_run_id"] == server_run
+    assert r.data.params["model.params.n_trees"] == "3000"
+    assert r.data.params["tracking.uri"] == url
+    assert 0.0 <= r.data.metrics["test/ndcg_at_10"] <= 1.0
+    assert "metric_conventions.gain" in r.data.params  # logged after training, after the kill
+    steps = [m.step for m in fallback.get_metric_history(run_id, "curve/valid/ndcg_at_10")]
+    assert steps == list(range(3000))  # the points sent before the kill were replayed, none lost
+    assert {a.path for a in fallback.list_artifacts(run_id)} >= {"config", "per_query", "plots"}
+    assert f"run {run_id}" in out  # the console names the run where it really is
+
+    target = f"sqlite:///{tmp_path}/imported.db"
+    imported = subprocess.run(
+        [sys.executable, "-m", "ltr.tracking", "import-fallback", str(store), "--to", target],
+        cwd=PROJECT_ROOT,
+        env=cli_env(root),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert imported.returncode == 0, imported.stderr[-3000:]
+    client = MlflowClient(target)
+    (new,) = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    assert f"imported run {run_id} as run {new.info.run_id}" in imported.stdout
+    assert new.info.status == "FINISHED" and new.info.run_name == r.info.run_name
+    assert new.data.params == r.data.params
+    assert new.data.metrics == r.data.metrics
+    assert len(client.get_metric_history(new.info.run_id, "curve/valid/ndcg_at_10")) == 3000
+    assert {a.path for a in client.list_artifacts(new.info.run_id)} >= {"config", "per_query", "plots"}
+    import mlflow
+
+    try:
+        mlflow.set_tracking_uri(target)
+        model = mlflow.pyfunc.load_model(f"runs:/{new.info.run_id}/model")
+        mlflow.set_tracking_uri(f"sqlite:///{store}")
+        original = mlflow.pyfunc.load_model(f"runs:/{run_id}/model")
+    finally:
+        mlflow.set_tracking_uri(None)
+    n_features = model.metadata.get_input_schema().inputs[0].shape[1]  # the booster's tensor input
+    X = np.random.default_rng(0).random((4, n_features)).astype(np.float32)
+    np.testing.assert_allclose(np.ravel(model.predict(X)), np.ravel(original.predict(X)))
+    again = subprocess.run(
+        [sys.executable, "-m", "ltr.tracking", "import-fallback", str(store), "--to", target],
+        cwd=PROJECT_ROOT,
+        env=cli_env(root),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert again.returncode == 0 and "0 run(s) imported" in again.stdout  # imported runs are not copied twice
