@@ -179,6 +179,13 @@ def check_server_reachable(uri: str, timeout: float = 5.0) -> None:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (user-given URL)
             if response.status != 200:
                 raise ConfigError(f"tracking.uri={uri}: {url} answered HTTP {response.status}")
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise ConfigError(
+                f"tracking.uri={uri}: the MLflow server refused the credentials (HTTP {exc.code}); give them "
+                "as http://USER:PASSWORD@host:port or in MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD"
+            ) from exc
+        raise ConfigError(f"tracking.uri={uri}: {url} answered HTTP {exc.code}") from exc
     except (urllib.error.URLError, OSError, TimeoutError, ValueError) as exc:
         raise ConfigError(
             f"tracking.uri={uri}: the MLflow server is unreachable ({mask_secrets(str(exc))}); start it, "

@@ -318,3 +318,107 @@ def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_impo
         timeout=300,
     )
     assert again.returncode == 0 and "0 run(s) imported" in again.stdout  # imported runs are not copied twice
+
+
+class BasicAuthProxy:
+    """A real HTTP proxy in front of a server that answers 401 unless ``Authorization`` is ``user:password``."""
+
+    def __init__(self, upstream: str, user: str, password: str) -> None:
+        import base64
+        import http.client
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        host, port = upstream.removeprefix("http://").split(":")
+        self.authorized, self.refused = 0, 0
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None: ...
+
+            def forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                if self.headers.get("Authorization") != expected:
+                    proxy.refused += 1
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="mlflow"')
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                proxy.authorized += 1
+                conn = http.client.HTTPConnection(host, int(port), timeout=60)
+                headers = {
+                    k: v for k, v in self.headers.items() if k.lower() not in ("host", "authorization")
+                }
+                conn.request(self.command, self.path, body=body, headers=headers)
+                response = conn.getresponse()
+                data = response.read()
+                self.send_response(response.status)
+                for key, value in response.getheaders():
+                    if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                conn.close()
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = forward
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_credentials_in_the_server_uri_reach_the_server_and_are_never_shown(tmp_path, mlflow_server):
+    """``tracking.uri=http://user:secret@host:port``: every request carries the credentials (a proxy
+    refuses any other), and the secret is in no output, param, tag or config artifact."""
+    _, url = mlflow_server
+    proxy = BasicAuthProxy(url, "ann", "s3cr3t")
+    try:
+        uri = f"http://ann:s3cr3t@127.0.0.1:{proxy.port}"
+        proc = subprocess.run(
+            [sys.executable, "-m", "ltr.train", "+model=lambdamart", *TINY_DATA, "num_threads=1",
+             "model.params.n_trees=5", f"tracking.uri={uri}"],
+            cwd=PROJECT_ROOT, env=cli_env(tmp_path / "work"), capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+    finally:
+        proxy.close()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proxy.authorized > 0 and proxy.refused == 0
+    assert "s3cr3t" not in proc.stdout + proc.stderr
+    client = MlflowClient(url)
+    (r,) = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    assert r.info.status == "FINISHED"
+    assert r.data.params["tracking.uri"] == f"http://ann:***@127.0.0.1:{proxy.port}"
+    written = [*r.data.params.values(), *r.data.tags.values()]
+    assert not [v for v in written if "s3cr3t" in v]
+    assert any("tracking.uri=http://ann:***@" in v for v in r.data.tags.values())  # the command tags
+    local = client.download_artifacts(r.info.run_id, "config/resolved.yaml", str(tmp_path / "dl"))
+    assert "s3cr3t" not in Path(local).read_text() and "ann:***@" in Path(local).read_text()
+
+
+def test_wrong_credentials_fail_before_training_with_one_masked_line(tmp_path, mlflow_server):
+    _, url = mlflow_server
+    proxy = BasicAuthProxy(url, "ann", "s3cr3t")
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "ltr.train", "+model=lambdamart", *TINY_DATA,
+             f"tracking.uri=http://ann:wrong@127.0.0.1:{proxy.port}"],
+            cwd=PROJECT_ROOT, env=cli_env(tmp_path), capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+    finally:
+        proxy.close()
+    assert proc.returncode == 2
+    assert "wrong" not in proc.stdout + proc.stderr
+    assert proc.stderr.startswith(
+        f"error: tracking.uri=http://127.0.0.1:{proxy.port}: the MLflow server refused"
+    )
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "data").exists()  # before any data was generated
