@@ -422,3 +422,40 @@ def test_wrong_credentials_fail_before_training_with_one_masked_line(tmp_path, m
     )
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "data").exists()  # before any data was generated
+
+
+@pytest.mark.parametrize("kill_before", ["metrics", "end"])
+def test_server_dying_between_calls_or_before_the_run_ends_loses_nothing(
+    tmp_path, mlflow_server, monkeypatch, kill_before
+):
+    """In-process: the server dies before a later call (or only before the run is ended): the fallback
+    run holds everything, the call that failed included, and ends FINISHED; the import command is printed."""
+    from ltr.tracking import HTTP_LIMITS
+
+    for name, value in HTTP_LIMITS.items():
+        monkeypatch.setenv(name, value)
+    proc, url = mlflow_server
+    note = tmp_path / "note.txt"
+    note.write_text("hello")
+    tracker = Tracker(url, "exp", fallback_root=tmp_path / "work")
+    t0 = time.monotonic()
+    with tracker.start(run_name="r", tags={"ltr.command": "x tracking.uri=http://a:pw@h:1"}):
+        tracker.log_params({"p": 1})
+        tracker.log_artifact(note, "notes")
+        tracker.log_iteration_values([(0, {"valid/ndcg@10": 0.25})])
+        if kill_before == "metrics":
+            stop_server(proc)
+        tracker.log_metrics({"test/ndcg_at_10": 0.5})
+        if kill_before == "end":
+            stop_server(proc)
+    assert time.monotonic() - t0 < 120
+    store = tmp_path / "work" / "mlflow-fallback.db"
+    assert tracker.uri == f"sqlite:///{store}" and tracker.fallback_from == url
+    client = MlflowClient(tracker.uri)
+    run = client.get_run(tracker.run_id)
+    assert run.info.status == "FINISHED" and run.info.run_name == "r"
+    assert run.data.params == {"p": "1"} and run.data.metrics["test/ndcg_at_10"] == 0.5
+    assert run.data.tags["ltr.command"] == "x tracking.uri=http://a:***@h:1"
+    assert [m.value for m in client.get_metric_history(tracker.run_id, "curve/valid/ndcg_at_10")] == [0.25]
+    local = client.download_artifacts(tracker.run_id, "notes/note.txt", str(tmp_path / "dl"))
+    assert Path(local).read_text() == "hello"
