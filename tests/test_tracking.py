@@ -280,14 +280,7 @@ def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_impo
     assert f"run {run_id}" in out  # the console names the run where it really is
 
     target = f"sqlite:///{tmp_path}/imported.db"
-    imported = subprocess.run(
-        [sys.executable, "-m", "ltr.tracking", "import-fallback", str(store), "--to", target],
-        cwd=PROJECT_ROOT,
-        env=cli_env(root),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    imported = import_fallback_cli(str(store), "--to", target)
     assert imported.returncode == 0, imported.stderr[-3000:]
     client = MlflowClient(target)
     (new,) = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
@@ -309,15 +302,23 @@ def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_impo
     n_features = model.metadata.get_input_schema().inputs[0].shape[1]  # the booster's tensor input
     X = np.random.default_rng(0).random((4, n_features)).astype(np.float32)
     np.testing.assert_allclose(np.ravel(model.predict(X)), np.ravel(original.predict(X)))
-    again = subprocess.run(
-        [sys.executable, "-m", "ltr.tracking", "import-fallback", str(store), "--to", target],
+    again = import_fallback_cli(str(store), "--to", target)
+    assert again.returncode == 0 and "0 run(s) imported" in again.stdout  # imported runs are not copied twice
+    missing = import_fallback_cli(str(tmp_path / "nowhere.db"), "--to", target)
+    assert missing.returncode == 2 and missing.stderr.startswith("error: import-fallback: no fallback store")
+    assert "Traceback" not in missing.stderr
+
+
+def import_fallback_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m ltr.tracking import-fallback ARGS`` as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "ltr.tracking", "import-fallback", *args],
         cwd=PROJECT_ROOT,
-        env=cli_env(root),
+        env=cli_env(PROJECT_ROOT),
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert again.returncode == 0 and "0 run(s) imported" in again.stdout  # imported runs are not copied twice
 
 
 class BasicAuthProxy:
