@@ -5,6 +5,12 @@ curves), artifacts and the model. :class:`NullTracker` has the same methods and 
 (``tracking=none``). Metric names follow ``docs/architecture.md``: ``@`` is not allowed by MLflow,
 so ``ndcg@10`` on the test split is logged as ``test/ndcg_at_10``.
 
+Servers: credentials in ``http://user:password@host`` move to MLflow's environment variables and
+:func:`mask_secrets` hides them in everything written; retries are bounded (:data:`HTTP_LIMITS`); a
+server that dies mid-run moves the run to a local fallback store, and
+``python -m ltr.tracking import-fallback STORE --to URI`` (:func:`import_fallback`) copies it back.
+Bad schemes and unwritable stores fail in :func:`make_tracker` with one :class:`~ltr.errors.ConfigError`.
+
 MLflow is imported inside the functions that use it: importing it takes seconds, and a run with
 ``tracking=none`` (or a helper such as :func:`mlflow_metric_name`) never needs it.
 
