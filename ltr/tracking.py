@@ -729,12 +729,13 @@ def make_tracker(tracking_cfg: Mapping[str, Any], root: str | os.PathLike[str]) 
     import sqlite3  # deferred: only to name the errors of a store that cannot be opened
 
     from mlflow.exceptions import MlflowException  # deferred: slow import (see the module docstring)
+    from sqlalchemy.exc import SQLAlchemyError  # deferred: MLflow's database layer, loaded with mlflow
 
     try:
         return Tracker(
             uri, str(tracking_cfg.get("experiment", "ltr")), artifact_root=artifact_root, fallback_root=root
         )
-    except (MlflowException, OSError, sqlite3.Error) as exc:
+    except (MlflowException, OSError, sqlite3.Error, SQLAlchemyError) as exc:
         first = mask_secrets(str(exc)).strip().splitlines()
         raise ConfigError(
             f"tracking.uri={mask_secrets(uri)}: cannot open the MLflow store "

@@ -215,3 +215,13 @@ def test_bad_or_read_only_store_cli_exits_2_with_one_line(tmp_path, overrides, s
     assert says in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "Training" not in proc.stdout
+
+
+def test_store_that_is_not_an_mlflow_database_is_one_config_error(tmp_path):
+    from ltr.tracking import make_tracker
+
+    (tmp_path / "mlflow.db").write_bytes(b"this is not a database\n" * 100)
+    with pytest.raises(
+        ConfigError, match=r"^tracking.uri=sqlite:///.*mlflow.db: cannot open the MLflow store \("
+    ):
+        make_tracker({"uri": f"sqlite:///{tmp_path}/mlflow.db"}, tmp_path)
