@@ -360,7 +360,7 @@ class Tracker:
         previous_uri = mlflow.get_tracking_uri()
         try:
             self.run_id = None
-            self._guarded(self._open_run, journaled=False)
+            self._guarded(self._open_run, journaled=True)  # a fallback opens the run itself
             status = "FINISHED"
             try:
                 yield self
@@ -395,7 +395,8 @@ class Tracker:
     def _guarded(self, action: Any, *, journaled: bool) -> Any:
         """Run ``action``; when the server is gone, move the run to the fallback store and finish there.
 
-        A journaled action is replayed with the journal; any other one is run again on the new store.
+        ``journaled``: the fallback itself redoes the action (a journal entry is replayed, the run is
+        opened); any other action is run again on the new store.
         """
         try:
             return action()

@@ -425,7 +425,7 @@ def test_wrong_credentials_fail_before_training_with_one_masked_line(tmp_path, m
     assert not (tmp_path / "data").exists()  # before any data was generated
 
 
-@pytest.mark.parametrize("kill_before", ["metrics", "end"])
+@pytest.mark.parametrize("kill_before", ["start", "metrics", "end"])
 def test_server_dying_between_calls_or_before_the_run_ends_loses_nothing(
     tmp_path, mlflow_server, monkeypatch, kill_before
 ):
@@ -440,6 +440,8 @@ def test_server_dying_between_calls_or_before_the_run_ends_loses_nothing(
     note.write_text("hello")
     tracker = Tracker(url, "exp", fallback_root=tmp_path / "work")
     t0 = time.monotonic()
+    if kill_before == "start":
+        stop_server(proc)
     with tracker.start(run_name="r", tags={"ltr.command": "x tracking.uri=http://a:pw@h:1"}):
         tracker.log_params({"p": 1})
         tracker.log_artifact(note, "notes")
@@ -453,7 +455,8 @@ def test_server_dying_between_calls_or_before_the_run_ends_loses_nothing(
     store = tmp_path / "work" / "mlflow-fallback.db"
     assert tracker.uri == f"sqlite:///{store}" and tracker.fallback_from == url
     client = MlflowClient(tracker.uri)
-    run = client.get_run(tracker.run_id)
+    (run,) = client.search_runs([tracker.experiment_id])  # one run, however late the server died
+    assert run.info.run_id == tracker.run_id
     assert run.info.status == "FINISHED" and run.info.run_name == "r"
     assert run.data.params == {"p": "1"} and run.data.metrics["test/ndcg_at_10"] == 0.5
     assert run.data.tags["ltr.command"] == "x tracking.uri=http://a:***@h:1"
