@@ -5,6 +5,12 @@ curves), artifacts and the model. :class:`NullTracker` has the same methods and 
 (``tracking=none``). Metric names follow ``docs/architecture.md``: ``@`` is not allowed by MLflow,
 so ``ndcg@10`` on the test split is logged as ``test/ndcg_at_10``.
 
+Servers: credentials in ``http://user:password@host`` move to MLflow's environment variables and
+:func:`mask_secrets` hides them in everything written; retries are bounded (:data:`HTTP_LIMITS`); a
+server that dies mid-run moves the run to a local fallback store, and
+``python -m ltr.tracking import-fallback STORE --to URI`` (:func:`import_fallback`) copies it back.
+Bad schemes and unwritable stores fail in :func:`make_tracker` with one :class:`~ltr.errors.ConfigError`.
+
 MLflow is imported inside the functions that use it: importing it takes seconds, and a run with
 ``tracking=none`` (or a helper such as :func:`mlflow_metric_name`) never needs it.
 
@@ -29,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ltr.errors import ConfigError
+from ltr.errors import ConfigError, LtrError
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
@@ -37,6 +43,65 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 PARAM_VALUE_LIMIT = 6000
 _BATCH = 900  # MLflow accepts up to 1000 metrics / 100 params per log_batch call
 _PARAM_BATCH = 100
+#: URI schemes a tracking store may have (``postgresql+psycopg2`` counts as ``postgresql``)
+STORE_SCHEMES = ("http", "https", "sqlite", "file", "postgresql", "mysql", "mssql", "databricks")
+#: bounded retries for a tracking server, set for the run unless the user's environment sets them:
+#: a dead server costs ≈ 1 + 2 s of back-off per call instead of MLflow's minutes
+HTTP_LIMITS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "20",
+}
+#: the local store a run moves to when its tracking server stops answering (under the work root)
+FALLBACK_DB = "mlflow-fallback.db"
+FALLBACK_ARTIFACTS = "mlartifacts-fallback"
+#: tags of a run in the fallback store: the server it was meant for, and where it was imported to
+TAG_FALLBACK_FOR = "ltr.fallback.tracking_uri"
+TAG_IMPORTED_AS = "ltr.fallback.imported_as"
+
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*):[^/\s@]*@")
+
+
+def mask_secrets(text: str) -> str:
+    """Hide the password of every URI in ``text``: ``http://user:secret@host`` → ``http://user:***@host``.
+
+    Every param, tag, text artifact and error message the tracker writes goes through this.
+
+    >>> mask_secrets("ltr.train tracking.uri=http://ann:s3cr3t@127.0.0.1:5000 seed=1")
+    'ltr.train tracking.uri=http://ann:***@127.0.0.1:5000 seed=1'
+    """
+    return _USERINFO.sub(r"\g<head>:***@", text)
+
+
+def _masked(value: Any) -> Any:
+    """``value`` with :func:`mask_secrets` applied to every string inside it (dicts and lists kept)."""
+    if isinstance(value, str):
+        return mask_secrets(value)
+    if isinstance(value, Mapping):
+        return {k: _masked(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(v) for v in value]
+    return value
+
+
+def split_credentials(uri: str) -> tuple[str, str | None, str | None]:
+    """``http://user:pw@host:port/p`` → ``("http://host:port/p", "user", "pw")`` (percent-decoded).
+
+    MLflow takes a server's credentials from ``MLFLOW_TRACKING_USERNAME`` / ``_PASSWORD``, not from the URI.
+
+    >>> split_credentials("http://ann:p%40ss@127.0.0.1:5000")
+    ('http://127.0.0.1:5000', 'ann', 'p@ss')
+    >>> split_credentials("sqlite:////tmp/mlflow.db")
+    ('sqlite:////tmp/mlflow.db', None, None)
+    """
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(uri)
+    if parts.scheme not in ("http", "https") or "@" not in parts.netloc:
+        return uri, None, None
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user, _, password = userinfo.partition(":")
+    return urlunsplit(parts._replace(netloc=host)), unquote(user), unquote(password)
 
 
 def flatten_params(tree: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
@@ -69,9 +134,17 @@ def default_tracking_uri(root: str | os.PathLike[str]) -> str:
 
 
 def resolve_tracking_uri(uri: str | None, root: str | os.PathLike[str]) -> str:
-    """``None`` → the local SQLite store; a relative ``sqlite:///x.db`` is made absolute."""
+    """``None`` → the local SQLite store; a relative ``sqlite:///x.db`` is made absolute.
+
+    Credentials in a server URI move to ``MLFLOW_TRACKING_USERNAME`` / ``MLFLOW_TRACKING_PASSWORD``
+    (where MLflow reads them) and the URI without them is returned, so it can be printed and logged.
+    """
     if not uri:
         return default_tracking_uri(root)
+    uri, user, password = split_credentials(uri)
+    if user is not None:
+        os.environ["MLFLOW_TRACKING_USERNAME"] = user
+        os.environ["MLFLOW_TRACKING_PASSWORD"] = password or ""
     if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
         return f"sqlite:///{Path(uri[len('sqlite:///') :]).resolve()}"
     return uri
@@ -90,18 +163,90 @@ def check_server_reachable(uri: str, timeout: float = 5.0) -> None:
     """Fail fast, before any training, when ``uri`` is an MLflow server that does not answer."""
     if not uri.startswith(("http://", "https://")):
         return
+    import base64
     import urllib.error
     import urllib.request
 
+    uri, user, password = split_credentials(uri)
+    if user is None and os.environ.get("MLFLOW_TRACKING_USERNAME"):
+        user, password = (
+            os.environ["MLFLOW_TRACKING_USERNAME"],
+            os.environ.get("MLFLOW_TRACKING_PASSWORD", ""),
+        )
     url = uri.rstrip("/") + "/health"
+    request = urllib.request.Request(url)  # noqa: S310 (user-given URL)
+    if user is not None:
+        token = base64.b64encode(f"{user}:{password or ''}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (user-given URL)
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (user-given URL)
             if response.status != 200:
                 raise ConfigError(f"tracking.uri={uri}: {url} answered HTTP {response.status}")
-    except (urllib.error.URLError, OSError, TimeoutError) as exc:
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise ConfigError(
+                f"tracking.uri={uri}: the MLflow server refused the credentials (HTTP {exc.code}); give them "
+                "as http://USER:PASSWORD@host:port or in MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD"
+            ) from exc
+        raise ConfigError(f"tracking.uri={uri}: {url} answered HTTP {exc.code}") from exc
+    except (urllib.error.URLError, OSError, TimeoutError, ValueError) as exc:
         raise ConfigError(
-            f"tracking.uri={uri}: the MLflow server is unreachable ({exc}); start it, fix the URI, "
-            "or run with tracking=none"
+            f"tracking.uri={uri}: the MLflow server is unreachable ({mask_secrets(str(exc))}); start it, "
+            "fix the URI, or run with tracking=none"
+        ) from exc
+
+
+def check_store_uri(uri: str) -> None:
+    """Refuse, with one line naming ``tracking.uri``, a URI of an unknown scheme or a store ltr cannot write.
+
+    A plain path (no ``:``) is MLflow's file store and passes; ``sqlite:///…`` must name a file in a
+    folder that can be created and written; ``http(s)://`` must name a host.
+
+    >>> check_store_uri("ftp://example.org/runs")
+    Traceback (most recent call last):
+    ltr.errors.ConfigError: tracking.uri=ftp://example.org/runs: unknown scheme 'ftp'; use http(s)://host:port for an MLflow server, sqlite:///path/to/mlflow.db for a local store, or tracking=none
+    """
+    from urllib.parse import urlsplit
+
+    hint = "use http(s)://host:port for an MLflow server, sqlite:///path/to/mlflow.db for a local store, or tracking=none"
+    shown = mask_secrets(uri)
+    if ":" not in uri:
+        return
+    scheme, sep, rest = uri.partition("://")
+    if not sep or scheme.split("+", 1)[0].lower() not in STORE_SCHEMES:
+        name = uri.split(":", 1)[0] if not sep else scheme
+        raise ConfigError(f"tracking.uri={shown}: unknown scheme {name!r}; {hint}")
+    base = scheme.split("+", 1)[0].lower()
+    if base in ("http", "https") and not urlsplit(uri).hostname:
+        raise ConfigError(f"tracking.uri={shown}: names no server host; {hint}")
+    if base == "sqlite":
+        if not rest.startswith("/") or rest == "/":
+            raise ConfigError(
+                f"tracking.uri={shown}: a SQLite store is sqlite:///relative/mlflow.db or "
+                "sqlite:////absolute/mlflow.db (three or four slashes)"
+            )
+        check_writable_file(Path(rest[1:]), f"tracking.uri={shown}")
+
+
+def check_writable_file(path: Path, what: str) -> None:
+    """Fail with one line when ``path`` (or, missing, its folder) cannot be created or written.
+
+    Tries for real (a probe file, opening ``path`` for update): permission bits say nothing for root
+    or on read-only mounts.
+    """
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".ltr-write-probe-"):
+            pass
+        if path.exists():
+            with open(path, "r+b"):
+                pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(
+            f"{what}: {path} is not writable ({reason}); point it to a writable place, or run with tracking=none"
         ) from exc
 
 
@@ -141,41 +286,40 @@ class Tracker:
     Use as ``with tracker.start(run_name=..., tags=...): ...``. A normal exit ends the run
     FINISHED; an exception ends it FAILED with the traceback stored as ``error/traceback.txt``;
     Ctrl-C (KeyboardInterrupt) ends it KILLED. Whatever was logged before stays.
+
+    On a server with a ``fallback_root``, everything logged is also kept in memory (artifacts copied
+    to a temporary folder); when the server stops answering (connection refused or timed out after
+    the bounded retries of :data:`HTTP_LIMITS`), the run moves to the local SQLite store
+    ``<fallback_root>/mlflow-fallback.db``: a new run there gets all that was logged so far, and the
+    rest of the run, the model included, goes there. :attr:`fallback_from` then names the server,
+    and the command that imports the run later (:func:`import_fallback`) is printed on stderr.
+    Every param, tag and text written passes :func:`mask_secrets`.
     """
 
     enabled = True
 
-    def __init__(self, uri: str, experiment: str, *, artifact_root: str | os.PathLike[str] | None = None):
+    def __init__(
+        self,
+        uri: str,
+        experiment: str,
+        *,
+        artifact_root: str | os.PathLike[str] | None = None,
+        fallback_root: str | os.PathLike[str] | None = None,
+    ):
         import mlflow  # deferred: slow import (see the module docstring)
-        from mlflow.tracking import MlflowClient  # deferred: slow import (see the module docstring)
 
         self.uri = uri
         self.experiment = experiment
         self._mlflow = mlflow
         self.run_id: str | None = None
-        # the first access creates (migrates) a new SQLite store; parallel jobs take turns for it,
-        # and the fluent API's store (used by log_model) is created inside the lock too
-        with _store_lock(uri):
-            self.client = MlflowClient(tracking_uri=uri)
-            _retry(self.client.search_experiments, max_results=1)
-            previous = mlflow.get_tracking_uri()
-            mlflow.set_tracking_uri(uri)
-            try:
-                _retry(mlflow.search_experiments, max_results=1)
-            finally:
-                mlflow.set_tracking_uri(previous)
-            existing = _retry(self.client.get_experiment_by_name, experiment)
-            if existing is not None:
-                self.experiment_id = existing.experiment_id
-            else:
-                location = Path(artifact_root).resolve().as_uri() if artifact_root else None
-                # the dashboard opens a "model training" experiment on its runs table (not the GenAI view)
-                self.experiment_id = _retry(
-                    self.client.create_experiment,
-                    experiment,
-                    artifact_location=location,
-                    tags={"mlflow.experimentKind": "custom_model_development"},
-                )
+        self.fallback_root = Path(fallback_root).resolve() if fallback_root and is_server_uri(uri) else None
+        #: the server URI (masked) this run was meant for, once it moved to the fallback store
+        self.fallback_from: str | None = None
+        self._journal: list[tuple[str, tuple[Any, ...]]] | None = None
+        self._stash: Path | None = None
+        self._run_name: str | None = None
+        self._run_tags: dict[str, str] = {}
+        self.client, self.experiment_id = _open_store(mlflow, uri, experiment, artifact_root)
 
     def spawn(self) -> Tracker:
         """A new tracker on the same store and experiment (e.g. for child runs of a comparison)."""
@@ -187,6 +331,8 @@ class Tracker:
             self._mlflow,
         )
         other.experiment_id, other.run_id = self.experiment_id, None
+        other.fallback_root, other.fallback_from = self.fallback_root, self.fallback_from
+        other._journal, other._stash, other._run_name, other._run_tags = None, None, None, {}
         return other
 
     @contextmanager
@@ -198,57 +344,130 @@ class Tracker:
         parent_run_id: str | None = None,
     ) -> Iterator[Tracker]:
         """Create a run (a child of ``parent_run_id`` when given) and end it FINISHED / FAILED / KILLED."""
+        import shutil
+        import tempfile
+
         mlflow = self._mlflow
-        all_tags = {k: str(v) for k, v in (tags or {}).items()}
+        all_tags = {k: mask_secrets(str(v)) for k, v in (tags or {}).items()}
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
-        run = _retry(self.client.create_run, self.experiment_id, run_name=run_name, tags=all_tags)
-        self.run_id = run.info.run_id
-        # also the active fluent-API run, which mlflow.<flavor>.log_model needs; the previous
-        # tracking URI is restored afterwards so the process-wide MLflow state is left as found
+        self._run_name, self._run_tags = run_name, all_tags
+        if self.fallback_root is not None and self.fallback_from is None:
+            self._journal, self._stash = [], Path(tempfile.mkdtemp(prefix="ltr-run-"))
         previous_uri = mlflow.get_tracking_uri()
+        try:
+            self.run_id = None
+            self._guarded(self._open_run, journaled=True)  # a fallback opens the run itself
+            status = "FINISHED"
+            try:
+                yield self
+            except KeyboardInterrupt:
+                status = "KILLED"
+                self._record_error("interrupted (KeyboardInterrupt / SIGINT)")
+                raise
+            except BaseException:
+                status = "FAILED"
+                text = traceback.format_exc()
+                self._record_error(text)
+                raise
+            finally:
+                self._guarded(lambda: _retry(mlflow.end_run, status=status), journaled=False)
+                if self.fallback_from is not None:
+                    print(fallback_message(self.run_id or "", self.uri, self.fallback_from), file=sys.stderr)
+        finally:
+            mlflow.set_tracking_uri(previous_uri)
+            if self._stash is not None:
+                shutil.rmtree(self._stash, ignore_errors=True)
+            self._journal, self._stash = None, None
+
+    def _open_run(self) -> None:
+        """Create the run on the current store and make it the fluent API's active run (log_model needs it)."""
+        mlflow = self._mlflow
+        run = _retry(self.client.create_run, self.experiment_id, run_name=self._run_name, tags=self._run_tags)
+        self.run_id = run.info.run_id
+        # the caller restores the previous tracking URI, leaving the process-wide MLflow state as found
         mlflow.set_tracking_uri(self.uri)
         _retry(mlflow.start_run, run_id=self.run_id, nested=mlflow.active_run() is not None)
-        status = "FINISHED"
+
+    def _guarded(self, action: Any, *, journaled: bool) -> Any:
+        """Run ``action``; when the server is gone, move the run to the fallback store and finish there.
+
+        ``journaled``: the fallback itself redoes the action (a journal entry is replayed, the run is
+        opened); any other action is run again on the new store.
+        """
         try:
-            yield self
-        except KeyboardInterrupt:
-            status = "KILLED"
-            self._record_error("interrupted (KeyboardInterrupt / SIGINT)")
-            raise
-        except BaseException:
-            status = "FAILED"
-            text = traceback.format_exc()
-            self._record_error(text)
-            raise
-        finally:
-            _retry(mlflow.end_run, status=status)
-            mlflow.set_tracking_uri(previous_uri)
+            return action()
+        except Exception as exc:
+            if self._journal is None or not _is_connection_error(exc):
+                raise
+            self._fall_back(exc)
+            return None if journaled else action()
+
+    def _log(self, method: str, *args: Any) -> None:
+        """``client.<method>(run_id, *args)``, kept in the journal while a fallback is possible."""
+        if self._journal is not None:
+            self._journal.append((method, args))
+        self._guarded(lambda: _retry(getattr(self.client, method), self._run(), *args), journaled=True)
+
+    def _fall_back(self, exc: BaseException) -> None:
+        """Open a run in ``<fallback_root>/mlflow-fallback.db`` and replay the journal into it."""
+        import contextlib
+
+        assert self.fallback_root is not None and self._journal is not None  # noqa: S101 (checked by _guarded)
+        mlflow = self._mlflow
+        server, server_run = mask_secrets(self.uri), self.run_id
+        store = self.fallback_root / FALLBACK_DB
+        reason = (
+            mask_secrets(str(exc)).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        )
+        print(
+            f"warning: the MLflow server {server} stopped answering ({reason}); "
+            f"the run continues in the local store {store}",
+            file=sys.stderr,
+        )
+        with contextlib.suppress(Exception):  # leaves the fluent run; telling the dead server fails
+            mlflow.end_run("FAILED")
+        uri = f"sqlite:///{store}"
+        check_writable_file(store, f"the fallback store for {server}")
+        self.client, self.experiment_id = _open_store(
+            mlflow, uri, self.experiment, self.fallback_root / FALLBACK_ARTIFACTS
+        )
+        self.uri, self.fallback_from = uri, server
+        self._run_tags = {
+            **self._run_tags,
+            TAG_FALLBACK_FOR: server,
+            "ltr.fallback.server_run_id": server_run or "",
+        }
+        self._run_tags.pop("mlflow.parentRunId", None)  # the parent lives on the server
+        journal, self._journal = self._journal, None
+        self._open_run()
+        for method, args in journal:
+            _retry(getattr(self.client, method), self._run(), *args)
 
     def tag_run(self, run_id: str, tags: Mapping[str, Any]) -> None:
         """Set tags on another (finished) run of this store, e.g. mark the best job of a sweep."""
         for key, value in tags.items():
-            _retry(self.client.set_tag, run_id, key, str(value))
+            _retry(self.client.set_tag, run_id, key, mask_secrets(str(value)))
 
     def _record_error(self, text: str) -> None:
         """Store the traceback as ``error/traceback.txt`` and its last line as the ``error`` tag."""
         self.log_text(text, "error/traceback.txt")
-        _retry(self.client.set_tag, self._run(), "error", text.strip().splitlines()[-1][:5000])
+        self.set_tags({"error": text.strip().splitlines()[-1][:5000]})
 
     # --- params, tags, metrics -----------------------------------------------------------------
     def log_params(self, params: Mapping[str, Any]) -> None:
         from mlflow.entities import Param  # deferred: slow import (see the module docstring)
 
-        items = [Param(k, str(v)[:PARAM_VALUE_LIMIT]) for k, v in params.items()]
+        items = [Param(k, mask_secrets(str(v))[:PARAM_VALUE_LIMIT]) for k, v in params.items()]
         for i in range(0, len(items), _PARAM_BATCH):
-            _retry(self.client.log_batch, self._run(), params=items[i : i + _PARAM_BATCH])
+            self._log("log_batch", [], items[i : i + _PARAM_BATCH])
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
         from mlflow.entities import RunTag  # deferred: slow import (see the module docstring)
 
-        items = [RunTag(k, str(v)[:5000]) for k, v in tags.items()]
+        items = [RunTag(k, mask_secrets(str(v))[:5000]) for k, v in tags.items()]
         for i in range(0, len(items), _PARAM_BATCH):
-            _retry(self.client.log_batch, self._run(), tags=items[i : i + _PARAM_BATCH])
+            self._log("log_batch", [], [], items[i : i + _PARAM_BATCH])
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         from mlflow.entities import Metric  # deferred: slow import (see the module docstring)
@@ -256,7 +475,7 @@ class Tracker:
         now = int(time.time() * 1000)
         items = [Metric(k, float(v), now, step or 0) for k, v in metrics.items()]
         for i in range(0, len(items), _BATCH):
-            _retry(self.client.log_batch, self._run(), metrics=items[i : i + _BATCH])
+            self._log("log_batch", items[i : i + _BATCH])
 
     def log_history(self, history: Mapping[str, Mapping[str, list[float]]]) -> None:
         """Per-iteration curves ``{"valid": {"ndcg@10": [...]}}`` as ``curve/valid/ndcg_at_10``, step = iteration.
@@ -273,7 +492,7 @@ class Tracker:
             for step, value in enumerate(values)
         ]
         for i in range(0, len(items), _BATCH):
-            _retry(self.client.log_batch, self._run(), metrics=items[i : i + _BATCH])
+            self._log("log_batch", items[i : i + _BATCH])
 
     def log_iteration_values(self, rows: list[tuple[int, dict[str, float]]]) -> None:
         """Log buffered ``on_iteration`` values ``[(i, {"valid/ndcg@10": v})]`` as ``curve/valid/ndcg_at_10`` at step i."""
@@ -286,17 +505,26 @@ class Tracker:
             for key, value in values.items()
         ]
         for i in range(0, len(items), _BATCH):
-            _retry(self.client.log_batch, self._run(), metrics=items[i : i + _BATCH])
+            self._log("log_batch", items[i : i + _BATCH])
 
     # --- artifacts -------------------------------------------------------------------------------
     def log_dict(self, data: Any, artifact_file: str) -> None:
-        _retry(self.client.log_dict, self._run(), data, artifact_file)
+        self._log("log_dict", _masked(data), artifact_file)
 
     def log_text(self, text: str, artifact_file: str) -> None:
-        _retry(self.client.log_text, self._run(), text, artifact_file)
+        self._log("log_text", mask_secrets(text), artifact_file)
 
     def log_artifact(self, path: str | os.PathLike[str], artifact_path: str | None = None) -> None:
-        _retry(self.client.log_artifact, self._run(), str(path), artifact_path)
+        """Upload one file; while a fallback is possible, a copy is kept to replay it there."""
+        local = Path(path)
+        if self._stash is not None and self._journal is not None:
+            import shutil
+
+            copy = self._stash / str(len(self._journal)) / local.name
+            copy.parent.mkdir(parents=True)
+            shutil.copy2(local, copy)
+            local = copy
+        self._log("log_artifact", str(local), artifact_path)
 
     def log_frame(self, frame: Any, artifact_file: str) -> None:
         """A pandas DataFrame as a Parquet artifact (e.g. ``per_query/test.parquet``)."""
@@ -330,13 +558,88 @@ class Tracker:
         # deferred: imports mlflow (seconds), which only a run that logs a model needs
         from ltr.models.pyfunc import log_pyfunc_model
 
-        _retry(log_pyfunc_model, model, name="model", input_example=example)
+        self._guarded(
+            lambda: _retry(log_pyfunc_model, model, name="model", input_example=example), journaled=False
+        )
 
     # --- helpers ---------------------------------------------------------------------------------
     def _run(self) -> str:
         if self.run_id is None:
             raise RuntimeError("Tracker.start() must be entered before logging")
         return self.run_id
+
+
+def is_server_uri(uri: str) -> bool:
+    """Whether ``uri`` names an MLflow server (``http://`` or ``https://``)."""
+    return uri.startswith(("http://", "https://"))
+
+
+def _open_store(
+    mlflow: Any, uri: str, experiment: str, artifact_root: str | os.PathLike[str] | None
+) -> tuple[Any, str]:
+    """A client of ``uri`` and the id of ``experiment`` there (created if missing)."""
+    from mlflow.tracking import MlflowClient  # deferred: slow import (see the module docstring)
+
+    # the first access creates (migrates) a new SQLite store; parallel jobs take turns for it,
+    # and the fluent API's store (used by log_model) is created inside the lock too
+    with _store_lock(uri):
+        client = MlflowClient(tracking_uri=uri)
+        _retry(client.search_experiments, max_results=1)
+        previous = mlflow.get_tracking_uri()
+        mlflow.set_tracking_uri(uri)
+        try:
+            _retry(mlflow.search_experiments, max_results=1)
+        finally:
+            mlflow.set_tracking_uri(previous)
+        existing = _retry(client.get_experiment_by_name, experiment)
+        if existing is not None:
+            return client, existing.experiment_id
+        location = Path(artifact_root).resolve().as_uri() if artifact_root else None
+        # the dashboard opens a "model training" experiment on its runs table (not the GenAI view)
+        experiment_id = _retry(
+            client.create_experiment,
+            experiment,
+            artifact_location=location,
+            tags={"mlflow.experimentKind": "custom_model_development"},
+        )
+        return client, experiment_id
+
+
+#: what an MLflow error says when the server did not answer (after the bounded retries)
+_CONNECTION_SIGNS = (
+    "Max retries exceeded",
+    "Connection refused",
+    "Connection aborted",
+    "Connection reset",
+    "RemoteDisconnected",
+    "timed out",
+    "Failed to establish a new connection",
+)
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    """The server did not answer (refused, reset, timed out); not an error the server answered with."""
+    import requests  # deferred: MLflow's HTTP client, loaded with mlflow
+    from mlflow.exceptions import MlflowException, RestException  # deferred: slow import
+
+    if isinstance(exc, RestException):
+        return False
+    if isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout | ConnectionError):
+        return True
+    if isinstance(exc, MlflowException | requests.exceptions.RequestException | OSError):
+        return any(sign in str(exc) for sign in _CONNECTION_SIGNS)
+    return False
+
+
+def fallback_message(run_id: str, fallback_uri: str, server: str) -> str:
+    """What a run that moved to the fallback store prints at its end: where it is, how to import it."""
+    store = fallback_uri[len("sqlite:///") :]
+    return (
+        f"warning: run {run_id} was recorded in the local fallback store {store} because the MLflow "
+        f"server {server} stopped answering; when it is back, import the run with:\n"
+        f"    {shlex.quote(sys.executable)} -m ltr.tracking import-fallback {shlex.quote(store)} "
+        f"--to {shlex.quote(server)}"
+    )
 
 
 @contextmanager
@@ -381,13 +684,38 @@ def _retry(fn: Any, *args: Any, attempts: int = 12, **kwargs: Any) -> Any:
 
 
 def make_tracker(tracking_cfg: Mapping[str, Any], root: str | os.PathLike[str]) -> Tracker | NullTracker:
-    """Build the tracker a config asks for; an unreachable server fails here, before training."""
+    """Build the tracker a config asks for; a bad URI, a read-only store or an unreachable server fails
+    here, before training, with a :class:`~ltr.errors.ConfigError` naming ``tracking.uri``.
+
+    For a server, :data:`HTTP_LIMITS` bound MLflow's retries (unless the environment sets them) and the
+    run falls back to ``<root>/mlflow-fallback.db`` if the server dies (see :class:`Tracker`).
+    """
     if not tracking_cfg.get("enabled", True):
         return NullTracker()
     uri = resolve_tracking_uri(tracking_cfg.get("uri"), root)
+    check_store_uri(uri)
+    if is_server_uri(uri):
+        for name, value in HTTP_LIMITS.items():
+            os.environ.setdefault(name, value)
     check_server_reachable(uri)
     artifact_root = Path(root) / "mlartifacts" if uri.startswith("sqlite:") else None
-    return Tracker(uri, str(tracking_cfg.get("experiment", "ltr")), artifact_root=artifact_root)
+    if artifact_root is not None:
+        check_writable_file(artifact_root / ".ltr-probe", f"tracking.uri={uri} (its artifact folder)")
+    import sqlite3  # deferred: only to name the errors of a store that cannot be opened
+
+    from mlflow.exceptions import MlflowException  # deferred: slow import (see the module docstring)
+    from sqlalchemy.exc import SQLAlchemyError  # deferred: MLflow's database layer, loaded with mlflow
+
+    try:
+        return Tracker(
+            uri, str(tracking_cfg.get("experiment", "ltr")), artifact_root=artifact_root, fallback_root=root
+        )
+    except (MlflowException, OSError, sqlite3.Error, SQLAlchemyError) as exc:
+        first = mask_secrets(str(exc)).strip().splitlines()
+        raise ConfigError(
+            f"tracking.uri={mask_secrets(uri)}: cannot open the MLflow store "
+            f"({type(exc).__name__}: {first[0][:300] if first else ''}); fix the URI or run with tracking=none"
+        ) from exc
 
 
 def find_runs(
@@ -472,3 +800,104 @@ def download_frame(uri: str, run_id: str, artifact_file: str) -> Any:
                 f"run {run_id} has no artifact {artifact_file!r} (runs logged by ltr.train have per_query/<split>.parquet)"
             ) from exc
         return pd.read_parquet(local)
+
+
+def import_fallback(store: str | os.PathLike[str], target_uri: str) -> list[tuple[str, str]]:
+    """Copy every run of a fallback store not imported yet to ``target_uri``; ``[(old id, new id)]``.
+
+    Each run keeps its experiment (by name), name, tags, params, full metric histories, status,
+    artifacts and logged models (so ``runs:/<new id>/model`` loads); the fallback run is tagged
+    ``ltr.fallback.imported_as`` and skipped by the next import.
+    """
+    import tempfile
+
+    import mlflow  # deferred: slow import (see the module docstring)
+    from mlflow.entities import LoggedModelStatus, Metric, Param  # deferred: slow import
+    from mlflow.tracking import MlflowClient  # deferred: slow import (see the module docstring)
+
+    source = Path(store).resolve()
+    if not source.is_file():
+        raise ConfigError(f"import-fallback: no fallback store {source} (the path printed by the run)")
+    target_uri = resolve_tracking_uri(target_uri, Path.cwd())
+    check_store_uri(target_uri)
+    check_server_reachable(target_uri)
+    src, dst = MlflowClient(f"sqlite:///{source}"), MlflowClient(target_uri)
+    experiments = {e.experiment_id: e.name for e in src.search_experiments()}
+    runs = src.search_runs(list(experiments), max_results=5000, order_by=["attributes.start_time ASC"])
+    done: list[tuple[str, str]] = []
+    for run in runs:
+        old = run.info.run_id
+        if TAG_IMPORTED_AS in run.data.tags:
+            continue
+        exp = dst.get_experiment_by_name(experiments[run.info.experiment_id])
+        exp_id = (
+            exp.experiment_id
+            if exp is not None
+            else dst.create_experiment(
+                experiments[run.info.experiment_id],
+                tags={"mlflow.experimentKind": "custom_model_development"},
+            )
+        )
+        tags = {k: v for k, v in run.data.tags.items() if k != "mlflow.runName"}
+        tags["ltr.fallback.imported_from"] = f"{source} run {old}"
+        new = dst.create_run(exp_id, start_time=run.info.start_time, tags=tags, run_name=run.info.run_name)
+        new_id = new.info.run_id
+        params = [Param(k, v) for k, v in run.data.params.items()]
+        for i in range(0, len(params), _PARAM_BATCH):
+            dst.log_batch(new_id, params=params[i : i + _PARAM_BATCH])
+        metrics = [
+            Metric(m.key, m.value, m.timestamp, m.step)
+            for key in run.data.metrics
+            for m in src.get_metric_history(old, key)
+        ]
+        for i in range(0, len(metrics), _BATCH):
+            dst.log_batch(new_id, metrics=metrics[i : i + _BATCH])
+        with tempfile.TemporaryDirectory() as tmp:
+            if src.list_artifacts(old):
+                dst.log_artifacts(new_id, src.download_artifacts(old, "", tmp))
+        for model in src.search_logged_models(
+            [run.info.experiment_id], filter_string=f"source_run_id = '{old}'"
+        ):
+            copy = dst.create_logged_model(
+                exp_id,
+                name=model.name,
+                source_run_id=new_id,
+                tags=model.tags,
+                params=model.params,
+                model_type=model.model_type,
+            )
+            with tempfile.TemporaryDirectory() as tmp:
+                local = mlflow.artifacts.download_artifacts(
+                    artifact_uri=model.artifact_location, dst_path=tmp
+                )
+                dst.log_model_artifacts(copy.model_id, local)
+            dst.finalize_logged_model(copy.model_id, LoggedModelStatus.READY)
+        dst.set_terminated(new_id, run.info.status, end_time=run.info.end_time)
+        src.set_tag(old, TAG_IMPORTED_AS, f"{mask_secrets(target_uri)} run {new_id}")
+        done.append((old, new_id))
+    return done
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m ltr.tracking import-fallback STORE --to URI``: bring runs of a fallback store home."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m ltr.tracking", description=main.__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    imp = commands.add_parser("import-fallback", help="copy the runs of a fallback store to a tracking URI")
+    imp.add_argument("store", help=f"the fallback SQLite file the run printed (<root>/{FALLBACK_DB})")
+    imp.add_argument("--to", dest="target", required=True, help="tracking URI to import into")
+    args = parser.parse_args(argv)
+    try:
+        pairs = import_fallback(args.store, args.target)
+    except LtrError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for old, new in pairs:
+        print(f"imported run {old} as run {new}")
+    print(f"{len(pairs)} run(s) imported into {mask_secrets(args.target)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -4,6 +4,7 @@ tracking server → a clear error before any work; whatever was logged before th
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -156,3 +157,71 @@ def test_ctrl_c_mid_training_ends_run_killed_and_keeps_what_was_logged(tmp_path)
     assert r.data.params["model.params.n_trees"] == "100000"
     assert client.list_artifacts(run_id, "config")
     assert len(client.get_metric_history(run_id, "curve/valid/ndcg_at_10")) >= 1
+
+
+@pytest.mark.parametrize(
+    ("uri", "says"),
+    [
+        ("ftp://example.org/runs", "unknown scheme 'ftp'"),
+        ("htp://127.0.0.1:5000", "unknown scheme 'htp'"),
+        ("localhost:5000", "unknown scheme 'localhost'"),
+        ("sqlite:/runs.db", "unknown scheme 'sqlite'"),
+        ("sqlite://runs.db", "three or four slashes"),
+        ("http://", "names no server host"),
+        ("http://ann:s3cr3t@", "names no server host"),
+        ("sqlite:////sys/ltr/mlflow.db", "/sys/ltr/mlflow.db is not writable"),
+        ("sqlite:////dev/null/mlflow.db", "/dev/null/mlflow.db is not writable"),
+    ],
+)
+def test_bad_tracking_uri_is_one_config_error_naming_it(tmp_path, uri, says):
+    from ltr.tracking import make_tracker
+
+    with pytest.raises(ConfigError, match=re.escape(says)) as info:
+        make_tracker({"uri": uri}, tmp_path)
+    assert str(info.value).startswith("tracking.uri=") and "s3cr3t" not in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_sqlite_store_that_is_a_folder_is_one_config_error(tmp_path):
+    from ltr.tracking import make_tracker
+
+    (tmp_path / "mlflow.db").mkdir()
+    with pytest.raises(ConfigError, match=r"tracking.uri=sqlite:///.*mlflow.db is not writable"):
+        make_tracker({"uri": f"sqlite:///{tmp_path}/mlflow.db"}, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "says"),
+    [
+        (
+            ["tracking.uri=ftp://example.org/runs"],
+            "error: tracking.uri=ftp://example.org/runs: unknown scheme 'ftp'",
+        ),
+        (["tracking.uri=sqlite:////sys/ltr/mlflow.db"], "error: tracking.uri=sqlite:////sys/ltr/mlflow.db: "),
+        (["tracking.uri=null"], "(its artifact folder): "),  # <root>/mlartifacts is a file here
+    ],
+)
+def test_bad_or_read_only_store_cli_exits_2_with_one_line(tmp_path, overrides, says):
+    (tmp_path / "mlartifacts").write_text("not a folder")
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr.train", "+model=lambdamart", *overrides],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "LTR_ROOT": str(tmp_path), "MLFLOW_DISABLE_TELEMETRY": "true"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert says in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "Training" not in proc.stdout
+
+
+def test_store_that_is_not_an_mlflow_database_is_one_config_error(tmp_path):
+    from ltr.tracking import make_tracker
+
+    (tmp_path / "mlflow.db").write_bytes(b"this is not a database\n" * 100)
+    with pytest.raises(
+        ConfigError, match=r"^tracking.uri=sqlite:///.*mlflow.db: cannot open the MLflow store \("
+    ):
+        make_tracker({"uri": f"sqlite:///{tmp_path}/mlflow.db"}, tmp_path)

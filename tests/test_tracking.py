@@ -2,15 +2,33 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+from helpers import PROJECT_ROOT, TINY_DATA, cli_env, free_port
 from mlflow.tracking import MlflowClient
 
 from ltr.errors import ConfigError, NotFittedError
-from ltr.tracking import NullTracker, Tracker, _retry, download_frame, find_runs, flatten_params
+from ltr.tracking import (
+    TAG_FALLBACK_FOR,
+    NullTracker,
+    Tracker,
+    _retry,
+    download_frame,
+    find_runs,
+    flatten_params,
+)
 
 
 def test_retry_backs_off_on_sqlite_lock_then_succeeds():
@@ -133,3 +151,304 @@ def test_unknown_flavor_is_refused_naming_the_ranker(tmp_path):
         pytest.raises(ValueError, match="OnnxRanker.*'onnx'; known: pyfunc"),
     ):
         tracker.log_ranker(OnnxRanker())
+
+
+# --- a real MLflow server: credentials, a server that dies mid-run, the fallback store ----------------
+
+
+def start_mlflow_server(root: Path) -> tuple[subprocess.Popen, str]:
+    """``mlflow server`` on a free 127.0.0.1 port in its own process group; returns (process, url)."""
+    port = free_port()
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true"}
+    cmd = [
+        str(Path(sys.executable).with_name("mlflow")),
+        "server",
+        "--backend-store-uri", f"sqlite:///{root}/server.db",
+        "--artifacts-destination", str(root / "server-artifacts"),
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--workers", "1",
+    ]  # fmt: skip
+    log = (root / "server.log").open("w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                if response.status == 200:
+                    return proc, url
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_server(proc)
+            raise RuntimeError("mlflow server did not start:\n" + (root / "server.log").read_text()[-3000:])
+        time.sleep(0.5)
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    """SIGKILL the server's whole process group (its workers too) and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+@pytest.fixture
+def mlflow_server(tmp_path):
+    proc, url = start_mlflow_server(tmp_path)
+    yield proc, url
+    if proc.poll() is None:
+        stop_server(proc)
+
+
+def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_imports(tmp_path, mlflow_server):
+    """Kill a real `mlflow server` while `python -m ltr.train` boosts: the process ends in bounded time,
+    exit 0, with params, curves, metrics, artifacts and model in <root>/mlflow-fallback.db, and
+    `python -m ltr.tracking import-fallback` brings the run (model included) into another store."""
+    proc_server, url = mlflow_server
+    root = tmp_path / "work"
+    args = [
+        "+model=lambdamart",
+        *TINY_DATA,
+        "num_threads=1",
+        "model.params.n_trees=3000",
+        "model.params.learning_rate=0.001",
+        "model.early_stopping.patience=null",
+        f"tracking.uri={url}",
+    ]
+    train = subprocess.Popen(
+        [sys.executable, "-m", "ltr.train", *args],
+        cwd=PROJECT_ROOT,
+        env=cli_env(root),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        server = MlflowClient(url)
+        deadline = time.monotonic() + 300
+        server_run = None
+        while server_run is None and time.monotonic() < deadline and train.poll() is None:
+            time.sleep(0.5)
+            exp = server.get_experiment_by_name("ltr")
+            for r in server.search_runs([exp.experiment_id]) if exp else []:
+                if server.get_metric_history(r.info.run_id, "curve/valid/ndcg_at_10"):
+                    server_run = r.info.run_id
+        if server_run is None:
+            train.kill()
+            pytest.fail(
+                "training never logged a curve point to the server:\n" + train.communicate()[1][-3000:]
+            )
+        stop_server(proc_server)
+        killed_at = time.monotonic()
+        out, err = train.communicate(timeout=400)
+        elapsed = time.monotonic() - killed_at
+    finally:
+        if train.poll() is None:
+            train.kill()
+            train.wait()
+    assert train.returncode == 0, err[-3000:]
+    assert elapsed < 240, f"{elapsed:.0f} s after the server died"
+    store = root / "mlflow-fallback.db"
+    assert "stopped answering" in err and f"local store {store}" in err
+    assert f"-m ltr.tracking import-fallback {store} --to {url}" in err
+    assert "Traceback" not in err
+
+    fallback = MlflowClient(f"sqlite:///{store}")
+    (r,) = fallback.search_runs([fallback.get_experiment_by_name("ltr").experiment_id])
+    run_id = r.info.run_id
+    assert r.info.status == "FINISHED"
+    assert r.data.tags[TAG_FALLBACK_FOR] == url and r.data.tags["ltr.fallback.server_run_id"] == server_run
+    assert r.data.params["model.params.n_trees"] == "3000"
+    assert r.data.params["tracking.uri"] == url
+    assert 0.0 <= r.data.metrics["test/ndcg_at_10"] <= 1.0
+    assert "metric_conventions.gain" in r.data.params  # logged after training, after the kill
+    steps = [m.step for m in fallback.get_metric_history(run_id, "curve/valid/ndcg_at_10")]
+    assert steps == list(range(3000))  # the points sent before the kill were replayed, none lost
+    assert {a.path for a in fallback.list_artifacts(run_id)} >= {"config", "per_query", "plots"}
+    assert f"run {run_id}" in out  # the console names the run where it really is
+
+    target = f"sqlite:///{tmp_path}/imported.db"
+    imported = import_fallback_cli(str(store), "--to", target)
+    assert imported.returncode == 0, imported.stderr[-3000:]
+    client = MlflowClient(target)
+    (new,) = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    assert f"imported run {run_id} as run {new.info.run_id}" in imported.stdout
+    assert new.info.status == "FINISHED" and new.info.run_name == r.info.run_name
+    assert new.data.params == r.data.params
+    assert new.data.metrics == r.data.metrics
+    assert len(client.get_metric_history(new.info.run_id, "curve/valid/ndcg_at_10")) == 3000
+    assert {a.path for a in client.list_artifacts(new.info.run_id)} >= {"config", "per_query", "plots"}
+    import mlflow
+
+    try:
+        mlflow.set_tracking_uri(target)
+        model = mlflow.pyfunc.load_model(f"runs:/{new.info.run_id}/model")
+        mlflow.set_tracking_uri(f"sqlite:///{store}")
+        original = mlflow.pyfunc.load_model(f"runs:/{run_id}/model")
+    finally:
+        mlflow.set_tracking_uri(None)
+    n_features = model.metadata.get_input_schema().inputs[0].shape[1]  # the booster's tensor input
+    X = np.random.default_rng(0).random((4, n_features)).astype(np.float32)
+    np.testing.assert_allclose(np.ravel(model.predict(X)), np.ravel(original.predict(X)))
+    again = import_fallback_cli(str(store), "--to", target)
+    assert again.returncode == 0 and "0 run(s) imported" in again.stdout  # imported runs are not copied twice
+    missing = import_fallback_cli(str(tmp_path / "nowhere.db"), "--to", target)
+    assert missing.returncode == 2 and missing.stderr.startswith("error: import-fallback: no fallback store")
+    assert "Traceback" not in missing.stderr
+
+
+def import_fallback_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m ltr.tracking import-fallback ARGS`` as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "ltr.tracking", "import-fallback", *args],
+        cwd=PROJECT_ROOT,
+        env=cli_env(PROJECT_ROOT),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+class BasicAuthProxy:
+    """A real HTTP proxy in front of a server that answers 401 unless ``Authorization`` is ``user:password``."""
+
+    def __init__(self, upstream: str, user: str, password: str) -> None:
+        import base64
+        import http.client
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        host, port = upstream.removeprefix("http://").split(":")
+        self.authorized, self.refused = 0, 0
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None: ...
+
+            def forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                if self.headers.get("Authorization") != expected:
+                    proxy.refused += 1
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="mlflow"')
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                proxy.authorized += 1
+                conn = http.client.HTTPConnection(host, int(port), timeout=60)
+                headers = {
+                    k: v for k, v in self.headers.items() if k.lower() not in ("host", "authorization")
+                }
+                conn.request(self.command, self.path, body=body, headers=headers)
+                response = conn.getresponse()
+                data = response.read()
+                self.send_response(response.status)
+                for key, value in response.getheaders():
+                    if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                conn.close()
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = forward
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_credentials_in_the_server_uri_reach_the_server_and_are_never_shown(tmp_path, mlflow_server):
+    """``tracking.uri=http://user:secret@host:port``: every request carries the credentials (a proxy
+    refuses any other), and the secret is in no output, param, tag or config artifact."""
+    _, url = mlflow_server
+    proxy = BasicAuthProxy(url, "ann", "s3cr3t")
+    try:
+        uri = f"http://ann:s3cr3t@127.0.0.1:{proxy.port}"
+        proc = subprocess.run(
+            [sys.executable, "-m", "ltr.train", "+model=lambdamart", *TINY_DATA, "num_threads=1",
+             "model.params.n_trees=5", f"tracking.uri={uri}"],
+            cwd=PROJECT_ROOT, env=cli_env(tmp_path / "work"), capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+    finally:
+        proxy.close()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proxy.authorized > 0 and proxy.refused == 0
+    assert "s3cr3t" not in proc.stdout + proc.stderr
+    client = MlflowClient(url)
+    (r,) = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    assert r.info.status == "FINISHED"
+    assert r.data.params["tracking.uri"] == f"http://ann:***@127.0.0.1:{proxy.port}"
+    written = [*r.data.params.values(), *r.data.tags.values()]
+    assert not [v for v in written if "s3cr3t" in v]
+    assert any("tracking.uri=http://ann:***@" in v for v in r.data.tags.values())  # the command tags
+    local = client.download_artifacts(r.info.run_id, "config/resolved.yaml", str(tmp_path / "dl"))
+    assert "s3cr3t" not in Path(local).read_text() and "ann:***@" in Path(local).read_text()
+
+
+def test_wrong_credentials_fail_before_training_with_one_masked_line(tmp_path, mlflow_server):
+    _, url = mlflow_server
+    proxy = BasicAuthProxy(url, "ann", "s3cr3t")
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "ltr.train", "+model=lambdamart", *TINY_DATA,
+             f"tracking.uri=http://ann:wrong@127.0.0.1:{proxy.port}"],
+            cwd=PROJECT_ROOT, env=cli_env(tmp_path), capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+    finally:
+        proxy.close()
+    assert proc.returncode == 2
+    assert "wrong" not in proc.stdout + proc.stderr
+    assert proc.stderr.startswith(
+        f"error: tracking.uri=http://127.0.0.1:{proxy.port}: the MLflow server refused"
+    )
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "data").exists()  # before any data was generated
+
+
+@pytest.mark.parametrize("kill_before", ["start", "metrics", "end"])
+def test_server_dying_between_calls_or_before_the_run_ends_loses_nothing(
+    tmp_path, mlflow_server, monkeypatch, kill_before
+):
+    """In-process: the server dies before a later call (or only before the run is ended): the fallback
+    run holds everything, the call that failed included, and ends FINISHED; the import command is printed."""
+    from ltr.tracking import HTTP_LIMITS
+
+    for name, value in HTTP_LIMITS.items():
+        monkeypatch.setenv(name, value)
+    proc, url = mlflow_server
+    note = tmp_path / "note.txt"
+    note.write_text("hello")
+    tracker = Tracker(url, "exp", fallback_root=tmp_path / "work")
+    t0 = time.monotonic()
+    if kill_before == "start":
+        stop_server(proc)
+    with tracker.start(run_name="r", tags={"ltr.command": "x tracking.uri=http://a:pw@h:1"}):
+        tracker.log_params({"p": 1})
+        tracker.log_artifact(note, "notes")
+        tracker.log_iteration_values([(0, {"valid/ndcg@10": 0.25})])
+        if kill_before == "metrics":
+            stop_server(proc)
+        tracker.log_metrics({"test/ndcg_at_10": 0.5})
+        if kill_before == "end":
+            stop_server(proc)
+    assert time.monotonic() - t0 < 120
+    store = tmp_path / "work" / "mlflow-fallback.db"
+    assert tracker.uri == f"sqlite:///{store}" and tracker.fallback_from == url
+    client = MlflowClient(tracker.uri)
+    (run,) = client.search_runs([tracker.experiment_id])  # one run, however late the server died
+    assert run.info.run_id == tracker.run_id
+    assert run.info.status == "FINISHED" and run.info.run_name == "r"
+    assert run.data.params == {"p": "1"} and run.data.metrics["test/ndcg_at_10"] == 0.5
+    assert run.data.tags["ltr.command"] == "x tracking.uri=http://a:***@h:1"
+    assert [m.value for m in client.get_metric_history(tracker.run_id, "curve/valid/ndcg_at_10")] == [0.25]
+    local = client.download_artifacts(tracker.run_id, "notes/note.txt", str(tmp_path / "dl"))
+    assert Path(local).read_text() == "hello"
