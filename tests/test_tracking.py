@@ -20,6 +20,7 @@ from helpers import PROJECT_ROOT, TINY_DATA, cli_env, free_port
 from mlflow.tracking import MlflowClient
 
 from ltr.errors import ConfigError, NotFittedError
+from ltr.models.pyfunc import as_frame
 from ltr.tracking import (
     TAG_FALLBACK_FOR,
     NullTracker,
@@ -288,9 +289,10 @@ def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_impo
         original = mlflow.pyfunc.load_model(f"runs:/{run_id}/model")
     finally:
         mlflow.set_tracking_uri(None)
-    n_features = model.metadata.get_input_schema().inputs[0].shape[1]  # the booster's tensor input
-    X = np.random.default_rng(0).random((4, n_features)).astype(np.float32)
-    np.testing.assert_allclose(np.ravel(model.predict(X)), np.ravel(original.predict(X)))
+    features = [c.name for c in model.metadata.get_input_schema().inputs if c.name != "qid"]  # f1 … fn
+    X = np.random.default_rng(0).random((4, len(features)))
+    frame = as_frame(X, qid=np.array([1, 1, 2, 2]))
+    np.testing.assert_allclose(np.ravel(model.predict(frame)), np.ravel(original.predict(frame)))
     again = import_fallback_cli(str(store), "--to", target)
     assert again.returncode == 0 and "0 run(s) imported" in again.stdout  # imported runs are not copied twice
     missing = import_fallback_cli(str(tmp_path / "nowhere.db"), "--to", target)
