@@ -109,7 +109,10 @@ def test_one_feature_numbering_everywhere_a_user_sees_features(tmp_path):
     path = write_svmlight(RankingData(X=X, y=y, qid=np.repeat(np.arange(40), 10)), tmp_path / "f.txt")
     assert path.read_text().splitlines()[0].split()[4].startswith("3:")  # column 2 is token 3
     data = load_svmlight(path)
-    assert summarize(data)["constant_features"] == [5]
+    summary = summarize(data)
+    assert summary["constant_features"] == 1 and [list(r) for r in summary["constant_feature_ranges"]] == [
+        [5, 5]
+    ]
     ranker = build_ranker({"name": "lambdamart", "params": {"n_trees": 5}}, seed=1, num_threads=1).fit(data)
     assert top_features(feature_importance(ranker))[0][0] == "f3"
     best = build_ranker({"name": "feature"}, seed=1).fit(data)
