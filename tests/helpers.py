@@ -5,10 +5,14 @@ Imported as ``from helpers import ...`` (pytest puts ``tests/`` on ``sys.path``;
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -114,3 +118,45 @@ def write_letor(path: Path, n_queries: int, first_qid: int) -> None:
         for d in range(5)
     ]
     path.write_text("\n".join(lines) + "\n")
+
+
+def start_mlflow_server(root: Path, *, timeout: float = 180) -> tuple[subprocess.Popen, str]:
+    """``mlflow server`` on a free 127.0.0.1 port in its own process group; returns (process, url).
+
+    Store ``root/mlflow.db``, artifacts ``root/artifacts``, log ``root/server.log``; one worker and no
+    job execution (2 processes). Waits for ``/health``; a server that does not come up within
+    ``timeout`` seconds is killed (its whole group) and its log tail raised.
+    """
+    port = free_port()
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true"}
+    cmd = [
+        str(Path(sys.executable).with_name("mlflow")),
+        "server",
+        "--backend-store-uri", f"sqlite:///{root}/mlflow.db",
+        "--artifacts-destination", str(root / "artifacts"),
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--workers", "1",
+    ]  # fmt: skip
+    with (root / "server.log").open("w") as log:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                if response.status == 200:
+                    return proc, url
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            kill_server(proc)
+            raise RuntimeError("mlflow server did not start:\n" + (root / "server.log").read_text()[-3000:])
+        time.sleep(0.5)
+
+
+def kill_server(proc: subprocess.Popen) -> None:
+    """SIGKILL the server's whole process group (its workers too) and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)

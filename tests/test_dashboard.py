@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import PROJECT_ROOT, free_port
+from helpers import PROJECT_ROOT, start_mlflow_server
 
 from ltr.compare import load_experiment, run_comparison
 
@@ -83,43 +82,11 @@ def server(tmp_path_factory):
             pytest.fail(f"{CHROMIUM} is missing in CI; .ci/run must install Debian's chromium")
         pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium); the browser check needs it")
     root = tmp_path_factory.mktemp("server")
-    port = free_port()
-    env = {
-        **os.environ,
-        "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
-        "MLFLOW_DISABLE_TELEMETRY": "true",
-    }
-    mlflow_exe = Path(sys.executable).with_name("mlflow")
-    cmd = [
-        str(mlflow_exe),
-        "server",
-        "--backend-store-uri", f"sqlite:///{root}/mlflow.db",
-        "--artifacts-destination", str(root / "artifacts"),
-        "--host", "127.0.0.1",
-        "--port", str(port),
-        "--workers", "1",
-    ]  # fmt: skip
-    log = (root / "server.log").open("w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    proc, url = start_mlflow_server(root, timeout=120)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    "mlflow server did not start:\n" + (root / "server.log").read_text()[-3000:]
-                )
-            time.sleep(0.5)
         yield url, root
     finally:
         _stop(proc)
-        log.close()
 
 
 @pytest.fixture(scope="module")

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import os
-import signal
 import sqlite3
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import PROJECT_ROOT, TINY_DATA, cli_env, free_port
+from helpers import PROJECT_ROOT, TINY_DATA, cli_env, kill_server, start_mlflow_server
 from mlflow.tracking import MlflowClient
 
 from ltr.errors import ConfigError, NotFittedError
@@ -157,49 +153,12 @@ def test_unknown_flavor_is_refused_naming_the_ranker(tmp_path):
 # --- a real MLflow server: credentials, a server that dies mid-run, the fallback store ----------------
 
 
-def start_mlflow_server(root: Path) -> tuple[subprocess.Popen, str]:
-    """``mlflow server`` on a free 127.0.0.1 port in its own process group; returns (process, url)."""
-    port = free_port()
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true"}
-    cmd = [
-        str(Path(sys.executable).with_name("mlflow")),
-        "server",
-        "--backend-store-uri", f"sqlite:///{root}/server.db",
-        "--artifacts-destination", str(root / "server-artifacts"),
-        "--host", "127.0.0.1",
-        "--port", str(port),
-        "--workers", "1",
-    ]  # fmt: skip
-    log = (root / "server.log").open("w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                if response.status == 200:
-                    return proc, url
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            stop_server(proc)
-            raise RuntimeError("mlflow server did not start:\n" + (root / "server.log").read_text()[-3000:])
-        time.sleep(0.5)
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    """SIGKILL the server's whole process group (its workers too) and reap it."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-
-
 @pytest.fixture
 def mlflow_server(tmp_path):
     proc, url = start_mlflow_server(tmp_path)
     yield proc, url
     if proc.poll() is None:
-        stop_server(proc)
+        kill_server(proc)
 
 
 def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_imports(tmp_path, mlflow_server):
@@ -240,7 +199,7 @@ def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_impo
             pytest.fail(
                 "training never logged a curve point to the server:\n" + train.communicate()[1][-3000:]
             )
-        stop_server(proc_server)
+        kill_server(proc_server)
         killed_at = time.monotonic()
         out, err = train.communicate(timeout=400)
         elapsed = time.monotonic() - killed_at
@@ -432,16 +391,16 @@ def test_server_dying_between_calls_or_before_the_run_ends_loses_nothing(
     tracker = Tracker(url, "exp", fallback_root=tmp_path / "work")
     t0 = time.monotonic()
     if kill_before == "start":
-        stop_server(proc)
+        kill_server(proc)
     with tracker.start(run_name="r", tags={"ltr.command": "x tracking.uri=http://a:pw@h:1"}):
         tracker.log_params({"p": 1})
         tracker.log_artifact(note, "notes")
         tracker.log_iteration_values([(0, {"valid/ndcg@10": 0.25})])
         if kill_before == "metrics":
-            stop_server(proc)
+            kill_server(proc)
         tracker.log_metrics({"test/ndcg_at_10": 0.5})
         if kill_before == "end":
-            stop_server(proc)
+            kill_server(proc)
     assert time.monotonic() - t0 < 120
     store = tmp_path / "work" / "mlflow-fallback.db"
     assert tracker.uri == f"sqlite:///{store}" and tracker.fallback_from == url
