@@ -43,7 +43,7 @@ from ltr.ranking import check_offsets, query_of_row
 #: Whole-number labels below this are counted per grade for IDCG (no sort); larger ones are sorted.
 MAX_COUNTED_GRADE = 256
 #: Families normalised by something that is zero when a query has no relevant document.
-NORMALISED = frozenset({"ndcg", "map", "r"})
+NORMALISED = frozenset({"ndcg", "meanndcg", "map", "r"})
 
 
 def _as_vector(x: Any, n: int | None, what: str, ref: str = "labels") -> np.ndarray:
@@ -225,6 +225,8 @@ class _Evaluator:
         if spec.k is None and c.default_k is not None:
             spec = MetricSpec(spec.family, c.default_k)
         values, no_rel = self.compute(spec)
+        if spec.k is not None and spec.family in c.zero_beyond_list:
+            values[self.sizes < spec.k] = 0.0
         choice = c.no_relevant_for(spec.family)
         if choice == "skip":
             values[no_rel] = np.nan
@@ -246,6 +248,14 @@ class _Evaluator:
             idcg = self.idcg(k)
             no_rel = ~self.has_gain()
             return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0), no_rel
+        if fam == "meanndcg":
+            if self._ideal_gain is None:
+                self._ideal_gain = self.c.gain_values(self.ideal_labels)
+            values = _kernels.mean_ndcg(
+                self.gain, r.bounds, r.qgrp, r.offsets, self._ideal_gain, self.ideal_offsets, self.disc, kk,
+                self.sizes,
+            )  # fmt: skip
+            return values, ~self.has_gain()
         if fam == "err":
             top = max(self.ideal_max_label.max(initial=0), r.labels.max(initial=0))
             if top > c.err_gmax:
