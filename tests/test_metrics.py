@@ -601,7 +601,7 @@ def test_docs_preset_table_matches_presets():
         rows[cells[0].split("`")[1]] = cells
     assert set(rows) == set(PRESETS)
     no_rel = {"skip (counted)": ("skip", ()), "skip": ("skip", ()), "0": ("zero", ()), "1": ("one", ()),
-              "1 (MAP: 0)": ("one", (("map", "zero"),))}  # fmt: skip
+              "1 (MAP: 0)": ("one", (("map", "zero"),)), "1 (ERR: 0)": ("one", ())}  # fmt: skip
     ties = {
         "average": "average",
         "stable": "stable",

@@ -287,6 +287,10 @@ PRESETS["letor"] = Conventions(
 # MSLR-WEB10K/30K Eval-Score-MSLR.pl: as letor with gains 2^l - 1 for labels 0..4 and P@k/MAP relevant
 # = label >= 2.
 PRESETS["mslr"] = replace(PRESETS["letor"], gain=(0.0, 1.0, 3.0, 7.0, 15.0), rel_threshold=2.0)
+# Yahoo! Learning to Rank Challenge evaluate.py (Chapelle & Chang 2011): ERR over the whole list with
+# R = (2^g - 1)/16, NDCG@10 with 2^g - 1 gains and 1/log(1+i); a query whose ideal DCG is 0 scores
+# NDCG 1 (ERR keeps its natural 0); submissions were rankings, made from scores by a stable sort.
+PRESETS["yahoo"] = Conventions(gain="exp2", discount="log2", ties="stable", no_relevant="one", err_gmax=4)
 
 
 def resolve_conventions(preset: str | Conventions = "ltr", **overrides: Any) -> Conventions:
