@@ -9,10 +9,14 @@ documents when ``ideal_labels`` is given):
 - ERR@k = Σ_{r<=min(k,n)} (1/r) R_r Π_{i<r} (1 − R_i), R_i = (2^{l_i} − 1) / 2^gmax
 - AP@k = (1/den) Σ_{i<=k} rel_i P@i, den = R or min(R, k);  RR@k = 1 / rank of the first relevant <= k
 - P@k = Σ_{i<=k} rel_i / (k or min(k, n));  R@k = Σ_{i<=k} rel_i / R
+- MeanNDCG@k = (1/m) Σ_{j<=m} NDCG@j, m = min(k, n) (``meanndcg``: the whole list)
+
+A family in the ``zero_beyond_list`` convention scores 0 at a cutoff k > n (LETOR's NDCG@k) instead
+of stopping at the list's end.
 
 With ``ties="average"`` each value is the exact expectation over uniformly random orders of the
 documents that share a score. A query whose normaliser is zero (NDCG, DCG: IDCG = 0; AP, RR, P, R:
-R = 0; ERR: no label > 0) gets 0, 1 (NDCG, AP, R only; the others keep their natural 0) or NaN
+R = 0; ERR: no label > 0) gets 0, 1 (NDCG, MeanNDCG, AP, R; the others keep their natural 0) or NaN
 under ``no_relevant`` = ``zero`` / ``one`` / ``skip``.
 
 Example (the first worked example of docs/metrics.md, labels in ranked order):
