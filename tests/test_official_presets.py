@@ -175,14 +175,14 @@ def test_ndcg_at_10_quirk_on_mq2008(mq2008, letor_trailer_script, tmp_path):
 
 
 def write_generated(path: Path, seed: int, top_label: int, trailer: bool) -> np.ndarray:
-    """A LETOR file of 60 queries of 1–14 documents (most shorter than 10), labels 0..top_label, about
+    """A LETOR file of 60 queries of 1–14 documents (most shorter than 10; one of 150), labels 0..top_label, about
     a fifth of the queries without relevant documents (for P/MAP: labels below the threshold only),
     qids in no particular order; returns scores on a coarse grid (ties in most queries)."""
     rng = np.random.default_rng(seed)
     lines, scores = [], []
     qids = rng.permutation(np.arange(100, 400, 5))[:60]
     for q, qid in enumerate(qids):
-        n = int(rng.integers(1, 15)) if q else 1
+        n = 1 if q == 0 else 150 if q == 1 else int(rng.integers(1, 15))  # one long list: a real merge sort
         labels = rng.integers(0, top_label + 1, n)
         if q % 5 == 0:
             labels[:] = 0
@@ -197,24 +197,18 @@ def write_generated(path: Path, seed: int, top_label: int, trailer: bool) -> np.
     return np.asarray(scores)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_letor_preset_on_generated_short_lists_ties_empty_queries(scripts, tmp_path, seed):
-    """The published Eval-Score-4.0.pl itself (lines ending at the docid)."""
+@pytest.mark.parametrize(
+    "script, preset, top_label, trailer, seed",
+    [("Eval-Score-4.0.pl", "letor", 2, False, seed) for seed in (1, 2, 3)]
+    + [("Eval-Score-MSLR.pl", "mslr", 4, True, seed) for seed in (4, 5)],
+)
+def test_presets_on_generated_short_lists_ties_empty_queries(
+    scripts, tmp_path, script, preset, top_label, trailer, seed
+):
+    """The published scripts themselves (the 4.0 script's files end their lines at the docid)."""
     path = tmp_path / f"gen{seed}.txt"
-    scores = write_generated(path, seed, top_label=2, trailer=False)
-    n, worst = compare(
-        run_script(scripts / "Eval-Score-4.0.pl", path, scores, tmp_path), path, scores, "letor"
-    )
-    assert n == 61 * 22 and worst <= 0.5e-4 + 1e-12
-
-
-@pytest.mark.parametrize("seed", [4, 5])
-def test_mslr_preset_on_generated_short_lists_ties_empty_queries(scripts, tmp_path, seed):
-    path = tmp_path / f"gen{seed}.txt"
-    scores = write_generated(path, seed, top_label=4, trailer=True)
-    n, worst = compare(
-        run_script(scripts / "Eval-Score-MSLR.pl", path, scores, tmp_path), path, scores, "mslr"
-    )
+    scores = write_generated(path, seed, top_label=top_label, trailer=trailer)
+    n, worst = compare(run_script(scripts / script, path, scores, tmp_path), path, scores, preset)
     assert n == 61 * 22 and worst <= 0.5e-4 + 1e-12
 
 
