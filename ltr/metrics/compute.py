@@ -255,10 +255,13 @@ class _Evaluator:
         if fam == "meanndcg":
             if self._ideal_gain is None:
                 self._ideal_gain = self.c.gain_values(self.ideal_labels)
+            expected = self.gain  # each rank's gain, or its tie group's mean gain (E[DCG@j], by linearity)
+            if c.ties == "average" and expected.size:
+                group_sizes = np.diff(r.bounds)
+                expected = np.repeat(np.add.reduceat(expected, r.bounds[:-1]) / group_sizes, group_sizes)
             values = _kernels.mean_ndcg(
-                self.gain, r.bounds, r.qgrp, r.offsets, self._ideal_gain, self.ideal_offsets, self.disc, kk,
-                self.sizes,
-            )  # fmt: skip
+                expected, r.offsets, self._ideal_gain, self.ideal_offsets, self.disc, kk, self.sizes
+            )
             return values, ~self.has_gain()
         if fam == "err":
             top = max(self.ideal_max_label.max(initial=0), r.labels.max(initial=0))
