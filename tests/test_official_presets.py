@@ -352,3 +352,17 @@ def test_yahoo_hand_checked_examples():
     # a query without relevant documents: NDCG 1, ERR 0, both counted
     v = evaluate(["err", "ndcg@10"], [0, 0, 0], [1.0, 2.0, 3.0], [0, 3], preset="yahoo")
     assert (v["err"][0], v["ndcg@10"][0]) == (0.0, 1.0)
+
+
+def test_presets_and_new_conventions_through_the_eval_config():
+    """`eval.preset=letor` with list-valued overrides as Hydra passes them (a ListConfig)."""
+    from omegaconf import OmegaConf
+
+    from ltr.pipeline import EvalConventions
+
+    cfg = OmegaConf.create({"preset": "letor", "conventions": {"zero_beyond_list": ["ndcg", "meanndcg"]}})
+    conventions = EvalConventions.from_config(cfg)
+    assert conventions.resolved.zero_beyond_list == ("meanndcg", "ndcg")
+    assert conventions.describe()["preset"] == "letor+overrides"
+    for preset in ("letor", "mslr", "yahoo"):
+        assert EvalConventions.from_config({"preset": preset}).describe()["preset"] == preset
