@@ -242,6 +242,12 @@ def test_new_conventions_are_described_and_validated():
     assert describe_conventions("mslr")["rel_threshold"] == "2"
     assert resolve_conventions("ltr", zero_beyond_list="NDCG").zero_beyond_list == ("ndcg",)
     assert resolve_conventions("ltr", zero_beyond_list=["p", "ndcg"]).zero_beyond_list == ("ndcg", "p")
+    assert resolve_conventions("ltr", zero_beyond_list=["mean_ndcg", "precision"]).zero_beyond_list == (
+        "meanndcg",
+        "p",
+    )
+    with pytest.raises(MetricError, match="zero_beyond_list names unknown metric family 'ndcg@10'"):
+        resolve_conventions("ltr", zero_beyond_list=["ndcg@10"])
     np.testing.assert_allclose(resolve_conventions("ltr", discount_flat_ranks=3).discounts(5),
                                [1, 1, 1, 1 / math.log2(5), 1 / math.log2(6)])  # fmt: skip
     with pytest.raises(MetricError, match="convention discount_flat_ranks"):

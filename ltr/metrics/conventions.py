@@ -26,7 +26,7 @@ import numpy as np
 
 from ltr.config_check import Constraint, check_value
 from ltr.errors import MetricError
-from ltr.metrics.registry import REGISTRY
+from ltr.metrics.registry import REGISTRY, parse_metric
 
 GAINS = ("exp2", "linear")
 DISCOUNTS = ("log2", "log", "reciprocal")
@@ -211,18 +211,24 @@ def _validated(c: Conventions) -> Conventions:
 
 
 def _families(name: str, value: Any) -> tuple[str, ...]:
-    """A convention naming metric families (a name or a list of names), sorted, each one registered."""
+    """A convention naming metric families (a name or a list of names, aliases accepted), as sorted
+    canonical family names."""
     if isinstance(value, str):
         value = (value,)
     if not isinstance(value, Sequence | np.ndarray) or not all(isinstance(f, str) for f in value):
         raise MetricError(f"convention {name} must be a list of metric families, got {value!r}")
-    families = tuple(sorted({f.strip().lower() for f in value}))
-    for family in families:
-        if family not in REGISTRY:
+    families = set()
+    for family in value:
+        try:
+            spec = parse_metric(family)
+        except MetricError:
+            spec = None
+        if spec is None or spec.k is not None:
             raise MetricError(
                 f"convention {name} names unknown metric family {family!r}; families: {', '.join(REGISTRY)}"
             )
-    return families
+        families.add(spec.family)
+    return tuple(sorted(families))
 
 
 #: Presets reproducing each tool (see docs/metrics.md for how each one was verified).
