@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "foundation",
         ("ltr", "ltr.errors", "ltr.ranking", "ltr.config_check", "ltr.resources", "ltr.textlines"),
     ),
-    ("data", ("ltr.data",)),
+    ("data", ("ltr.data", "ltr.predictions")),
     ("metrics", ("ltr.metrics",)),
     ("statistics", ("ltr.stats",)),
     ("click simulation", ("ltr.clicks",)),
@@ -57,6 +57,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.entry",
             "ltr.optuna_sweeper",
             "ltr.search_space",
+            "ltr.model_source",
         ),
     ),  # fmt: skip
     ("entry points", ("ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__", "ltr.sweep")),
