@@ -55,8 +55,8 @@ from ltr.data import RankingData
 from ltr.data.registry import REGISTRY, default_dir, load_dataset
 from ltr.data.svmlight import load_svmlight
 from ltr.errors import ConfigError, LtrError
-from ltr.metrics.conventions import PRESETS, describe_conventions
 from ltr.metrics.compute import evaluate
+from ltr.metrics.conventions import PRESETS, describe_conventions
 from ltr.metrics.trec import TrecResult, evaluate_trec, format_trec, read_qrels, read_run, trec_measures
 from ltr.model_source import load_model
 from ltr.predictions import SCORE_FORMATS, docnos, read_scores, write_scores, write_trec_run
@@ -82,14 +82,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--run", action="append", default=[], help="run file: topic Q0 docno rank score tag (repeatable)"
     )
     letor = p.add_argument_group("LETOR data")
-    letor.add_argument("--data", help="an SVMlight/LETOR file, or a registry dataset name (see python -m ltr.data list)")
-    letor.add_argument("--split", choices=SPLITS, default="test", help="split of a registry dataset (default: test)")
+    letor.add_argument(
+        "--data", help="an SVMlight/LETOR file, or a registry dataset name (see python -m ltr.data list)"
+    )
+    letor.add_argument(
+        "--split", choices=SPLITS, default="test", help="split of a registry dataset (default: test)"
+    )
     letor.add_argument("--fold", type=int, help="fold of a registry dataset (MSLR, LETOR 4.0)")
     letor.add_argument("--variant", help="variant of a registry dataset (istella)")
     letor.add_argument("--dir", help="dataset folder (default: <data-dir>/<registry folder>)")
     letor.add_argument("--data-dir", default=str(work_root() / "data"))
     letor.add_argument(
-        "--scores", action="append", default=[], metavar="PRED", help="prediction file, one row per document (repeatable)"
+        "--scores",
+        action="append",
+        default=[],
+        metavar="PRED",
+        help="prediction file, one row per document (repeatable)",
     )
     letor.add_argument(
         "--scores-format", choices=SCORE_FORMATS, default="auto",
@@ -99,7 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--model", action="append", default=[], metavar="SOURCE",
         help="runs:/RUN_ID/model, models:/NAME/VERSION or a saved model folder (repeatable)",
     )  # fmt: skip
-    letor.add_argument("--tracking-uri", help="MLflow store of runs:/ and models:/ URIs (default: the project's SQLite store)")
+    letor.add_argument(
+        "--tracking-uri",
+        help="MLflow store of runs:/ and models:/ URIs (default: the project's SQLite store)",
+    )
     letor.add_argument("--write-run", metavar="OUT", help="write the system's scores as a TREC run")
     letor.add_argument("--write-scores", metavar="OUT", help="write the system's scores, one per line")
     p.add_argument(
@@ -119,12 +130,16 @@ def build_parser() -> argparse.ArgumentParser:
         choices=sorted(PRESETS),
         help="metric conventions (default: trec for runs, ltr for LETOR data)",
     )
-    p.add_argument("--json", action="store_true", help="print JSON: mean, per_query, n_queries, n_skipped, conventions")
+    p.add_argument(
+        "--json", action="store_true", help="print JSON: mean, per_query, n_queries, n_skipped, conventions"
+    )
     cmp = p.add_argument_group("comparing systems")
     cmp.add_argument("--compare", action="store_true", help="print the paired-comparison leaderboard")
     cmp.add_argument("--baseline", help="baseline system (default: the first)")
     cmp.add_argument("--test", choices=("randomization", "t"), default="randomization", help="paired test")
-    cmp.add_argument("--B", type=int, default=10_000, help="bootstrap / randomisation samples (default 10000)")
+    cmp.add_argument(
+        "--B", type=int, default=10_000, help="bootstrap / randomisation samples (default 10000)"
+    )
     cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomisation test")
     return p
 
@@ -151,9 +166,13 @@ def _names(preferred: Sequence[str], given: Sequence[str]) -> list[str]:
 
 def _check_arguments(args: argparse.Namespace) -> None:
     if args.data is None and not args.run:
-        raise ConfigError("give --qrels and --run (TREC runs), or --data with --scores or --model (LETOR data)")
+        raise ConfigError(
+            "give --qrels and --run (TREC runs), or --data with --scores or --model (LETOR data)"
+        )
     if args.data is not None and (args.run or args.qrels):
-        raise ConfigError("--data evaluates --scores / --model; --qrels and --run evaluate TREC runs: use one form")
+        raise ConfigError(
+            "--data evaluates --scores / --model; --qrels and --run evaluate TREC runs: use one form"
+        )
     if args.data is None:
         if args.qrels is None:
             raise ConfigError("--run needs --qrels (the judgments to evaluate it against)")
@@ -163,9 +182,13 @@ def _check_arguments(args: argparse.Namespace) -> None:
         raise ConfigError("--data needs at least one --scores PRED or --model SOURCE to evaluate")
     n_systems = len(args.run) + len(args.scores) + len(args.model)
     if (args.write_run or args.write_scores) and n_systems != 1:
-        raise ConfigError(f"--write-run / --write-scores write one system's scores; {n_systems} systems were given")
+        raise ConfigError(
+            f"--write-run / --write-scores write one system's scores; {n_systems} systems were given"
+        )
     if args.compare and n_systems < 2:
-        raise ConfigError(f"--compare needs at least 2 systems (repeat --run, --scores or --model), got {n_systems}")
+        raise ConfigError(
+            f"--compare needs at least 2 systems (repeat --run, --scores or --model), got {n_systems}"
+        )
     if args.baseline is not None and not args.compare:
         raise ConfigError("--baseline is used by --compare")
 
@@ -239,7 +262,14 @@ def _letor_systems(args: argparse.Namespace, measures: Sequence[str], preset: st
     systems = []
     for name, (_, given, scores) in zip(names, scored, strict=True):
         result = evaluate_labelled(
-            data.y, scores, data.offsets, data.query_ids.astype(str), measures, preset=preset, docno=docno, tag=name
+            data.y,
+            scores,
+            data.offsets,
+            data.query_ids.astype(str),
+            measures,
+            preset=preset,
+            docno=docno,
+            tag=name,
         )
         systems.append(System(name, given, result))
     if args.write_scores:

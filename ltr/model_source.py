@@ -96,8 +96,12 @@ def _download(source: str, tracking_uri: str, into: Path) -> Path:
 
     try:
         return Path(
-            mlflow.artifacts.download_artifacts(artifact_uri=source, dst_path=str(into), tracking_uri=tracking_uri)
+            mlflow.artifacts.download_artifacts(
+                artifact_uri=source, dst_path=str(into), tracking_uri=tracking_uri
+            )
         )
     except (MlflowException, OSError) as exc:
         first = mask_secrets(str(exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"--model {source}: cannot load it from {mask_secrets(tracking_uri)}: {first}") from None
+        raise ConfigError(
+            f"--model {source}: cannot load it from {mask_secrets(tracking_uri)}: {first}"
+        ) from None
