@@ -187,10 +187,13 @@ def write_scores(path: str | Path, scores: np.ndarray) -> Path:
 def docnos(docid: np.ndarray | None, n_rows: int) -> np.ndarray:
     """Document ids for a TREC run: the file's ``docid`` comment when a row has one, else its row number.
 
-    Row numbers are 1-based data rows of the file (comment and blank lines not counted).
+    ``docid`` is :attr:`ltr.data.RankingData.docid`: the ``docid = X`` value of a LETOR comment, or the
+    whole comment when it has no ``docid =``; a value that is empty or holds whitespace (a free-text
+    comment) is not an id, and the row number stands in. Row numbers are 1-based data rows of the file
+    (comment and blank lines not counted).
 
-    >>> docnos(np.array(["GX01-1", "", "GX01-3"]), 3).tolist()
-    ['GX01-1', '2', 'GX01-3']
+    >>> docnos(np.array(["GX01-1", "", "GX01-3", "a note"]), 4).tolist()
+    ['GX01-1', '2', 'GX01-3', '4']
     >>> docnos(None, 2).tolist()
     ['1', '2']
     """
@@ -198,7 +201,10 @@ def docnos(docid: np.ndarray | None, n_rows: int) -> np.ndarray:
     if docid is None:
         return rows
     ids = np.asarray(docid, dtype=str)
-    return np.where(np.char.str_len(ids) > 0, ids, rows)
+    one_word = np.array(
+        [bool(d) and len(split_fields(d)) == 1 and d == d.strip(FIELD_SPACE) for d in ids.tolist()]
+    )
+    return np.where(one_word, ids, rows)
 
 
 def write_trec_run(
