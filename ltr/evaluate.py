@@ -35,7 +35,8 @@ bootstrap CI per system and measure, paired differences against the baseline (th
 the comparisons, effect sizes and win/tie/loss counts. Systems evaluated on different query sets
 (TREC runs that retrieve different topics) are refused with an error naming them. System names are
 the run tags (TREC), file names (``--scores``) or model names (``--model``), or the arguments as
-given when those are not distinct.
+given when those are not distinct; the ``--scores`` files come first, then the ``--model`` sources,
+each in command-line order.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ The system's name is the registered model name for ``models:/`` and the ranker's
 
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,7 @@ def _registered_name(source: str) -> str:
 def load_model(source: str, *, tracking_uri: str) -> LoadedModel:
     """Load the ranker ``source`` names (see the module docstring); errors name ``--model``."""
     if source.startswith(URI_SCHEMES):
+        check_store_exists(tracking_uri, source)
         check_server_reachable(tracking_uri)
         with tempfile.TemporaryDirectory(prefix="ltr-model-") as tmp:
             local = _download(source, tracking_uri, Path(tmp))
@@ -89,19 +91,41 @@ def load_model(source: str, *, tracking_uri: str) -> LoadedModel:
     return LoadedModel(ranker, source, ranker.name)
 
 
+def check_store_exists(tracking_uri: str, source: str) -> None:
+    """A ``sqlite:///`` store must exist: MLflow would create an empty one and then not find the model.
+
+    >>> check_store_exists("sqlite:////nowhere/mlflow.db", "runs:/abc/model")
+    Traceback (most recent call last):
+    ...
+    ltr.errors.ConfigError: --model runs:/abc/model: no MLflow store at /nowhere/mlflow.db; pass the store that logged the model with --tracking-uri (a sqlite:/// file or an http:// server)
+    """
+    if tracking_uri.startswith("sqlite:///"):
+        file = Path(tracking_uri[len("sqlite:///") :])
+        if not file.is_file():
+            raise ConfigError(
+                f"--model {source}: no MLflow store at {file}; pass the store that logged the model with "
+                "--tracking-uri (a sqlite:/// file or an http:// server)"
+            )
+
+
 def _download(source: str, tracking_uri: str, into: Path) -> Path:
     """The logged model's files, downloaded from the store into ``into``."""
     import mlflow  # deferred: slow import (seconds); only a model URI needs MLflow
     from mlflow.exceptions import MlflowException  # deferred: as above
 
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # no progress bars in the output
+    # MLflow resolves runs:/ (the run's logged model) and models:/ (the registry) through its
+    # process-wide tracking and registry URIs, whatever tracking_uri= says: point both at the store
+    previous = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
+    mlflow.set_tracking_uri(tracking_uri)
+    mlflow.set_registry_uri(tracking_uri)
     try:
-        return Path(
-            mlflow.artifacts.download_artifacts(
-                artifact_uri=source, dst_path=str(into), tracking_uri=tracking_uri
-            )
-        )
+        return Path(mlflow.artifacts.download_artifacts(artifact_uri=source, dst_path=str(into)))
     except (MlflowException, OSError) as exc:
         first = mask_secrets(str(exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(
             f"--model {source}: cannot load it from {mask_secrets(tracking_uri)}: {first}"
         ) from None
+    finally:
+        mlflow.set_tracking_uri(previous[0])
+        mlflow.set_registry_uri(previous[1])
