@@ -331,3 +331,44 @@ def test_preset_choices_come_from_presets(monkeypatch):
     monkeypatch.setitem(PRESETS, "newtool", PRESETS["ltr"])
     action = next(a for a in build_parser()._actions if a.dest == "preset")
     assert "newtool" in action.choices and set(action.choices) == set(PRESETS)
+
+
+@pytest.mark.shared_data
+def test_lightgbm_example_with_query_sidecar(shared_data, tmp_path, capsys):
+    """LightGBM's own lambdarank example: rank.train has no qid, its groups come from rank.train.query."""
+    lgb = pytest.importorskip("lightgbm")
+    path = shared_data / "lightgbm_lambdarank" / "rank.train"
+    X, y = load_svmlight_file(str(path))
+    group = np.loadtxt(str(path) + ".query", dtype=np.int64)
+    model = lgb.LGBMRanker(n_estimators=10, num_leaves=15, verbose=-1, n_jobs=1)
+    model.fit(X, y, group=group, eval_set=[(X, y)], eval_group=[group], eval_at=[3, 5])
+    (history,) = model.evals_result_.values()  # LightGBM calls the training set given as eval set "training"
+    reported = {m: v[-1] for m, v in history.items()}
+    np.savetxt(tmp_path / "LightGBM_predict_result.txt", model.predict(X), fmt="%.17g")
+    out = run_json(["--data", str(path), "--scores", str(tmp_path / "LightGBM_predict_result.txt"),
+                    "--preset", "lightgbm", "-m", "ndcg@3", "-m", "ndcg@5"], capsys)  # fmt: skip
+    assert out["n_queries"] == group.shape[0]
+    for name in ("ndcg@3", "ndcg@5"):
+        assert out["mean"][name] == pytest.approx(reported[name], abs=1e-6), name
+
+
+def test_registry_dataset_split(tmp_path, capsys):
+    """``--data mq2008 --fold 2 --split valid``: the registry's layout (Fold2/vali.txt) under --dir."""
+    rng = np.random.default_rng(4)
+    (tmp_path / "Fold2").mkdir()
+    text = letor_text(rng, [4, 6, 5], n_features=46).splitlines()
+    text = [
+        ("1" + line[1:]) if i % 4 == 0 else line for i, line in enumerate(text)
+    ]  # a relevant doc per query
+    (tmp_path / "Fold2" / "vali.txt").write_text("\n".join(text) + "\n")
+    scores = rng.normal(size=15)
+    write_scores(tmp_path / "s.txt", scores)
+    args = ["--scores", str(tmp_path / "s.txt"), "-m", "ndcg@3"]
+    out = run_json(
+        ["--data", "mq2008", "--dir", str(tmp_path), "--fold", "2", "--split", "valid", *args], capsys
+    )
+    direct = run_json(["--data", str(tmp_path / "Fold2" / "vali.txt"), *args], capsys)
+    assert out["per_query"] == direct["per_query"] and list(out["per_query"]) == ["100", "101", "102"]
+    # the test split of that fold is not there: the registry's message says where it looked
+    assert main(["--data", "mq2008", "--dir", str(tmp_path), "--fold", "2", *args]) == 2
+    assert f"expected file(s) not found: {tmp_path / 'Fold2' / 'test.txt'}" in capsys.readouterr().err
