@@ -153,6 +153,7 @@ def test_logged_model_reproduces_the_runs_test_metrics_and_engine_scores(logged,
 @pytest.mark.slow
 def test_registered_model_version_writes_a_run_tagged_with_its_name(logged, tmp_path, capsys):
     import mlflow
+    from mlflow.tracking import MlflowClient
 
     root, run, uri = logged
     previous = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
@@ -171,6 +172,9 @@ def test_registered_model_version_writes_a_run_tagged_with_its_name(logged, tmp_
     by_run = run_json([*args, "--model", f"runs:/{run.info.run_id}/model"], capsys)
     assert by_version["per_query"] == by_run["per_query"]
     assert {line.split()[5] for line in (tmp_path / "r.run").read_text().splitlines()} == {"my-ranker"}
+    MlflowClient(tracking_uri=uri, registry_uri=uri).set_registered_model_alias("my-ranker", "champion", 1)
+    by_alias = run_json([*args, "--model", "models:/my-ranker@champion"], capsys)
+    assert by_alias["per_query"] == by_run["per_query"]
     assert main([*args, "--model", "models:/my-ranker/7"]) == 2
     err = capsys.readouterr().err
     assert (
