@@ -89,7 +89,16 @@ def detect_format(path: str | Path) -> str:
     raise DataError(f"{path}: no scores (the file is empty)")
 
 
-def _number(path: Path, line: int, text: str) -> float:
+def parse_score(path: str | Path, line: int, text: str) -> float:
+    """A score field: a finite number, else a ``DataError`` naming ``file:line`` (score files, TREC runs).
+
+    >>> parse_score("run.txt", 3, "-1.5e2")
+    -150.0
+    >>> parse_score("run.txt", 4, "inf")
+    Traceback (most recent call last):
+    ...
+    ltr.errors.DataError: run.txt:4: score must be finite, got 'inf'
+    """
     try:
         value = float(text)
     except ValueError:
@@ -134,7 +143,7 @@ def read_scores(
             )
         if fmt == "ranklib":
             _check_ranklib(path, row, count, qid, within)
-        scores[count] = _number(path, row.line, row.fields[-1])
+        scores[count] = parse_score(path, row.line, row.fields[-1])
         count += 1
     if count < n_rows:
         raise DataError(

@@ -37,9 +37,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # search_space come with the other work packages of issue 10; a prefix without modules is harmless
     (
         "foundation",
-        ("ltr", "ltr.errors", "ltr.ranking", "ltr.config_check", "ltr.resources", "ltr.textlines"),
+        (
+            "ltr",
+            "ltr.errors",
+            "ltr.ranking",
+            "ltr.config_check",
+            "ltr.resources",
+            "ltr.textlines",
+            "ltr.predictions",
+        ),
     ),
-    ("data", ("ltr.data", "ltr.predictions")),
+    ("data", ("ltr.data",)),
     ("metrics", ("ltr.metrics",)),
     ("statistics", ("ltr.stats",)),
     ("click simulation", ("ltr.clicks",)),
