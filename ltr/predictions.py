@@ -169,7 +169,7 @@ def _position_in_query(qid: np.ndarray) -> np.ndarray:
 
 def _check_ranklib(path: Path, row: _Row, i: int, qid: np.ndarray, within: np.ndarray) -> None:
     q, index = row.fields[0], row.fields[1]
-    if q != str(qid[i]):
+    if q != str(qid[i]) and not (q.isdigit() and int(q) == qid[i]):  # RankLib keeps "qid:007" as "007"
         raise DataError(
             f"{path}:{row.line}: qid {q} but row {i + 1} of the data belongs to qid {qid[i]} ({_LAYOUT['ranklib']})"
         )

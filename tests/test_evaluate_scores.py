@@ -372,3 +372,19 @@ def test_registry_dataset_split(tmp_path, capsys):
     # the test split of that fold is not there: the registry's message says where it looked
     assert main(["--data", "mq2008", "--dir", str(tmp_path), "--fold", "2", *args]) == 2
     assert f"expected file(s) not found: {tmp_path / 'Fold2' / 'test.txt'}" in capsys.readouterr().err
+
+
+def test_ranklib_keeps_qid_spelling(tmp_path, capsys):
+    """RankLib writes the qid as spelt in the data file (``qid:007`` → ``007``); ltr reads it as 7."""
+    (tmp_path / "d.txt").write_text("1 qid:007 1:0.1\n0 qid:007 1:0.2\n2 qid:010 1:0.3\n0 qid:010 1:0.1\n")
+    (tmp_path / "s.txt").write_text("007\t0\t0.5\n007\t1\t0.25\n010\t0\t-1.0E-4\n010\t1\t2.5E3\n")
+    out = run_json(
+        ["--data", str(tmp_path / "d.txt"), "--scores", str(tmp_path / "s.txt"), "-m", "P_1"], capsys
+    )
+    assert out["per_query"] == {
+        "7": {"P_1": 1.0},
+        "10": {"P_1": 0.0},
+    }  # Java's 2.5E3 ranks the label-0 row first
+    (tmp_path / "s.txt").write_text("007\t0\t0.5\n008\t1\t0.25\n")
+    assert main(["--data", str(tmp_path / "d.txt"), "--scores", str(tmp_path / "s.txt")]) == 2
+    assert "s.txt:2: qid 008 but row 2 of the data belongs to qid 7" in capsys.readouterr().err
