@@ -9,10 +9,10 @@ the data file it scores, in that file's order):
   0-based position of the document within its query.
 
 ``auto`` picks the format from the first line (1 field: ``lines``, 3 fields: ``ranklib``); every
-other line must then have the same number of fields. Blank lines at the end of the file are
-ignored; anywhere else, a blank line, a non-numeric or non-finite score, too few or too many scores
-for the data, or (RankLib) a qid or index that does not match the data row is a
-:class:`~ltr.errors.DataError` naming ``file:line``.
+other line must then have the same number of fields. Blank lines before the first score (e.g. a
+line holding only a byte order mark) and after the last are ignored. A blank line between two
+scores, a non-numeric or non-finite score, too few or too many scores for the data, or (RankLib) a
+qid or index that does not match the data row is a :class:`~ltr.errors.DataError` naming ``file:line``.
 
 >>> import tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -53,13 +53,14 @@ class _Row:
 
 
 def _rows(path: Path) -> Iterator[_Row]:
-    """Non-blank rows with their line numbers; a blank line followed by a score is an error."""
-    blank = 0
+    """Non-blank rows with their line numbers; a blank line between two scores is an error."""
+    blank, started = 0, False
     for number, line in read_lines(path):
         fields = split_fields(line)
         if not fields:
-            blank = blank or number
+            blank = blank or (number if started else 0)
             continue
+        started = True
         if blank:
             raise DataError(
                 f"{path}:{blank}: a blank line among the scores; a score file has one row per document"

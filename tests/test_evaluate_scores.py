@@ -388,3 +388,36 @@ def test_ranklib_keeps_qid_spelling(tmp_path, capsys):
     (tmp_path / "s.txt").write_text("007\t0\t0.5\n008\t1\t0.25\n")
     assert main(["--data", str(tmp_path / "d.txt"), "--scores", str(tmp_path / "s.txt")]) == 2
     assert "s.txt:2: qid 008 but row 2 of the data belongs to qid 7" in capsys.readouterr().err
+
+
+BOM = b"\xef\xbb\xbf"  # spelled out: the test must not trust the code's constant
+
+
+@pytest.mark.parametrize(
+    "encoded",
+    [
+        BOM + b"0.5\n-1\n2\n",  # a UTF-8 byte order mark (Windows editors)
+        b"0.5\r\n-1\r\n2\r\n",  # CRLF
+        BOM + b"0.5\r\n-1\r\n2\r\n",
+        BOM + b"\n0.5\n-1\n2\n",  # a first line holding only the byte order mark
+        b"0.5\n-1\n2\n\n\n",  # blank lines after the last score
+    ],
+)
+def test_score_files_follow_the_text_policy(tmp_path, encoded):
+    (tmp_path / "s.txt").write_bytes(encoded)
+    assert read_scores(tmp_path / "s.txt", n_rows=3).tolist() == [0.5, -1.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    ("encoded", "match"),
+    [
+        (b"0.5\r-1\r2\r", r"s.txt:1: a carriage return \(\\r\) not followed by a line feed"),
+        ("0.5\n-1\n2\n".encode("utf-16"), r"s.txt:1: the file is UTF-16 text"),
+        (b"0.5\n\xff1\n2\n", r"s.txt:2: not UTF-8 text"),
+        (b"0.5\n" + BOM + b"-1\n2\n", r"s.txt:2: a byte order mark \(U\+FEFF\) inside the file"),
+    ],
+)
+def test_score_files_badly_encoded_name_file_and_line(tmp_path, encoded, match):
+    (tmp_path / "s.txt").write_bytes(encoded)
+    with pytest.raises(DataError, match=match):
+        read_scores(tmp_path / "s.txt", n_rows=3)
