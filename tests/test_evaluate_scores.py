@@ -8,6 +8,7 @@ the predictions, scikit-learn's ``ndcg_score``; the file's labels are read with 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -421,3 +422,53 @@ def test_score_files_badly_encoded_name_file_and_line(tmp_path, encoded, match):
     (tmp_path / "s.txt").write_bytes(encoded)
     with pytest.raises(DataError, match=match):
         read_scores(tmp_path / "s.txt", n_rows=3)
+
+
+# --- the official MSLR evaluation script on the same prediction file (a real peer tool) ------------------
+
+MSLR_P = [f"p@{k}" for k in range(1, 11)] + ["map"]
+MSLR_NDCG = [f"ndcg@{k}" for k in range(1, 11)] + ["meanndcg"]
+
+
+@pytest.mark.shared_data
+def test_mslr_preset_agrees_with_eval_score_mslr_on_the_same_prediction_file(mq2008, tmp_path, capsys):
+    """``Eval-Score-MSLR.pl FEATURES PREDICTIONS OUT 1`` and ``--data FEATURES --scores PREDICTIONS
+    --preset mslr`` read the same two files; every printed value (per query and Average) agrees."""
+    from conftest import real_data_dir
+
+    from ltr.metrics.conventions import PRESETS
+
+    if "mslr" not in PRESETS:
+        pytest.skip("the mslr preset (Eval-Score-MSLR.pl's conventions) is not in this checkout")
+    script = real_data_dir().parent / "tools" / "letor" / "Eval-Score-MSLR.pl"
+    perl = shutil.which("perl")
+    if perl is None or not script.is_file():
+        pytest.skip(f"perl or {script} is absent: the official MSLR script cannot run")
+    path, X, _y, _qid, _sizes = mq2008
+    rng = np.random.default_rng(2)
+    scores = X[:, 38].toarray().ravel() + rng.normal(0, 0.05, X.shape[0])  # a noisy single feature
+    scores = np.round(scores, 2)  # coarse: many ties, which both must keep in file order
+    np.savetxt(tmp_path / "pred.txt", scores, fmt="%.2f")
+    done = subprocess.run([perl, str(script), str(path), str(tmp_path / "pred.txt"), str(tmp_path / "out.txt"), "1"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    printed: dict[str, dict[str, str]] = {}
+    blocks = (tmp_path / "out.txt").read_text().strip().split("\n\n")
+    for block, names in zip(blocks, (MSLR_P, MSLR_NDCG), strict=True):
+        for row in block.strip().splitlines()[1:]:
+            qid, *values = row.rstrip("\t").split("\t")
+            printed.setdefault(qid, {}).update(zip(names, values, strict=True))
+    measures = [a for name in MSLR_P + MSLR_NDCG for a in ("-m", name)]
+    out = run_json(
+        ["--data", str(path), "--scores", str(tmp_path / "pred.txt"), "--preset", "mslr", *measures], capsys
+    )
+    assert set(printed) == {*out["per_query"], "Average"}
+    ours = {**out["per_query"], "Average": out["mean"]}
+    differ = [
+        (q, name, text, ours[q][name])
+        for q, row in printed.items()
+        for name, text in row.items()
+        if f"{ours[q][name]:.4f}" != text
+    ]
+    assert not differ, differ[:10]
+    assert sum(len(row) for row in printed.values()) == 22 * (len(out["per_query"]) + 1)
