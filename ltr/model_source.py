@@ -49,9 +49,10 @@ def _ranker_folder(folder: Path, source: str) -> Path:
         return folder
     if (folder / RANKER_FOLDER / MANIFEST).is_file():
         return folder / RANKER_FOLDER
+    where = "among its artifacts" if source.startswith(URI_SCHEMES) else f"in {folder}"
     raise ConfigError(
         f"--model {source}: not an ltr model (no {MANIFEST}, nor {RANKER_FOLDER / MANIFEST} of a logged model, "
-        f"in {folder})"
+        f"{where})"
     )
 
 

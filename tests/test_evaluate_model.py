@@ -181,5 +181,10 @@ def test_registered_model_version_writes_a_run_tagged_with_its_name(logged, tmp_
         err.startswith("error: --model models:/my-ranker/7: cannot load it from sqlite:///")
         and "Traceback" not in err
     )
+    assert main([*args, "--model", f"runs:/{run.info.run_id}/plots"]) == 2  # an artifact folder, not a model
+    assert (
+        "/plots: not an ltr model (no manifest.json, nor artifacts/ranker/manifest.json of a logged model, "
+        "among its artifacts)" in capsys.readouterr().err
+    )
     assert main([*args, "--model", "runs:/0123456789abcdef/model"]) == 2
     assert "error: --model runs:/0123456789abcdef/model: cannot load it" in capsys.readouterr().err
