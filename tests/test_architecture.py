@@ -37,7 +37,15 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # search_space come with the other work packages of issue 10; a prefix without modules is harmless
     (
         "foundation",
-        ("ltr", "ltr.errors", "ltr.ranking", "ltr.config_check", "ltr.resources", "ltr.textlines"),
+        (
+            "ltr",
+            "ltr.errors",
+            "ltr.ranking",
+            "ltr.config_check",
+            "ltr.resources",
+            "ltr.textlines",
+            "ltr.predictions",
+        ),
     ),
     ("data", ("ltr.data",)),
     ("metrics", ("ltr.metrics",)),
@@ -57,6 +65,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.entry",
             "ltr.optuna_sweeper",
             "ltr.search_space",
+            "ltr.model_source",
         ),
     ),  # fmt: skip
     ("entry points", ("ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__", "ltr.sweep")),
