@@ -68,7 +68,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.model_source",
         ),
     ),  # fmt: skip
-    ("entry points", ("ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__", "ltr.sweep")),
+    (
+        "entry points",
+        ("ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__", "ltr.sweep", "ltr.clicks.__main__"),
+    ),
 )
 #: Entry points (command lines and the Hydra sweep callback): none may import another.
 ENTRY_POINTS = frozenset(LAYERS[-1][1])

@@ -227,3 +227,72 @@ def clicks_from_config(data: RankingData, cfg: Mapping[str, Any] | None, *, seed
         sessions=int(c["sessions"]),
         seed=seed + 1,
     )
+
+
+def randomize_top(scores: np.ndarray, offsets: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """RandTop-n: scores whose ranking shuffles each query's top ``n`` uniformly (the rest keep order).
+
+    >>> s = randomize_top(np.array([3.0, 2.0, 1.0, 0.0]), np.array([0, 4]), 2, np.random.default_rng(0))
+    >>> sorted(np.argsort(-s)[:2].tolist()), np.argsort(-s)[2:].tolist()
+    ([0, 1], [2, 3])
+    """
+    rank = descending_ranks(np.asarray(scores, dtype=np.float64), offsets, ties="first")
+    out = -rank.astype(np.float64)  # the logging order itself
+    top = rank <= n
+    out[top] = float(n) + rng.random(int(top.sum()))  # above every other document, in random order
+    return out
+
+
+def simulate_log_table(
+    data: RankingData,
+    *,
+    rounds: int,
+    rand_top: int = 0,
+    feature: int = 1,
+    noise: float = 1.0,
+    model: str = "pbm",
+    eta: float = 1.0,
+    epsilon: float = 0.1,
+    top_k: int = 10,
+    sessions: int = 1,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """A click log with the columns ``session, qid, doc, position (1-based), click``.
+
+    Each of ``rounds`` rounds draws a new production ranker (:func:`noisy_feature_scores` with a new
+    noise seed: the orders differ between rounds, as in a log spanning ranker updates) and, when
+    ``rand_top`` > 0, shuffles its top ``rand_top`` per round (RandTop-n randomization); then
+    :func:`simulate_clicks` shows each query ``sessions`` times. ``doc`` is the row of ``data``.
+    """
+    if not (isinstance(rounds, int) and rounds >= 1):
+        raise ConfigError(f"rounds: expected an integer >= 1, got {rounds!r}")
+    if not (isinstance(rand_top, int) and rand_top >= 0):
+        raise ConfigError(f"rand_top: expected an integer >= 0, got {rand_top!r}")
+    rng = np.random.default_rng(seed)
+    parts: list[dict[str, np.ndarray]] = []
+    first_session = 0
+    for r in range(rounds):
+        scores = noisy_feature_scores(data, feature=feature, noise=noise, seed=seed + 2 * r)
+        if rand_top:
+            scores = randomize_top(scores, data.offsets, rand_top, rng)
+        log = simulate_clicks(
+            data,
+            scores,
+            model=model,
+            eta=eta,
+            epsilon=epsilon,
+            top_k=top_k,
+            sessions=sessions,
+            seed=seed + 2 * r + 1,
+        )
+        parts.append(
+            {
+                "session": log.data.qid.astype(np.int64) + first_session,
+                "qid": data.qid[log.source_row],
+                "doc": log.source_row.astype(np.int64),
+                "position": log.position + 1,
+                "click": log.data.y.astype(np.int64),
+            }
+        )
+        first_session += log.data.n_queries
+    return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}

@@ -1,0 +1,380 @@
+"""Examination propensities (position bias) estimated from click logs, with bootstrap CIs.
+
+A **click log** has one row per shown document and the columns ``session`` (one result page),
+``qid`` (its query), ``doc`` (the document id, unique within the query), ``position`` (1-based
+display position) and ``click`` (0 or 1). Under the position-based model
+``P(click | q, d, r) = θ_r · γ_{q,d}`` (examination × relevance); θ is identified only up to a
+factor, so estimates are normalised to ``θ_1 = 1``.
+
+* ``randomization`` — result randomization (Joachims et al., WSDM 2017; Wang et al., SIGIR 2016):
+  on a log whose presentation was randomized (RandTop-n: the top n shuffled uniformly per session;
+  swap-k: the documents at 1 and k exchanged in half of the sessions), every position sees the same
+  mixture of documents, so ``θ_r / θ_1 = CTR_r / CTR_1`` (clicks / impressions at each position).
+  On an ordinary log this ratio is confounded by relevance: use ``em``.
+* ``em`` — the EM of Wang, Golbandi, Bendersky, Metzler & Najork, *Position Bias Estimation for
+  Unbiased Learning to Rank in Personal Search*, WSDM 2018, §3 with one relevance parameter
+  γ_{q,d} per (query, document): the E-step gives, for a non-click at r,
+  ``P(E=1, R=0 | c=0) = θ_r(1−γ)/(1−θ_rγ)`` and ``P(E=0, R=1 | c=0) = (1−θ_r)γ/(1−θ_rγ)``
+  (a click means E = R = 1); the M-step sets θ_r and γ_{q,d} to the mean posterior of E over the
+  impressions at r and of R over the impressions of (q, d). (Their *regression* EM replaces γ by a
+  feature model for logs whose (q, d) pairs repeat rarely; a click log has no features, so the
+  per-pair γ is used.) θ is identified only when documents move between positions (several rankers,
+  personalised or re-ranked orders): every position must be linked to position 1 through documents
+  shown at both, else a :class:`~ltr.errors.DataError` says which positions are not.
+
+**Bootstrap over queries** (seeded): replicate b draws the log's queries with replacement (each
+query with all its sessions) and re-estimates θ; the CI is the percentile interval of θ_r/θ_1. The
+query is the unit because documents (and so relevance γ_{q,d}) are shared by all sessions of a query:
+resampling sessions would treat the query sample as fixed and give too narrow intervals.
+
+>>> log = impression_log(session=[1, 1, 2, 2], qid=["a", "a", "a", "a"], doc=["x", "y", "y", "x"],
+...                      position=[1, 2, 1, 2], click=[1, 0, 1, 1])
+>>> p = estimate_propensities(log, method="randomization", n_bootstrap=20, seed=0)
+>>> p.as_json()["position"], p.as_json()["examination"]
+([1, 2], [1.0, 0.5])
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ltr.errors import ConfigError, DataError
+
+LOG_COLUMNS = ("session", "qid", "doc", "position", "click")
+METHODS = ("randomization", "em")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+@dataclass(frozen=True)
+class ImpressionLog:
+    """A validated click log as integer codes: ``query`` 0..Q−1, ``pair`` (query, doc) 0..P−1."""
+
+    query: np.ndarray
+    pair: np.ndarray
+    position: np.ndarray  # 1-based
+    click: np.ndarray  # 0.0 / 1.0
+    source: str = "click log"
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.query.max(initial=-1)) + 1
+
+
+@dataclass(frozen=True)
+class Propensities:
+    """Examination per position, normalised to position 1, with a bootstrap percentile CI."""
+
+    position: np.ndarray
+    examination: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    method: str
+    n_bootstrap: int
+    confidence: float
+    seed: int
+
+    def as_json(self) -> dict[str, list[Any]]:
+        """``{"position": [1, 2, …], "examination": [1.0, …], "ci_low": […], "ci_high": […]}``."""
+        return {
+            "position": [int(p) for p in self.position],
+            "examination": [float(v) for v in self.examination],
+            "ci_low": [float(v) for v in self.ci_low],
+            "ci_high": [float(v) for v in self.ci_high],
+        }
+
+
+def impression_log(
+    *,
+    session: Sequence[Any] | np.ndarray,
+    qid: Sequence[Any] | np.ndarray,
+    doc: Sequence[Any] | np.ndarray,
+    position: Sequence[Any] | np.ndarray,
+    click: Sequence[Any] | np.ndarray,
+    source: str = "click log",
+    row_label: str = "row",
+) -> ImpressionLog:
+    """Validate the five columns (errors name ``source``, the column and the 1-based row)."""
+    columns = {"session": session, "qid": qid, "doc": doc, "position": position, "click": click}
+    arrays = {name: np.asarray(values, dtype=object) for name, values in columns.items()}
+    n = len(arrays["session"])
+    for name, values in arrays.items():
+        if len(values) != n:
+            raise DataError(f"{source}: column {name!r} has {len(values)} rows, column 'session' {n}")
+    if n == 0:
+        raise DataError(f"{source}: the click log has no rows")
+    for name in ("session", "qid", "doc"):
+        bad = [i for i, v in enumerate(arrays[name]) if _missing(v)]
+        if bad:
+            raise DataError(f"{source}: column {name!r}, {row_label} {bad[0] + 1}: empty value")
+    pos = _integers(arrays["position"], source, "position", row_label, "an integer >= 1 (1-based)", low=1)
+    clk = _integers(arrays["click"], source, "click", row_label, "0 or 1", low=0, high=1)
+
+    keys = {
+        name: np.unique(arrays[name].astype(str), return_inverse=True)[1]
+        for name in ("session", "qid", "doc")
+    }
+    session_codes, query_codes = keys["session"], keys["qid"]
+    first_query = np.full(session_codes.max() + 1, -1)
+    first_query[session_codes[::-1]] = query_codes[::-1]  # the first row of each session wins
+    wrong = np.flatnonzero(first_query[session_codes] != query_codes)
+    if wrong.size:
+        i = int(wrong[0])
+        raise DataError(
+            f"{source}: column 'qid', {row_label} {i + 1}: session {arrays['session'][i]!r} already has "
+            f"another qid (one session is one query's result page)"
+        )
+    slot = session_codes.astype(np.int64) * (int(pos.max()) + 1) + pos
+    _, first, counts = np.unique(slot, return_index=True, return_counts=True)
+    if np.any(counts > 1):
+        dup = np.setdiff1d(np.arange(n), first)[0]
+        raise DataError(
+            f"{source}: column 'position', {row_label} {dup + 1}: session {arrays['session'][dup]!r} "
+            f"already shows a document at position {pos[dup]}"
+        )
+    pair = np.unique(np.stack([query_codes, keys["doc"]], axis=1), axis=0, return_inverse=True)[1].ravel()
+    return ImpressionLog(
+        query=query_codes, pair=pair, position=pos, click=clk.astype(np.float64), source=source
+    )
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value)) or str(value).strip() == ""
+
+
+def _integers(
+    values: np.ndarray,
+    source: str,
+    column: str,
+    row_label: str,
+    expected: str,
+    *,
+    low: int,
+    high: int | None = None,
+) -> np.ndarray:
+    out = np.empty(len(values), dtype=np.int64)
+    for i, v in enumerate(values):
+        try:
+            f = (
+                float(str(v).strip())
+                if not isinstance(v, (int, float, np.integer, np.floating))
+                else float(v)
+            )
+        except ValueError:
+            f = float("nan")
+        if not (np.isfinite(f) and f == int(f) and f >= low and (high is None or f <= high)):
+            raise DataError(
+                f"{source}: column {column!r}, {row_label} {i + 1}: expected {expected}, got {v!r}"
+            )
+        out[i] = int(f)
+    return out
+
+
+def read_click_log(path: str | Path) -> ImpressionLog:
+    """Read and validate a CSV (header row) or Parquet (``.parquet``/``.pq``) click log."""
+    import pandas as pd  # deferred: pandas loads only when a click log file is read
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such click log file")
+    parquet = path.suffix.lower() in PARQUET_SUFFIXES
+    try:
+        if parquet:
+            frame = pd.read_parquet(path)
+        else:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except Exception as exc:  # noqa: BLE001 - any reader failure is the file's problem, said with its name
+        kind = "Parquet" if parquet else "CSV"
+        raise DataError(f"{path}: not a readable {kind} click log ({type(exc).__name__}: {exc})") from exc
+    frame.columns = [str(c).strip() for c in frame.columns]
+    missing = [c for c in LOG_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(
+            f"{path}: missing column(s) {', '.join(missing)}; a click log has the columns "
+            f"{', '.join(LOG_COLUMNS)} (found {', '.join(map(str, frame.columns)) or 'none'})"
+        )
+    # CSV rows are counted after the header: data row N is line N + 1
+    row_label = "row" if parquet else "data row"
+    return impression_log(
+        **{c: frame[c].to_numpy(dtype=object) for c in LOG_COLUMNS}, source=str(path), row_label=row_label
+    )
+
+
+def estimate_propensities(
+    log: ImpressionLog,
+    *,
+    method: str = "em",
+    max_position: int | None = None,
+    n_bootstrap: int = 200,
+    confidence: float = 0.95,
+    seed: int = 0,
+    tol: float = 1e-6,
+    max_iter: int = 1000,
+) -> Propensities:
+    """θ_r/θ_1 for r = 1..``max_position`` (default: the deepest position in the log) and its CI."""
+    if method not in METHODS:
+        raise ConfigError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
+    if not (isinstance(n_bootstrap, int) and n_bootstrap >= 1):
+        raise ConfigError(f"n_bootstrap: expected an integer >= 1, got {n_bootstrap!r}")
+    if not 0 < confidence < 1:
+        raise ConfigError(f"confidence: expected a number in (0, 1), got {confidence!r}")
+    depth = int(log.position.max()) if max_position is None else int(max_position)
+    if depth < 1:
+        raise ConfigError(f"max_position: expected an integer >= 1, got {max_position!r}")
+    keep = log.position <= depth
+    query, pair, position, click = log.query[keep], log.pair[keep], log.position[keep] - 1, log.click[keep]
+    seen = np.bincount(position, minlength=depth)
+    if np.any(seen == 0):
+        raise DataError(
+            f"{log.source}: no impressions at position(s) {(np.flatnonzero(seen == 0) + 1).tolist()}"
+        )
+    n_queries = int(query.max()) + 1
+    rng = np.random.default_rng(seed)
+    weights = rng.multinomial(n_queries, np.full(n_queries, 1.0 / n_queries), size=n_bootstrap).astype(
+        np.float64
+    )
+
+    if method == "randomization":
+        cells = query * depth + position
+        imps = np.bincount(cells, minlength=n_queries * depth).reshape(n_queries, depth)
+        clicks = np.bincount(cells, weights=click, minlength=n_queries * depth).reshape(n_queries, depth)
+        point = _relative_ctr(clicks.sum(0, keepdims=True), imps.sum(0, keepdims=True), log.source)[0]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ctr = (weights @ clicks) / (weights @ imps)
+            boot = ctr / ctr[:, :1]
+    else:
+        _check_linked(pair, position, depth, log.source)
+        cells, cell_index = np.unique(pair.astype(np.int64) * depth + position, return_inverse=True)
+        n = np.bincount(cell_index).astype(np.float64)
+        c = np.bincount(cell_index, weights=click)
+        cell_pair, cell_pos = cells // depth, cells % depth
+        cell_query = np.zeros(cells.shape[0], dtype=np.int64)
+        cell_query[cell_index] = query
+        theta, gamma = _em(n, c, cell_pair, cell_pos, depth, np.ones_like(n), tol, max_iter, None)
+        point = theta / theta[0]
+        boot = np.empty((n_bootstrap, depth))
+        for b in range(n_bootstrap):
+            t, _ = _em(
+                n, c, cell_pair, cell_pos, depth, weights[b][cell_query], tol, max_iter, (theta, gamma)
+            )
+            boot[b] = t / t[0] if t[0] > 0 else np.nan
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.nanquantile(boot, [alpha, 1.0 - alpha], axis=0)
+    return Propensities(
+        position=np.arange(1, depth + 1),
+        examination=point,
+        ci_low=np.minimum(low, point),
+        ci_high=np.maximum(high, point),
+        method=method,
+        n_bootstrap=n_bootstrap,
+        confidence=confidence,
+        seed=seed,
+    )
+
+
+def _relative_ctr(clicks: np.ndarray, imps: np.ndarray, source: str) -> np.ndarray:
+    ctr = clicks / imps
+    if np.any(ctr[:, 0] <= 0):
+        raise DataError(f"{source}: no clicks at position 1, the relative CTR is undefined")
+    return ctr / ctr[:, :1]
+
+
+def _check_linked(pair: np.ndarray, position: np.ndarray, depth: int, source: str) -> None:
+    """Every position must reach position 1 through documents shown at two positions (union-find)."""
+    parent = list(range(depth))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    order = np.lexsort((position, pair))
+    p, r = pair[order], position[order]
+    same = np.flatnonzero((p[1:] == p[:-1]) & (r[1:] != r[:-1]))
+    for i in same:
+        parent[root(int(r[i]))] = root(int(r[i + 1]))
+    unlinked = [k + 1 for k in range(depth) if root(k) != root(0)]
+    if unlinked:
+        raise DataError(
+            f"{source}: method em cannot separate position bias from relevance at position(s) {unlinked}: "
+            f"no document shown there was also shown at a position linked to position 1 (the EM needs "
+            f"documents that move between positions; for a randomized log use method randomization)"
+        )
+
+
+def _em(
+    n: np.ndarray,
+    c: np.ndarray,
+    cell_pair: np.ndarray,
+    cell_pos: np.ndarray,
+    depth: int,
+    w: np.ndarray,
+    tol: float,
+    max_iter: int,
+    start: tuple[np.ndarray, np.ndarray] | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wang et al.'s EM on aggregated cells (n impressions, c clicks of one pair at one position)."""
+    n_pairs = int(cell_pair.max()) + 1
+    wn, wc = w * n, w * c
+    pos_n = np.bincount(cell_pos, weights=wn, minlength=depth)
+    pair_n = np.bincount(cell_pair, weights=wn, minlength=n_pairs)
+    if start is None:
+        # θ_1 = 1 from the start stays 1 (its E-step posterior of E is 1): this fixes θ's free scale,
+        # which EM would otherwise drift along for thousands of iterations
+        theta = np.r_[1.0, np.full(depth - 1, 0.5)]
+        gamma = np.full(n_pairs, 0.5)
+    else:
+        theta, gamma = start[0].copy(), start[1].copy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for _ in range(max_iter):
+            t, g = theta[cell_pos], gamma[cell_pair]
+            miss = (wn - wc) / (1.0 - t * g)
+            new_theta = np.bincount(cell_pos, weights=wc + miss * t * (1.0 - g), minlength=depth) / pos_n
+            new_gamma = np.bincount(cell_pair, weights=wc + miss * (1.0 - t) * g, minlength=n_pairs) / pair_n
+            new_theta = np.nan_to_num(new_theta, nan=theta[0])
+            new_gamma = np.nan_to_num(new_gamma, nan=0.5)
+            change = np.max(np.abs(new_theta - theta))
+            theta, gamma = new_theta, new_gamma
+            if change < tol:
+                break
+    return theta, gamma
+
+
+def write_propensities(propensities: Propensities, path: str | Path) -> None:
+    """Write :meth:`Propensities.as_json` to ``path``."""
+    Path(path).write_text(json.dumps(propensities.as_json(), indent=1) + "\n", encoding="utf-8")
+
+
+def read_propensities(path: str | Path, where: str = "clicks.propensities") -> np.ndarray:
+    """θ per 0-based position from a ``--json`` file (``position`` 1..K in order, ``examination`` > 0).
+
+    Errors name ``where`` (the config key) and the file.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{where}: no such propensity file {str(path)!r}") from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{where}: {path} is not a JSON propensity file ({exc})") from exc
+    if not isinstance(data, dict) or not {"position", "examination"} <= set(data):
+        raise ConfigError(
+            f"{where}: {path} needs the keys 'position' and 'examination' (python -m ltr.clicks propensity --json)"
+        )
+    position, theta = data["position"], data["examination"]
+    if not (isinstance(position, list) and isinstance(theta, list) and len(position) == len(theta) and theta):
+        raise ConfigError(f"{where}: {path}: 'position' and 'examination' must be lists of the same length")
+    if position != list(range(1, len(position) + 1)):
+        raise ConfigError(f"{where}: {path}: 'position' must be 1, 2, …, {len(position)} in order")
+    values = np.asarray(theta, dtype=object)
+    if not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) and v > 0 for v in values
+    ):
+        raise ConfigError(f"{where}: {path}: every 'examination' value must be a finite number > 0")
+    return values.astype(np.float64)
