@@ -204,6 +204,9 @@ class ClickConfig:
     top_k: int = setting(10, low=1)  # documents shown per session
     sessions: int = setting(10, low=1)  # independent click draws per training query
     logging: LoggingPolicy = field(default_factory=LoggingPolicy)
+    # a `python -m ltr.clicks propensity --output` JSON file: lambdamart_clicks then weights every
+    # clicked row by 1/θ of its position (IPS) instead of taking clicks at face value
+    propensities: str | None = setting(None)
 
 
 def resolve_click_config(cfg: Mapping[str, Any] | None, where: str = "model.clicks") -> dict[str, Any]:

@@ -11,7 +11,11 @@ clicks, and is then evaluated like any ranker on the TRUE labels of ``valid``/``
                                LambdaMART, Hu et al. WWW 2019)
 ``lambdamart_xgb_unbiased``    XGBoost ``rank:ndcg`` with ``lambdarank_unbiased=true`` (positions
                                are read from the row order within a query: the log is in display order)
-``lambdamart_clicks``          naive: LightGBM lambdarank on the clicks as if they were labels
+``lambdamart_clicks``          naive: LightGBM lambdarank on the clicks as if they were labels; with
+                               ``clicks.propensities=PATH.json`` (estimated examination per position,
+                               ``python -m ltr.clicks propensity LOG --output PATH.json``) IPS-weighted:
+                               every clicked row gets the weight ``1/θ_r`` of its position ``r``
+                               (LightGBM scales that row's lambda gradient and hessian by it)
 ``lambdamart_xgb_clicks``      naive: the same on XGBoost
 =============================  =====================================================================
 
@@ -31,18 +35,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from ltr.clicks import ClickLog, clicks_from_config, resolve_click_config
+from ltr.clicks.propensity import read_propensities
 from ltr.config_check import join
 from ltr.data import RankingData
-from ltr.errors import DataError
+from ltr.errors import ConfigError, DataError
 from ltr.models.base import OnIteration, Resolved
 from ltr.models.lgbm import LambdaMART
+
+
+def ips_weights(log: ClickLog, theta: np.ndarray) -> np.ndarray:
+    """``1/θ_r`` on clicked rows (``r`` = the row's display position, ``theta`` per 0-based position), 1 elsewhere.
+
+    >>> from ltr.clicks import simulate_clicks
+    >>> d = RankingData(X=np.zeros((3, 1), np.float32), y=[4, 4, 0], qid=[1, 1, 1])
+    >>> log = simulate_clicks(d, np.array([3.0, 2.0, 1.0]), epsilon=1.0, sessions=1)
+    >>> ips_weights(log, np.array([1.0, 0.5, 0.25])).tolist()
+    [1.0, 2.0, 4.0]
+    """
+    return np.where(log.data.y > 0, 1.0 / theta[log.position], 1.0)
 
 
 class ClickTrained:
     """Mixin: ``fit`` simulates click logs from the training labels and trains the engine on them."""
 
     _click_log: ClickLog | None = None
+    takes_propensities = False  # True: clicks.propensities weights clicked rows by 1/θ (IPS)
+    propensities_: np.ndarray | None = None
 
     def __init__(
         self,
@@ -56,7 +77,23 @@ class ClickTrained:
 
     def _resolve(self) -> Resolved:
         resolved = super()._resolve()  # type: ignore[misc]
-        self.clicks_ = resolve_click_config(self.clicks, join(self._where, "clicks"))  # type: ignore[attr-defined]
+        where = join(self._where, "clicks")  # type: ignore[attr-defined]
+        self.clicks_ = resolve_click_config(self.clicks, where)
+        path = self.clicks_.get("propensities")
+        self.propensities_ = None
+        if path is not None:
+            if not self.takes_propensities:
+                raise ConfigError(
+                    f"{join(where, 'propensities')}: {self.name} does not take propensities "  # type: ignore[attr-defined]
+                    f"(lambdamart_clicks does: IPS-weighted LambdaMART)"
+                )
+            theta = read_propensities(path, join(where, "propensities"))
+            if theta.shape[0] < int(self.clicks_["top_k"]):
+                raise ConfigError(
+                    f"{join(where, 'propensities')}: {path} covers positions 1..{theta.shape[0]}, "
+                    f"but {join(where, 'top_k')} shows {self.clicks_['top_k']}"
+                )
+            self.propensities_ = theta
         return resolved
 
     def fit(
@@ -72,6 +109,8 @@ class ClickTrained:
             "click_rate": log.click_rate,
             **{k: v for k, v in self.clicks_.items() if k != "logging"},
         }
+        if self.propensities_ is not None:
+            self.click_stats_["propensities_used"] = self.propensities_.tolist()
         self._click_log = log
         try:
             return super().fit(log.data, valid, on_iteration=on_iteration)  # type: ignore[misc]
@@ -79,7 +118,10 @@ class ClickTrained:
             self._click_log = None
 
     def _extra_state(self) -> dict[str, Any]:
-        return {**super()._extra_state(), "clicks": self.clicks_}  # type: ignore[misc]
+        state = {**super()._extra_state(), "clicks": self.clicks_}  # type: ignore[misc]
+        if self.propensities_ is not None:  # the examination the IPS weights used, saved with the model
+            state["propensities"] = self.propensities_.tolist()
+        return state
 
 
 class UnbiasedLambdaMART(ClickTrained, LambdaMART):
@@ -96,6 +138,14 @@ class UnbiasedLambdaMART(ClickTrained, LambdaMART):
 
 
 class ClickLambdaMART(ClickTrained, LambdaMART):
-    """Naive baseline: LightGBM lambdarank on click logs, clicks taken as relevance labels."""
+    """LightGBM lambdarank on click logs: clicks as labels (naive), or IPS-weighted with propensities."""
 
     name = "lambdamart_clicks"
+    takes_propensities = True
+
+    def _dataset(self, data: RankingData, reference: Any) -> Any:
+        ds = super()._dataset(data, reference)
+        log = self._click_log
+        if log is not None and data is log.data and self.propensities_ is not None:
+            ds.set_weight(ips_weights(log, self.propensities_))
+        return ds

@@ -1,0 +1,270 @@
+"""Propensity estimation from click logs: recovery of the simulator's known (1/r)^η within the
+bootstrap CIs, the EM against a direct maximum-likelihood fit, log validation, CLI, IPS training."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import lightgbm as lgb
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import minimize
+
+from ltr.clicks import clicks_from_config, simulate_log_table
+from ltr.clicks.propensity import (
+    estimate_propensities,
+    impression_log,
+    read_click_log,
+    read_propensities,
+    write_propensities,
+)
+from ltr.data.synthetic import generate
+from ltr.errors import ConfigError, DataError
+from ltr.models import build_ranker, load_ranker
+from ltr.models.unbiased import ips_weights
+
+
+@pytest.fixture(scope="module")
+def data():
+    return generate(150, seed=0)
+
+
+#: every position within its CI jointly: 9 intervals (position 1 is fixed), Bonferroni-adjusted 95%
+JOINT = 1 - 0.05 / 9
+
+
+def naive_ctr_ratio(table):
+    pos, click = table["position"], table["click"]
+    ctr = np.bincount(pos, weights=click)[1:] / np.bincount(pos)[1:]
+    return ctr / ctr[0]
+
+
+@pytest.mark.parametrize("eta", [1.0, 2.0])
+def test_randomization_recovers_the_simulated_examination_within_its_ci(data, eta):
+    table = simulate_log_table(data, rounds=20, rand_top=10, eta=eta, seed=0)
+    p = estimate_propensities(
+        impression_log(**table), method="randomization", n_bootstrap=300, confidence=JOINT, seed=0
+    )
+    true = (1.0 / p.position) ** eta
+    assert p.position.tolist() == list(range(1, 11))
+    assert p.examination[0] == 1.0 and p.ci_low[0] == p.ci_high[0] == 1.0
+    assert np.all((p.ci_low <= true) & (true <= p.ci_high)), (p.examination, true)
+    assert np.max(np.abs(p.examination - true)) < 0.06
+    assert np.all(p.ci_high[1:] - p.ci_low[1:] > 0)  # a real interval, not the point
+
+
+@pytest.mark.slow
+def test_em_recovers_the_examination_on_an_ordinary_log_where_ctr_is_biased():
+    # 20 production rankers (documents move between positions), 30 sessions each: enough clicks per
+    # (query, document) that the per-pair relevance of the EM is not itself the noise
+    table = simulate_log_table(generate(80, seed=0), rounds=20, sessions=30, rand_top=0, eta=1.0, seed=0)
+    p = estimate_propensities(impression_log(**table), method="em", n_bootstrap=30, seed=0)
+    true = 1.0 / p.position
+    # measured: |error| <= 0.0104 at every position (the per-pair relevance of the EM leaves a small
+    # finite-sample bias, mostly upward, of the size of the CI half-width: see docs/position_bias.md)
+    assert np.max(np.abs(p.examination - true)) < 0.015, p.examination
+    assert np.mean((p.ci_low <= true) & (true <= p.ci_high)) >= 0.5, (p.ci_low, p.ci_high)
+    # without randomization the CTR ratio mixes relevance into θ (the production ranker puts the
+    # relevant documents on top): the EM is not that ratio, and the ratio lies outside the CIs
+    naive = naive_ctr_ratio(table)
+    assert np.any((naive < p.ci_low) | (naive > p.ci_high)), naive
+
+
+def test_em_is_the_maximum_likelihood_estimate():
+    rng = np.random.default_rng(4)
+    sessions, qids, docs, positions, clicks = [], [], [], [], []
+    theta_true, gamma = np.array([1.0, 0.6, 0.3]), rng.uniform(0.2, 0.9, 4)
+    for s in range(400):
+        order = rng.permutation(4)[:3]  # 4 documents of one query, 3 shown in a random order
+        for r, d in enumerate(order):
+            sessions.append(s), qids.append("q"), docs.append(d), positions.append(r + 1)
+            clicks.append(int(rng.random() < theta_true[r] * gamma[d]))
+    p = estimate_propensities(
+        impression_log(session=sessions, qid=qids, doc=docs, position=positions, click=clicks),
+        method="em",
+        n_bootstrap=1,
+        tol=1e-12,
+        max_iter=20000,
+    )
+    pos, doc, clk = np.array(positions) - 1, np.array(docs), np.array(clicks)
+
+    def nll(x):  # θ_1 = 1; θ_2, θ_3 and γ_d through a logistic link
+        t = np.r_[1.0, 1 / (1 + np.exp(-x[:2]))]
+        g = 1 / (1 + np.exp(-x[2:]))
+        prob = t[pos] * g[doc]
+        return -np.sum(clk * np.log(prob) + (1 - clk) * np.log1p(-prob))
+
+    best = minimize(nll, np.zeros(6), method="BFGS", options={"gtol": 1e-9})
+    np.testing.assert_allclose(p.examination[1:], 1 / (1 + np.exp(-best.x[:2])), atol=2e-4)
+
+
+def test_bootstrap_is_seeded(data):
+    log = impression_log(**simulate_log_table(data, rounds=5, rand_top=10, seed=1))
+    a, b = (estimate_propensities(log, method="randomization", n_bootstrap=50, seed=s) for s in (3, 3))
+    c = estimate_propensities(log, method="randomization", n_bootstrap=50, seed=4)
+    assert a.as_json() == b.as_json()
+    assert a.ci_low.tolist() != c.ci_low.tolist() and a.examination.tolist() == c.examination.tolist()
+
+
+def test_em_refuses_a_log_where_documents_never_move(data):
+    table = simulate_log_table(data, rounds=1, sessions=5, rand_top=0, seed=0)  # one fixed order per query
+    with pytest.raises(DataError, match=r"method em cannot separate .* position\(s\) \[2, 3"):
+        estimate_propensities(impression_log(**table), method="em", n_bootstrap=2)
+
+
+GOOD = "session,qid,doc,position,click\ns1,q1,d1,1,1\ns1,q1,d2,2,0\ns2,q1,d2,1,1\ns2,q1,d1,2,1\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("session,qid,doc,click\ns1,q1,d1,1\n", r"missing column\(s\) position; a click log has the columns"),
+        (
+            GOOD.replace("s2,q1,d2,1,1", "s2,q1,d2,0,1"),
+            r"column 'position', data row 3: expected an integer >= 1",
+        ),
+        (GOOD.replace("s2,q1,d2,1,1", "s2,q1,d2,1.5,1"), r"column 'position', data row 3: .*got '1.5'"),
+        (
+            GOOD.replace("s1,q1,d2,2,0", "s1,q1,d2,2,yes"),
+            r"column 'click', data row 2: expected 0 or 1, got 'yes'",
+        ),
+        (GOOD.replace("s1,q1,d2,2,0", "s1,q1,,2,0"), r"column 'doc', data row 2: empty value"),
+        (GOOD.replace("s1,q1,d2,2,0", "s1,q2,d2,2,0"), r"column 'qid', data row 2: session 's1' already has"),
+        (GOOD.replace("s1,q1,d2,2,0", "s1,q1,d2,1,0"), r"column 'position', data row 2: .* already shows"),
+        ("session,qid,doc,position,click\n", r"no rows"),
+    ],
+)
+def test_bad_logs_name_the_file_column_and_row(tmp_path, text, message):
+    path = tmp_path / "log.csv"
+    path.write_text(text)
+    with pytest.raises(DataError, match=message) as err:
+        read_click_log(path)
+    assert str(path) in str(err.value)
+
+
+def test_parquet_log_reads_like_csv_and_names_rows(tmp_path):
+    frame = pd.read_csv(__import__("io").StringIO(GOOD))
+    frame.to_parquet(tmp_path / "log.parquet")
+    (tmp_path / "log.csv").write_text(GOOD)
+    a = estimate_propensities(read_click_log(tmp_path / "log.parquet"), method="randomization", n_bootstrap=5)
+    b = estimate_propensities(read_click_log(tmp_path / "log.csv"), method="randomization", n_bootstrap=5)
+    assert a.as_json() == b.as_json() and a.examination.tolist() == [1.0, 0.5]
+    frame.loc[1, "click"] = 2
+    frame.to_parquet(tmp_path / "bad.parquet")
+    with pytest.raises(DataError, match=r"bad.parquet: column 'click', row 2: expected 0 or 1, got 2"):
+        read_click_log(tmp_path / "bad.parquet")
+
+
+def run_cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "ltr.clicks", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_cli_json_output_and_errors(tmp_path):
+    log = tmp_path / "log.csv"
+    done = run_cli(
+        "simulate", str(log), "--queries", "60", "--rounds", "10", "--rand-top", "5", "--top-k", "5"
+    )
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "p.json"
+    done = run_cli(
+        "propensity",
+        str(log),
+        "--method",
+        "randomization",
+        "--json",
+        "--bootstrap",
+        "50",
+        "--output",
+        str(out),
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert list(result) == ["position", "examination", "ci_low", "ci_high"]
+    assert result["position"] == [1, 2, 3, 4, 5] and result["examination"][0] == 1.0
+    assert json.loads(out.read_text()) == result
+    api = estimate_propensities(read_click_log(log), method="randomization", n_bootstrap=50, seed=0)
+    assert api.as_json() == result
+    table = run_cli("propensity", str(log), "--method", "randomization", "--bootstrap", "20")
+    assert "bootstrap over queries" in table.stdout and "       5" in table.stdout
+    bad = run_cli("propensity", str(tmp_path / "missing.csv"), "--method", "em")
+    assert bad.returncode == 2 and "missing.csv: no such click log file" in bad.stderr
+
+
+CLICKS = {"model": "pbm", "eta": 1.0, "epsilon": 0.1, "top_k": 10, "sessions": 10}
+LIGHTGBM_CLICKS = {
+    "objective": "lambdarank",
+    "learning_rate": 0.05,
+    "seed": 1,
+    "deterministic": True,
+    "force_col_wise": True,
+    "num_threads": 1,
+    "verbosity": -1,
+}
+
+
+def test_ips_lambdamart_equals_lightgbm_with_inverse_propensity_weights(data, tmp_path):
+    theta = 1.0 / np.arange(1, 11) ** 0.8
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"position": list(range(1, 11)), "examination": theta.tolist()}))
+    cfg = {
+        "name": "lambdamart_clicks",
+        "params": {"n_trees": 10},
+        "clicks": {**CLICKS, "propensities": str(path)},
+    }
+    ours = build_ranker({**cfg, "early_stopping": {"patience": None}}, seed=1, num_threads=1).fit(data)
+    log = clicks_from_config(data, CLICKS, seed=1)
+    weight = np.where(log.data.y > 0, 1.0 / theta[log.position], 1.0)
+    np.testing.assert_array_equal(ips_weights(log, theta), weight)
+    assert weight.max() > 5  # clicks deep in the list do get large weights
+    ds = lgb.Dataset(log.data.X, label=log.data.y, group=log.data.group_sizes, weight=weight)
+    booster = lgb.train(dict(LIGHTGBM_CLICKS), ds, num_boost_round=10)
+    np.testing.assert_array_equal(ours.predict(data), booster.predict(data.X))
+    naive = build_ranker(
+        {**cfg, "clicks": CLICKS, "early_stopping": {"patience": None}}, seed=1, num_threads=1
+    )
+    assert not np.array_equal(naive.fit(data).predict(data), ours.predict(data))
+    ours.save(tmp_path / "m")
+    manifest = json.loads((tmp_path / "m" / "manifest.json").read_text())
+    assert manifest["state"]["propensities"] == pytest.approx(theta.tolist())
+    assert ours.click_stats_["propensities_used"] == pytest.approx(theta.tolist())
+    np.testing.assert_array_equal(load_ranker(tmp_path / "m").predict(data), ours.predict(data))
+
+
+def test_propensity_file_errors_name_the_config_key(tmp_path):
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps({"position": [1, 2], "examination": [1.0, 0.5]}))
+    zero = tmp_path / "zero.json"
+    zero.write_text(json.dumps({"position": [1, 2], "examination": [1.0, 0.0]}))
+    cases = [
+        (
+            "lambdamart_clicks",
+            short,
+            r"model.clicks.propensities: .*short.json covers positions 1..2, but model.clicks.top_k shows 10",
+        ),
+        (
+            "lambdamart_clicks",
+            zero,
+            r"model.clicks.propensities: .*every 'examination' value must be a finite number > 0",
+        ),
+        ("lambdamart_clicks", tmp_path / "none.json", r"model.clicks.propensities: no such propensity file"),
+        (
+            "lambdamart_unbiased",
+            short,
+            r"model.clicks.propensities: lambdamart_unbiased does not take propensities",
+        ),
+    ]
+    for name, path, message in cases:
+        with pytest.raises(ConfigError, match=message):
+            build_ranker({"name": name, "clicks": {"propensities": str(path)}}).fit(generate(5, seed=0))
+
+
+def test_written_estimate_reads_back_for_training(data, tmp_path):
+    log = impression_log(**simulate_log_table(data, rounds=3, rand_top=10, seed=2))
+    p = estimate_propensities(log, method="randomization", n_bootstrap=5)
+    write_propensities(p, tmp_path / "p.json")
+    np.testing.assert_array_equal(read_propensities(tmp_path / "p.json"), p.examination)
