@@ -1,0 +1,145 @@
+"""Which queries to label next: exact variance and expected change against brute-force enumeration,
+Monte-Carlo within its standard error of the exact value, the orderings, the CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ltr.errors import MetricError
+from ltr.metrics import evaluate
+from ltr.stats.labelnext import label_priorities
+
+
+def random_case(seed, sizes=(4, 3, 5), grades=3):
+    rng = np.random.default_rng(seed)
+    n = sum(sizes)
+    probs = rng.dirichlet(np.full(grades, 0.7), size=n)
+    offsets = np.r_[0, np.cumsum(sizes)]
+    return probs, offsets, rng.normal(size=n), rng.normal(size=n)
+
+
+def brute_force(probs, offsets, sa, sb, metric):
+    """Per query: Var[m_A], and E[d] with the (d, weight) list, by listing every label assignment."""
+    out = []
+    for q in range(len(offsets) - 1):
+        lo, hi = offsets[q], offsets[q + 1]
+        ma, d, w = [], [], []
+        for labels in itertools.product(range(probs.shape[1]), repeat=hi - lo):
+            lab = np.array(labels, float)
+            w.append(np.prod(probs[np.arange(lo, hi), list(labels)]))
+            a = evaluate(metric, lab, sa[lo:hi], [0, hi - lo], no_relevant="zero")[metric][0]
+            b = evaluate(metric, lab, sb[lo:hi], [0, hi - lo], no_relevant="zero")[metric][0]
+            ma.append(a)
+            d.append(a - b)
+        ma, d, w = map(np.array, (ma, d, w))
+        out.append((w @ (ma - w @ ma) ** 2, d, w))
+    return out
+
+
+@pytest.mark.parametrize("metric", ["ndcg@3", "dcg@3", "err@3", "ndcg"])
+def test_exact_variance_and_change_equal_brute_force_enumeration(metric):
+    probs, offsets, sa, sb = random_case(1)
+    p = label_priorities(probs, offsets, sa, sb, metric=metric)
+    truth = brute_force(probs, offsets, sa, sb, metric)
+    np.testing.assert_allclose(p.variance, [t[0] for t in truth], rtol=1e-10, atol=1e-14)
+    expected = np.array([w @ d for _, d, w in truth])
+    delta = expected.mean()
+    q = len(truth)
+    change = [w @ np.abs((d - e) / q) for (_, d, w), e in zip(truth, expected, strict=True)]
+    flip = [
+        w @ (np.sign(delta + (d - e) / q) != np.sign(delta))
+        for (_, d, w), e in zip(truth, expected, strict=True)
+    ]
+    np.testing.assert_allclose(p.expected_change, change, rtol=1e-10)
+    np.testing.assert_allclose(p.flip_probability, flip, rtol=1e-10, atol=1e-14)
+    assert p.delta == pytest.approx(delta)
+    assert set(p.method) == ({"closed"} if metric.startswith("dcg") else {"enumeration"})
+    assert np.all(p.variance_stderr == 0)
+
+
+def test_dcg_closed_form_also_holds_beyond_enumeration():
+    probs, offsets, sa, _ = random_case(2, sizes=(12,), grades=5)  # 5^12 assignments: no enumeration
+    closed = label_priorities(probs, offsets, sa, metric="dcg@5", max_enumeration=10)
+    mc = label_priorities(probs, offsets, sa, metric="dcg@5", max_enumeration=10, n_samples=20000, seed=3)
+    assert closed.method == ["closed"]
+    # the sampled variance of DCG, computed directly
+    rng = np.random.default_rng(5)
+    draws = np.array([[rng.choice(5, p=row) for row in probs] for _ in range(4000)], float)
+    vals = [evaluate("dcg@5", lab, sa, offsets)["dcg@5"][0] for lab in draws]
+    assert abs(np.var(vals, ddof=1) - closed.variance[0]) < 0.08 * closed.variance[0]
+    assert mc.variance[0] == closed.variance[0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_monte_carlo_agrees_with_exact_within_its_standard_error(seed):
+    probs, offsets, sa, sb = random_case(10 + seed)
+    exact = label_priorities(probs, offsets, sa, sb, metric="ndcg@3")
+    mc = label_priorities(
+        probs, offsets, sa, sb, metric="ndcg@3", max_enumeration=1, n_samples=4000, seed=seed
+    )
+    assert set(mc.method) == {"monte-carlo"} and np.all(mc.variance_stderr > 0)
+    assert np.all(np.abs(mc.variance - exact.variance) < 4 * mc.variance_stderr), (
+        mc.variance,
+        exact.variance,
+    )
+    np.testing.assert_allclose(mc.expected_change, exact.expected_change, rtol=0.1)
+    again = label_priorities(
+        probs, offsets, sa, sb, metric="ndcg@3", max_enumeration=1, n_samples=4000, seed=seed
+    )
+    np.testing.assert_array_equal(again.variance, mc.variance)  # seeded
+
+
+def test_ordering_puts_the_uncertain_and_the_decisive_queries_first():
+    # q1: every label certain (variance 0); q2: one document a coin flip; q3: all coin flips
+    certain, coin = [1.0, 0.0], [0.5, 0.5]
+    probs = np.array([certain, [0.0, 1.0], certain, coin, [0.0, 1.0], coin, coin, coin])
+    offsets = np.array([0, 2, 5, 8])
+    sa = np.array([2.0, 1.0, 3.0, 2.0, 1.0, 3.0, 2.0, 1.0])
+    sb = -sa  # B reverses every list
+    p = label_priorities(probs, offsets, sa, sb, metric="ndcg@2", qid=["a", "b", "c"])
+    assert p.variance[0] == 0 and p.expected_change[0] == 0 and p.flip_probability[0] == 0
+    assert [p.qid[i] for i in p.order("variance")][-1] == "a"
+    assert [row["qid"] for row in p.table("expected_change")][-1] == "a"
+    assert p.variance[2] > 0 and p.expected_change[2] > p.expected_change[0]
+    with pytest.raises(MetricError, match="needs a second system"):
+        label_priorities(probs, offsets, sa, metric="ndcg@2").order("expected_change")
+    with pytest.raises(MetricError, match="rows must sum to 1"):
+        label_priorities(probs * 2, offsets, sa)
+
+
+def test_cli_label_next(tmp_path):
+    probs, offsets, sa, sb = random_case(4)
+    data = tmp_path / "d.txt"
+    rows = []
+    for q in range(len(offsets) - 1):
+        for i in range(offsets[q], offsets[q + 1]):
+            rows.append(f"0 qid:{q + 1} 1:{sa[i]:.6f}")
+    data.write_text("\n".join(rows) + "\n")
+    np.savetxt(tmp_path / "probs.csv", probs, delimiter=",")
+    (tmp_path / "a.txt").write_text("\n".join(f"{v!r}" for v in sa) + "\n")
+    (tmp_path / "b.txt").write_text("\n".join(f"{v!r}" for v in sb) + "\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "ltr.labelnext", "--data", str(data), "--probs", str(tmp_path / "probs.csv"),
+         "--scores", str(tmp_path / "a.txt"), "--scores", str(tmp_path / "b.txt"), "-m", "ndcg@3",
+         "--by", "expected_change", "--json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    api = label_priorities(probs, offsets, sa, sb, metric="ndcg@3", qid=[1, 2, 3])
+    assert [r["qid"] for r in out["queries"]] == [r["qid"] for r in api.table("expected_change")]
+    assert [r["variance"] for r in out["queries"]] == pytest.approx(
+        [r["variance"] for r in api.table("expected_change")]
+    )
+    bad = subprocess.run(
+        [sys.executable, "-m", "ltr.labelnext", "--data", str(data), "--probs", str(tmp_path / "a.txt"),
+         "--scores", str(tmp_path / "a.txt")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "a.txt" in bad.stderr
