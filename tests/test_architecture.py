@@ -70,7 +70,15 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),  # fmt: skip
     (
         "entry points",
-        ("ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__", "ltr.sweep", "ltr.clicks.__main__"),
+        (
+            "ltr.train",
+            "ltr.compare",
+            "ltr.evaluate",
+            "ltr.data.__main__",
+            "ltr.sweep",
+            "ltr.clicks.__main__",
+            "ltr.labelnext",
+        ),
     ),
 )
 #: Entry points (command lines and the Hydra sweep callback): none may import another.

@@ -122,8 +122,8 @@ def test_cli_label_next(tmp_path):
             rows.append(f"0 qid:{q + 1} 1:{sa[i]:.6f}")
     data.write_text("\n".join(rows) + "\n")
     np.savetxt(tmp_path / "probs.csv", probs, delimiter=",")
-    (tmp_path / "a.txt").write_text("\n".join(f"{v!r}" for v in sa) + "\n")
-    (tmp_path / "b.txt").write_text("\n".join(f"{v!r}" for v in sb) + "\n")
+    (tmp_path / "a.txt").write_text("\n".join(repr(float(v)) for v in sa) + "\n")
+    (tmp_path / "b.txt").write_text("\n".join(repr(float(v)) for v in sb) + "\n")
     done = subprocess.run(
         [sys.executable, "-m", "ltr.labelnext", "--data", str(data), "--probs", str(tmp_path / "probs.csv"),
          "--scores", str(tmp_path / "a.txt"), "--scores", str(tmp_path / "b.txt"), "-m", "ndcg@3",

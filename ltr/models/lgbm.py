@@ -281,6 +281,12 @@ class Classification(LightGBMRanker):
         probs = np.asarray(preds).reshape(-1, self.num_classes_)
         return probs @ np.arange(self.num_classes_, dtype=np.float64)
 
+    def predict_proba(self, data: RankingData | Any) -> np.ndarray:
+        """P(label = g) per row, shape (n_rows, num_classes) (the label distributions of ``ltr.labelnext``)."""
+        X = data.X if isinstance(data, RankingData) else data
+        raw = self.booster_.predict(X, num_iteration=self.n_iterations_)
+        return np.asarray(raw, dtype=np.float64).reshape(-1, self.num_classes_)
+
     def _extra_state(self) -> dict[str, Any]:
         return {"num_classes": self.num_classes_}
 
