@@ -143,3 +143,35 @@ def test_cli_label_next(tmp_path):
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert bad.returncode == 2 and "a.txt" in bad.stderr
+
+
+def test_classification_probabilities_feed_the_cli(tmp_path, capsys):
+    from ltr.data.svmlight import load_svmlight
+    from ltr.data.synthetic import generate
+    from ltr.labelnext import main
+    from ltr.models import build_ranker
+    from ltr.predictions import write_scores
+
+    train, test = generate(40, seed=1, max_docs=8), generate(6, seed=2, max_docs=6)
+    model = build_ranker({"name": "classification", "params": {"n_trees": 5}}, seed=1, num_threads=1).fit(train)
+    probs = model.predict_proba(test)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0)
+    np.testing.assert_allclose(probs @ np.arange(probs.shape[1]), model.predict(test))  # McRank's score
+    model.save(tmp_path / "m")
+    lines = [f"{int(y)} qid:{q} " + " ".join(f"{j + 1}:{v:.9g}" for j, v in enumerate(x))
+             for y, q, x in zip(test.y, test.qid, np.asarray(test.X), strict=True)]  # fmt: skip
+    (tmp_path / "t.txt").write_text("\n".join(lines) + "\n")
+    data = load_svmlight(tmp_path / "t.txt")
+    write_scores(tmp_path / "a.txt", model.predict(data))
+    write_scores(tmp_path / "b.txt", np.asarray(data.X)[:, 0])
+    args = ["--data", str(tmp_path / "t.txt"), "--probs-model", str(tmp_path / "m"), "--scores", str(tmp_path / "a.txt"),
+            "--scores", str(tmp_path / "b.txt"), "-m", "ndcg@5", "--json", "--samples", "300"]  # fmt: skip
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    api = label_priorities(
+        model.predict_proba(data), data.offsets, model.predict(data), np.asarray(data.X)[:, 0],
+        metric="ndcg@5", qid=data.query_ids, n_samples=300,
+    )  # fmt: skip
+    assert [r["variance"] for r in out["queries"]] == pytest.approx([r["variance"] for r in api.table()])
+    assert main(["--data", str(tmp_path / "t.txt"), "--probs-model", str(tmp_path / "m"), "--scores",
+                 str(tmp_path / "a.txt"), "--scores", str(tmp_path / "a.txt"), "--scores", str(tmp_path / "a.txt")]) == 2  # fmt: skip
