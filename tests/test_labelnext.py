@@ -153,7 +153,9 @@ def test_classification_probabilities_feed_the_cli(tmp_path, capsys):
     from ltr.predictions import write_scores
 
     train, test = generate(40, seed=1, max_docs=8), generate(6, seed=2, max_docs=6)
-    model = build_ranker({"name": "classification", "params": {"n_trees": 5}}, seed=1, num_threads=1).fit(train)
+    model = build_ranker({"name": "classification", "params": {"n_trees": 5}}, seed=1, num_threads=1).fit(
+        train
+    )
     probs = model.predict_proba(test)
     np.testing.assert_allclose(probs.sum(axis=1), 1.0)
     np.testing.assert_allclose(probs @ np.arange(probs.shape[1]), model.predict(test))  # McRank's score
