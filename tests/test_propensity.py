@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.optimize import minimize
+from test_position_bias import CLICKS, LIGHTGBM_CLICKS
 
 from ltr.clicks import clicks_from_config, simulate_log_table
 from ltr.clicks.propensity import (
@@ -193,18 +194,6 @@ def test_cli_json_output_and_errors(tmp_path):
     assert "bootstrap over queries" in table.stdout and "       5" in table.stdout
     bad = run_cli("propensity", str(tmp_path / "missing.csv"), "--method", "em")
     assert bad.returncode == 2 and "missing.csv: no such click log file" in bad.stderr
-
-
-CLICKS = {"model": "pbm", "eta": 1.0, "epsilon": 0.1, "top_k": 10, "sessions": 10}
-LIGHTGBM_CLICKS = {
-    "objective": "lambdarank",
-    "learning_rate": 0.05,
-    "seed": 1,
-    "deterministic": True,
-    "force_col_wise": True,
-    "num_threads": 1,
-    "verbosity": -1,
-}
 
 
 def test_ips_lambdamart_equals_lightgbm_with_inverse_propensity_weights(data, tmp_path):
