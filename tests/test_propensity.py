@@ -257,3 +257,24 @@ def test_written_estimate_reads_back_for_training(data, tmp_path):
     p = estimate_propensities(log, method="randomization", n_bootstrap=5)
     write_propensities(p, tmp_path / "p.json")
     np.testing.assert_array_equal(read_propensities(tmp_path / "p.json"), p.examination)
+
+
+def test_swap_k_log_gives_the_ratio_at_k_and_only_the_positions_shown():
+    rng = np.random.default_rng(7)
+    theta_k, rows = 0.3, []
+    for s in range(
+        20000
+    ):  # query s % 50: documents "top" (γ = 0.9) and "other" (γ = 0.2), swapped half the time
+        gamma = {"top": 0.9, "other": 0.2}
+        first, at_k = ("other", "top") if rng.random() < 0.5 else ("top", "other")
+        rows.append((s, s % 50, first, 1, int(rng.random() < gamma[first])))
+        rows.append((s, s % 50, at_k, 5, int(rng.random() < theta_k * gamma[at_k])))
+    cols = dict(
+        zip(("session", "qid", "doc", "position", "click"), map(list, zip(*rows, strict=True)), strict=True)
+    )
+    p = estimate_propensities(impression_log(**cols), method="randomization", n_bootstrap=200, seed=0)
+    assert p.position.tolist() == [1, 5]
+    assert p.ci_low[1] <= theta_k <= p.ci_high[1] and abs(p.examination[1] - theta_k) < 0.02
+    without_top = {k: [v for v, r in zip(vals, rows, strict=True) if r[3] != 1] for k, vals in cols.items()}
+    with pytest.raises(DataError, match="no impressions at position 1"):
+        estimate_propensities(impression_log(**without_top), method="randomization")

@@ -8,8 +8,8 @@ factor, so estimates are normalised to ``θ_1 = 1``.
 
 * ``randomization`` — result randomization (Joachims et al., WSDM 2017; Wang et al., SIGIR 2016):
   on a log whose presentation was randomized (RandTop-n: the top n shuffled uniformly per session;
-  swap-k: the documents at 1 and k exchanged in half of the sessions), every position sees the same
-  mixture of documents, so ``θ_r / θ_1 = CTR_r / CTR_1`` (clicks / impressions at each position).
+  or a swap-k experiment's log restricted to positions 1 and k, where the documents at 1 and k are
+  exchanged in half of the sessions), every position sees the same mixture of documents, so ``θ_r / θ_1 = CTR_r / CTR_1`` (clicks / impressions at each position).
   On an ordinary log this ratio is confounded by relevance: use ``em``.
 * ``em`` — the EM of Wang, Golbandi, Bendersky, Metzler & Najork, *Position Bias Estimation for
   Unbiased Learning to Rank in Personal Search*, WSDM 2018, §3 with one relevance parameter
@@ -216,23 +216,23 @@ def estimate_propensities(
     tol: float = 1e-6,
     max_iter: int = 1000,
 ) -> Propensities:
-    """θ_r/θ_1 for r = 1..``max_position`` (default: the deepest position in the log) and its CI."""
+    """θ_r/θ_1 for every position r <= ``max_position`` (default: all) the log shows, and its CI."""
     if method not in METHODS:
         raise ConfigError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
     if not (isinstance(n_bootstrap, int) and n_bootstrap >= 1):
         raise ConfigError(f"n_bootstrap: expected an integer >= 1, got {n_bootstrap!r}")
     if not 0 < confidence < 1:
         raise ConfigError(f"confidence: expected a number in (0, 1), got {confidence!r}")
-    depth = int(log.position.max()) if max_position is None else int(max_position)
-    if depth < 1:
+    if max_position is not None and not (isinstance(max_position, int) and max_position >= 1):
         raise ConfigError(f"max_position: expected an integer >= 1, got {max_position!r}")
-    keep = log.position <= depth
-    query, pair, position, click = log.query[keep], log.pair[keep], log.position[keep] - 1, log.click[keep]
-    seen = np.bincount(position, minlength=depth)
-    if np.any(seen == 0):
-        raise DataError(
-            f"{log.source}: no impressions at position(s) {(np.flatnonzero(seen == 0) + 1).tolist()}"
-        )
+    keep = log.position <= (max_position or int(log.position.max()))
+    # the positions the log shows (a swap-k log restricted to positions 1 and k has just those two)
+    shown = np.unique(log.position[keep])
+    if shown[0] != 1:
+        raise DataError(f"{log.source}: no impressions at position 1, the reference of the normalisation")
+    depth = shown.shape[0]
+    query, pair, click = log.query[keep], log.pair[keep], log.click[keep]
+    position = np.searchsorted(shown, log.position[keep])  # 0-based index into `shown`
     n_queries = int(query.max()) + 1
     rng = np.random.default_rng(seed)
     weights = rng.multinomial(n_queries, np.full(n_queries, 1.0 / n_queries), size=n_bootstrap).astype(
@@ -248,7 +248,7 @@ def estimate_propensities(
             ctr = (weights @ clicks) / (weights @ imps)
             boot = ctr / ctr[:, :1]
     else:
-        _check_linked(pair, position, depth, log.source)
+        _check_linked(pair, position, shown, log.source)
         cells, cell_index = np.unique(pair.astype(np.int64) * depth + position, return_inverse=True)
         n = np.bincount(cell_index).astype(np.float64)
         c = np.bincount(cell_index, weights=click)
@@ -266,7 +266,7 @@ def estimate_propensities(
     alpha = (1.0 - confidence) / 2.0
     low, high = np.nanquantile(boot, [alpha, 1.0 - alpha], axis=0)
     return Propensities(
-        position=np.arange(1, depth + 1),
+        position=shown,
         examination=point,
         ci_low=np.minimum(low, point),
         ci_high=np.maximum(high, point),
@@ -284,8 +284,9 @@ def _relative_ctr(clicks: np.ndarray, imps: np.ndarray, source: str) -> np.ndarr
     return ctr / ctr[:, :1]
 
 
-def _check_linked(pair: np.ndarray, position: np.ndarray, depth: int, source: str) -> None:
+def _check_linked(pair: np.ndarray, position: np.ndarray, shown: np.ndarray, source: str) -> None:
     """Every position must reach position 1 through documents shown at two positions (union-find)."""
+    depth = shown.shape[0]
     parent = list(range(depth))
 
     def root(i: int) -> int:
@@ -299,7 +300,7 @@ def _check_linked(pair: np.ndarray, position: np.ndarray, depth: int, source: st
     same = np.flatnonzero((p[1:] == p[:-1]) & (r[1:] != r[:-1]))
     for i in same:
         parent[root(int(r[i]))] = root(int(r[i + 1]))
-    unlinked = [k + 1 for k in range(depth) if root(k) != root(0)]
+    unlinked = [int(shown[k]) for k in range(depth) if root(k) != root(0)]
     if unlinked:
         raise DataError(
             f"{source}: method em cannot separate position bias from relevance at position(s) {unlinked}: "
