@@ -177,3 +177,28 @@ def test_classification_probabilities_feed_the_cli(tmp_path, capsys):
     assert [r["variance"] for r in out["queries"]] == pytest.approx([r["variance"] for r in api.table()])
     assert main(["--data", str(tmp_path / "t.txt"), "--probs-model", str(tmp_path / "m"), "--scores",
                  str(tmp_path / "a.txt"), "--scores", str(tmp_path / "a.txt"), "--scores", str(tmp_path / "a.txt")]) == 2  # fmt: skip
+
+
+def test_probs_model_without_class_probabilities_is_refused(tmp_path, capsys):
+    from ltr.data.synthetic import generate
+    from ltr.labelnext import main
+    from ltr.models import build_ranker
+    from ltr.predictions import write_scores
+
+    train = generate(10, seed=1, max_docs=6)
+    build_ranker({"name": "regression", "params": {"n_trees": 2}}, seed=1, num_threads=1).fit(train).save(
+        tmp_path / "m"
+    )
+    lines = [f"0 qid:{q} 1:{x:.6g}" for q, x in zip(train.qid, np.asarray(train.X)[:, 0], strict=True)]
+    (tmp_path / "t.txt").write_text("\n".join(lines) + "\n")
+    write_scores(tmp_path / "a.txt", np.zeros(train.n_docs))
+    args = [
+        "--data",
+        str(tmp_path / "t.txt"),
+        "--probs-model",
+        str(tmp_path / "m"),
+        "--scores",
+        str(tmp_path / "a.txt"),
+    ]
+    assert main(args) == 2
+    assert "gives no class probabilities; use a classification model" in capsys.readouterr().err
