@@ -57,6 +57,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.entry",
             "ltr.optuna_sweeper",
             "ltr.search_space",
+            "ltr.folds",
         ),
     ),  # fmt: skip
     ("entry points", ("ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__", "ltr.sweep")),
