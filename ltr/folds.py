@@ -26,7 +26,7 @@ summary (:func:`summarise_folds`) of the ``test`` split:
 >>> frames = {"Fold1": pd.DataFrame({"qid": [1, 2], "map": [0.2, 0.4]}),
 ...           "Fold2": pd.DataFrame({"qid": [3, 4, 5], "map": [0.6, 0.8, 1.0]})}
 >>> s = summarise_folds(frames, ["map"], {"bootstrap": {"B": 0}}, seed=0)
->>> s.per_fold["Fold2"]["map"], round(s.mean["map"], 4), round(s.sd["map"], 4), round(s.pooled["map"], 4)
+>>> round(s.per_fold["Fold2"]["map"], 4), round(s.mean["map"], 4), round(s.sd["map"], 4), round(s.pooled["map"], 4)
 (0.8, 0.55, 0.3536, 0.6)
 """
 
@@ -168,7 +168,9 @@ class FoldSummary:
         out: dict[str, float] = {f"pooled/{split}/n_queries": self.n_pooled, "folds/n_folds": len(self.folds)}
         for fold in self.folds:
             out[f"{fold.lower()}/{split}/n_queries"] = self.n_queries[fold]
-            out |= {mlflow_metric_name(f"{fold.lower()}/{split}", m): self.per_fold[fold][m] for m in self.metrics}
+            out |= {
+                mlflow_metric_name(f"{fold.lower()}/{split}", m): self.per_fold[fold][m] for m in self.metrics
+            }
         for m in self.metrics:
             out[mlflow_metric_name(f"folds/{split}", m, "_mean")] = self.mean[m]
             out[mlflow_metric_name(f"folds/{split}", m, "_sd")] = self.sd[m]
@@ -214,7 +216,10 @@ def summarise_folds(
     if not frames:
         raise ConfigError("a fold protocol needs at least one fold")
     metrics = list(metrics)
-    results = {f: SplitResult(split, len(fr), {m: fr[m].to_numpy(float) for m in metrics}) for f, fr in frames.items()}
+    results = {
+        f: SplitResult(split, len(fr), {m: fr[m].to_numpy(float) for m in metrics})
+        for f, fr in frames.items()
+    }
     per_fold = {f: {m: r.mean(m) for m in metrics} for f, r in results.items()}
     table = np.array([[per_fold[f][m] for m in metrics] for f in frames], dtype=float)
     sd = np.std(table, axis=0, ddof=1) if len(frames) > 1 else np.full(len(metrics), np.nan)
@@ -291,34 +296,53 @@ def child_overrides(plan: FoldPlan, fold: int, overrides: Sequence[str]) -> list
     return [*kept, plan.fold_override(fold)]
 
 
+def load_fold(plan: FoldPlan, cfg: Any, fold: int) -> dict[str, Any]:
+    """The splits of one fold (its single-run config's ``load_dataset``), with the ``test`` split the summary needs."""
+    data_cfg = plan.fold_config(cfg, fold).data
+    splits = load_dataset(data_cfg)
+    check_splits(data_cfg, splits)
+    if SUMMARY_SPLIT not in splits:
+        raise ConfigError(
+            f"{plan.fold_override(fold)}: no {SUMMARY_SPLIT} split to summarise (got {sorted(splits)}); "
+            "a fold protocol reports the test queries"
+        )
+    return splits
+
+
 def run_folds(cfg: Any, plan: FoldPlan, console: Any) -> FoldsRun:
     """Train and evaluate every fold of ``plan`` as child runs of one parent run; log and print the summary.
 
     The caller has checked the config (``validate_config``, ``check_run_config``); here every fold's
-    files are checked before the first fold trains, then the tracker is opened (an unreachable server
-    fails before any data is read).
+    files are checked, the tracker is opened (an unreachable server fails before any data is read)
+    and the first fold is loaded before the parent run starts, so a bad file or split fails first.
     """
+    if SUMMARY_SPLIT not in cfg.eval.splits:
+        raise ConfigError(
+            f"eval.splits={list(cfg.eval.splits)}: a fold protocol summarises the {SUMMARY_SPLIT} split; add it"
+        )
     check_fold_files(cfg.data, plan)
     tracker = make_tracker(cfg.tracking, Path(cfg.paths.root).resolve())
     resolved = OmegaConf.to_container(cfg, resolve=True)
-    command, overrides = command_line()
+    _, overrides = command_line()
     name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
-    parent_tags = {
-        k: v for k, v in run_tags(cfg, {}).items() if not k.startswith("ltr.data.fingerprint")
-    } | {"ltr.folds.role": "parent", "ltr.folds.protocol": plan.description, "ltr.folds.key": plan.key}
+    parent_tags = {k: v for k, v in run_tags(cfg, {}).items() if not k.startswith("ltr.data.fingerprint")} | {
+        "ltr.folds.role": "parent",
+        "ltr.folds.protocol": plan.description,
+        "ltr.folds.key": plan.key,
+    }
     runs: dict[str, RecordedRun] = {}
     confidence = float((cfg.eval.get("bootstrap") or {}).get("confidence", 0.95))
     console.print(f"[bold]Fold protocol[/bold] {plan.description}", soft_wrap=True)
+    loaded = {
+        plan.folds[0]: load_fold(plan, cfg, plan.folds[0])
+    }  # a bad file or split fails before the parent run
     with tracker.start(run_name=f"{name}-folds", tags=parent_tags):
         tracker.log_params(flatten_params(resolved))
         tracker.log_dict(resolved, "config/resolved.yaml")
         for fold, label in zip(plan.folds, plan.labels, strict=True):
             fold_cfg = plan.fold_config(cfg, fold)
             console.print(f"\n[bold]{label}[/bold] ({plan.fold_override(fold)})")
-            splits = load_dataset(fold_cfg.data)
-            check_splits(fold_cfg.data, splits)
-            if SUMMARY_SPLIT not in splits:
-                raise ConfigError(f"{plan.fold_override(fold)}: no {SUMMARY_SPLIT} split to summarise (got {sorted(splits)})")
+            splits = loaded.pop(fold) if fold in loaded else load_fold(plan, cfg, fold)
             print_data_summary(console, fold_cfg.data, splits)
             tags = run_tags(fold_cfg, splits) | {
                 "ltr.folds.fold": label,
@@ -334,8 +358,6 @@ def run_folds(cfg: Any, plan: FoldPlan, console: Any) -> FoldsRun:
                 console=console,
                 label=label,
             )
-            if SUMMARY_SPLIT not in runs[label].outcome.frames:
-                raise ConfigError(f"eval.splits={list(cfg.eval.splits)}: a fold protocol summarises {SUMMARY_SPLIT}; add it")
         frames = {label: r.outcome.frames[SUMMARY_SPLIT] for label, r in runs.items()}
         summary = summarise_folds(frames, list(cfg.eval.metrics), cfg.eval, int(cfg.seed))
         tracker.log_metrics(summary.mlflow_metrics())

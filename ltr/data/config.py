@@ -139,7 +139,11 @@ def check_fold_choice(value: Any, path: str) -> int | str | list[int]:
         return "all"
     items = list(value) if isinstance(value, list | tuple) else None
     for item in [value] if items is None else items:
-        if isinstance(item, bool | np.bool_) or not isinstance(item, int | np.integer) or item not in LETOR_FOLDS:
+        if (
+            isinstance(item, bool | np.bool_)
+            or not isinstance(item, int | np.integer)
+            or item not in LETOR_FOLDS
+        ):
             raise ConfigError(expected)
     if items is None:
         return int(value)

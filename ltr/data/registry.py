@@ -318,8 +318,13 @@ def _parse_kwargs(section: Mapping[str, Any] | None, where: str) -> dict[str, An
     return out | {k: checked[k] for k in out if k in declared and out[k] is not None}
 
 
-def _load_files(paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], name: str) -> dict:
-    cache = {"cache_dir": data_cfg.get("cache_dir"), "verify_cache": bool(data_cfg.get("verify_cache", False))}
+def _load_files(
+    paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], name: str
+) -> dict:
+    cache = {
+        "cache_dir": data_cfg.get("cache_dir"),
+        "verify_cache": bool(data_cfg.get("verify_cache", False)),
+    }
     out: dict[str, RankingData] = {}
     for split, path in paths.items():
         out[split] = load_svmlight(path, name=f"{name}/{split}", **cache, **kwargs)
@@ -351,7 +356,9 @@ def check_cv_inputs(data_cfg: Mapping[str, Any]) -> dict[str, Any]:
     return cv
 
 
-def _cv_fold(paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], cv: Mapping[str, Any]) -> dict:
+def _cv_fold(
+    paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], cv: Mapping[str, Any]
+) -> dict:
     """One fold (``data.cv.fold``) of the k-fold split of ``data.train`` (:func:`ltr.data.splits.cv_folds`)."""
     cv = check_cv_inputs(data_cfg)
     if cv.get("fold") is None:
@@ -361,7 +368,9 @@ def _cv_fold(paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mappin
         )
     name = str(data_cfg.get("name", "svmlight"))
     data = _load_files({"train": paths["train"]}, kwargs, data_cfg, name)["train"]
-    fold = cv_folds(data, int(cv["folds"]), seed=int(cv["seed"]), valid=bool(cv["valid"]))[int(cv["fold"]) - 1]
+    fold = cv_folds(data, int(cv["folds"]), seed=int(cv["seed"]), valid=bool(cv["valid"]))[
+        int(cv["fold"]) - 1
+    ]
     wanted = data_cfg.get("splits")
     return {s: d for s, d in fold.items() if not wanted or s in wanted}
 
