@@ -133,6 +133,43 @@ def discounted_sum(values, bounds, qgrp, offsets, disc, k):  # pragma: no cover 
 
 
 @njit(cache=True, nogil=True)
+def mean_ndcg(gain, bounds, qgrp, offsets, ideal_gain, ideal_offsets, disc, k, sizes):  # pragma: no cover
+    """Per query (1/m) Σ_{j=1..m} NDCG@j, m = min(k, n): the mean of the NDCG curve over the top m ranks.
+
+    E[DCG@j] takes each rank of a tie group at the group's mean gain (as :func:`discounted_sum`);
+    IDCG@j sums the query's ideal gains sorted descending; NDCG@j = 0 where IDCG@j = 0.
+    """
+    nq = qgrp.shape[0] - 1
+    out = np.zeros(nq)
+    for q in range(nq):
+        m = min(k, sizes[q])
+        if m == 0:
+            continue
+        start = offsets[q]
+        ideal = np.sort(ideal_gain[ideal_offsets[q] : ideal_offsets[q + 1]])[::-1]
+        dcg = 0.0
+        idcg = 0.0
+        total = 0.0
+        for g in range(qgrp[q], qgrp[q + 1]):
+            s = bounds[g] - start
+            if s >= m:
+                break
+            e = bounds[g + 1] - start
+            mean = 0.0
+            for r in range(bounds[g], bounds[g + 1]):
+                mean += gain[r]
+            mean /= e - s
+            for p in range(s, min(e, m)):
+                dcg += mean * disc[p]
+                if p < ideal.shape[0]:
+                    idcg += ideal[p] * disc[p]
+                if idcg > 0.0:
+                    total += dcg / idcg
+        out[q] = total / m
+    return out
+
+
+@njit(cache=True, nogil=True)
 def cascade_sum(stop, bounds, qgrp, offsets, k):  # pragma: no cover - compiled
     """Per query Σ_{r<=k} (1/r) R_r Π_{i<r} (1 − R_i): ERR with R = stop probabilities, RR with R ∈ {0,1}.
 
