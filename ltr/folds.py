@@ -42,7 +42,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf, open_dict
-from rich.table import Table
 
 from ltr.config_check import plain
 from ltr.console import print_data_summary, print_tracker_location
@@ -243,26 +242,43 @@ def summarise_folds(
     )
 
 
-def summary_table(summary: FoldSummary, title: str, confidence: float) -> Table:
-    """Rows: each fold, ``mean ± sd`` over folds, ``pooled`` with its CI; one column per metric."""
-    table = Table(title=title, title_justify="left")
-    table.add_column("fold")
-    table.add_column("queries", justify="right")
-    for m in summary.metrics:
-        table.add_column(m, justify="right")
-    for fold in summary.folds:
-        values = [f"{summary.per_fold[fold][m]:.4f}" for m in summary.metrics]
-        table.add_row(fold, f"{summary.n_queries[fold]:,}", *values)
-    table.add_section()
-    table.add_row("mean ± sd", "", *[f"{summary.mean[m]:.4f} ± {summary.sd[m]:.4f}" for m in summary.metrics])
-    pooled = []
-    for m in summary.metrics:
-        low_high = summary.pooled_ci.get(m)
-        ci = f" [{low_high[0]:.4f}, {low_high[1]:.4f}]" if low_high else ""
-        pooled.append(f"{summary.pooled[m]:.4f}{ci}")
-    label = f"pooled ({confidence:.0%} CI)" if summary.pooled_ci else "pooled"
-    table.add_row(label, f"{summary.n_pooled:,}", *pooled)
-    return table
+def cell(value: float) -> str:
+    """A value as printed in the tables: 4 decimals, ``–`` for NaN."""
+    return f"{value:.4f}" if np.isfinite(value) else "–"
+
+
+def folds_markdown(summaries: Mapping[str, FoldSummary], confidence: float) -> str:
+    """Per system: each fold's test mean, the mean ± sd over folds and the pooled mean [CI], one row each.
+
+    >>> frames = {"Fold1": pd.DataFrame({"qid": [1], "map": [0.5]}), "Fold2": pd.DataFrame({"qid": [2], "map": [0.7]})}
+    >>> print(folds_markdown({"a": summarise_folds(frames, ["map"], {}, seed=0)}, 0.95))
+    ## Per fold (test)
+    <BLANKLINE>
+    | system | fold | map |
+    |---|---|---|
+    | a | Fold1 | 0.5000 |
+    | a | Fold2 | 0.7000 |
+    | a | mean ± sd | 0.6000 ± 0.1414 |
+    | a | pooled (2 queries) | 0.6000 |
+    """
+    metrics = list(next(iter(summaries.values())).metrics)
+    lines = ["## Per fold (test)", "", "| system | fold | " + " | ".join(metrics) + " |"]
+    lines.append("|---|---|" + "---|" * len(metrics))
+    for system, s in summaries.items():
+        for fold in s.folds:
+            lines.append(
+                f"| {system} | {fold} | " + " | ".join(cell(s.per_fold[fold][m]) for m in metrics) + " |"
+            )
+        spread = [f"{cell(s.mean[m])} ± {cell(s.sd[m])}" for m in metrics]
+        lines.append(f"| {system} | mean ± sd | " + " | ".join(spread) + " |")
+        pooled = [
+            cell(s.pooled[m])
+            + (f" [{cell(s.pooled_ci[m][0])}, {cell(s.pooled_ci[m][1])}]" if m in s.pooled_ci else "")
+            for m in metrics
+        ]
+        ci = f", {confidence:.0%} CI" if s.pooled_ci else ""
+        lines.append(f"| {system} | pooled ({s.n_pooled} queries{ci}) | " + " | ".join(pooled) + " |")
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -309,19 +325,31 @@ def load_fold(plan: FoldPlan, cfg: Any, fold: int) -> dict[str, Any]:
     return splits
 
 
-def run_folds(cfg: Any, plan: FoldPlan, console: Any) -> FoldsRun:
-    """Train and evaluate every fold of ``plan`` as child runs of one parent run; log and print the summary.
+def run_folds(
+    cfg: Any,
+    plan: FoldPlan,
+    console: Any,
+    *,
+    tracker: Any = None,
+    parent_run_id: str | None = None,
+    run_name: str | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> FoldsRun:
+    """Train and evaluate every fold of ``plan`` as child runs of one run; log and print the summary.
 
     The caller has checked the config (``validate_config``, ``check_run_config``); here every fold's
     files are checked, the tracker is opened (an unreachable server fails before any data is read)
-    and the first fold is loaded before the parent run starts, so a bad file or split fails first.
+    and the first fold is loaded before the run starts, so a bad file or split fails first.
+    ``tracker``/``parent_run_id``/``run_name``/``tags``: the protocol's own run inside a larger one
+    (``ltr.compare``: one per system, under the comparison's parent run).
     """
     if SUMMARY_SPLIT not in cfg.eval.splits:
         raise ConfigError(
             f"eval.splits={list(cfg.eval.splits)}: a fold protocol summarises the {SUMMARY_SPLIT} split; add it"
         )
     check_fold_files(cfg.data, plan)
-    tracker = make_tracker(cfg.tracking, Path(cfg.paths.root).resolve())
+    standalone = tracker is None
+    tracker = make_tracker(cfg.tracking, Path(cfg.paths.root).resolve()) if standalone else tracker
     resolved = OmegaConf.to_container(cfg, resolve=True)
     _, overrides = command_line()
     name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
@@ -330,13 +358,14 @@ def run_folds(cfg: Any, plan: FoldPlan, console: Any) -> FoldsRun:
         "ltr.folds.protocol": plan.description,
         "ltr.folds.key": plan.key,
     }
+    parent_tags |= dict(tags or {})
+    run_name = run_name or f"{name}-folds"
     runs: dict[str, RecordedRun] = {}
     confidence = float((cfg.eval.get("bootstrap") or {}).get("confidence", 0.95))
     console.print(f"[bold]Fold protocol[/bold] {plan.description}", soft_wrap=True)
-    loaded = {
-        plan.folds[0]: load_fold(plan, cfg, plan.folds[0])
-    }  # a bad file or split fails before the parent run
-    with tracker.start(run_name=f"{name}-folds", tags=parent_tags):
+    # the first fold is read before the run opens: a bad file or split fails without a FAILED run
+    loaded = {plan.folds[0]: load_fold(plan, cfg, plan.folds[0])}
+    with tracker.start(run_name=run_name, tags=parent_tags, parent_run_id=parent_run_id):
         tracker.log_params(flatten_params(resolved))
         tracker.log_dict(resolved, "config/resolved.yaml")
         for fold, label in zip(plan.folds, plan.labels, strict=True):
@@ -344,7 +373,7 @@ def run_folds(cfg: Any, plan: FoldPlan, console: Any) -> FoldsRun:
             console.print(f"\n[bold]{label}[/bold] ({plan.fold_override(fold)})")
             splits = loaded.pop(fold) if fold in loaded else load_fold(plan, cfg, fold)
             print_data_summary(console, fold_cfg.data, splits)
-            tags = run_tags(fold_cfg, splits) | {
+            child_tags = run_tags(fold_cfg, splits) | {
                 "ltr.folds.fold": label,
                 "ltr.command": rerun_command("ltr.train", child_overrides(plan, fold, overrides)),
             }
@@ -352,8 +381,8 @@ def run_folds(cfg: Any, plan: FoldPlan, console: Any) -> FoldsRun:
                 fold_cfg,
                 splits,
                 tracker.spawn(),
-                run_name=f"{name}-{label.lower()}",
-                tags=tags,
+                run_name=f"{run_name}-{label.lower()}" if not standalone else f"{name}-{label.lower()}",
+                tags=child_tags,
                 parent_run_id=tracker.run_id,
                 console=console,
                 label=label,
@@ -367,16 +396,19 @@ def run_folds(cfg: Any, plan: FoldPlan, console: Any) -> FoldsRun:
         parent_id = tracker.run_id
     first = next(iter(runs.values())).outcome
     values = [r.outcome.value for r in runs.values()]
-    console.print()
-    console.print(summary_table(summary, f"{cfg.model.name} on {plan.description}", confidence))
-    console.print(
-        f"mean ± sd: over the {len(runs)} folds' means (sd with ddof 1); pooled: all "
-        f"{summary.n_pooled:,} {SUMMARY_SPLIT} queries, bootstrap CI ({cfg.eval.bootstrap.method}, "
-        f"B={cfg.eval.bootstrap.B}, seed {cfg.seed}). Conventions: "
-        + ", ".join(f"{k}={v}" for k, v in first.conventions.describe().items()),
-        soft_wrap=True,
-    )
-    if tracker.enabled:
-        where = f"parent run {parent_id} ('{name}-folds', one child per fold) in experiment '{cfg.tracking.experiment}'"
+    if standalone:  # ltr.compare prints every system's folds together (folds.md)
+        console.print(
+            f"\n{folds_markdown({str(cfg.model.name): summary}, confidence)}", markup=False, soft_wrap=True
+        )
+        console.print(
+            f"mean ± sd: over the {len(runs)} folds' means (sd with ddof 1); pooled: all "
+            f"{summary.n_pooled:,} {SUMMARY_SPLIT} queries of {plan.description}, bootstrap CI "
+            f"({cfg.eval.bootstrap.method}, B={cfg.eval.bootstrap.B}, seed {cfg.seed}). Conventions: "
+            + ", ".join(f"{k}={v}" for k, v in first.conventions.describe().items()),
+            soft_wrap=True,
+            markup=False,
+        )
+    if tracker.enabled and standalone:
+        where = f"parent run {parent_id} ('{run_name}', one child per fold) in experiment '{cfg.tracking.experiment}'"
         print_tracker_location(console, where, tracker.uri)
     return FoldsRun(plan, runs, summary, parent_id, first.target, float(np.mean(values)))
