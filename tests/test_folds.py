@@ -328,3 +328,16 @@ def test_the_command_line_reports_a_bad_fold_in_its_spelling(tmp_path):
         "error: data.fold: expected a fold 1..5, all, or a list of folds such as [1,3,5]; got [1, 7]"
     )
     assert "Training" not in proc.stdout and not (tmp_path / "mlflow.db").exists()
+
+
+def test_a_sweep_job_of_the_protocol_reports_the_means_over_folds(letor_runs, tmp_path):
+    # `-m data.fold=all model.params.num_leaves=7,15`: each job's value and ltr_result.json are over folds
+    from ltr.train import optimised_value, write_job_result
+
+    _, protocol, separate = letor_runs
+    assert optimised_value(protocol) == pytest.approx(np.mean([r.outcome.value for r in separate.values()]))
+    record = json.loads(write_job_result(protocol, tmp_path).read_text())
+    assert record["run_id"] == protocol.run_id and record["target"] == "ndcg@10"
+    for m in METRICS:
+        fold_means = [r.outcome.results["test"].mean(m) for r in separate.values()]
+        assert record["test"][m] == pytest.approx(np.mean(fold_means))
