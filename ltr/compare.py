@@ -332,7 +332,11 @@ def run_comparison(
     conventions: dict[str, str] = {}
     summaries: dict[str, Any] = {}  # system → FoldSummary (fold protocols)
     with tracker.start(run_name=f"compare-{exp.name}", tags=parent_tags):
-        tracker.log_params(flatten_params(OmegaConf.to_container(exp, resolve=True)))
+        settings = OmegaConf.to_container(exp, resolve=True)
+        published = settings.pop("published", None)  # metric names with '@' are no MLflow param keys
+        tracker.log_params(flatten_params(settings))
+        if published is not None:
+            tracker.log_dict(published, "leaderboard/published.json")
         tracker.log_params(
             {"seed": first.seed, "num_threads": first.num_threads, "cli_overrides": " ".join(cli_overrides)}
         )

@@ -10,14 +10,12 @@ concatenated per-query values of those separate runs.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import PROJECT_ROOT, cli_env, compose_config, store_client, write_fold_standin, write_letor
+from helpers import compose_config, run_train_cli, store_client, write_fold_standin, write_letor
 
 from ltr.data import RankingData
 from ltr.data.registry import load_dataset
@@ -307,21 +305,8 @@ def test_loading_several_folds_at_once_names_the_protocol():
 
 
 def test_the_command_line_reports_a_bad_fold_in_its_spelling(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ltr.train",
-            "+model=linear",
-            "data=mq2008",
-            "data.fold=[1,7]",
-            f"paths.root={tmp_path}",
-        ],
-        cwd=PROJECT_ROOT,
-        env=cli_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc = run_train_cli(
+        ["+model=linear", "data=mq2008", "data.fold=[1,7]", f"paths.root={tmp_path}"], tmp_path
     )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == (

@@ -167,3 +167,25 @@ def test_a_recipe_runs_end_to_end_on_a_standin_as_documented(tmp_path, name):
     else:
         assert "## Per fold (test)" in proc.stdout and (report / "folds.md").is_file()
         assert "ours: lambdamart (mean over folds)" in published
+
+
+def test_the_lightgbm_recipe_prints_the_page_beside_ours_and_logs_it(tmp_path):
+    """Fast: the recipe with 5 trees and few resamples on a 20-query stand-in (the slow test runs it as is)."""
+    standin = write_fold_standin(tmp_path / "MSLR-WEB30K", n_queries=20, max_label=4)
+    exp = load_experiment("mslr_web30k_lightgbm")
+    exp.stats.B = 100
+    overrides = [f"data.dir={standin}", f"paths.root={tmp_path}", "model.params.n_trees=5", "eval.bootstrap.B=0",
+                 "tracking.log_model=false", "tracking.log_plots=false"]  # fmt: skip
+    result = run_comparison(exp, overrides, out_dir=tmp_path / "report")
+    published = (tmp_path / "report" / "published.md").read_text()
+    assert "| LightGBM (published) | 0.5178 | 0.5011 | 0.5046 | 0.5243 |" in published
+    ours = {r.metric: r.mean for r in result.report.rows if r.system == "lightgbm"}
+    assert (
+        f"| ours: lightgbm (mean over the test queries) | {' | '.join(f'{ours[m]:.4f}' for m in exp.metrics)} |"
+        in published
+    )
+    client = store_client(tmp_path)
+    parent = client.get_run(result.parent_run_id)
+    assert not any(k.startswith("published") for k in parent.data.params)  # '@' is no MLflow param key
+    listed = {a.path for a in client.list_artifacts(result.parent_run_id, "leaderboard")}
+    assert {"leaderboard/published.json", "leaderboard/published.md"} <= listed
