@@ -146,7 +146,16 @@ def test_the_parent_run_holds_the_summary_and_one_child_per_fold(letor_runs):
 
 
 def test_a_fold_subset_runs_only_those_folds(tmp_path, standin):
-    ran = _execute([*QUICK, "data=mq2008", f"data.dir={standin}", "data.fold=[4,2]", "tracking=none"])
+    ran = _execute(
+        [
+            *QUICK,
+            "data=mq2008",
+            f"data.dir={standin}",
+            "data.fold=[4,2]",
+            "tracking=none",
+            f"paths.root={tmp_path}",
+        ]
+    )
     assert list(ran.runs) == ["Fold4", "Fold2"] and ran.run_id is None
 
 

@@ -48,7 +48,7 @@ def test_the_lightgbm_recipe_is_the_experiments_page_setting(tmp_path):
     exp = load_experiment("mslr_web30k_lightgbm")
     standin = write_fold_standin(tmp_path / "MSLR-WEB30K", n_queries=20, max_label=4)
     for system in exp.systems:
-        cfg = compose_system(exp, system, [f"data.dir={standin}"])
+        cfg = compose_system(exp, system, [f"data.dir={standin}", f"paths.root={tmp_path}"])
         assert (cfg.data.name, cfg.data.fold, cfg.eval.preset) == ("mslr_web30k", 1, "lightgbm")
         assert (
             cfg.model.params.n_trees == 500 and cfg.model.early_stopping.patience is None
