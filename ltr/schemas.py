@@ -13,7 +13,8 @@ Every block is a dataclass checked by the one checker, :func:`ltr.config_check.c
 * ``data`` configs differ by dataset kind: each kind ``ltr`` knows has its schema in
   :mod:`ltr.data.config`, registered as ``data/<kind>_schema`` (``synthetic_schema``, ``letor_schema``,
   ``istella_schema``, ``folder_schema``, ``svmlight_schema``) and composed first by its YAML, so
-  ``data.fold=abc`` or a misspelt key fails while Hydra composes. :func:`validate_config` checks the data
+  a wrong type or a misspelt key fails while Hydra composes (``data.fold``, which also takes ``all`` or a
+  list, is checked by :func:`validate_config`). :func:`validate_config` checks the data
   block against its kind's schema (ranges included; a kind of a user's own config only against the fields
   all datasets share, :class:`DataSchema`), and ``backend``, ``eval`` and ``tracking`` against theirs.
   It runs first in every entry point, before data is read;
@@ -63,6 +64,7 @@ __all__ = [
     "DataSchema",
     "EvalSchema",
     "ExperimentSchema",
+    "PublishedSchema",
     "FolderDataSchema",
     "IstellaDataSchema",
     "LetorDataSchema",
@@ -141,6 +143,16 @@ DEFAULT_METRICS = ["err@10", "ndcg@1", "ndcg@5", "ndcg@10"]
 
 
 @dataclass
+class PublishedSchema:
+    """Published numbers an experiment prints beside its own (``published:``): ``source`` cites where they
+    were read; ``systems`` maps a published system's name to ``{metric: value}`` (metrics of the experiment)."""
+
+    source: str
+    note: str = ""
+    systems: dict[str, Any] = setting({})
+
+
+@dataclass
 class ExperimentSchema:
     """An experiment file; ``systems`` maps at least two names to :class:`SystemSchema` blocks."""
 
@@ -152,6 +164,7 @@ class ExperimentSchema:
     primary: str | None = None  # default: the first metric
     metrics: list[str] = setting(DEFAULT_METRICS)
     stats: StatsSchema = field(default_factory=StatsSchema)
+    published: PublishedSchema | None = None  # published numbers printed beside ours
 
 
 def check_experiment_block(given: Any, where: str) -> dict[str, Any]:
@@ -185,6 +198,15 @@ def check_experiment_block(given: Any, where: str) -> dict[str, Any]:
         raise ConfigError(
             f"{join(prefix, 'primary')}: {exp['primary']!r} must be one of metrics {exp['metrics']}"
         )
+    for system, values in ((exp.get("published") or {}).get("systems") or {}).items():
+        where = join(prefix, f"published.systems.{system}")
+        if not isinstance(values, dict) or not values:
+            raise ConfigError(f"{where}: expected a mapping {{metric: value}}, got {values!r}")
+        for metric, value in values.items():
+            if metric not in exp["metrics"]:
+                raise ConfigError(f"{where}.{metric}: not one of the experiment's metrics {exp['metrics']}")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+                raise ConfigError(f"{where}.{metric}: expected a number in [0, 1], got {value!r}")
     return exp
 
 

@@ -66,6 +66,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.optuna_sweeper",
             "ltr.search_space",
             "ltr.model_source",
+            "ltr.folds",
         ),
     ),  # fmt: skip
     ("entry points", ("ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__", "ltr.sweep")),

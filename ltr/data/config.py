@@ -10,8 +10,8 @@ config, and ``load_dataset`` checks a plain mapping (the Python API) by the same
 kind                                                   schema
 =====================================================  ===========================================
 ``synthetic``                                          :class:`SyntheticDataSchema`
-``svmlight`` (your own files)                          :class:`SvmlightDataSchema`
-``mslr_web10k``, ``mslr_web30k``, ``mq2007``, ``mq2008``  :class:`LetorDataSchema` (``fold`` 1..5)
+``svmlight`` (your own files)                          :class:`SvmlightDataSchema` (``cv``: k-fold)
+``mslr_web10k``, ``mslr_web30k``, ``mq2007``, ``mq2008``  :class:`LetorDataSchema` (``fold`` 1..5, ``all``, a list)
 ``istella``                                            :class:`IstellaDataSchema` (``variant``)
 ``yahoo_set1``, ``yahoo_set2``                         :class:`FolderDataSchema`
 =====================================================  ===========================================
@@ -20,7 +20,9 @@ kind                                                   schema
 >>> check_block(LetorDataSchema, {"kind": "mq2007", "fold": 6}, "data")
 Traceback (most recent call last):
 ...
-ltr.errors.ConfigError: data.fold: must be in [1, 5], got 6
+ltr.errors.ConfigError: data.fold: expected a fold 1..5, all, or a list of folds such as [1,3,5]; got 6
+>>> check_block(LetorDataSchema, {"kind": "mq2007", "fold": "all"}, "data")["fold"]
+'all'
 >>> schema_for("istella").__name__, schema_for("my_own")
 ('IstellaDataSchema', None)
 """
@@ -31,8 +33,11 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import numpy as np
+
 from ltr.config_check import check_block, plain, setting
 from ltr.data._syntax import NONFINITE_POLICIES, ParseOptions
+from ltr.errors import ConfigError
 
 #: the split files of each Istella variant (relative to ``data.dir``)
 ISTELLA_VARIANTS = {
@@ -114,11 +119,90 @@ class FolderDataSchema(FileDataSchema):
     dir: str | None = None
 
 
+LETOR_FOLDS = (1, 2, 3, 4, 5)
+
+
+def check_fold_choice(value: Any, path: str) -> int | str | list[int]:
+    """``data.fold`` of a LETOR-layout dataset: one fold (1..5), ``all``, or a list of distinct folds.
+
+    One fold is a single run; ``all`` or a list is a fold protocol (:mod:`ltr.folds`).
+
+    >>> check_fold_choice(2, "data.fold"), check_fold_choice("all", "data.fold"), check_fold_choice([3, 1], "data.fold")
+    (2, 'all', [3, 1])
+    >>> check_fold_choice([1, 1], "data.fold")
+    Traceback (most recent call last):
+    ...
+    ltr.errors.ConfigError: data.fold: expected a fold 1..5, all, or a list of folds such as [1,3,5]; got [1, 1] (fold 1 twice)
+    """
+    expected = f"{path}: expected a fold 1..5, all, or a list of folds such as [1,3,5]; got {value!r}"
+    if value == "all":
+        return "all"
+    items = list(value) if isinstance(value, list | tuple) else None
+    for item in [value] if items is None else items:
+        if (
+            isinstance(item, bool | np.bool_)
+            or not isinstance(item, int | np.integer)
+            or item not in LETOR_FOLDS
+        ):
+            raise ConfigError(expected)
+    if items is None:
+        return int(value)
+    if not items:
+        raise ConfigError(expected + " (an empty list)")
+    twice = [k for k in LETOR_FOLDS if items.count(k) > 1]
+    if twice:
+        raise ConfigError(f"{expected} (fold {twice[0]} twice)")
+    return [int(k) for k in items]
+
+
+def letor_fold_choice(data_cfg: Any) -> list[int] | None:
+    """The folds a LETOR-layout ``data`` block asks for: ``None`` for one fold (a single run), else the list.
+
+    >>> letor_fold_choice({"kind": "mq2008", "fold": 2}), letor_fold_choice({"kind": "mq2008", "fold": "all"})
+    (None, [1, 2, 3, 4, 5])
+    >>> letor_fold_choice({"kind": "svmlight", "train": "a.txt"}) is None
+    True
+    """
+    given = plain(data_cfg)
+    if schema_for(str(given.get("kind") or given.get("name"))) is not LetorDataSchema:
+        return None
+    choice = check_fold_choice(given.get("fold", 1), "data.fold")
+    if isinstance(choice, int):
+        return None
+    return list(LETOR_FOLDS) if choice == "all" else choice
+
+
 @dataclass
 class LetorDataSchema(FolderDataSchema):
-    """MSLR-WEB10K/30K, MQ2007/2008: ``Fold1..Fold5/{train,vali,test}.txt``."""
+    """MSLR-WEB10K/30K, MQ2007/2008: ``Fold1..Fold5/{train,vali,test}.txt``.
 
-    fold: int = setting(1, low=1, high=5)
+    ``fold``: 1..5 (one run), ``all`` or a list such as ``[1,3]`` (the fold protocol of :mod:`ltr.folds`).
+    """
+
+    fold: Any = setting(1, check=check_fold_choice)
+
+
+def check_cv_folds(value: int, path: str) -> int:
+    """``data.cv.folds``: 0 (no cross-validation) or at least 2."""
+    if value == 1:
+        raise ConfigError(f"{path}: 1 fold is no cross-validation; use 0 (off) or at least 2, got 1")
+    return value
+
+
+@dataclass
+class CrossValidationSchema:
+    """``data.cv`` of your own file: a query-level k-fold split of ``data.train`` (:func:`ltr.data.splits.cv_folds`).
+
+    ``folds`` 0 = off; k ≥ 2 = k folds, stratified by query size, from ``seed`` (its own seed, so a
+    model's ``seed`` changes the model, not the folds). Fold i tests on part i and, with ``valid``,
+    validates (early stopping) on part i+1 (mod k) and trains on the others (k ≥ 3); without, trains on
+    the other k−1 parts. ``fold`` null = every fold (the fold protocol); 1..k = that fold only.
+    """
+
+    folds: int = setting(0, low=0, check=check_cv_folds)
+    seed: int = 42
+    valid: bool = True
+    fold: int | None = setting(None, low=1)
 
 
 @dataclass
@@ -141,6 +225,7 @@ class SvmlightDataSchema(FileDataSchema):
     nonfinite: str = setting(_PARSE.nonfinite, choices=NONFINITE_POLICIES)
     allow_unsorted: bool = _PARSE.allow_unsorted
     regroup: bool = _PARSE.regroup
+    cv: CrossValidationSchema = field(default_factory=CrossValidationSchema)  # k-fold split of train
 
 
 #: kind -> its schema (the registry's datasets by layout)

@@ -29,6 +29,7 @@ from ltr.data.config import (
     check_data_block,
 )
 from ltr.data.dataset import RankingData
+from ltr.data.splits import cv_folds
 from ltr.data.svmlight import load_svmlight
 from ltr.data.synthetic import load_synthetic
 from ltr.errors import ConfigError, DataError
@@ -67,8 +68,19 @@ class DatasetSpec:
 
 
 def _fold(cfg: Mapping[str, Any], name: str) -> int:
-    """``data.fold``: the LETOR fold (:class:`~ltr.data.config.LetorDataSchema`: an integer 1..5, default 1)."""
-    return check_field(LetorDataSchema, "fold", cfg, "data")
+    """``data.fold``: the LETOR fold (:class:`~ltr.data.config.LetorDataSchema`: 1..5, default 1).
+
+    ``all`` or a list names several folds, which no single load returns: :mod:`ltr.folds` loads them
+    one by one (``python -m ltr.train ... data.fold=all``).
+    """
+    fold = check_field(LetorDataSchema, "fold", cfg, "data")
+    if not isinstance(fold, int):
+        raise ConfigError(
+            f"data.fold={fold}: several folds are a fold protocol, loaded one fold at a time; "
+            f"run it with python -m ltr.train +model=NAME data={name} data.fold={fold} "
+            "(or load one fold, e.g. data.fold=1)"
+        )
+    return fold
 
 
 def _letor_folds(name: str) -> Callable[[Mapping[str, Any]], dict[str, str]]:
@@ -306,8 +318,13 @@ def _parse_kwargs(section: Mapping[str, Any] | None, where: str) -> dict[str, An
     return out | {k: checked[k] for k in out if k in declared and out[k] is not None}
 
 
-def _load_files(paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], name: str) -> dict:
-    cache = {"cache_dir": data_cfg.get("cache_dir"), "verify_cache": bool(data_cfg.get("verify_cache", False))}
+def _load_files(
+    paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], name: str
+) -> dict:
+    cache = {
+        "cache_dir": data_cfg.get("cache_dir"),
+        "verify_cache": bool(data_cfg.get("verify_cache", False)),
+    }
     out: dict[str, RankingData] = {}
     for split, path in paths.items():
         out[split] = load_svmlight(path, name=f"{name}/{split}", **cache, **kwargs)
@@ -317,6 +334,45 @@ def _load_files(paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Map
             f"{name}: splits have different feature counts {widths}; set n_features so train/valid/test align"
         )
     return out
+
+
+def check_cv_inputs(data_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """``data.cv`` of an ``svmlight`` block, checked against the other keys; ``{}`` when cv is off.
+
+    The folds split ``data.train`` alone, so ``data.valid`` / ``data.test`` must be unset and
+    ``data.cv.fold`` (one fold) must be at most ``data.cv.folds``.
+    """
+    cv = check_data_block(data_cfg).get("cv") or {}
+    if not cv.get("folds"):
+        return {}
+    given = [f"data.{s}" for s in ("valid", "test") if data_cfg.get(s)]
+    if given:
+        raise ConfigError(
+            f"data.cv.folds={cv['folds']} splits data.train into train/valid/test folds; "
+            f"unset {' and '.join(given)} (e.g. ~{given[0]}) or set data.cv.folds=0"
+        )
+    if cv.get("fold") is not None and cv["fold"] > cv["folds"]:
+        raise ConfigError(f"data.cv.fold: must be in [1, {cv['folds']}] (data.cv.folds), got {cv['fold']}")
+    return cv
+
+
+def _cv_fold(
+    paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], cv: Mapping[str, Any]
+) -> dict:
+    """One fold (``data.cv.fold``) of the k-fold split of ``data.train`` (:func:`ltr.data.splits.cv_folds`)."""
+    cv = check_cv_inputs(data_cfg)
+    if cv.get("fold") is None:
+        raise ConfigError(
+            f"data.cv.folds={cv['folds']} with no data.cv.fold is the fold protocol, which loads every fold: "
+            "run it with python -m ltr.train (ltr.folds), or load one fold with data.cv.fold=K"
+        )
+    name = str(data_cfg.get("name", "svmlight"))
+    data = _load_files({"train": paths["train"]}, kwargs, data_cfg, name)["train"]
+    fold = cv_folds(data, int(cv["folds"]), seed=int(cv["seed"]), valid=bool(cv["valid"]))[
+        int(cv["fold"]) - 1
+    ]
+    wanted = data_cfg.get("splits")
+    return {s: d for s, d in fold.items() if not wanted or s in wanted}
 
 
 def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
@@ -339,6 +395,9 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
             raise ConfigError("data.train must name the training file for kind 'svmlight'")
         kwargs = _parse_kwargs({k: data_cfg[k] for k in PARSE_KEYS if k in data_cfg}, "data")
         kwargs.update(_parse_kwargs(data_cfg.get("parse"), "data.parse"))
+        cv = plain(data_cfg.get("cv")) or {}
+        if int(cv.get("folds") or 0):
+            return _cv_fold(paths, kwargs, data_cfg, cv)
         if wanted:
             paths = {s: p for s, p in paths.items() if s in wanted}
         return _load_files(paths, kwargs, data_cfg, str(data_cfg.get("name", "svmlight")))
