@@ -46,6 +46,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("models", ("ltr.models",)),
     ("reporting", ("ltr.comparison", "ltr.report", "ltr.plots", "ltr.progress")),
     ("tracking", ("ltr.tracking",)),
+    ("export", ("ltr.export",)),
     (
         "application",
         (
@@ -59,7 +60,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.search_space",
         ),
     ),  # fmt: skip
-    ("entry points", ("ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__", "ltr.sweep")),
+    (
+        "entry points",
+        ("ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__", "ltr.sweep", "ltr.export.__main__"),
+    ),
 )
 #: Entry points (command lines and the Hydra sweep callback): none may import another.
 ENTRY_POINTS = frozenset(LAYERS[-1][1])
@@ -67,7 +71,7 @@ ENTRY_POINTS = frozenset(LAYERS[-1][1])
 #: not needed; a function-local import of one needs a ``# deferred:`` reason.
 HEAVY = frozenset(
     {"lightgbm", "xgboost", "catboost", "mlflow", "dask", "distributed", "matplotlib", "optuna", "hydra",
-     "pandas", "sklearn", "skops"}
+     "pandas", "sklearn", "skops", "onnx", "onnxruntime"}
 )  # fmt: skip
 REASON = re.compile(r"#\s*deferred:\s*\S")
 
@@ -312,6 +316,7 @@ IMPORT_ALLOWS: dict[str, frozenset[str]] = {
     "ltr.plots": frozenset(),
     "ltr.progress": frozenset(),
     "ltr.evaluate": frozenset({"numba"}),
+    "ltr.export": frozenset(),  # ONNX and the engines load only to write or check a file
 }
 
 

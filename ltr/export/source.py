@@ -55,6 +55,7 @@ def load_model(model: str, tracking_uri: str | None = None) -> Any:
                 "and not an MLflow model URI (runs:/<run id>/model, models:/<name>/<version>)"
             )
         return load_ranker(folder)
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one line of output, not a bar
     import mlflow  # deferred: MLflow loads only for a logged model
 
     mlflow.set_tracking_uri(tracking_uri or default_tracking_uri())
