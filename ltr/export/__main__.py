@@ -31,16 +31,23 @@ from ltr.export.source import load_model
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m ltr.export", description=__doc__.split("\n\n")[0])
-    p.add_argument("model", metavar="MODEL", help="saved ranker folder, runs:/<run id>/model or models:/<name>/<version>")
+    p.add_argument(
+        "model", metavar="MODEL", help="saved ranker folder, runs:/<run id>/model or models:/<name>/<version>"
+    )
     p.add_argument("--format", required=True, choices=sorted(FORMATS), help="the target engine's format")
     p.add_argument("--out", required=True, type=Path, help="the file to write")
-    p.add_argument("--feature-names", type=Path, help="feature map: one name per line, or 'ID NAME' (1-based ids)")
+    p.add_argument(
+        "--feature-names", type=Path, help="feature map: one name per line, or 'ID NAME' (1-based ids)"
+    )
     p.add_argument("--check", type=Path, metavar="DATA", help="SVMlight/LETOR file to check parity on")
     p.add_argument("--name", default="ltr_model", help="the model's name in the engine (default ltr_model)")
     p.add_argument("--feature-set", default="ltr_features", help="Elasticsearch/OpenSearch feature set name")
     p.add_argument("--feature-store", help="Solr feature store name (default: Solr's _DEFAULT_)")
     p.add_argument("--model-type", choices=MODEL_TYPES, help="Elasticsearch/OpenSearch model type")
-    p.add_argument("--tracking-uri", help="MLflow tracking URI for runs:/ and models:/ (default $MLFLOW_TRACKING_URI, else ./mlflow.db)")
+    p.add_argument(
+        "--tracking-uri",
+        help="MLflow tracking URI for runs:/ and models:/ (default $MLFLOW_TRACKING_URI, else ./mlflow.db)",
+    )
     return p
 
 
@@ -50,7 +57,11 @@ def main(argv: list[str] | None = None) -> int:
         target = get_target(args.format)
         ranker = load_model(args.model, args.tracking_uri)
         n_features = int(ranker.n_features_in_)
-        names = read_feature_map(args.feature_names, n_features) if args.feature_names else default_names(n_features)
+        names = (
+            read_feature_map(args.feature_names, n_features)
+            if args.feature_names
+            else default_names(n_features)
+        )
         data = load_svmlight(args.check, n_features=n_features) if args.check else None
         written = export(
             ranker,
@@ -66,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     except LtrError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {args.out} ({args.format}; missing values: {'NaN' if written.missing == 'nan' else 'fed as 0'})")
+    print(
+        f"wrote {args.out} ({args.format}; missing values: {'NaN' if written.missing == 'nan' else 'fed as 0'})"
+    )
     for line in written.how_to_load:
         print(f"  {line}")
     print(report.summary())

@@ -22,28 +22,34 @@ from typing import Any
 
 import numpy as np
 
-from ltr.errors import ConfigError
-from ltr.export.trees import FLOAT32, Tree, TreeBuilder, TreeEnsemble, float32_above, float_text
+from ltr.export.trees import FLOAT32, Gap, Tree, TreeBuilder, TreeEnsemble, float32_above, float_text
 
 
-def tree_dump(tree: Tree, names: list[str]) -> dict[str, Any]:
-    """One tree as a nested XGBoost JSON dump node (module docstring)."""
+def strict_bound(tree: Tree, n: int, gaps: list[Gap]) -> float:
+    """``u`` with ``x < u`` iff canonical ``x <= t`` — or, where that needs ``u = inf`` (a split sending
+    +inf left; JSON has no infinity), the largest float32, stating the gap: ``x >= FLT_MAX`` goes right."""
+    bound = float32_above(tree.threshold[n])
+    if np.isfinite(bound):
+        return float_text(bound)
+    biggest = np.finfo(FLOAT32).max
+    gaps.append(Gap(int(tree.feature[n]), float(np.nextafter(biggest, FLOAT32(0))), float("inf")))
+    return float_text(biggest)
+
+
+def tree_dump(tree: Tree, names: list[str], gaps: list[Gap] | None = None) -> dict[str, Any]:
+    """One tree as a nested XGBoost JSON dump node (module docstring); stated deviations go to ``gaps``."""
+    found = [] if gaps is None else gaps
 
     def node(n: int, depth: int) -> dict[str, Any]:
         if tree.is_leaf[n]:
             return {"nodeid": n, "leaf": float_text(tree.value[n])}
-        bound = float32_above(tree.threshold[n])
-        if not np.isfinite(bound):
-            raise ConfigError(
-                f"a split at {float(tree.threshold[n])!r} on {names[int(tree.feature[n])]} cannot be written as "
-                "'x < t' with a finite float32 t"
-            )
+        bound = strict_bound(tree, n, found)
         yes, no = int(tree.left[n]), int(tree.right[n])
         return {
             "nodeid": n,
             "depth": depth,
             "split": names[int(tree.feature[n])],
-            "split_condition": float_text(bound),
+            "split_condition": bound,
             "yes": yes,
             "no": no,
             "missing": yes if tree.nan_left[n] else no,
@@ -53,9 +59,9 @@ def tree_dump(tree: Tree, names: list[str]) -> dict[str, Any]:
     return node(0, 0)
 
 
-def model_dump(model: TreeEnsemble, names: list[str]) -> list[dict[str, Any]]:
+def model_dump(model: TreeEnsemble, names: list[str], gaps: list[Gap] | None = None) -> list[dict[str, Any]]:
     """Every tree, the base score folded into the first tree's leaves (the dump has no base_score)."""
-    return [tree_dump(t, names) for t in model.base_folded().trees]
+    return [tree_dump(t, names, gaps) for t in model.base_folded().trees]
 
 
 def read_dump(trees: list[dict[str, Any]], names: list[str], source: str) -> TreeEnsemble:

@@ -37,11 +37,17 @@ class Target:
 FORMATS: dict[str, Target] = {
     "onnx": Target("onnx", onnx.SUFFIX, onnx.write, onnx.score),
     "opensearch": Target("opensearch", searchltr.SUFFIX, searchltr.writer("opensearch"), searchltr.score),
-    "elasticsearch": Target("elasticsearch", searchltr.SUFFIX, searchltr.writer("elasticsearch"), searchltr.score),
+    "elasticsearch": Target(
+        "elasticsearch", searchltr.SUFFIX, searchltr.writer("elasticsearch"), searchltr.score
+    ),
     "solr": Target("solr", solr.SUFFIX, solr.write, solr.score),
     "vespa": Target("vespa", vespa.SUFFIX, vespa.write, vespa.score),
-    "lightgbm": Target("lightgbm", native.SUFFIX["lightgbm"], native.writer("lightgbm"), native.scorer("lightgbm"), True),
-    "xgboost": Target("xgboost", native.SUFFIX["xgboost"], native.writer("xgboost"), native.scorer("xgboost"), True),
+    "lightgbm": Target(
+        "lightgbm", native.SUFFIX["lightgbm"], native.writer("lightgbm"), native.scorer("lightgbm"), True
+    ),
+    "xgboost": Target(
+        "xgboost", native.SUFFIX["xgboost"], native.writer("xgboost"), native.scorer("xgboost"), True
+    ),
 }
 
 

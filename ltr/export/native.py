@@ -24,7 +24,11 @@ SUFFIX = {"lightgbm": ".txt", "xgboost": ".json"}
 
 
 def _single(ranker: Any, engine: str) -> Any:
-    if getattr(ranker, "engine", "") != engine or not hasattr(ranker, "booster_") or hasattr(ranker, "rankers_"):
+    if (
+        getattr(ranker, "engine", "") != engine
+        or not hasattr(ranker, "booster_")
+        or hasattr(ranker, "rankers_")
+    ):
         raise ConfigError(
             f"--format {engine}: writes a single {engine} model's own file; this is a "
             f"{getattr(ranker, 'name', type(ranker).__name__)} model — export it to onnx or a search-engine format"

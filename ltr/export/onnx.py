@@ -126,7 +126,9 @@ def write(model: Exportable, out: Path, names: list[str], **_: Any) -> Written:
     out.write_bytes(build(model, names).SerializeToString())
     return Written(
         missing=MISSING,
-        how_to_load=(f"onnxruntime.InferenceSession({str(out)!r}).run(None, {{{INPUT!r}: X_float32}})[0][:, 0]",),
+        how_to_load=(
+            f"onnxruntime.InferenceSession({str(out)!r}).run(None, {{{INPUT!r}: X_float32}})[0][:, 0]",
+        ),
     )
 
 

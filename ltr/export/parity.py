@@ -8,7 +8,7 @@ the model is then scored on the same zero-filled rows (the engine never passes N
 Besides the given rows, :func:`probe_rows` adds rows that hit the exact edges: for every split
 threshold ``t`` of the model, a row with that feature at ``t`` and at the next float32 above it
 (where ``<=`` and ``<`` part ways), one with it NaN (the default direction), and values far outside
-any training range (±1e30).
+any training range (±1e30, ±inf).
 
 Agreement (both must hold):
 
@@ -86,7 +86,7 @@ def ranking_inversions(exported: np.ndarray, expected: np.ndarray, offsets: np.n
 
 
 def probe_rows(model: Any, X: np.ndarray, seed: int = 0, gaps: tuple[Gap, ...] = ()) -> np.ndarray:
-    """Rows at the model's split thresholds, just above them, NaN and ±1e30 (module docstring).
+    """Rows at the model's split thresholds, just above them, NaN, ±1e30 and ±inf (module docstring).
 
     Each probe copies a random row of ``X`` and changes one feature; a linear model gets the
     far-value probes only. Values inside a stated :class:`~ltr.export.trees.Gap` are left out.
@@ -101,7 +101,7 @@ def probe_rows(model: Any, X: np.ndarray, seed: int = 0, gaps: tuple[Gap, ...] =
                 probes += [(feature, float(t)), (feature, float(float32_above(t)))]
             probes.append((feature, float("nan")))
     for feature in range(model.n_features):
-        probes += [(feature, FAR), (feature, -FAR)]
+        probes += [(feature, FAR), (feature, -FAR), (feature, np.inf), (feature, -np.inf)]
     probes = [(f, v) for f, v in probes if not any(g.holds(f, v) for g in gaps)]
     rows = base[rng.integers(0, base.shape[0], size=len(probes))].copy()
     for r, (feature, value) in enumerate(probes):
@@ -110,13 +110,20 @@ def probe_rows(model: Any, X: np.ndarray, seed: int = 0, gaps: tuple[Gap, ...] =
 
 
 def check_parity(
-    ranker: Any, target: Target, out: Path, names: list[str], written: Written, data: RankingData | None = None
+    ranker: Any,
+    target: Target,
+    out: Path,
+    names: list[str],
+    written: Written,
+    data: RankingData | None = None,
 ) -> ParityReport:
     """Score ``data`` (plus :func:`probe_rows`, as one extra query) both ways; the report of agreement."""
     model = None if target.native else from_ranker(ranker)
     n_features = int(ranker.n_features_in_)
-    X = np.zeros((0, n_features), dtype=FLOAT32) if data is None else np.asarray(
-        data.X.toarray() if data.is_sparse else data.X, dtype=FLOAT32
+    X = (
+        np.zeros((0, n_features), dtype=FLOAT32)
+        if data is None
+        else np.asarray(data.X.toarray() if data.is_sparse else data.X, dtype=FLOAT32)
     )
     sizes = [] if data is None else list(data.group_sizes)
     stand_in = model if model is not None else from_ranker_or_none(ranker, n_features)
@@ -127,7 +134,9 @@ def check_parity(
         X = zero_for_missing(X)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     qid = np.repeat(np.arange(len(sizes)), sizes)
-    expected = np.asarray(ranker.predict(RankingData(X=X, y=np.zeros(X.shape[0]), qid=qid, name="parity rows")))
+    expected = np.asarray(
+        ranker.predict(RankingData(X=X, y=np.zeros(X.shape[0]), qid=qid, name="parity rows"))
+    )
     exported = np.asarray(target.score(out, X, names), dtype=np.float64)
     diffs = relative_differences(exported, expected)
     worst_row = int(np.argmax(diffs)) if diffs.size else 0

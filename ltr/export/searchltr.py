@@ -34,12 +34,15 @@ from ltr.export.dumps import model_dump, read_dump
 from ltr.export.trees import (
     FLOAT32,
     Exportable,
+    Gap,
     LinearScorer,
     Tree,
     TreeBuilder,
     TreeEnsemble,
     Written,
     float_text,
+    gap_note,
+    java_float,
     zero_for_missing,
 )
 
@@ -56,7 +59,7 @@ def _ranklib_node(tree: Tree, n: int, pos: str | None) -> str:
         return f"<split{attr}><output>{float_text(tree.value[n])!r}</output></split>"
     return (
         f"<split{attr}><feature>{int(tree.feature[n]) + 1}</feature>"
-        f"<threshold>{float_text(tree.threshold[n])!r}</threshold>"
+        f"<threshold>{java_float(tree.threshold[n])}</threshold>"
         f"{_ranklib_node(tree, int(tree.left[n]), 'left')}{_ranklib_node(tree, int(tree.right[n]), 'right')}</split>"
     )
 
@@ -73,7 +76,9 @@ def ranklib_text(model: Exportable) -> str:
     return f"## LambdaMART\n## No. of trees = {len(model.trees)}\n<ensemble>{trees}</ensemble>\n"
 
 
-def request_body(model: Exportable, names: list[str], model_name: str, model_type: str) -> dict[str, Any]:
+def request_body(
+    model: Exportable, names: list[str], model_name: str, model_type: str, gaps: list[Gap] | None = None
+) -> dict[str, Any]:
     """The ``_createmodel`` body for ``model_type`` (``xgboost+json`` or ``ranklib``)."""
     if model_type == "xgboost+json":
         if not isinstance(model, TreeEnsemble):
@@ -81,7 +86,7 @@ def request_body(model: Exportable, names: list[str], model_name: str, model_typ
                 "--model-type xgboost+json: a linear model has no trees; use --model-type ranklib "
                 "(RankLib's Linear Regression keeps the bias)"
             )
-        kind, definition = XGBOOST_TYPE, json.dumps(model_dump(model, names))
+        kind, definition = XGBOOST_TYPE, json.dumps(model_dump(model, names, gaps))
     elif model_type == "ranklib":
         kind, definition = RANKLIB_TYPE, ranklib_text(model)
     else:
@@ -103,10 +108,14 @@ def writer(engine: str) -> Any:
         **_: Any,
     ) -> Written:
         chosen = model_type or ("ranklib" if isinstance(model, LinearScorer) else "xgboost+json")
-        out.write_text(json.dumps(request_body(model, names, model_name, chosen), indent=1) + "\n")
+        gaps: list[Gap] = []
+        out.write_text(json.dumps(request_body(model, names, model_name, chosen, gaps), indent=1) + "\n")
+        unique = tuple(sorted(set(gaps)))
         return Written(
             missing="nan" if chosen == "xgboost+json" else "zero",
+            gaps=unique,
             how_to_load=(
+                *(gap_note(g, names) for g in unique),
                 f"curl -XPOST 'http://localhost:9200/{PREFIX[engine]}/_featureset/{feature_set}/_createmodel' "
                 f"-H 'Content-Type: application/json' --data-binary @{out}",
                 f'query: {{"sltr": {{"featureset": "{feature_set}", "model": "{model_name}", "params": {{...}}}}}}',

@@ -29,7 +29,18 @@ from typing import Any
 import numpy as np
 
 from ltr.errors import ConfigError
-from ltr.export.trees import FLOAT32, Exportable, TreeBuilder, TreeEnsemble, Written, float_text, zero_for_missing, Gap
+from ltr.export.trees import (
+    FLOAT32,
+    Exportable,
+    Gap,
+    TreeBuilder,
+    TreeEnsemble,
+    Written,
+    float_text,
+    gap_note,
+    java_float,
+    zero_for_missing,
+)
 
 CLASS = "org.apache.solr.ltr.model.MultipleAdditiveTreesModel"
 SLACK = FLOAT32(1e-6)  # MultipleAdditiveTreesModel.RegressionTreeNode.NODE_SPLIT_SLACK
@@ -49,6 +60,8 @@ def solr_threshold(t: np.float32) -> tuple[np.float32, np.float32]:
     0.0
     """
     t = FLOAT32(t)
+    if np.isinf(t):  # Float.parseFloat("Infinity") + 1e-6f is Infinity
+        return t, t
     c = FLOAT32(t - SLACK)
     up, down = FLOAT32(np.inf), FLOAT32(-np.inf)
     for _ in range(1 << 12):
@@ -70,7 +83,7 @@ def _node(tree: Any, n: int, names: list[str], gaps: list[Gap]) -> dict[str, Any
         gaps.append(Gap(int(tree.feature[n]), float(compared), float(tree.threshold[n])))
     return {
         "feature": names[int(tree.feature[n])],
-        "threshold": repr(float_text(c)),
+        "threshold": java_float(c),
         "left": _node(tree, int(tree.left[n]), names, gaps),
         "right": _node(tree, int(tree.right[n]), names, gaps),
     }
@@ -99,7 +112,13 @@ def definition(
 
 
 def write(
-    model: Exportable, out: Path, names: list[str], *, model_name: str, feature_store: str | None = None, **_: Any
+    model: Exportable,
+    out: Path,
+    names: list[str],
+    *,
+    model_name: str,
+    feature_store: str | None = None,
+    **_: Any,
 ) -> Written:
     """Write ``out``; says how to upload it (missing features are 0 in Solr)."""
     gaps: list[Gap] = []
@@ -110,8 +129,7 @@ def write(
         gaps=unique,
         how_to_load=(
             *(
-                f"Solr cannot compare at {g.high!r} (it adds 1e-6 in float32): {names[g.feature]} in ({g.low!r}, "
-                f"{g.high!r}] goes right"
+                gap_note(g, names) + " (Solr adds 1e-6 in float32 and cannot reach the threshold)"
                 for g in unique
             ),
             f"curl -XPUT 'http://localhost:8983/solr/<collection>/schema/model-store' --data-binary @{out} "

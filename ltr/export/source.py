@@ -63,7 +63,9 @@ def load_model(model: str, tracking_uri: str | None = None) -> Any:
         try:
             local = Path(mlflow.artifacts.download_artifacts(artifact_uri=model, dst_path=tmp))
         except Exception as exc:  # noqa: BLE001 - MLflow raises many types; the message names the cause
-            raise ConfigError(f"MODEL {model}: cannot download it from {mlflow.get_tracking_uri()}: {exc}") from None
+            raise ConfigError(
+                f"MODEL {model}: cannot download it from {mlflow.get_tracking_uri()}: {exc}"
+            ) from None
         folder = ranker_folder(local)
         if folder is None:
             raise ConfigError(f"MODEL {model}: not an ltr model (no artifacts/{ARTIFACT}/{MANIFEST} in it)")

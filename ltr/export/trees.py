@@ -10,9 +10,10 @@ refused with the reason (:class:`~ltr.errors.ConfigError`).
 features as float32 too), so the engines' own comparisons convert exactly:
 
 * LightGBM ``x <= t`` with a float64 ``t``: ``t' = `` the largest float32 ``<= t``
-  (:func:`float32_at_most`); NaN follows LightGBM's missing type (``NaN``: the default direction;
-  ``None``: NaN is scored as 0.0, so it goes where 0.0 goes; ``Zero``: 0 and NaN take the default
-  direction — exact only when that is where 0.0 goes anyway, refused otherwise);
+  (:func:`float32_at_most`), moved past ±1e-35 where LightGBM's predictor reads ``|x| <= 1e-35``
+  as 0 (:func:`lightgbm_threshold`); NaN follows LightGBM's missing type (``NaN``: the default
+  direction; ``None``: NaN is scored as 0.0, so it goes where 0.0 goes; ``Zero``: 0 and NaN take
+  the default direction — exact only when that is where 0.0 goes anyway, refused otherwise);
 * XGBoost ``x < t`` with a float32 ``t``: ``t' = `` the float32 just below ``t``; NaN takes the
   node's default direction.
 
@@ -42,8 +43,10 @@ from ltr.errors import ConfigError, DataError
 from ltr.models.fusion import check_weights
 
 FLOAT32 = np.float32
-#: LightGBM's kZeroThreshold: |x| <= this counts as zero for the "Zero" missing type
-LIGHTGBM_ZERO = 1e-35
+#: LightGBM's kZeroThreshold (``1e-35f``): its predictor reads every |x| <= this as 0.0
+LIGHTGBM_ZERO = float(np.float32(1e-35))
+#: LightGBM reads ±inf as ±1e300 (Common::AvoidInf) and splits "every non-missing value" at 1e300
+LIGHTGBM_INF = 1e300
 #: models whose scores are raw margins of a ranking or squared-error objective (no output transform)
 TREE_FAMILIES = ("lambdamart", "xendcg", "regression", "lambdamart_xgb")
 #: ensembles whose combination is a weighted sum of raw member scores when normalization is none
@@ -82,6 +85,18 @@ def float32_below_double(u: float) -> np.float32:
     if float(d) == u:
         d = np.nextafter(d, FLOAT32(-np.inf))
     return FLOAT32(d)
+
+
+def java_float(value: Any) -> str:
+    """A float32 as text Java's ``Float.parseFloat`` reads back exactly (``Infinity`` for inf).
+
+    >>> java_float(np.float32(0.1)), java_float(np.float32(-np.inf))
+    ('0.10000000149011612', '-Infinity')
+    """
+    v = float(FLOAT32(value))
+    if np.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return repr(v)
 
 
 def float_text(value: Any) -> float:
@@ -202,7 +217,9 @@ class TreeBuilder:
     """Builds a :class:`Tree` node by node (the readers of the written formats use it too)."""
 
     def __init__(self) -> None:
-        self.columns: dict[str, list[Any]] = {k: [] for k in ("feature", "threshold", "left", "right", "nan_left", "value")}
+        self.columns: dict[str, list[Any]] = {
+            k: [] for k in ("feature", "threshold", "left", "right", "nan_left", "value")
+        }
 
     def add(self) -> int:
         """A new node (a leaf of value 0 until :meth:`leaf` or :meth:`split` sets it); its index."""
@@ -271,7 +288,39 @@ class Gap:
         return feature == self.feature and self.low < value <= self.high
 
 
+def gap_note(gap: Gap, names: list[str]) -> str:
+    """One line stating a gap for the export's output.
+
+    >>> gap_note(Gap(0, 0.0, 1e-35), ["bm25"])
+    'not exact: bm25 in (0.0, 1e-35] goes right in this file, left in the model'
+    """
+    return f"not exact: {names[gap.feature]} in ({gap.low!r}, {gap.high!r}] goes right in this file, left in the model"
+
+
 # --- LightGBM --------------------------------------------------------------------------------------
+def lightgbm_threshold(t: float) -> np.float32:
+    """The canonical float32 threshold of LightGBM's ``x <= t`` (float64 ``t``).
+
+    LightGBM's predictor drops every value with ``|x| <= 1e-35f`` (kZeroThreshold) from a row, i.e.
+    scores it as 0.0, before comparing; so those values go where 0 goes: the threshold is the
+    largest float32 ``<= t``, raised to 1e-35f when 0 goes left, lowered below -1e-35f when it goes
+    right. LightGBM also reads ±inf as ±1e300 (its ``AvoidInf``), so its split at ``t = 1e300``
+    (every non-missing value left) sends +inf left: the canonical threshold is then +inf.
+
+    >>> float(lightgbm_threshold(-1e-35)) < -1e-35, float(lightgbm_threshold(0.0)) == LIGHTGBM_ZERO
+    (True, True)
+    >>> lightgbm_threshold(1e300)
+    np.float32(inf)
+    """
+    if t >= LIGHTGBM_INF:
+        return FLOAT32(np.inf)
+    d = float32_at_most(t)
+    zero = FLOAT32(LIGHTGBM_ZERO)
+    if t >= 0.0:
+        return max(d, zero)
+    return min(d, FLOAT32(np.nextafter(-zero, FLOAT32(-np.inf))))
+
+
 def _lightgbm_tree(structure: dict[str, Any], where: str) -> Tree:
     build = TreeBuilder()
 
@@ -286,20 +335,21 @@ def _lightgbm_tree(structure: dict[str, Any], where: str) -> Tree:
                 "the export formats read numerical splits only — retrain without categorical_feature"
             )
         t = float(node["threshold"])
+        zero_left = t >= 0.0
         missing = node["missing_type"]
         if missing == "NaN":
             nan = bool(node["default_left"])
         elif missing == "None":
-            nan = 0.0 <= t  # LightGBM scores NaN as 0.0
-        else:  # "Zero": |x| <= 1e-35 and NaN take the default direction
+            nan = zero_left  # LightGBM scores NaN as 0.0
+        else:  # "Zero": 0 (|x| <= 1e-35) and NaN take the default direction
             nan = bool(node["default_left"])
-            if not (-LIGHTGBM_ZERO <= t) == (LIGHTGBM_ZERO <= t) == nan:
+            if nan != zero_left:
                 raise ConfigError(
                     f"{where}: a zero_as_missing split on feature {node['split_feature'] + 1} sends 0 against its "
                     "threshold; no export format can express that — retrain without zero_as_missing"
                 )
         left, right = add(node["left_child"]), add(node["right_child"])
-        build.split(i, node["split_feature"], float32_at_most(t), nan, left, right)
+        build.split(i, node["split_feature"], lightgbm_threshold(t), nan, left, right)
         return i
 
     add(structure)
@@ -317,7 +367,8 @@ def from_lightgbm(booster: Any, n_iterations: int | None, where: str = "model") 
     if dump.get("average_output"):
         raise ConfigError(f"{where}: a LightGBM random-forest model (average_output); not exported")
     trees = tuple(
-        _lightgbm_tree(info["tree_structure"], f"{where}, tree {k}") for k, info in enumerate(dump["tree_info"])
+        _lightgbm_tree(info["tree_structure"], f"{where}, tree {k}")
+        for k, info in enumerate(dump["tree_info"])
     )
     objective = str(dump.get("objective", "regression")).split()[0]
     n_features = int(dump["max_feature_idx"]) + 1
@@ -344,7 +395,9 @@ def from_xgboost(booster: Any, n_iterations: int | None, where: str = "model") -
         raise ConfigError(f"{where}: XGBoost objective {objective!r} has an output transform; not exported")
     booster_cfg = learner["gradient_booster"]
     if booster_cfg["name"] != "gbtree":
-        raise ConfigError(f"{where}: XGBoost booster {booster_cfg['name']!r}; only gbtree models are exported")
+        raise ConfigError(
+            f"{where}: XGBoost booster {booster_cfg['name']!r}; only gbtree models are exported"
+        )
     trees = []
     for k, raw in enumerate(booster_cfg["model"]["trees"]):
         if any(int(s) != 0 for s in raw.get("split_type", [])):
@@ -407,7 +460,9 @@ def from_ranker(ranker: Any, where: str = "model") -> Exportable:
                 float(sum(c * p.bias for c, p in zip(coefficients, parts, strict=True))),  # type: ignore[misc]
             )
         if not all(isinstance(p, TreeEnsemble) for p in parts):
-            raise ConfigError(f"{where}: {name} mixes tree and linear members; only one kind folds into one model")
+            raise ConfigError(
+                f"{where}: {name} mixes tree and linear members; only one kind folds into one model"
+            )
         scaled = [p.scaled(c) for c, p in zip(coefficients, parts, strict=True)]  # type: ignore[union-attr]
         return TreeEnsemble(
             tuple(t for p in scaled for t in p.trees),  # type: ignore[union-attr]

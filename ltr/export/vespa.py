@@ -28,17 +28,17 @@ from typing import Any
 
 import numpy as np
 
-from ltr.export.dumps import model_dump, read_dump
+from ltr.export.dumps import model_dump, read_dump, strict_bound
 from ltr.export.trees import (
     Exportable,
+    Gap,
     LinearScorer,
     Tree,
     TreeBuilder,
     TreeEnsemble,
     Written,
-    float32_above,
     float32_below_double,
-    float_text,
+    gap_note,
 )
 
 MISSING = "nan"
@@ -47,21 +47,21 @@ PROFILE_SUFFIX = ".sd"
 _TERM = re.compile(r"^\s*\+?\s*\(?(?P<w>[-+0-9.eE]+(?:inf)?)\)?(?:\s*\*\s*(?P<name>\S+))?\s*$")
 
 
-def _lightgbm_node(tree: Tree, n: int) -> dict[str, Any]:
+def _lightgbm_node(tree: Tree, n: int, gaps: list[Gap]) -> dict[str, Any]:
     if tree.is_leaf[n]:
         return {"leaf_value": float(tree.value[n])}
     return {
         "split_feature": int(tree.feature[n]),
-        "threshold": float_text(float32_above(tree.threshold[n])),
+        "threshold": strict_bound(tree, n, gaps),
         "decision_type": "<=",
         "default_left": bool(tree.nan_left[n]),
         "missing_type": "NaN",
-        "left_child": _lightgbm_node(tree, int(tree.left[n])),
-        "right_child": _lightgbm_node(tree, int(tree.right[n])),
+        "left_child": _lightgbm_node(tree, int(tree.left[n]), gaps),
+        "right_child": _lightgbm_node(tree, int(tree.right[n]), gaps),
     }
 
 
-def lightgbm_json(model: TreeEnsemble, names: list[str]) -> dict[str, Any]:
+def lightgbm_json(model: TreeEnsemble, names: list[str], gaps: list[Gap]) -> dict[str, Any]:
     """The ``lightgbm()`` file (LightGBM ``dump_model`` layout, thresholds for Vespa's ``<``)."""
     return {
         "name": "tree",
@@ -70,7 +70,8 @@ def lightgbm_json(model: TreeEnsemble, names: list[str]) -> dict[str, Any]:
         "feature_names": names,
         "pandas_categorical": [],
         "tree_info": [
-            {"tree_index": k, "tree_structure": _lightgbm_node(t, 0)} for k, t in enumerate(model.base_folded().trees)
+            {"tree_index": k, "tree_structure": _lightgbm_node(t, 0, gaps)}
+            for k, t in enumerate(model.base_folded().trees)
         ],
     }
 
@@ -78,9 +79,13 @@ def lightgbm_json(model: TreeEnsemble, names: list[str]) -> dict[str, Any]:
 def rank_profile(model: Exportable, names: list[str], out: Path, profile: str) -> str:
     """The rank-profile snippet that scores with the written model (or, for linear, is the model)."""
     used = names if isinstance(model, LinearScorer) else sorted({names[f] for f in model.thresholds()})
-    functions = "".join(f"    # function {n}() {{ expression: ... }}\n" for n in used if re.fullmatch(r"f\d+", n))
+    functions = "".join(
+        f"    # function {n}() {{ expression: ... }}\n" for n in used if re.fullmatch(r"f\d+", n)
+    )
     if isinstance(model, LinearScorer):
-        terms = "\n".join(f"            + ({float(w)!r}) * {n}" for w, n in zip(model.weights, names, strict=True))
+        terms = "\n".join(
+            f"            + ({float(w)!r}) * {n}" for w, n in zip(model.weights, names, strict=True)
+        )
         expression = f"{float(model.bias)!r}\n{terms}"
     else:
         kind = "lightgbm" if model.source == "lightgbm" else "xgboost"
@@ -94,13 +99,18 @@ def rank_profile(model: Exportable, names: list[str], out: Path, profile: str) -
 def write(model: Exportable, out: Path, names: list[str], *, model_name: str, **_: Any) -> Written:
     """Write the model file ``out`` and the rank profile beside it (``.sd``); for linear, ``out`` is the profile."""
     profile_path = out if isinstance(model, LinearScorer) else out.with_suffix(PROFILE_SUFFIX)
+    gaps: list[Gap] = []
     if isinstance(model, TreeEnsemble):
-        body: Any = lightgbm_json(model, names) if model.source == "lightgbm" else model_dump(model, names)
+        lightgbm = model.source == "lightgbm"
+        body: Any = lightgbm_json(model, names, gaps) if lightgbm else model_dump(model, names, gaps)
         out.write_text(json.dumps(body, indent=1) + "\n")
     profile_path.write_text(rank_profile(model, names, out, model_name))
+    unique = tuple(sorted(set(gaps)))
     return Written(
         missing=MISSING,
+        gaps=unique,
         how_to_load=(
+            *(gap_note(g, names) for g in unique),
             *(() if isinstance(model, LinearScorer) else (f"copy {out} to <application>/models/{out.name}",)),
             f"add the rank profile in {profile_path} to the schema; query with ranking={model_name}",
         ),
