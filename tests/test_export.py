@@ -460,9 +460,13 @@ def test_check_detects_a_tampered_file(models: dict[str, Any], tmp_path: Path) -
     assert check_parity(ranker, FORMATS["solr"], out, default_names(N_FEATURES), written, VALID).ok
     body = json.loads(out.read_text())
     node = next(
-        t["root"] for t in body["params"]["trees"] if 0.01 < abs(F32(t["root"].get("threshold", "inf"))) < 1e30
+        t["root"]
+        for t in body["params"]["trees"]
+        if 0.01 < abs(F32(t["root"].get("threshold", "inf"))) < 1e30
     )
-    node["threshold"] = repr(float(F32(node["threshold"]) - F32(1e-3)))  # values at the threshold now go right
+    node["threshold"] = repr(
+        float(F32(node["threshold"]) - F32(1e-3))
+    )  # values at the threshold now go right
     out.write_text(json.dumps(body))
     report = check_parity(ranker, FORMATS["solr"], out, default_names(N_FEATURES), written, VALID)
     assert not report.ok and report.worst > TOL
@@ -486,3 +490,37 @@ def test_cli_exports_a_saved_model_and_checks_it(models: dict[str, Any], tmp_pat
     )  # fmt: skip
     assert refused.returncode == 2 and "error: --format lightgbm" in refused.stderr
     assert not (tmp_path / "x.txt").exists()
+
+
+# --- logged models: the README's synthetic run ------------------------------------------------------
+@pytest.mark.slow
+def test_cli_exports_the_logged_model_of_a_training_run(tmp_path: Path) -> None:
+    from helpers import TINY_DATA, cli_env, quick_model, run_train_cli, store_client
+
+    proc = run_train_cli(["+model=lambdamart", *TINY_DATA, *quick_model(20), "num_threads=1"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    client = store_client(tmp_path)
+    (run,) = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    import mlflow
+
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path.resolve()}/mlflow.db")
+    try:
+        version = mlflow.register_model(f"runs:/{run.info.run_id}/model", "ltr-export-test")
+    finally:
+        mlflow.set_tracking_uri(previous)
+    test_file = tmp_path / "data" / "synthetic" / "test.txt"
+    assert test_file.is_file()
+    for uri, fmt in (
+        (f"runs:/{run.info.run_id}/model", "solr"),
+        (f"models:/ltr-export-test/{version.version}", "onnx"),
+    ):
+        out = tmp_path / f"exported.{fmt}"
+        result = subprocess.run(
+            [sys.executable, "-m", "ltr.export", uri, "--format", fmt, "--out", str(out), "--check", str(test_file)],
+            cwd=tmp_path, env=cli_env(tmp_path), capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert ": OK" in result.stdout and out.is_file()
+        rows = int(result.stdout.split("parity: ")[1].split()[0])
+        assert rows > 100  # the test split's rows plus the probes
