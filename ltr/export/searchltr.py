@@ -10,9 +10,9 @@ take ``POST <prefix>/_featureset/<feature set>/_createmodel`` with::
 * ``model/xgboost+json`` (trees; the default): the definition is the XGBoost JSON dump array
   (:mod:`ltr.export.dumps`: ``x < split_condition`` in float32, NaN → the ``missing`` child, split
   features named by the feature set's feature names, tree weights 1, base score folded into the
-  first tree). No ``objective`` is given, so the plugin applies no output transform. The plugins
-  route NaN by ``missing`` since OpenSearch-LTR's fix of #378/#389; older versions send NaN to
-  ``no`` and log an absent feature as 0 — see docs/export.md.
+  first tree). No ``objective`` is given, so the plugin applies no output transform. Current
+  OpenSearch-LTR routes NaN by ``missing`` (since its fix of #378); older versions fill an absent
+  feature with 0.0, and OpenSearch 3.3 sent NaN to ``no`` — see docs/export.md.
 * ``model/ranklib`` (``--model-type ranklib``; the default for ``linear``): RankLib's text form,
   ``## LambdaMART`` + the ``<ensemble>`` XML (``x <= threshold`` in float32, features by 1-based
   ordinal = position in the feature set, leaves summed in float32) or ``## Linear Regression``
