@@ -65,7 +65,7 @@ def relative_differences(exported: np.ndarray, expected: np.ndarray) -> np.ndarr
     """``|exported − expected| / max(1, |expected|)`` per row.
 
     >>> relative_differences(np.array([1.0, 200.0]), np.array([1.5, 100.0])).tolist()
-    [0.5, 1.0]
+    [0.3333333333333333, 1.0]
     """
     return np.abs(exported - expected) / np.maximum(1.0, np.abs(expected))
 

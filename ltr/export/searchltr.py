@@ -30,21 +30,9 @@ from xml.etree import ElementTree
 import numpy as np
 
 from ltr.errors import ConfigError
+from ltr.export import trees
 from ltr.export.dumps import model_dump, read_dump
-from ltr.export.trees import (
-    FLOAT32,
-    Exportable,
-    Gap,
-    LinearScorer,
-    Tree,
-    TreeBuilder,
-    TreeEnsemble,
-    Written,
-    float_text,
-    gap_note,
-    java_float,
-    zero_for_missing,
-)
+from ltr.export.trees import FLOAT32, Exportable, Gap, LinearScorer, Tree, TreeBuilder, TreeEnsemble, Written
 
 XGBOOST_TYPE = "model/xgboost+json"
 RANKLIB_TYPE = "model/ranklib"
@@ -56,10 +44,10 @@ SUFFIX = ".json"
 def _ranklib_node(tree: Tree, n: int, pos: str | None) -> str:
     attr = f' pos="{pos}"' if pos else ""
     if tree.is_leaf[n]:
-        return f"<split{attr}><output>{float_text(tree.value[n])!r}</output></split>"
+        return f"<split{attr}><output>{trees.float_text(tree.value[n])!r}</output></split>"
     return (
         f"<split{attr}><feature>{int(tree.feature[n]) + 1}</feature>"
-        f"<threshold>{java_float(tree.threshold[n])}</threshold>"
+        f"<threshold>{trees.java_float(tree.threshold[n])}</threshold>"
         f"{_ranklib_node(tree, int(tree.left[n]), 'left')}{_ranklib_node(tree, int(tree.right[n]), 'right')}</split>"
     )
 
@@ -69,11 +57,11 @@ def ranklib_text(model: Exportable) -> str:
     if isinstance(model, LinearScorer):
         terms = " ".join(f"{j}:{float(w)!r}" for j, w in enumerate(model.weights, start=1))
         return f"## Linear Regression\n## Lambda = 1.0E-10\n0:{float(model.bias)!r} {terms}\n"
-    trees = "".join(
+    xml = "".join(
         f'<tree id="{k}" weight="1">{_ranklib_node(t, 0, None)}</tree>'
         for k, t in enumerate(model.base_folded().trees, start=1)
     )
-    return f"## LambdaMART\n## No. of trees = {len(model.trees)}\n<ensemble>{trees}</ensemble>\n"
+    return f"## LambdaMART\n## No. of trees = {len(model.trees)}\n<ensemble>{xml}</ensemble>\n"
 
 
 def request_body(
@@ -115,7 +103,7 @@ def writer(engine: str) -> Any:
             missing="nan" if chosen == "xgboost+json" else "zero",
             gaps=unique,
             how_to_load=(
-                *(gap_note(g, names) for g in unique),
+                *(trees.gap_note(g, names) for g in unique),
                 f"curl -XPOST 'http://localhost:9200/{PREFIX[engine]}/_featureset/{feature_set}/_createmodel' "
                 f"-H 'Content-Type: application/json' --data-binary @{out}",
                 f'query: {{"sltr": {{"featureset": "{feature_set}", "model": "{model_name}", "params": {{...}}}}}}',
@@ -135,7 +123,7 @@ def _read_ranklib(text: str, n_features: int) -> Exportable:
                 weights[int(key) - 1] = float(value)
         return LinearScorer(weights, float(pairs["0"]))
     root = ElementTree.fromstring("".join(line for line in lines if not line.startswith("##")))
-    trees = []
+    parsed = []
     for element in root.iter("tree"):
         build = TreeBuilder()
         weight = float(FLOAT32(element.get("weight")))
@@ -154,8 +142,8 @@ def _read_ranklib(text: str, n_features: int) -> Exportable:
             return i
 
         add(element.find("split"))  # type: ignore[arg-type]
-        trees.append(build.tree())
-    return TreeEnsemble(tuple(trees), 0.0, n_features, source="ranklib")
+        parsed.append(build.tree())
+    return TreeEnsemble(tuple(parsed), 0.0, n_features, source="ranklib")
 
 
 def score(out: Path, X: np.ndarray, names: list[str]) -> np.ndarray:
@@ -163,4 +151,4 @@ def score(out: Path, X: np.ndarray, names: list[str]) -> np.ndarray:
     model = json.loads(out.read_text())["model"]["model"]
     if model["type"] == XGBOOST_TYPE:
         return read_dump(json.loads(model["definition"]), names, "xgboost+json").predict(X)
-    return _read_ranklib(model["definition"], len(names)).predict(zero_for_missing(X))
+    return _read_ranklib(model["definition"], len(names)).predict(trees.zero_for_missing(X))
