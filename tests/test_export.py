@@ -68,6 +68,7 @@ MODEL_CONFIGS: dict[str, dict[str, Any]] = {
     "regression": {"name": "regression", "params": TREE_PARAMS},
     "lambdamart_xgb": {"name": "lambdamart_xgb", "params": {"n_trees": 25}},
     "linear": {"name": "linear"},
+    "classification": {"name": "classification", "params": {"n_trees": 15, "min_data_in_leaf": 3}},
     "ensemble_mean": {
         "name": "ensemble_mean",
         "members": [
@@ -319,6 +320,7 @@ EXPECTED_REFUSALS = {
     ("ensemble_mean", "xgboost"),
     ("ensemble_blend", "lightgbm"),
     ("ensemble_blend", "xgboost"),
+    *(("classification", fmt) for fmt in FORMATS if fmt != "onnx"),  # McRank: ONNX only
 }
 CASES = [(m, f) for m in MODEL_CONFIGS for f in FORMATS if (m, f) not in EXPECTED_REFUSALS]
 
@@ -381,8 +383,8 @@ def test_refusals_name_the_reason(tmp_path: Path) -> None:
     classification = build_ranker({"name": "classification", "params": {"n_trees": 5}}, num_threads=1).fit(
         TRAIN
     )
-    with pytest.raises(ConfigError, match="McRank.*expected grade"):
-        write(classification, "onnx", tmp_path)
+    with pytest.raises(ConfigError, match="McRank.*expected grade.*only --format onnx"):
+        write(classification, "vespa", tmp_path)
     zscore = build_ranker(
         {"name": "ensemble_mean", "members": [{"model": "lambdamart", "params": {"n_trees": 5}}] * 2,
          "params": {"normalization": "zscore"}}, num_threads=1,

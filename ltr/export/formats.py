@@ -20,7 +20,7 @@ import numpy as np
 
 from ltr.errors import ConfigError
 from ltr.export import native, onnx, searchltr, solr, vespa
-from ltr.export.trees import Exportable, Written, from_ranker
+from ltr.export.trees import MCRANK_REFUSED, ExpectedGrade, Exportable, Written, from_ranker
 
 
 @dataclass(frozen=True)
@@ -61,5 +61,7 @@ def get_target(name: str) -> Target:
 def export(ranker: Any, target: Target, out: Path, names: list[str], **options: Any) -> Written:
     """Write ``ranker`` to ``out`` in ``target``'s format; a model it cannot express is a ConfigError."""
     model: Exportable | None = None if target.native else from_ranker(ranker, f"--format {target.name}")
+    if isinstance(model, ExpectedGrade) and target.name != "onnx":
+        raise ConfigError(f"--format {target.name}: " + MCRANK_REFUSED)
     out.parent.mkdir(parents=True, exist_ok=True)
     return target.write(model, out, names, ranker=ranker, **options)

@@ -7,7 +7,10 @@ Trees become one ``ai.onnx.ml.TreeEnsembleRegressor`` node (``aggregate_function
 so LightGBM's and XGBoost's default directions survive. ltr builds the node itself instead of using
 onnxmltools: the trees of folded ensembles, the best iteration and the float32 rounding of each
 threshold in the direction that keeps the comparison exact are then ltr's, not a converter's.
-A linear model is ``MatMul`` + ``Add`` in double precision, cast to float32 at the end.
+A linear model is ``MatMul`` + ``Add`` in double precision, cast to float32 at the end. McRank
+(``classification``) is the one model only ONNX expresses: a ``K``-target tree ensemble (class
+``k``'s trees sum into target ``k``), ``Softmax`` over the classes and ``MatMul`` with the grades
+``0 … K−1`` — ltr's score Σ_k k·p_k.
 
 Scoring with onnxruntime::
 
@@ -25,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.export.trees import Exportable, LinearScorer, TreeEnsemble, Written
+from ltr.export.trees import ExpectedGrade, Exportable, LinearScorer, TreeEnsemble, Written
 
 INPUT = "features"
 OUTPUT = "score"
@@ -35,10 +38,12 @@ MISSING = "nan"  # NaN reaches the model as NaN and takes each node's default di
 SUFFIX = ".onnx"
 
 
-def _tree_node(model: TreeEnsemble, helper: Any) -> list[Any]:
+def _tree_node(classes: tuple[TreeEnsemble, ...], helper: Any, output: str) -> Any:
+    """One TreeEnsembleRegressor: target ``c`` sums the trees of ``classes[c]`` (plus its base score)."""
     ids, tree_ids, features, values, modes, true_ids, false_ids, tracks = ([] for _ in range(8))
     t_tree, t_node, t_ids, t_weights = [], [], [], []
-    for k, tree in enumerate(model.trees):
+    numbered = [(c, tree) for c, model in enumerate(classes) for tree in model.trees]
+    for k, (target, tree) in enumerate(numbered):
         for n in range(tree.feature.shape[0]):
             leaf = bool(tree.is_leaf[n])
             tree_ids.append(k)
@@ -52,33 +57,30 @@ def _tree_node(model: TreeEnsemble, helper: Any) -> list[Any]:
             if leaf:
                 t_tree.append(k)
                 t_node.append(n)
-                t_ids.append(0)
+                t_ids.append(target)
                 t_weights.append(float(tree.value[n]))
-    return [
-        helper.make_node(
-            "TreeEnsembleRegressor",
-            [INPUT],
-            ["raw"],
-            domain="ai.onnx.ml",
-            n_targets=1,
-            aggregate_function="SUM",
-            base_values=[float(model.base_score)],
-            post_transform="NONE",
-            nodes_treeids=tree_ids,
-            nodes_nodeids=ids,
-            nodes_featureids=features,
-            nodes_values=values,
-            nodes_modes=modes,
-            nodes_truenodeids=true_ids,
-            nodes_falsenodeids=false_ids,
-            nodes_missing_value_tracks_true=tracks,
-            target_treeids=t_tree,
-            target_nodeids=t_node,
-            target_ids=t_ids,
-            target_weights=t_weights,
-        ),
-        helper.make_node("Identity", ["raw"], [OUTPUT]),
-    ]
+    return helper.make_node(
+        "TreeEnsembleRegressor",
+        [INPUT],
+        [output],
+        domain="ai.onnx.ml",
+        n_targets=len(classes),
+        aggregate_function="SUM",
+        base_values=[float(model.base_score) for model in classes],
+        post_transform="NONE",
+        nodes_treeids=tree_ids,
+        nodes_nodeids=ids,
+        nodes_featureids=features,
+        nodes_values=values,
+        nodes_modes=modes,
+        nodes_truenodeids=true_ids,
+        nodes_falsenodeids=false_ids,
+        nodes_missing_value_tracks_true=tracks,
+        target_treeids=t_tree,
+        target_nodeids=t_node,
+        target_ids=t_ids,
+        target_weights=t_weights,
+    )
 
 
 def _linear_nodes(model: LinearScorer, helper: Any, numpy_helper: Any) -> tuple[list[Any], list[Any]]:
@@ -100,7 +102,15 @@ def build(model: Exportable, names: list[str]) -> Any:
 
     initializers: list[Any] = []
     if isinstance(model, TreeEnsemble):
-        nodes = _tree_node(model, helper)
+        nodes = [_tree_node((model,), helper, OUTPUT)]
+    elif isinstance(model, ExpectedGrade):  # Σ_k k · softmax_k(class margins)
+        grades = np.arange(len(model.classes), dtype=np.float32).reshape(-1, 1)
+        initializers = [numpy_helper.from_array(grades, "grades")]
+        nodes = [
+            _tree_node(model.classes, helper, "margins"),
+            helper.make_node("Softmax", ["margins"], ["probabilities"], axis=1),
+            helper.make_node("MatMul", ["probabilities", "grades"], [OUTPUT]),
+        ]
     else:
         nodes, initializers = _linear_nodes(model, helper, numpy_helper)
     graph = helper.make_graph(

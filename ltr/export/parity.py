@@ -33,7 +33,16 @@ import numpy as np
 from ltr.data import RankingData
 from ltr.errors import ConfigError
 from ltr.export.formats import Target
-from ltr.export.trees import FLOAT32, Gap, TreeEnsemble, Written, float32_above, from_ranker, zero_for_missing
+from ltr.export.trees import (
+    FLOAT32,
+    ExpectedGrade,
+    Gap,
+    TreeEnsemble,
+    Written,
+    float32_above,
+    from_ranker,
+    zero_for_missing,
+)
 
 TOLERANCE = 1e-5
 FAR = 1e30
@@ -95,8 +104,9 @@ def probe_rows(model: Any, X: np.ndarray, seed: int = 0, gaps: tuple[Gap, ...] =
     rng = np.random.default_rng(seed)
     base = X if X.shape[0] else np.zeros((1, model.n_features), dtype=FLOAT32)
     probes: list[tuple[int, float]] = []
-    if isinstance(model, TreeEnsemble):
-        for feature, thresholds in model.thresholds().items():
+    ensembles = model.classes if isinstance(model, ExpectedGrade) else (model,)
+    for ensemble in (e for e in ensembles if isinstance(e, TreeEnsemble)):
+        for feature, thresholds in ensemble.thresholds().items():
             for t in thresholds:
                 probes += [(feature, float(t)), (feature, float(float32_above(t)))]
             probes.append((feature, float("nan")))

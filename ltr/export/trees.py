@@ -2,8 +2,9 @@
 
 A fitted ``ltr`` ranker is read into :class:`TreeEnsemble` (LightGBM and XGBoost models, and the
 tree members of an ``ensemble_mean``/``ensemble_bagging``/``ensemble_blend`` with ``normalization:
-none``, folded into one additive model) or :class:`LinearScorer` (``linear``). Anything else is
-refused with the reason (:class:`~ltr.errors.ConfigError`).
+none``, folded into one additive model), :class:`LinearScorer` (``linear``) or
+:class:`ExpectedGrade` (``classification``, McRank: ONNX only). Anything else is refused with the
+reason (:class:`~ltr.errors.ConfigError`).
 
 **Canonical split.** Every node reads: *a float32 feature value ``x`` goes left iff ``x <= t``, with
 ``t`` a float32; NaN goes left iff ``nan_left``*. Engines score float32 features (``ltr`` reads
@@ -199,7 +200,34 @@ class LinearScorer:
         return np.asarray(X, dtype=np.float64) @ self.weights + self.bias
 
 
-Exportable = TreeEnsemble | LinearScorer
+@dataclass(frozen=True)
+class ExpectedGrade:
+    """McRank: score = Σ_k k · softmax_k(m_0 … m_{K−1}), ``m_k`` the raw sum of class ``k``'s trees.
+
+    Not an additive tree model: only ONNX expresses it (a multi-target tree ensemble, Softmax, MatMul).
+    """
+
+    classes: tuple[TreeEnsemble, ...]
+
+    @property
+    def n_features(self) -> int:
+        return self.classes[0].n_features
+
+    def predict(self, X: Any) -> np.ndarray:
+        margins = np.column_stack([c.predict(X) for c in self.classes])
+        margins -= margins.max(axis=1, keepdims=True)
+        probs = np.exp(margins)
+        probs /= probs.sum(axis=1, keepdims=True)
+        return probs @ np.arange(len(self.classes), dtype=np.float64)
+
+
+#: the refusal every format but ONNX gives a McRank model
+MCRANK_REFUSED = (
+    "classification (McRank) scores the expected grade Σ_k k·softmax_k over per-class tree sums; that is "
+    "not an additive tree model, so only --format onnx can express it"
+)
+
+Exportable = TreeEnsemble | LinearScorer | ExpectedGrade
 
 
 def _leaf_tree(value: float) -> Tree:
@@ -356,23 +384,23 @@ def _lightgbm_tree(structure: dict[str, Any], where: str) -> Tree:
     return build.tree()
 
 
-def from_lightgbm(booster: Any, n_iterations: int | None, where: str = "model") -> TreeEnsemble:
-    """The trees of a LightGBM booster's first ``n_iterations`` rounds (all when None)."""
+def from_lightgbm(booster: Any, n_iterations: int | None, where: str = "model") -> tuple[TreeEnsemble, ...]:
+    """The trees of a LightGBM booster's first ``n_iterations`` rounds (all when None), one model per
+    class (a single one unless multiclass: tree ``k`` belongs to class ``k mod K``)."""
     dump = booster.dump_model(num_iteration=n_iterations if n_iterations else -1)
-    if int(dump.get("num_tree_per_iteration", 1)) != 1:
-        raise ConfigError(
-            f"{where}: a multiclass LightGBM model ({dump['num_tree_per_iteration']} trees per round); "
-            "its score (expected grade over class probabilities) is not an additive tree model"
-        )
     if dump.get("average_output"):
         raise ConfigError(f"{where}: a LightGBM random-forest model (average_output); not exported")
-    trees = tuple(
+    per_round = int(dump.get("num_tree_per_iteration", 1))
+    trees = [
         _lightgbm_tree(info["tree_structure"], f"{where}, tree {k}")
         for k, info in enumerate(dump["tree_info"])
-    )
+    ]
     objective = str(dump.get("objective", "regression")).split()[0]
     n_features = int(dump["max_feature_idx"]) + 1
-    return TreeEnsemble(trees, base_score=0.0, n_features=n_features, source="lightgbm", objective=objective)
+    return tuple(
+        TreeEnsemble(tuple(trees[k::per_round]), 0.0, n_features, source="lightgbm", objective=objective)
+        for k in range(per_round)
+    )
 
 
 # --- XGBoost ---------------------------------------------------------------------------------------
@@ -472,13 +500,15 @@ def from_ranker(ranker: Any, where: str = "model") -> Exportable:
             objective="+".join(sorted({p.objective for p in scaled})),  # type: ignore[union-attr]
         )
     engine = getattr(ranker, "engine", "")
-    if name == "classification":
-        raise ConfigError(
-            f"{where}: classification (McRank) scores the expected grade Σ_k k·softmax_k over {ranker.num_classes_} "
-            "per-class tree sums; that is not an additive tree model (only ONNX can express it)"
-        )
     if engine == "lightgbm" and hasattr(ranker, "booster_"):
-        return from_lightgbm(ranker.booster_, ranker.n_iterations_, where)
+        classes = from_lightgbm(ranker.booster_, ranker.n_iterations_, where)
+        if name == "classification":
+            return ExpectedGrade(classes)
+        if len(classes) != 1:
+            raise ConfigError(
+                f"{where}: a multiclass LightGBM {name} model; only classification (McRank) is read"
+            )
+        return classes[0]
     if engine == "xgboost" and hasattr(ranker, "booster_"):
         return from_xgboost(ranker.booster_, ranker.n_iterations_, where)
     raise ConfigError(
