@@ -316,7 +316,8 @@ IMPORT_ALLOWS: dict[str, frozenset[str]] = {
     "ltr.plots": frozenset(),
     "ltr.progress": frozenset(),
     "ltr.evaluate": frozenset({"numba"}),
-    "ltr.export": frozenset(),  # ONNX and the engines load only to write or check a file
+    "ltr.export": frozenset(),
+    "ltr.export.__main__": frozenset({"numba"}),  # ONNX, MLflow and the engines load only when used
 }
 
 

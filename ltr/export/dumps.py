@@ -64,8 +64,11 @@ def model_dump(model: TreeEnsemble, names: list[str], gaps: list[Gap] | None = N
     return [tree_dump(t, names, gaps) for t in model.base_folded().trees]
 
 
-def read_dump(trees: list[dict[str, Any]], names: list[str], source: str) -> TreeEnsemble:
-    """A dump read back with its documented semantics (``<`` float32, NaN → ``missing``, float32 leaves)."""
+def read_dump(
+    trees: list[dict[str, Any]], names: list[str], source: str, *, float32_leaves: bool = True
+) -> TreeEnsemble:
+    """A dump read back with its documented semantics (``<`` float32, NaN → ``missing``; leaves read as
+    Java floats by the LTR plugins, as doubles by Vespa: ``float32_leaves=False``)."""
     column = {name: j for j, name in enumerate(names)}
     out = []
     for root in trees:
@@ -74,7 +77,7 @@ def read_dump(trees: list[dict[str, Any]], names: list[str], source: str) -> Tre
         def add(node: dict[str, Any], build: TreeBuilder = build) -> int:
             i = build.add()
             if "leaf" in node:
-                build.leaf(i, float(FLOAT32(node["leaf"])))
+                build.leaf(i, float(FLOAT32(node["leaf"])) if float32_leaves else float(node["leaf"]))
                 return i
             yes = next(c for c in node["children"] if c["nodeid"] == node["yes"])
             no = next(c for c in node["children"] if c["nodeid"] == node["no"])

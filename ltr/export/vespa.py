@@ -160,5 +160,5 @@ def score(out: Path, X: np.ndarray, names: list[str]) -> np.ndarray:
         return _read_linear(text, names).predict(X)
     body = json.loads(text)
     if isinstance(body, list):
-        return read_dump(body, names, "vespa").predict(X)
+        return read_dump(body, names, "vespa", float32_leaves=False).predict(X)
     return _read_lightgbm(body, names).predict(X)
