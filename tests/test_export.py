@@ -345,9 +345,9 @@ def test_exported_file_scores_like_the_model(
     truth = ranker.predict(RankingData(X=X, y=data.y, qid=data.qid))
     names = default_names(N_FEATURES)
     exported = independent_scores(fmt, out, names, X)
-    if (
-        written.gaps
-    ):  # stated deviations (Solr's unreachable thresholds) are exactly where they are said to be
+    # stated deviations (Solr's unreachable thresholds near 0, JSON's missing +inf) are not compared;
+    # everywhere else, including one float32 step outside each gap, the file must agree
+    if written.gaps:
         in_gap = np.zeros(X.shape[0], dtype=bool)
         for gap in written.gaps:
             in_gap |= (X[:, gap.feature] > gap.low) & (X[:, gap.feature] <= gap.high)
