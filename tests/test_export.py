@@ -494,6 +494,38 @@ def test_cli_exports_a_saved_model_and_checks_it(models: dict[str, Any], tmp_pat
     assert not (tmp_path / "x.txt").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["{missing}", "--format", "onnx"], "not a saved ltr ranker folder"),
+        (["{folder}", "--format", "solr", "--feature-names", "{fmap}"], "no name for feature"),
+        (["{folder}", "--format", "onnx", "--check", "{missing}"], "{missing}"),
+        (["{folder}", "--format", "onnx", "--out", "{tmp}"], "error: --out"),
+    ],
+)
+def test_cli_bad_input_is_one_line_error(
+    models: dict[str, Any], tmp_path: Path, args: list[str], message: str
+) -> None:
+    folder = tmp_path / "ranker"
+    models["lambdamart"].save(folder)
+    fmap = tmp_path / "features.txt"
+    fmap.write_text("a\nb\n")
+    values = {
+        "missing": str(tmp_path / "nope"),
+        "folder": str(folder),
+        "fmap": str(fmap),
+        "tmp": str(tmp_path),
+    }
+    argv = [a.format(**values) for a in args]
+    if "--out" not in argv:
+        argv += ["--out", str(tmp_path / "m.out")]
+    result = subprocess.run(
+        [sys.executable, "-m", "ltr.export", *argv], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 2, result.stderr
+    assert message.format(**values) in result.stderr and "Traceback" not in result.stderr
+
+
 # --- logged models: the README's synthetic run ------------------------------------------------------
 @pytest.mark.slow
 def test_cli_exports_the_logged_model_of_a_training_run(tmp_path: Path) -> None:

@@ -77,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     except LtrError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # --out in a folder that cannot be written, a directory, a full disk
+        print(f"error: --out {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     print(
         f"wrote {args.out} ({args.format}; missing values: {'NaN' if written.missing == 'nan' else 'fed as 0'})"
     )

@@ -71,12 +71,15 @@ class ParityReport:
 
 
 def relative_differences(exported: np.ndarray, expected: np.ndarray) -> np.ndarray:
-    """``|exported − expected| / max(1, |expected|)`` per row.
+    """``|exported − expected| / max(1, |expected|)`` per row; both NaN agree, one NaN is ``inf``.
 
-    >>> relative_differences(np.array([1.0, 200.0]), np.array([1.5, 100.0])).tolist()
-    [0.3333333333333333, 1.0]
+    >>> relative_differences(np.array([1.0, 200.0, np.nan, 1.0]), np.array([1.5, 100.0, np.nan, np.nan])).tolist()
+    [0.3333333333333333, 1.0, 0.0, inf]
     """
-    return np.abs(exported - expected) / np.maximum(1.0, np.abs(expected))
+    with np.errstate(invalid="ignore"):
+        diffs = np.abs(exported - expected) / np.maximum(1.0, np.abs(expected))
+    both = np.isnan(exported) & np.isnan(expected)
+    return np.where(both, 0.0, np.where(np.isnan(diffs), np.inf, diffs))
 
 
 def ranking_inversions(exported: np.ndarray, expected: np.ndarray, offsets: np.ndarray) -> int:
