@@ -12,7 +12,7 @@ what the parity check (:mod:`ltr.export.parity`) compares with the model's own p
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,15 @@ import numpy as np
 
 from ltr.errors import ConfigError
 from ltr.export import native, onnx, searchltr, solr, vespa
-from ltr.export.trees import MCRANK_REFUSED, ExpectedGrade, Exportable, Written, from_ranker
+from ltr.export.trees import (
+    MCRANK_REFUSED,
+    ExpectedGrade,
+    Exportable,
+    LinearScorer,
+    TreeEnsemble,
+    Written,
+    from_ranker,
+)
 
 
 @dataclass(frozen=True)
@@ -64,4 +72,16 @@ def export(ranker: Any, target: Target, out: Path, names: list[str], **options: 
     if isinstance(model, ExpectedGrade) and target.name != "onnx":
         raise ConfigError(f"--format {target.name}: " + MCRANK_REFUSED)
     out.parent.mkdir(parents=True, exist_ok=True)
-    return target.write(model, out, names, ranker=ranker, **options)
+    written = target.write(model, out, names, ranker=ranker, **options)
+    return replace(written, how_to_load=(*written.how_to_load, score_statement(model, ranker)))
+
+
+def score_statement(model: Exportable | None, ranker: Any) -> str:
+    """What the exported scores are (the output transform stated, since none is applied)."""
+    if isinstance(model, TreeEnsemble):
+        return f"scores: raw margins of {model.objective} (base score folded in); no output transform"
+    if isinstance(model, LinearScorer):
+        return "scores: bias + Σ w_j·x_j (the linear model's own score)"
+    if isinstance(model, ExpectedGrade):
+        return f"scores: Σ_k k·softmax_k over {len(model.classes)} classes (McRank's expected grade)"
+    return f"scores: the {getattr(ranker, 'engine', 'engine')} file's own predict (its objective's transform)"
