@@ -6,7 +6,9 @@ Trees become one ``ai.onnx.ml.TreeEnsembleRegressor`` node (``aggregate_function
 ``nodes_missing_value_tracks_true`` carries the NaN direction (the true branch is the left child),
 so LightGBM's and XGBoost's default directions survive. ltr builds the node itself instead of using
 onnxmltools: the trees of folded ensembles, the best iteration and the float32 rounding of each
-threshold in the direction that keeps the comparison exact are then ltr's, not a converter's.
+threshold in the direction that keeps the comparison exact are then ltr's, not a converter's (on
+the tests' held-out rows, onnxmltools' converters disagreed with LightGBM 4.7 on 51 of 830 rows and
+with XGBoost 3.2 on every row).
 A linear model is ``MatMul`` + ``Add`` in double precision, cast to float32 at the end. McRank
 (``classification``) is the one model only ONNX expresses: a ``K``-target tree ensemble (class
 ``k``'s trees sum into target ``k``), ``Softmax`` over the classes and ``MatMul`` with the grades
