@@ -20,15 +20,8 @@ import numpy as np
 
 from ltr.errors import ConfigError
 from ltr.export import native, onnx, searchltr, solr, vespa
-from ltr.export.trees import (
-    MCRANK_REFUSED,
-    ExpectedGrade,
-    Exportable,
-    LinearScorer,
-    TreeEnsemble,
-    Written,
-    from_ranker,
-)
+from ltr.export.reading import MCRANK_REFUSED, from_ranker
+from ltr.export.trees import ExpectedGrade, Exportable, LinearScorer, TreeEnsemble, Written
 
 
 @dataclass(frozen=True)

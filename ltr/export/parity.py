@@ -33,6 +33,7 @@ import numpy as np
 from ltr.data import RankingData
 from ltr.errors import ConfigError
 from ltr.export.formats import Target
+from ltr.export.reading import from_ranker
 from ltr.export.trees import (
     FLOAT32,
     ExpectedGrade,
@@ -40,7 +41,6 @@ from ltr.export.trees import (
     TreeEnsemble,
     Written,
     float32_above,
-    from_ranker,
     zero_for_missing,
 )
 
