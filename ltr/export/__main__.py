@@ -30,12 +30,16 @@ from ltr.export.source import load_model
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m ltr.export", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m ltr.export",
+        description="Write a trained ltr model for a serving engine and check that the file scores like "
+        "the model (docs/export.md).",
+    )
     p.add_argument(
         "model", metavar="MODEL", help="saved ranker folder, runs:/<run id>/model or models:/<name>/<version>"
     )
     p.add_argument("--format", required=True, choices=sorted(FORMATS), help="the target engine's format")
-    p.add_argument("--out", required=True, type=Path, help="the file to write")
+    p.add_argument("--out", required=True, type=Path, metavar="PATH", help="the file to write")
     p.add_argument(
         "--feature-names", type=Path, help="feature map: one name per line, or 'ID NAME' (1-based ids)"
     )
