@@ -41,7 +41,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--format", required=True, choices=sorted(FORMATS), help="the target engine's format")
     p.add_argument("--out", required=True, type=Path, metavar="PATH", help="the file to write")
     p.add_argument(
-        "--feature-names", type=Path, help="feature map: one name per line, or 'ID NAME' (1-based ids)"
+        "--feature-names",
+        type=Path,
+        metavar="FILE",
+        help="feature map: one name per line, or 'ID NAME' (1-based ids)",
     )
     p.add_argument("--check", type=Path, metavar="DATA", help="SVMlight/LETOR file to check parity on")
     p.add_argument("--name", default="ltr_model", help="the model's name in the engine (default ltr_model)")
@@ -50,6 +53,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model-type", choices=MODEL_TYPES, help="Elasticsearch/OpenSearch model type")
     p.add_argument(
         "--tracking-uri",
+        metavar="URI",
         help="MLflow tracking URI for runs:/ and models:/ (default $MLFLOW_TRACKING_URI, else ./mlflow.db)",
     )
     return p
