@@ -397,6 +397,15 @@ def test_refusals_name_the_reason(tmp_path: Path) -> None:
         write(rrf, "solr", tmp_path)
 
 
+def test_zero_as_missing_splits_that_send_zero_against_the_threshold_are_refused(tmp_path: Path) -> None:
+    cfg = {"name": "lambdamart", "params": TREE_PARAMS, "engine_params": {"zero_as_missing": True}}
+    ranker = build_ranker(cfg, seed=3, num_threads=1).fit(TRAIN, VALID)
+    with pytest.raises(
+        ConfigError, match="zero_as_missing split on feature .* sends 0 against its threshold"
+    ):
+        write(ranker, "onnx", tmp_path)
+
+
 def test_only_the_best_iteration_is_exported(tmp_path: Path) -> None:
     ranker = build_ranker(
         {
