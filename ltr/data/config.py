@@ -32,7 +32,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ltr.config_check import check_block, plain, setting
-from ltr.data._syntax import NONFINITE_POLICIES, ParseOptions
+from ltr.errors import ConfigError
+from ltr.data._syntax import NONFINITE_POLICIES, ParseOptions, check_label_range
 
 #: the split files of each Istella variant (relative to ``data.dir``)
 ISTELLA_VARIANTS = {
@@ -68,18 +69,25 @@ _PARSE = ParseOptions()  # the parse defaults, written once in ParseOptions
 
 @dataclass
 class DataSchema:
-    """Fields every dataset config has (``synthetic``: shown in the run banner)."""
+    """Fields every dataset config has (``synthetic``: shown in the run banner).
+
+    ``label_range``: the label scale ``[low, high]`` (inclusive; labels outside are an error when the
+    files are read). ``null``: the dataset's own — the registry entry's, the synthetic generator's, or,
+    for your own files, the training labels' (:func:`ltr.data.registry.declared_label_range`). The
+    ``ltr`` metric preset takes ERR's top grade (``err_gmax``) from it.
+    """
 
     name: str = "???"
     kind: str = "???"
     synthetic: bool = False
+    label_range: list[float] | None = setting(None, check=check_label_range)
 
 
 @dataclass
 class SplitCounts:
-    train: int = setting(600, low=0)
-    valid: int = setting(200, low=0)
-    test: int = setting(200, low=0)
+    train: int = setting(600, low=1)
+    valid: int = setting(200, low=1)
+    test: int = setting(200, low=1)
 
 
 @dataclass
@@ -94,7 +102,7 @@ class SyntheticDataSchema(DataSchema):
     n_queries: SplitCounts = field(default_factory=SplitCounts)
     min_docs: int = setting(5, low=1)
     max_docs: int = setting(200, low=1)
-    p_empty: float = setting(0.05, low=0.0, high=1.0)  # share of queries forced to have no relevant doc
+    p_empty: float = setting(0.05, low=0.0, high=1.0, open_high=True)  # share of queries with no relevant doc
 
 
 @dataclass
@@ -137,7 +145,6 @@ class SvmlightDataSchema(FileDataSchema):
     test: str | None = None
     n_features: int | None = setting(_PARSE.n_features, low=0)  # set it so train/valid/test align
     zero_based: bool = _PARSE.zero_based  # true for 0-based files (LightGBM/XGBoost exports)
-    label_range: list[float] | None = None  # e.g. [0, 4]: labels outside are an error
     nonfinite: str = setting(_PARSE.nonfinite, choices=NONFINITE_POLICIES)
     allow_unsorted: bool = _PARSE.allow_unsorted
     regroup: bool = _PARSE.regroup
@@ -171,7 +178,7 @@ def check_data_block(data_cfg: Any) -> dict[str, Any]:
     >>> check_data_block({"kind": "mq2007", "flod": 2})
     Traceback (most recent call last):
     ...
-    ltr.errors.ConfigError: data: unknown key(s) flod; accepted: name, kind, synthetic, cache_dir, verify_cache, parse, splits, dir, fold
+    ltr.errors.ConfigError: data: unknown key(s) flod; accepted: name, kind, synthetic, label_range, cache_dir, verify_cache, parse, splits, dir, fold
     """
     given = {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in plain(data_cfg).items()}
     schema = schema_for(str(given.get("kind") or given.get("name")))
@@ -181,4 +188,7 @@ def check_data_block(data_cfg: Any) -> dict[str, Any]:
         set(PARSE_KEYS) - {f.name for f in fields(schema)} if schema is SvmlightDataSchema else set()
     )
     passed_on = {k: given.pop(k) for k in list(given) if k in parser_checks}
-    return check_block(schema, given, "data") | passed_on
+    checked = check_block(schema, given, "data") | passed_on
+    if schema is SyntheticDataSchema and checked["max_docs"] < checked["min_docs"]:
+        raise ConfigError(f"data.max_docs: must be >= data.min_docs={checked['min_docs']}, got {checked['max_docs']}")
+    return checked
