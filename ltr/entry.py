@@ -63,6 +63,22 @@ class Interrupted(KeyboardInterrupt):
     """Ctrl-C, with what happened to the work in progress (``run 1a2b marked KILLED``) as its message."""
 
 
+@contextlib.contextmanager
+def interrupted_run(tracker: Any) -> Iterator[None]:
+    """Ctrl-C in the body → :class:`Interrupted` naming the tracker's run (``run 1a2b marked KILLED``).
+
+    The tracker ends its run KILLED on ``KeyboardInterrupt`` (:meth:`ltr.tracking.Tracker.start`);
+    this only says so. Without a tracking store the message is empty (``interrupted``).
+    """
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, Interrupted) and str(exc):
+            raise
+        run_id = getattr(tracker, "run_id", None) if getattr(tracker, "enabled", False) else None
+        raise Interrupted(f"run {run_id} marked KILLED" if run_id else "") from None
+
+
 # --- how a command ends ------------------------------------------------------------------------------
 
 
@@ -131,10 +147,8 @@ def mark_reported(exc: BaseException) -> None:
 
 
 def _say(line: str) -> None:
-    try:
+    with contextlib.suppress(BrokenPipeError, ValueError):  # stderr closed too: nothing left to tell
         print(line, file=sys.stderr, flush=True)
-    except (BrokenPipeError, ValueError):  # stderr closed too: nothing left to tell
-        pass
 
 
 def _silence_stdout() -> None:
@@ -180,7 +194,9 @@ def hydra_error_message(exc: BaseException) -> str | None:
         key = cause.full_key
         if isinstance(cause, ConfigKeyError | AttributeError) and "not in" in str(cause):
             accepted = _accepted_keys(cause)
-            where = f"{key.rpartition('.')[0] or 'the config'} accepts: {accepted}" if accepted else "no such key"
+            where = (
+                f"{key.rpartition('.')[0] or 'the config'} accepts: {accepted}" if accepted else "no such key"
+            )
             return f"{key}: unknown key; {where}"
         return f"{key}: {_first_line(str(cause))}"
     return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip() and "\t" not in line)

@@ -16,6 +16,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from ltr.entry import run_cli
 from ltr.errors import LtrError
 from ltr.metrics.conventions import PRESETS
 from ltr.metrics.trec import evaluate_trec, format_trec, read_qrels, read_run
@@ -59,4 +60,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.entry)

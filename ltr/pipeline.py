@@ -410,7 +410,9 @@ def check_conventions_fit(
     where = f"{what} up to {top:g}"
     families = _families(cfg.eval)
     if "err" in families and top > c.err_gmax:
-        given = "eval.conventions.err_gmax" if "err_gmax" in conventions.overrides else f"the value of {preset}"
+        given = (
+            "eval.conventions.err_gmax" if "err_gmax" in conventions.overrides else f"the value of {preset}"
+        )
         raise ConfigError(
             f"{where}, above ERR's top grade {c.err_gmax} ({given}): set eval.conventions.err_gmax={math.ceil(top)}"
         )

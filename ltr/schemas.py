@@ -51,8 +51,9 @@ from ltr.data.config import (
     SyntheticDataSchema,
     check_data_block,
 )
-from ltr.errors import ConfigError
+from ltr.errors import ConfigError, MetricError
 from ltr.metrics.conventions import Conventions
+from ltr.metrics.registry import parse_metric
 from ltr.models.dask_lightgbm import BackendSchema
 from ltr.models.params import register_model_configs
 from ltr.stats.bootstrap import CI_METHODS
@@ -194,6 +195,11 @@ def check_experiment_block(given: Any, where: str) -> dict[str, Any]:
         raise ConfigError(
             f"{join(prefix, 'baseline')}: {exp['baseline']!r} is not one of the systems: {', '.join(systems)}"
         )
+    for i, metric in enumerate(exp["metrics"]):  # before the first system trains
+        try:
+            parse_metric(metric)
+        except MetricError as exc:
+            raise ConfigError(f"{join(prefix, f'metrics[{i}]')}: {exc}") from exc
     exp["primary"] = exp["primary"] or exp["metrics"][0]
     if exp["primary"] not in exp["metrics"]:
         raise ConfigError(

@@ -24,10 +24,10 @@ from rich.console import Console
 
 from ltr.console import print_label_scale, print_run_summary, print_tracker_location
 from ltr.entry import (
-    Interrupted,
     config_spelling,
     configure_process_environment,
     exit_with_error,
+    interrupted_run,
     mark_reported,
     run_hydra_app,
     spelled_as,
@@ -74,13 +74,10 @@ def execute(cfg: Any) -> RecordedRun:
         tracker, splits = connect_and_load(cfg, console)  # an unreachable server fails here, before the data
         print_label_scale(console, check_data_fits(cfg, splits))  # labels vs conventions, before training
         run_name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
-        try:
+        with interrupted_run(tracker):  # Ctrl-C: the tracker ends the run KILLED; one line says so
             recorded = train_and_record(
                 cfg, splits, tracker, run_name=run_name, tags=run_tags(cfg, splits), console=console
             )
-        except KeyboardInterrupt:  # the tracker ended the run KILLED
-            run_id = getattr(tracker, "run_id", None) if tracker.enabled else None
-            raise Interrupted(f"run {run_id} marked KILLED" if run_id else "") from None
     print_run_summary(console, recorded.outcome, str(cfg.model.name))
     if tracker.enabled:
         where = f"run {tracker.run_id} in experiment '{cfg.tracking.experiment}'"

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ltr.config_check import check_block, plain, setting
-from ltr.errors import ConfigError
 from ltr.data._syntax import NONFINITE_POLICIES, ParseOptions, check_label_range
+from ltr.errors import ConfigError
 
 #: the split files of each Istella variant (relative to ``data.dir``)
 ISTELLA_VARIANTS = {
@@ -190,5 +190,7 @@ def check_data_block(data_cfg: Any) -> dict[str, Any]:
     passed_on = {k: given.pop(k) for k in list(given) if k in parser_checks}
     checked = check_block(schema, given, "data") | passed_on
     if schema is SyntheticDataSchema and checked["max_docs"] < checked["min_docs"]:
-        raise ConfigError(f"data.max_docs: must be >= data.min_docs={checked['min_docs']}, got {checked['max_docs']}")
+        raise ConfigError(
+            f"data.max_docs: must be >= data.min_docs={checked['min_docs']}, got {checked['max_docs']}"
+        )
     return checked

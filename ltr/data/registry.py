@@ -336,7 +336,9 @@ def declared_label_range(data_cfg: Mapping[str, Any]) -> tuple[float, float] | N
     if given is None:
         given = (cfg.get("parse") or {}).get("label_range")
     if given is None:
-        given = SYNTHETIC_LABEL_RANGE if kind == "synthetic" else getattr(REGISTRY.get(kind), "label_range", None)
+        given = (
+            SYNTHETIC_LABEL_RANGE if kind == "synthetic" else getattr(REGISTRY.get(kind), "label_range", None)
+        )
     return check_label_range(given, "data.label_range")
 
 
