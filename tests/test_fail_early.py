@@ -265,6 +265,7 @@ def test_data_info_piped_to_head_exits_quietly(tmp_path):
     assert err == "" and code == 141
 
 
+@pytest.mark.slow  # ~30 s: a fresh store, tiny data generated, a second of boosting
 def test_ctrl_c_during_training_marks_the_run_killed_in_one_line(tmp_path):
     """A real SIGINT while LightGBM trains: exit 130, one line naming the run, the MLflow run KILLED."""
     args = ["+model=lambdamart", *TINY_DATA, "model.params.n_trees=100000", "model.early_stopping.patience=100000"]
