@@ -35,7 +35,9 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NoReturn
 
+from ltr.data.config import PARSE_KEYS
 from ltr.errors import LtrError
+from ltr.metrics.conventions import Conventions
 
 EXIT_USAGE = 2  # bad input (every ltr entry point)
 EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130
@@ -321,13 +323,8 @@ def config_spelling(data_cfg: Mapping[str, Any] | None) -> Spelling:
     >>> config_spelling({"kind": "mq2008"}).spell("zero_based", True), config_spelling({"kind": "svmlight"}).spell("zero_based", True)
     ('data.parse.zero_based=true', 'data.zero_based=true')
     """
-    from dataclasses import fields  # deferred (each): only an entry point that reports an error needs them
-
-    from ltr.data.config import PARSE_KEYS
-    from ltr.metrics.conventions import Conventions
-
     kind = str((data_cfg or {}).get("kind") or (data_cfg or {}).get("name") or "")
     parse_prefix = "data." if kind == "svmlight" else "data.parse."
-    prefixes = {f.name: "eval.conventions." for f in fields(Conventions)}
+    prefixes = {f.name: "eval.conventions." for f in dataclasses.fields(Conventions)}
     prefixes |= dict.fromkeys(PARSE_KEYS, parse_prefix) | {"verify_cache": "data."}
     return Spelling.hydra(prefixes)
