@@ -67,14 +67,19 @@ BEFORE_DATA = [
     (["eval.metrics=[ndcg@10,errr@5]"], ["eval.metrics: unknown metric 'errr@5'"]),
     # the synthetic generator's labels are 0..4: ERR's top grade below that cannot work
     (["eval.conventions.err_gmax=2"], ["set eval.conventions.err_gmax=4", "data.label_range=[0, 4]"]),
-    (["data.label_range=[0,6]", "eval.preset=lightgbm"], ["set eval.conventions.err_gmax=6", "eval.preset=lightgbm"]),
+    (
+        ["data.label_range=[0,6]", "eval.preset=lightgbm"],
+        ["set eval.conventions.err_gmax=6", "eval.preset=lightgbm"],
+    ),
     (["eval.conventions.gain=[0,1,3]"], ["eval.conventions.gain", "labels 0..2", "0..4"]),
     (["eval.curve.metric=ndcp"], ["eval.curve.metric: unknown metric"]),
     (["model.params.num_leaves=1"], ["model.params.num_leaves"]),
 ]
 
 
-@pytest.mark.parametrize(("overrides", "expected"), BEFORE_DATA, ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+@pytest.mark.parametrize(
+    ("overrides", "expected"), BEFORE_DATA, ids=lambda v: " ".join(v) if isinstance(v, list) else None
+)
 def test_config_errors_fail_before_the_data_is_read(tmp_path, spies, overrides, expected):
     cfg = compose_config(["+model=lambdamart", *TINY, f"paths.root={tmp_path}", *overrides])
     with pytest.raises(ConfigError) as info:
@@ -88,8 +93,16 @@ def test_labels_above_err_gmax_fail_after_loading_before_training(tmp_path, spie
     """Labels 0..6 in the user's file, lightgbm's ERR top grade 4: known once the file is read, before the fit."""
     train = write_file(tmp_path / "train.txt", [0, 3, 6, 1])
     test = write_file(tmp_path / "test.txt", [0, 1, 2, 4])
-    data = ["data=svmlight", f"data.train={train}", f"data.valid={test}", f"data.test={test}", "data.n_features=3"]
-    cfg = compose_config(["+model=lambdamart", *TINY[4:], f"paths.root={tmp_path}", *data, "eval.preset=lightgbm"])
+    data = [
+        "data=svmlight",
+        f"data.train={train}",
+        f"data.valid={test}",
+        f"data.test={test}",
+        "data.n_features=3",
+    ]
+    cfg = compose_config(
+        ["+model=lambdamart", *TINY[4:], f"paths.root={tmp_path}", *data, "eval.preset=lightgbm"]
+    )
     with pytest.raises(ConfigError) as info:
         execute(cfg)
     message = str(info.value)
@@ -119,7 +132,10 @@ def test_a_parse_option_is_spelled_as_each_interface_spells_it(tmp_path):
         load_svmlight(zero)
     # python -m ltr.data: the flag
     proc = subprocess.run(
-        [sys.executable, "-m", "ltr.data", "info", str(zero)], capture_output=True, text=True, cwd=PROJECT_ROOT
+        [sys.executable, "-m", "ltr.data", "info", str(zero)],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
     )
     assert proc.returncode == 2
     assert "load with --zero-based if the file is 0-based" in proc.stderr
@@ -142,7 +158,10 @@ def test_ltr_data_flags_exist_for_every_option_its_messages_name(tmp_path):
     second = subprocess.run([*base, "--no-integer-labels"], capture_output=True, text=True, cwd=PROJECT_ROOT)
     assert "load with --allow-negative-labels to accept" in second.stderr
     third = subprocess.run(
-        [*base, "--no-integer-labels", "--allow-negative-labels"], capture_output=True, text=True, cwd=PROJECT_ROOT
+        [*base, "--no-integer-labels", "--allow-negative-labels"],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
     )
     assert third.returncode == 0, third.stderr
     assert "docs 2" in third.stdout
@@ -185,9 +204,13 @@ CLI_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("overrides", "expected"), CLI_CASES, ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+@pytest.mark.parametrize(
+    ("overrides", "expected"), CLI_CASES, ids=lambda v: " ".join(v) if isinstance(v, list) else None
+)
 def test_cli_user_errors_exit_2_with_one_line(tmp_path, overrides, expected):
-    proc = run_train_cli(["+model=lambdamart", *TINY_DATA, "tracking=none", *overrides], tmp_path, timeout=300)
+    proc = run_train_cli(
+        ["+model=lambdamart", *TINY_DATA, "tracking=none", *overrides], tmp_path, timeout=300
+    )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, proc.stderr
     assert expected in proc.stderr
@@ -268,7 +291,12 @@ def test_data_info_piped_to_head_exits_quietly(tmp_path):
 @pytest.mark.slow  # ~30 s: a fresh store, tiny data generated, a second of boosting
 def test_ctrl_c_during_training_marks_the_run_killed_in_one_line(tmp_path):
     """A real SIGINT while LightGBM trains: exit 130, one line naming the run, the MLflow run KILLED."""
-    args = ["+model=lambdamart", *TINY_DATA, "model.params.n_trees=100000", "model.early_stopping.patience=100000"]
+    args = [
+        "+model=lambdamart",
+        *TINY_DATA,
+        "model.params.n_trees=100000",
+        "model.early_stopping.patience=100000",
+    ]
     proc = subprocess.Popen(
         [sys.executable, "-m", "ltr.train", *args, "num_threads=1"],
         cwd=PROJECT_ROOT, env=cli_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -282,8 +310,12 @@ def test_ctrl_c_during_training_marks_the_run_killed_in_one_line(tmp_path):
     assert proc.poll() is None
     os.kill(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
-    runs = store_client(tmp_path).search_runs([e.experiment_id for e in store_client(tmp_path).search_experiments()])
+    runs = store_client(tmp_path).search_runs(
+        [e.experiment_id for e in store_client(tmp_path).search_experiments()]
+    )
     assert [r.info.status for r in runs] == ["KILLED"]
-    lines = [line for line in err.splitlines() if not line.startswith(("20", "INFO"))]  # MLflow's own log lines
+    lines = [
+        line for line in err.splitlines() if not line.startswith(("20", "INFO"))
+    ]  # MLflow's own log lines
     assert lines == [f"interrupted: run {runs[0].info.run_id} marked KILLED"], err
     assert proc.returncode == 130

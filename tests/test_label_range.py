@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import compose_config, store_client
+from test_metrics import ref_err  # ERR written out: sum_r 1/r R_r prod_{i<r} (1 - R_i), R = (2^g - 1)/2^gmax
 
 from ltr.data import load_svmlight
 from ltr.data.registry import REGISTRY
@@ -21,16 +22,6 @@ from ltr.errors import ConfigError
 from ltr.metrics.conventions import PRESETS, Conventions
 from ltr.pipeline import EvalConventions, LabelScale, label_scale
 from ltr.train import execute
-
-
-def reference_err(labels_in_rank_order: list[float], k: int, gmax: int) -> float:
-    """ERR@k of Chapelle et al. (2009) written out: sum_r 1/r R_r prod_{i<r} (1 - R_i), R = (2^g - 1) / 2^gmax."""
-    err, not_stopped = 0.0, 1.0
-    for r, g in enumerate(labels_in_rank_order[:k], start=1):
-        stop = (2.0**g - 1.0) / 2.0**gmax
-        err += not_stopped * stop / r
-        not_stopped *= 1.0 - stop
-    return err
 
 
 @pytest.mark.parametrize("name", [*REGISTRY, "synthetic"])
@@ -56,13 +47,15 @@ def test_perfect_ranking_on_mq2008_gets_gmax_2_under_ltr_and_the_fixed_4_under_a
     lightgbm = EvalConventions.from_config({"preset": "lightgbm"}, scale)
     assert (ltr.resolved.err_gmax, lightgbm.resolved.err_gmax) == (2, PRESETS["lightgbm"].err_gmax)
     assert ltr.gmax_note == "ERR: gmax=2 from data.label_range" and lightgbm.gmax_note is None
-    got = {c: conv.evaluate(["err@10"], data, perfect)["err@10"] for c, conv in (("ltr", ltr), ("lgb", lightgbm))}
+    got = {
+        c: conv.evaluate(["err@10"], data, perfect)["err@10"] for c, conv in (("ltr", ltr), ("lgb", lightgbm))
+    }
     for q in range(data.n_queries):
         ideal = sorted(data.y[data.offsets[q] : data.offsets[q + 1]].tolist(), reverse=True)
         if max(ideal) == 0:
             continue  # no relevant document: skipped by the ltr preset
-        assert got["ltr"][q] == pytest.approx(reference_err(ideal, 10, 2), abs=1e-12)
-        assert got["lgb"][q] == pytest.approx(reference_err(ideal, 10, 4), abs=1e-12)
+        assert got["ltr"][q] == pytest.approx(ref_err(ideal, 10, gmax=2), abs=1e-12)
+        assert got["lgb"][q] == pytest.approx(ref_err(ideal, 10, gmax=4), abs=1e-12)
     assert np.nanmean(got["ltr"]) > 0.5 > 0.25 > np.nanmean(got["lgb"])
 
 
@@ -84,7 +77,9 @@ def test_a_misspelt_convention_fails_while_composing():
 def write_labels(path: Path, labels: list[int], n_queries: int = 8) -> Path:
     path.write_text(
         "".join(
-            f"{g} qid:{q + 1} 1:{(q + d) % 5 / 5:.2f} 2:{d / 7:.3f}\n" for q in range(n_queries) for d, g in enumerate(labels)
+            f"{g} qid:{q + 1} 1:{(q + d) % 5 / 5:.2f} 2:{d / 7:.3f}\n"
+            for q in range(n_queries)
+            for d, g in enumerate(labels)
         )
     )
     return path
@@ -110,7 +105,9 @@ def test_a_run_on_your_own_files_logs_and_prints_where_gmax_came_from(tmp_path, 
     client = store_client(tmp_path)
     params = client.get_run(recorded.run_id).data.params
     assert params["metric_conventions.err_gmax"] == str(gmax)
-    assert params["metric_conventions.preset"] == ("ltr+overrides" if "err_gmax" in str(extra) else cfg.eval.preset)
+    assert params["metric_conventions.preset"] == (
+        "ltr+overrides" if "err_gmax" in str(extra) else cfg.eval.preset
+    )
 
 
 def test_a_declared_range_below_the_labels_fails_when_the_file_is_read(tmp_path):
@@ -122,6 +119,8 @@ def test_a_declared_range_below_the_labels_fails_when_the_file_is_read(tmp_path)
 
 
 def test_a_bad_label_range_fails_while_checking_the_config(tmp_path):
-    cfg = compose_config(["+model=linear", "tracking=none", f"paths.root={tmp_path}", "data.label_range=[4,0]"])
+    cfg = compose_config(
+        ["+model=linear", "tracking=none", f"paths.root={tmp_path}", "data.label_range=[4,0]"]
+    )
     with pytest.raises(ConfigError, match=r"data.label_range: must be \(low, high\) with low <= high"):
         execute(cfg)
