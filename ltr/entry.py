@@ -35,7 +35,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NoReturn
 
-from ltr.data.config import PARSE_KEYS
+from ltr.data.config import PARSE_KEYS, SvmlightDataSchema
 from ltr.errors import LtrError
 from ltr.metrics.conventions import Conventions
 
@@ -316,15 +316,16 @@ def spelled_as(spelling: Spelling | None) -> Iterator[None]:
 
 
 def config_spelling(data_cfg: Mapping[str, Any] | None) -> Spelling:
-    """The Hydra spelling of a run's options: parse options under ``data.`` (your own ``svmlight`` files) or
-    ``data.parse.`` (every other dataset kind), ``verify_cache`` under ``data.``, metric conventions under
-    ``eval.conventions.``.
+    """The Hydra spelling of a run's options: parse options under ``data.`` where the data schema declares
+    them (your own ``svmlight`` files: ``zero_based``, ``nonfinite``, ...), else under ``data.parse.``;
+    ``verify_cache`` under ``data.``; metric conventions under ``eval.conventions.``.
 
-    >>> config_spelling({"kind": "mq2008"}).spell("zero_based", True), config_spelling({"kind": "svmlight"}).spell("zero_based", True)
-    ('data.parse.zero_based=true', 'data.zero_based=true')
+    >>> svmlight, mq2008 = config_spelling({"kind": "svmlight"}), config_spelling({"kind": "mq2008"})
+    >>> svmlight.spell("zero_based", True), svmlight.spell("docid", True), mq2008.spell("zero_based", True)
+    ('data.zero_based=true', 'data.parse.docid=true', 'data.parse.zero_based=true')
     """
     kind = str((data_cfg or {}).get("kind") or (data_cfg or {}).get("name") or "")
-    parse_prefix = "data." if kind == "svmlight" else "data.parse."
+    top_level = {f.name for f in dataclasses.fields(SvmlightDataSchema)} if kind == "svmlight" else set()
     prefixes = {f.name: "eval.conventions." for f in dataclasses.fields(Conventions)}
-    prefixes |= dict.fromkeys(PARSE_KEYS, parse_prefix) | {"verify_cache": "data."}
-    return Spelling.hydra(prefixes)
+    prefixes |= {key: "data." if key in top_level else "data.parse." for key in PARSE_KEYS}
+    return Spelling.hydra(prefixes | {"verify_cache": "data."})

@@ -42,9 +42,10 @@ import numpy as np
 import pandas as pd
 
 from ltr.config_check import Constraint, check_value, plain
-from ltr.data.registry import REGISTRY, declared_label_range
+from ltr.data.registry import REGISTRY, SPLITS, declared_label_range
 from ltr.errors import ConfigError, DataError, MetricError
 from ltr.metrics import Conventions, describe_conventions, evaluate, parse_metric, resolve_conventions
+from ltr.metrics.registry import REGISTRY as METRICS
 from ltr.metrics.conventions import MAX_EXP2_LABEL
 from ltr.models import build_ranker
 from ltr.models.dask_lightgbm import build_dask_ranker
@@ -352,6 +353,9 @@ def check_run_config(cfg: Any) -> EvalConventions:
             parse_metric(name)
         except MetricError as exc:
             raise ConfigError(f"{where}: {exc}") from exc
+    unknown = [str(s) for s in cfg.eval.splits if str(s) not in SPLITS]
+    if unknown:
+        raise ConfigError(f"eval.splits: unknown split(s) {', '.join(unknown)}; splits are {', '.join(SPLITS)}")
     data_cfg = cfg.get("data") or {}
     scale = label_scale(data_cfg)
     conventions = read_conventions(cfg.eval, scale)
@@ -370,9 +374,8 @@ def read_conventions(eval_cfg: Any, scale: LabelScale | None) -> EvalConventions
 
 
 def config_has_docids(data_cfg: Any) -> bool | None:
-    """Whether the data config loads document ids (``docid``: ``data.docid`` for your own files,
-    ``data.parse.docid`` for a registry dataset); ``False`` for the synthetic data, ``None`` (unknown)
-    for a kind ``ltr`` does not know."""
+    """Whether the data config loads document ids (``data.parse.docid``; your own files may also set
+    ``+data.docid``); ``False`` for the synthetic data, ``None`` (unknown) for a kind ``ltr`` does not know."""
     kind = str(data_cfg.get("kind") or data_cfg.get("name") or "")
     if kind == "synthetic":
         return False
@@ -398,11 +401,10 @@ def check_conventions_fit(
     c = conventions.resolved
     preset = f"eval.preset={conventions.preset}"
     if c.ties in ("docno_desc", "docno_asc") and docids is False:
-        doc_key = "data.docid" if str(cfg.data.get("kind")) == "svmlight" else "data.parse.docid"
         raise ConfigError(
             f"{preset} breaks score ties by document id (ties: {c.ties}), but data '{cfg.data.get('name')}' "
             f"has no document ids: set eval.conventions.ties=average (or stable) to keep the preset's other "
-            f"conventions, or load the ids of files with '# docid = X' comments with {doc_key}=true"
+            "conventions, or load the ids of files with '# docid = X' comments with data.parse.docid=true"
         )
     if labels is None:
         return
@@ -415,6 +417,12 @@ def check_conventions_fit(
         )
         raise ConfigError(
             f"{where}, above ERR's top grade {c.err_gmax} ({given}): set eval.conventions.err_gmax={math.ceil(top)}"
+        )
+    binary = sorted(f for f in families if METRICS[f].binary)
+    if binary and 0 < top < c.rel_threshold:  # every query would be skipped (or scored 0) without a word
+        raise ConfigError(
+            f"{where}, below the relevance threshold {c.rel_threshold:g} of {', '.join(binary)}: no document "
+            f"would count as relevant; set eval.conventions.rel_threshold={min(1.0, top):g}"
         )
     if families & {"ndcg", "dcg"}:
         if isinstance(c.gain, tuple) and top >= len(c.gain):
@@ -433,6 +441,10 @@ def check_data_fits(cfg: Any, splits: Mapping[str, Any]) -> EvalConventions:
     """After loading, before training: the conventions of the run (ERR's gmax from the data's label scale
     under the ``ltr`` preset) checked against the labels and document ids the splits have."""
     check_splits(cfg.data, splits)
+    if not any(split in splits for split in cfg.eval.splits):
+        raise ConfigError(
+            f"eval.splits={list(cfg.eval.splits)}: none of them is a split of the data {sorted(splits)}"
+        )
     conventions = read_conventions(cfg.eval, label_scale(cfg.data, splits))
     tops = {split: float(np.max(d.y)) for split, d in splits.items() if d.n_docs}
     top_split = max(tops, key=tops.__getitem__, default=None)
@@ -453,10 +465,6 @@ def fit_and_evaluate(
     conventions = check_data_fits(cfg, splits)  # before the fit, which may take hours
     metrics = list(cfg.eval.metrics)
     seed = int(cfg.seed)
-    if not any(split in splits for split in cfg.eval.splits):  # before the fit, which may take hours
-        raise ConfigError(
-            f"eval.splits={list(cfg.eval.splits)}: none of them is a split of the data {sorted(splits)}"
-        )
     ranker = make_ranker(cfg)
     ranker.fit(splits["train"], splits.get("valid"), on_iteration=on_iteration)
 

@@ -73,6 +73,9 @@ BEFORE_DATA = [
     ),
     (["eval.conventions.gain=[0,1,3]"], ["eval.conventions.gain", "labels 0..2", "0..4"]),
     (["eval.curve.metric=ndcp"], ["eval.curve.metric: unknown metric"]),
+    (["eval.splits=[tset]"], ["eval.splits: unknown split(s) tset; splits are train, valid, test"]),
+    # labels 0..4 and a threshold of 5: every query of map would silently have no relevant document
+    (["eval.conventions.rel_threshold=5"], ["set eval.conventions.rel_threshold=1", "map"]),
     (["model.params.num_leaves=1"], ["model.params.num_leaves"]),
 ]
 
@@ -119,6 +122,20 @@ def test_the_ltr_preset_takes_gmax_6_from_those_labels_and_trains(tmp_path, spie
     recorded = execute(cfg)
     assert recorded.outcome.conventions.resolved.err_gmax == 6
     assert "ERR: gmax=6 from the training labels" in capsys.readouterr().out
+    assert spies == {"load": 1, "train": 1}
+
+
+def test_the_trec_preset_runs_on_files_with_document_ids(tmp_path, spies):
+    """What eval.preset=trec needs (docids for its docno tie breaking) is loaded and used: the run completes."""
+    train = write_file(tmp_path / "train.txt", [0, 1, 2, 1])
+    lines = train.read_text().splitlines()
+    train.write_text("".join(f"{line} # docid = D{i:03d}\n" for i, line in enumerate(lines)))
+    data = ["data=svmlight", f"data.train={train}", f"data.test={train}", "data.n_features=3", "data.parse.docid=true"]
+    cfg = compose_config(["+model=linear", "num_threads=1", "tracking=none", f"paths.root={tmp_path}", *data])
+    cfg.eval.preset = "trec"
+    recorded = execute(cfg)
+    assert recorded.outcome.conventions.resolved.ties == "docno_desc"
+    assert 0 < recorded.outcome.results["test"].mean("ndcg@10") <= 1
     assert spies == {"load": 1, "train": 1}
 
 

@@ -28,7 +28,7 @@ ltr.errors.ConfigError: data.fold: must be in [1, 5], got 6
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Any
 
 from ltr.config_check import check_block, plain, setting
@@ -105,13 +105,23 @@ class SyntheticDataSchema(DataSchema):
     p_empty: float = setting(0.05, low=0.0, high=1.0, open_high=True)  # share of queries with no relevant doc
 
 
+def _parse_schema() -> type:
+    """``data.parse``: one key per :data:`PARSE_KEYS` option (derived, never listed twice), ``null`` = the
+    parser's default; so ``data.parse.zero_based=true`` needs no ``+`` and a misspelt option fails while
+    Hydra composes. Values are checked by the parser (:class:`ParseOptions`), which names them."""
+    return make_dataclass("ParseSchema", [(key, Any | None, field(default=None)) for key in PARSE_KEYS])
+
+
+ParseSchema = _parse_schema()
+
+
 @dataclass
 class FileDataSchema(DataSchema):
     """Datasets read from SVMlight files: the binary cache, parse overrides, which splits to load."""
 
     cache_dir: str | None = CACHE_DIR
     verify_cache: bool = False  # key the cache on every byte of the files (for in-place rewriters)
-    parse: dict[str, Any] = setting({})  # load_svmlight options, e.g. {output: dense}
+    parse: ParseSchema = field(default_factory=lambda: ParseSchema())  # load_svmlight options, e.g. {output: dense}
     splits: list[str] | None = None  # load only these splits (default: all the dataset has)
 
 

@@ -295,6 +295,8 @@ def _parse_kwargs(section: Mapping[str, Any] | None, where: str) -> dict[str, An
     the error names it as written (``data.parse.density``); the parser checks the others."""
     out: dict[str, Any] = {}
     for key, value in plain(section).items():
+        if value is None:  # null: the parser's default (every option is a key of data.parse)
+            continue
         if key not in PARSE_KEYS:
             raise ConfigError(f"{where}.{key} is not a parse option; expected one of {', '.join(PARSE_KEYS)}")
         out[key] = value
