@@ -98,7 +98,7 @@ class SyntheticDataSchema(DataSchema):
     kind: str = "synthetic"
     synthetic: bool = True
     dir: str = "???"
-    seed: int = 42
+    seed: int = setting(42, low=0)  # numpy seeds are non-negative
     n_queries: SplitCounts = field(default_factory=SplitCounts)
     min_docs: int = setting(5, low=1)
     max_docs: int = setting(200, low=1)
