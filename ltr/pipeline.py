@@ -45,8 +45,8 @@ from ltr.config_check import Constraint, check_value, plain
 from ltr.data.registry import REGISTRY, SPLITS, declared_label_range
 from ltr.errors import ConfigError, DataError, MetricError
 from ltr.metrics import Conventions, describe_conventions, evaluate, parse_metric, resolve_conventions
-from ltr.metrics.registry import REGISTRY as METRICS
 from ltr.metrics.conventions import MAX_EXP2_LABEL
+from ltr.metrics.registry import REGISTRY as METRICS
 from ltr.models import build_ranker
 from ltr.models.dask_lightgbm import build_dask_ranker
 from ltr.models.ensemble import (  # re-exported: the entry points pass the run's hydra.searchpath to members
@@ -355,7 +355,9 @@ def check_run_config(cfg: Any) -> EvalConventions:
             raise ConfigError(f"{where}: {exc}") from exc
     unknown = [str(s) for s in cfg.eval.splits if str(s) not in SPLITS]
     if unknown:
-        raise ConfigError(f"eval.splits: unknown split(s) {', '.join(unknown)}; splits are {', '.join(SPLITS)}")
+        raise ConfigError(
+            f"eval.splits: unknown split(s) {', '.join(unknown)}; splits are {', '.join(SPLITS)}"
+        )
     data_cfg = cfg.get("data") or {}
     scale = label_scale(data_cfg)
     conventions = read_conventions(cfg.eval, scale)

@@ -348,7 +348,8 @@ def test_a_bad_system_fails_before_any_system_is_trained(tmp_path, monkeypatch):
     # a bad metric of the experiment file fails when the file is read, naming the file's key
     with pytest.raises(ConfigError, match=r"^x.yaml: metrics\[1\]: unknown metric 'ndcp@5'"):
         check_experiment(
-            OmegaConf.create({"systems": systems, "baseline": "a", "metrics": ["ndcg@10", "ndcp@5"]}), "x.yaml"
+            OmegaConf.create({"systems": systems, "baseline": "a", "metrics": ["ndcg@10", "ndcp@5"]}),
+            "x.yaml",
         )
 
 

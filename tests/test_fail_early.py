@@ -133,7 +133,13 @@ def test_the_trec_preset_runs_on_files_with_document_ids(tmp_path, spies):
     train = write_file(tmp_path / "train.txt", [0, 1, 2, 1])
     lines = train.read_text().splitlines()
     train.write_text("".join(f"{line} # docid = D{i:03d}\n" for i, line in enumerate(lines)))
-    data = ["data=svmlight", f"data.train={train}", f"data.test={train}", "data.n_features=3", "data.parse.docid=true"]
+    data = [
+        "data=svmlight",
+        f"data.train={train}",
+        f"data.test={train}",
+        "data.n_features=3",
+        "data.parse.docid=true",
+    ]
     cfg = compose_config(["+model=linear", "num_threads=1", "tracking=none", f"paths.root={tmp_path}", *data])
     cfg.eval.preset = "trec"
     recorded = execute(cfg)

@@ -121,7 +121,9 @@ class FileDataSchema(DataSchema):
 
     cache_dir: str | None = CACHE_DIR
     verify_cache: bool = False  # key the cache on every byte of the files (for in-place rewriters)
-    parse: ParseSchema = field(default_factory=lambda: ParseSchema())  # load_svmlight options, e.g. {output: dense}
+    parse: ParseSchema = field(
+        default_factory=lambda: ParseSchema()
+    )  # load_svmlight options, e.g. {output: dense}
     splits: list[str] | None = None  # load only these splits (default: all the dataset has)
 
 
