@@ -251,6 +251,14 @@ class Spelling:
     def flags(cls, names: Iterable[str]) -> Spelling:
         return cls("flags", dict.fromkeys(names, "--"))
 
+    def key(self, name: str) -> str:
+        """The option's name alone, as a message that starts ``name: ...`` names it.
+
+        >>> Spelling.hydra({"huge": "data.parse."}).key("huge"), Spelling.flags({"n_features"}).key("n_features")
+        ('data.parse.huge', '--n-features')
+        """
+        return self.prefixes[name] + (name if self.style == "hydra" else name.replace("_", "-"))
+
     def spell(self, name: str, value: Any) -> str:
         """``name=value`` in this interface's spelling.
 
@@ -275,11 +283,17 @@ _VALUE = r"True|False|None|'[^']*'|\"[^\"]*\"|\([^()]*\)|\[[^\[\]]*\]|[-+]?[\w.]
 
 
 def respell(text: str, spelling: Spelling | None) -> str:
-    """``text`` with every ``name=value`` of an option in ``spelling.prefixes`` written in that spelling."""
+    """``text`` with every ``name=value`` of an option in ``spelling.prefixes`` written in that spelling, and
+    a leading ``name:`` (a checker's message about the option) as the option's name.
+
+    >>> respell("n_features: must be in [0, inf], got -1", Spelling.flags({"n_features"}))
+    '--n-features: must be in [0, inf], got -1'
+    """
     if spelling is None or spelling.style == "python" or not spelling.prefixes:
         return text
     names = "|".join(sorted(map(re.escape, spelling.prefixes), key=len, reverse=True))
     pattern = re.compile(rf"(?<![\w.\-])({names})=({_VALUE})")
+    text = re.sub(rf"^({names}):", lambda m: spelling.key(m.group(1)) + ":", text)
 
     def replace(match: re.Match[str]) -> str:
         try:

@@ -191,6 +191,9 @@ def test_ltr_data_flags_exist_for_every_option_its_messages_name(tmp_path):
     )
     assert third.returncode == 0, third.stderr
     assert "docs 2" in third.stdout
+    # a checker's message about one option names the flag too
+    bad = subprocess.run([*base, "--label-range", "4", "0"], capture_output=True, text=True, cwd=PROJECT_ROOT)
+    assert bad.stderr.startswith("error: --label-range: must be (low, high) with low <= high"), bad.stderr
 
 
 def test_ltr_data_info_synthetic_says_what_to_do_then_reads_the_generated_files(tmp_path):
