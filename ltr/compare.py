@@ -49,7 +49,14 @@ from rich.console import Console
 from ltr.comparison import compare
 from ltr.config_check import defaults
 from ltr.console import print_tracker_location
-from ltr.entry import configure_process_environment
+from ltr.entry import (
+    config_spelling,
+    configure_process_environment,
+    hydra_error_message,
+    interrupted_run,
+    run_cli,
+    spelled_as,
+)
 from ltr.errors import ConfigError, LtrError
 from ltr.plots import plot_difference_histogram, plot_forest, plot_ndcg_at_k
 from ltr.progress import task_progress
@@ -152,7 +159,9 @@ def compose_system(exp: Any, system: str, cli_overrides: Sequence[str]) -> Any:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return compose(config_name="config", overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
-        raise ConfigError(f"system {system!r} (overrides {overrides}): {exc}") from exc
+        raise ConfigError(
+            f"system {system!r}: {hydra_error_message(exc) or exc} (overrides {overrides})"
+        ) from exc
 
 
 def system_search_path(exp: Any, system: str, cli_overrides: Sequence[str]) -> list[str]:
@@ -280,17 +289,26 @@ def run_comparison(
     exp: Any, cli_overrides: Sequence[str] = (), *, out_dir: Path | None = None, console: Any = None
 ) -> ComparisonResult:
     """Train every system of ``exp`` on the same data, build the leaderboard, write and log it."""
-    # deferred (each): the engines load after configure_process_environment() (see __main__)
-    from ltr.folds import fold_plan, run_folds  # deferred: imports the pipeline (the engines)
-    from ltr.pipeline import check_run_config, member_search_path  # deferred: imports the engines
-    from ltr.record import connect_and_load, train_and_record  # deferred: imports the pipeline
-    from ltr.tracking import make_tracker  # deferred: MLflow, only for a fold protocol's tracker
-
     console = console or Console(highlight=False)
     systems = list(exp.systems)
     configs = {
         s: compose_system(exp, s, cli_overrides) for s in systems
     }  # every typo fails here, before work
+    # library messages name options as Python does (zero_based=True): here as the train config does
+    with spelled_as(config_spelling(configs[systems[0]].get("data"))):
+        return _run_comparison(exp, configs, cli_overrides, out_dir, console)
+
+
+def _run_comparison(
+    exp: Any, configs: Mapping[str, Any], cli_overrides: Sequence[str], out_dir: Path | None, console: Any
+) -> ComparisonResult:
+    # deferred (each): the engines load after configure_process_environment() (see __main__)
+    from ltr.folds import fold_plan, run_folds  # deferred: imports the pipeline (the engines)
+    from ltr.pipeline import check_data_fits, check_run_config, member_search_path  # deferred: the engines
+    from ltr.record import connect_and_load, train_and_record  # deferred: imports the pipeline
+    from ltr.tracking import make_tracker  # deferred: MLflow, only for a fold protocol's tracker
+
+    systems = list(configs)
     search_paths = {s: system_search_path(exp, s, cli_overrides) for s in systems}
     first = configs[systems[0]]
     for s, cfg in configs.items():
@@ -313,6 +331,11 @@ def run_comparison(
             raise ConfigError(
                 f"data '{first.data.name}' has no test split; a comparison scores the test queries"
             )
+        for s, cfg in configs.items():  # every system's conventions against the labels, before any training
+            try:
+                check_data_fits(cfg, splits)
+            except LtrError as exc:
+                raise ConfigError(f"system {s!r}: {exc}") from exc
     else:  # every fold is loaded by the protocol itself, one at a time
         tracker, splits = make_tracker(first.tracking, root), {}
     command, _ = command_line("ltr.compare")
@@ -348,7 +371,7 @@ def run_comparison(
                     "ltr.compare.experiment": str(exp.name),
                     "ltr.command": rerun_command("ltr.train", system_overrides(exp, system, cli_overrides)),
                 }
-                with member_search_path(search_paths[system]):
+                with member_search_path(search_paths[system]), interrupted_run(tracker):
                     if plan is not None:
                         folds_run = run_folds(
                             cfg,
@@ -648,4 +671,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     configure_process_environment()
-    sys.exit(main())
+    run_cli(main)  # Ctrl-C and a closed pipe end in one line / quietly

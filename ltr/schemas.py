@@ -37,7 +37,7 @@ ltr.errors.ConfigError: data.synthetic: expected true or false, got 'maybe'
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,9 @@ from ltr.data.config import (
     SyntheticDataSchema,
     check_data_block,
 )
-from ltr.errors import ConfigError
+from ltr.errors import ConfigError, MetricError
+from ltr.metrics.conventions import Conventions
+from ltr.metrics.registry import parse_metric
 from ltr.models.dask_lightgbm import BackendSchema
 from ltr.models.params import register_model_configs
 from ltr.stats.bootstrap import CI_METHODS
@@ -95,10 +97,23 @@ class CurveSchema:
     max_k: int = setting(20, low=0)  # per-query metric@1..max_k stored for the @k plot (0 = off)
 
 
+def _conventions_schema() -> type:
+    """``eval.conventions``: one key per field of :class:`ltr.metrics.Conventions` (derived, never listed
+    here), each ``null`` = the preset's value; so ``eval.conventions.err_gmax=2`` needs no ``+`` and a
+    misspelt convention fails while Hydra composes. Values are checked by
+    :func:`ltr.metrics.resolve_conventions` (a gain may be a name or a table, so the type is open here)."""
+    return make_dataclass(
+        "ConventionsSchema", [(f.name, Any | None, field(default=None)) for f in fields(Conventions)]
+    )
+
+
+ConventionsSchema = _conventions_schema()
+
+
 @dataclass
 class EvalSchema:
     preset: str = "ltr"
-    conventions: dict[str, Any] = setting({})
+    conventions: ConventionsSchema = field(default_factory=ConventionsSchema)  # type: ignore[valid-type]
     metrics: list[str] = setting(["ndcg@1", "ndcg@5", "ndcg@10", "err@10", "map"])
     splits: list[str] = setting(["train", "valid", "test"])
     baseline: str = "random"
@@ -193,6 +208,11 @@ def check_experiment_block(given: Any, where: str) -> dict[str, Any]:
         raise ConfigError(
             f"{join(prefix, 'baseline')}: {exp['baseline']!r} is not one of the systems: {', '.join(systems)}"
         )
+    for i, metric in enumerate(exp["metrics"]):  # before the first system trains
+        try:
+            parse_metric(metric)
+        except MetricError as exc:
+            raise ConfigError(f"{join(prefix, f'metrics[{i}]')}: {exc}") from exc
     exp["primary"] = exp["primary"] or exp["metrics"][0]
     if exp["primary"] not in exp["metrics"]:
         raise ConfigError(

@@ -26,8 +26,16 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from rich.console import Console
 
-from ltr.console import print_run_summary, print_tracker_location
-from ltr.entry import configure_process_environment
+from ltr.console import print_label_scale, print_run_summary, print_tracker_location
+from ltr.entry import (
+    config_spelling,
+    configure_process_environment,
+    exit_with_error,
+    interrupted_run,
+    mark_reported,
+    run_hydra_app,
+    spelled_as,
+)
 from ltr.errors import ConfigError, LtrError
 from ltr.provenance import command_line, run_tags
 from ltr.resources import config_dir
@@ -59,24 +67,27 @@ def execute(cfg: Any) -> RecordedRun | FoldsRun:
     every fold of a fold protocol (:class:`ltr.folds.FoldsRun`)."""
     # deferred (each): the engines load after configure_process_environment() (see __main__)
     from ltr.folds import fold_plan, run_folds  # deferred: imports the pipeline
-    from ltr.pipeline import check_run_config, member_search_path  # deferred: imports the engines
+    from ltr.pipeline import check_data_fits, check_run_config, member_search_path  # deferred: the engines
     from ltr.record import connect_and_load, train_and_record  # deferred: imports the pipeline
 
     if cfg.get("model") is None:
         raise ConfigError(missing_model_message())
-    validate_config(cfg)
     searchpath = list(HydraConfig.get().searchpath) if HydraConfig.initialized() else []
-    with member_search_path(searchpath):  # ensemble members from the user's hydra.searchpath too
-        check_run_config(cfg)  # metric names and the model (every ensemble member) before the data is read
+    # library messages name options as Python does (zero_based=True): here as the command line does
+    with spelled_as(config_spelling(cfg.get("data"))), member_search_path(searchpath):
+        validate_config(cfg)
+        check_run_config(cfg)  # seed, metrics, conventions vs the data config, the model: before the data
         console = Console(highlight=False)
         plan = fold_plan(cfg.data)
         if plan is not None:
             return run_folds(cfg, plan, console)
         tracker, splits = connect_and_load(cfg, console)  # an unreachable server fails here, before the data
+        print_label_scale(console, check_data_fits(cfg, splits))  # labels vs conventions, before training
         run_name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
-        recorded = train_and_record(
-            cfg, splits, tracker, run_name=run_name, tags=run_tags(cfg, splits), console=console
-        )
+        with interrupted_run(tracker):  # Ctrl-C: the tracker ends the run KILLED; one line says so
+            recorded = train_and_record(
+                cfg, splits, tracker, run_name=run_name, tags=run_tags(cfg, splits), console=console
+            )
     print_run_summary(console, recorded.outcome, str(cfg.model.name))
     if tracker.enabled:
         where = f"run {tracker.run_id} in experiment '{cfg.tracking.experiment}'"
@@ -132,14 +143,15 @@ def _hydra_entry() -> None:
         try:
             recorded = execute(cfg)
         except LtrError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            if HydraConfig.get().mode.name == "MULTIRUN":
-                raise  # a failed job of a sweep, not the end of it: the sweeper decides (Optuna: a FAIL trial)
-            sys.exit(2)
+            if HydraConfig.get().mode.name != "MULTIRUN":
+                exit_with_error(exc)  # one line, exit 2 (raised, Hydra would add its own line)
+            print(f"error: {exc}", file=sys.stderr)  # a failed job, not the end of the sweep: say it now
+            mark_reported(exc)
+            raise  # the sweeper decides (Optuna: a FAIL trial); run_hydra_app ends a basic sweep with exit 2
         write_job_result(recorded, Path(HydraConfig.get().runtime.output_dir))
         return optimised_value(recorded)
 
-    main()
+    run_hydra_app(main)
 
 
 if __name__ == "__main__":

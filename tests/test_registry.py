@@ -111,7 +111,9 @@ def test_config_errors(tmp_path):
     ):
         load_dataset({"kind": "mslr"})
     _make_layout("mq2008", tmp_path, {"fold": 1})
-    with pytest.raises(ConfigError, match=r"data\.parse\.color is not a parse option"):
+    with pytest.raises(
+        ConfigError, match=r"data\.parse: unknown key\(s\) color; accepted: n_features, zero_based"
+    ):
         load_dataset({"kind": "mq2008", "dir": str(tmp_path), "parse": {"color": 1}})
     with pytest.raises(ConfigError, match="do not exist for istella"):
         load_dataset({"kind": "istella", "dir": str(tmp_path), "splits": ["valid"]})

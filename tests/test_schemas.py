@@ -94,8 +94,8 @@ def test_backend_is_checked():
         ("eval.bootstrap.B=-1", r"eval.bootstrap.B: must be in \[0, inf\], got -1"),
         ("eval.bootstrap.confidence=1.0", r"eval.bootstrap.confidence: must be in \(0.0, 1.0\), got 1.0"),
         ("eval.bootstrap.method=student", r"eval.bootstrap.method: expected one of \['bca', 'percentile'\]"),
-        ("data.p_empty=2.0", r"data.p_empty: must be in \[0.0, 1.0\], got 2.0"),
-        ("data.n_queries.train=-5", r"data.n_queries.train: must be in \[0, inf\], got -5"),
+        ("data.p_empty=2.0", r"data.p_empty: must be in \[0.0, 1.0\), got 2.0"),
+        ("data.n_queries.train=-5", r"data.n_queries.train: must be in \[1, inf\], got -5"),
     ],
 )
 def test_ranges_are_checked_before_any_work(override, message):

@@ -30,13 +30,13 @@ ltr.errors.ConfigError: data.fold: expected a fold 1..5, all, or a list of folds
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Any
 
 import numpy as np
 
 from ltr.config_check import check_block, plain, setting
-from ltr.data._syntax import NONFINITE_POLICIES, ParseOptions
+from ltr.data._syntax import NONFINITE_POLICIES, ParseOptions, check_label_range
 from ltr.errors import ConfigError
 
 #: the split files of each Istella variant (relative to ``data.dir``)
@@ -73,18 +73,25 @@ _PARSE = ParseOptions()  # the parse defaults, written once in ParseOptions
 
 @dataclass
 class DataSchema:
-    """Fields every dataset config has (``synthetic``: shown in the run banner)."""
+    """Fields every dataset config has (``synthetic``: shown in the run banner).
+
+    ``label_range``: the label scale ``[low, high]`` (inclusive; labels outside are an error when the
+    files are read). ``null``: the dataset's own — the registry entry's, the synthetic generator's, or,
+    for your own files, the training labels' (:func:`ltr.data.registry.declared_label_range`). The
+    ``ltr`` metric preset takes ERR's top grade (``err_gmax``) from it.
+    """
 
     name: str = "???"
     kind: str = "???"
     synthetic: bool = False
+    label_range: list[float] | None = setting(None, check=check_label_range)
 
 
 @dataclass
 class SplitCounts:
-    train: int = setting(600, low=0)
-    valid: int = setting(200, low=0)
-    test: int = setting(200, low=0)
+    train: int = setting(600, low=1)
+    valid: int = setting(200, low=1)
+    test: int = setting(200, low=1)
 
 
 @dataclass
@@ -95,11 +102,21 @@ class SyntheticDataSchema(DataSchema):
     kind: str = "synthetic"
     synthetic: bool = True
     dir: str = "???"
-    seed: int = 42
+    seed: int = setting(42, low=0)  # numpy seeds are non-negative
     n_queries: SplitCounts = field(default_factory=SplitCounts)
     min_docs: int = setting(5, low=1)
     max_docs: int = setting(200, low=1)
-    p_empty: float = setting(0.05, low=0.0, high=1.0)  # share of queries forced to have no relevant doc
+    p_empty: float = setting(0.05, low=0.0, high=1.0, open_high=True)  # share of queries with no relevant doc
+
+
+def _parse_schema() -> type:
+    """``data.parse``: one key per :data:`PARSE_KEYS` option (derived, never listed twice), ``null`` = the
+    parser's default; so ``data.parse.zero_based=true`` needs no ``+`` and a misspelt option fails while
+    Hydra composes. Values are checked by the parser (:class:`ParseOptions`), which names them."""
+    return make_dataclass("ParseSchema", [(key, Any | None, field(default=None)) for key in PARSE_KEYS])
+
+
+ParseSchema = _parse_schema()
 
 
 @dataclass
@@ -108,7 +125,9 @@ class FileDataSchema(DataSchema):
 
     cache_dir: str | None = CACHE_DIR
     verify_cache: bool = False  # key the cache on every byte of the files (for in-place rewriters)
-    parse: dict[str, Any] = setting({})  # load_svmlight options, e.g. {output: dense}
+    parse: ParseSchema = field(
+        default_factory=lambda: ParseSchema()
+    )  # load_svmlight options, e.g. {output: dense}
     splits: list[str] | None = None  # load only these splits (default: all the dataset has)
 
 
@@ -221,7 +240,6 @@ class SvmlightDataSchema(FileDataSchema):
     test: str | None = None
     n_features: int | None = setting(_PARSE.n_features, low=0)  # set it so train/valid/test align
     zero_based: bool = _PARSE.zero_based  # true for 0-based files (LightGBM/XGBoost exports)
-    label_range: list[float] | None = None  # e.g. [0, 4]: labels outside are an error
     nonfinite: str = setting(_PARSE.nonfinite, choices=NONFINITE_POLICIES)
     allow_unsorted: bool = _PARSE.allow_unsorted
     regroup: bool = _PARSE.regroup
@@ -256,7 +274,7 @@ def check_data_block(data_cfg: Any) -> dict[str, Any]:
     >>> check_data_block({"kind": "mq2007", "flod": 2})
     Traceback (most recent call last):
     ...
-    ltr.errors.ConfigError: data: unknown key(s) flod; accepted: name, kind, synthetic, cache_dir, verify_cache, parse, splits, dir, fold
+    ltr.errors.ConfigError: data: unknown key(s) flod; accepted: name, kind, synthetic, label_range, cache_dir, verify_cache, parse, splits, dir, fold
     """
     given = {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in plain(data_cfg).items()}
     schema = schema_for(str(given.get("kind") or given.get("name")))
@@ -266,4 +284,9 @@ def check_data_block(data_cfg: Any) -> dict[str, Any]:
         set(PARSE_KEYS) - {f.name for f in fields(schema)} if schema is SvmlightDataSchema else set()
     )
     passed_on = {k: given.pop(k) for k in list(given) if k in parser_checks}
-    return check_block(schema, given, "data") | passed_on
+    checked = check_block(schema, given, "data") | passed_on
+    if schema is SyntheticDataSchema and checked["max_docs"] < checked["min_docs"]:
+        raise ConfigError(
+            f"data.max_docs: must be >= data.min_docs={checked['min_docs']}, got {checked['max_docs']}"
+        )
+    return checked

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ltr.config_check import check_block, check_field, plain
-from ltr.data._syntax import ParseOptions, check_huge_fits
+from ltr.data._syntax import ParseOptions, check_huge_fits, check_label_range
 from ltr.data.config import (
     ISTELLA_VARIANTS,
     PARSE_KEYS,
@@ -31,6 +31,7 @@ from ltr.data.config import (
 from ltr.data.dataset import RankingData
 from ltr.data.splits import cv_folds
 from ltr.data.svmlight import load_svmlight
+from ltr.data.synthetic import LABEL_RANGE as SYNTHETIC_LABEL_RANGE
 from ltr.data.synthetic import load_synthetic
 from ltr.errors import ConfigError, DataError
 
@@ -306,6 +307,8 @@ def _parse_kwargs(section: Mapping[str, Any] | None, where: str) -> dict[str, An
     the error names it as written (``data.parse.density``); the parser checks the others."""
     out: dict[str, Any] = {}
     for key, value in plain(section).items():
+        if value is None:  # null: the parser's default (every option is a key of data.parse)
+            continue
         if key not in PARSE_KEYS:
             raise ConfigError(f"{where}.{key} is not a parse option; expected one of {', '.join(PARSE_KEYS)}")
         out[key] = value
@@ -375,6 +378,28 @@ def _cv_fold(
     return {s: d for s, d in fold.items() if not wanted or s in wanted}
 
 
+def declared_label_range(data_cfg: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The label scale a data config declares: ``data.label_range`` (``data.parse.label_range``), else
+    the registry entry's, else the synthetic generator's; ``None`` for your own files without one
+    (the caller infers it from the training labels).
+
+    >>> declared_label_range({"kind": "mq2008"}), declared_label_range({"kind": "synthetic"})
+    ((0.0, 2.0), (0.0, 4.0))
+    >>> declared_label_range({"kind": "svmlight", "label_range": [1, 5]}), declared_label_range({"kind": "svmlight"})
+    ((1.0, 5.0), None)
+    """
+    cfg = plain(data_cfg)
+    kind = str(cfg.get("kind") or cfg.get("name"))
+    given = cfg.get("label_range")
+    if given is None:
+        given = (cfg.get("parse") or {}).get("label_range")
+    if given is None:
+        given = (
+            SYNTHETIC_LABEL_RANGE if kind == "synthetic" else getattr(REGISTRY.get(kind), "label_range", None)
+        )
+    return check_label_range(given, "data.label_range")
+
+
 def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
     """Load the splits of the dataset a ``conf/data/*.yaml`` config describes.
 
@@ -411,7 +436,7 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
                 f"data.splits {sorted(unknown)} do not exist for {spec.name}; it has {list(rel)}"
             )
         rel = {s: r for s, r in rel.items() if s in wanted}
-    kwargs = {"n_features": spec.n_features, "label_range": spec.label_range}
+    kwargs = {"n_features": spec.n_features, "label_range": declared_label_range(data_cfg)}
     kwargs.update(_parse_kwargs(data_cfg.get("parse"), "data.parse"))
     if kwargs["n_features"] != spec.n_features:
         raise ConfigError(
