@@ -1177,7 +1177,13 @@ def _parse_stream(path: Path, opts: S.ParseOptions, threads: int, chunk: int) ->
     out: _Output | None = None
     failure: ParseFailure | None = None  # a fill error waits: a lone CR later in the file comes first
     for buf, n, offset in _stream_chunks(path, chunk):
-        c = counter.count(buf, n, offset)
+        if failure is not None and failure.code in (S.LONE_CR, S.UTF16):
+            continue  # read to the end all the same: a corrupt stream is reported as corrupt
+        try:
+            c = counter.count(buf, n, offset)
+        except ParseFailure as fail:  # comes first, as in the plain counting pass
+            failure, out = fail, None
+            continue
         if failure is not None or counter.first_flag < 0:  # failed, or no data row yet
             continue
         if out is None:
@@ -1193,9 +1199,9 @@ def _parse_stream(path: Path, opts: S.ParseOptions, threads: int, chunk: int) ->
             out.fill(buf, n, offset, c, parts, shift)
         except ParseFailure as fail:
             failure, out = fail, None
-    plan = counter.plan()
     if failure is not None and not (failure.code == S.INDEX_TOO_LARGE and counter.need_max):
         raise failure
+    plan = counter.plan()
     if out is not None and failure is None and out.dense == plan.dense:
         out.n_features = plan.n_features
         return out.result(trim=True)

@@ -107,7 +107,9 @@ def _locate(path: Path, line_start: int, tok_start: int, tok_end: int) -> tuple[
 def _failure_to_error(path: Path, fail: _pyparse.ParseFailure, opts: ParseOptions) -> DataError:
     end = fail.tok_start + max(0, min(fail.tok_end - fail.tok_start, 200))
     line, token = _locate(path, fail.line_start, fail.tok_start, end)
-    msg = error_message(fail.code, token.decode("utf-8", "replace"), index=fail.index, prev=fail.prev, opts=opts)
+    msg = error_message(
+        fail.code, token.decode("utf-8", "replace"), index=fail.index, prev=fail.prev, opts=opts
+    )
     return DataError(f"{path}:{line}: {msg}")
 
 
