@@ -37,7 +37,15 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # search_space come with the other work packages of issue 10; a prefix without modules is harmless
     (
         "foundation",
-        ("ltr", "ltr.errors", "ltr.ranking", "ltr.config_check", "ltr.resources", "ltr.textlines"),
+        (
+            "ltr",
+            "ltr.errors",
+            "ltr.ranking",
+            "ltr.config_check",
+            "ltr.resources",
+            "ltr.compression",
+            "ltr.textlines",
+        ),
     ),
     ("data", ("ltr.data",)),
     ("metrics", ("ltr.metrics",)),
