@@ -413,3 +413,17 @@ def test_data_info_on_a_compressed_file_reports_the_plain_summary(tmp_path, caps
         got = json.loads(capsys.readouterr().out)
         assert json.dumps(got).replace(str(packed), str(plain)) == json.dumps(want)
         assert got["file"]["docs"] == sum(1 for line in lines if line[:1].isdigit())
+
+
+def test_sidecars_of_a_compressed_file_are_found_and_may_be_compressed_too(tmp_path):
+    """LightGBM's layout: no qids, a .query sidecar (and .weight), next to train.txt or train.txt.gz."""
+    text = b"1 1:0.5\n0 2:1\n2 1:1\n"
+    (tmp_path / "p.txt").write_bytes(text)
+    (tmp_path / "p.txt.query").write_bytes(b"2\n1\n")
+    want = load_svmlight(tmp_path / "p.txt")
+    assert want.group_sizes.tolist() == [2, 1]
+    (tmp_path / "train.txt.gz").write_bytes(gzip.compress(text))
+    (tmp_path / "train.txt.query").write_bytes(b"2\n1\n")  # the uncompressed file's sidecar
+    _assert_same(load_svmlight(tmp_path / "train.txt.gz"), want)
+    (tmp_path / "train.txt.gz.query").write_bytes(bz2.compress(b"1\n2\n"))  # PATH.query wins, compressed
+    assert load_svmlight(tmp_path / "train.txt.gz").group_sizes.tolist() == [1, 2]
