@@ -4,7 +4,8 @@
 runs, score files): it returns a binary stream of the file's *decompressed* bytes, so an encoding
 policy, a line number or a byte offset always refers to the decompressed text.
 
-- The format is recognised by the file's leading bytes (its "magic"), never by its name alone: a
+- The format is recognised by the file's leading bytes (its "magic": ``1F 8B 08`` gzip, ``BZh1``-``BZh9``
+  bzip2, ``FD 37 7A 58 5A 00`` xz, ``28 B5 2F FD`` zstd), never by its name alone: a
   ``train.txt`` that is gzip-compressed is read as gzip. A name that promises a compression the bytes
   do not have (``train.txt.gz`` holding plain text or bzip2 data) is a :class:`~ltr.errors.DataError`,
   because the file was most likely renamed or half-written by mistake.
@@ -88,7 +89,7 @@ def _has_output(d) -> bool:
 
 #: The formats read transparently, by magic bytes.
 COMPRESSIONS: tuple[Compression, ...] = (
-    Compression("gzip", b"\x1f\x8b", (".gz", ".gzip"), "gunzip -k", lambda: zlib.decompressobj(31),
+    Compression("gzip", b"\x1f\x8b\x08", (".gz", ".gzip"), "gunzip -k", lambda: zlib.decompressobj(31),
                 _zlib_step, _never),
     Compression("bzip2", b"BZh", (".bz2",), "bunzip2 -k", bz2.BZ2Decompressor, _bounded_step, _has_output),
     Compression("xz", b"\xfd7zXZ\x00", (".xz",), "unxz -k", lzma.LZMADecompressor, _bounded_step, _has_output),
@@ -143,6 +144,8 @@ def compression_of(path: str | Path) -> Compression | None:
                 f"unpack it first ({unpack} {path})"
             )
     found = next((c for c in COMPRESSIONS if head.startswith(c.magic)), None)
+    if found is not None and found.name == "bzip2" and head[3:4] not in b"123456789":
+        found = None  # "BZh" then the block size 1-9: text that merely starts with "BZh" is text
     suffix = path.suffix.lower()
     promised = next((c for c in COMPRESSIONS if suffix in c.suffixes), None)
     if promised is not None and promised is not found:

@@ -427,3 +427,10 @@ def test_sidecars_of_a_compressed_file_are_found_and_may_be_compressed_too(tmp_p
     _assert_same(load_svmlight(tmp_path / "train.txt.gz"), want)
     (tmp_path / "train.txt.gz.query").write_bytes(bz2.compress(b"1\n2\n"))  # PATH.query wins, compressed
     assert load_svmlight(tmp_path / "train.txt.gz").group_sizes.tolist() == [1, 2]
+
+
+def test_text_that_merely_starts_like_a_compression_magic_is_text(tmp_path):
+    """bzip2's magic is "BZh" and a block size digit: a run whose first topic is "BZhx" is a run."""
+    path = tmp_path / "run.txt"
+    path.write_text("BZhx Q0 d1 1 2.5 t\nBZhx Q0 d2 2 1.5 t\n")
+    assert read_run(path).topics == ["BZhx"]
