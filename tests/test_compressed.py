@@ -434,3 +434,18 @@ def test_text_that_merely_starts_like_a_compression_magic_is_text(tmp_path):
     path = tmp_path / "run.txt"
     path.write_text("BZhx Q0 d1 1 2.5 t\nBZhx Q0 d2 2 1.5 t\n")
     assert read_run(path).topics == ["BZhx"]
+
+
+def test_command_lines_print_one_line_for_a_truncated_stream(tmp_path, capsys):
+    text = "\n".join(_rows(n_queries=200, seed=8)) + "\n"
+    data = tmp_path / "train.txt.gz"
+    data.write_bytes(gzip.compress(text.encode())[:-100])
+    assert data_main(["info", str(data)]) == 2
+    err = capsys.readouterr().err
+    assert f"{data}: the gzip stream is truncated" in err and "Traceback" not in err
+    run = tmp_path / "run.zst"
+    run.write_bytes(zstandard.ZstdCompressor().compress(b"301 Q0 d1 1 2.5 t\n" * 5000)[:-20])
+    (tmp_path / "qrels").write_text("301 0 d1 1\n")
+    assert evaluate_main(["--qrels", str(tmp_path / "qrels"), "--run", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert f"{run}: the zstd stream is truncated" in err and "Traceback" not in err
