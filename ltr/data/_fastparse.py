@@ -9,6 +9,11 @@ tests compare the two). The file is memory-mapped twice, one window of ``CHUNK``
    the final arrays (dense ``X`` or CSR ``indptr/indices/data``), so peak memory is the result plus
    one chunk buffer.
 
+A gzip/bzip2/xz/zstd file is parsed in **one** pass instead (:func:`_parse_stream`): a thread
+decompresses the next 16 MB chunk while the current one is counted and parsed into arrays that grow
+by its upper bounds, so the file is decompressed once and peak memory stays the result plus the
+chunk buffers.
+
 Errors come back as a code and byte offsets; the caller maps the offset to an exact line number.
 
 Numbers are parsed with up to 18 significant digits as an integer mantissa ``m`` and a power of ten
