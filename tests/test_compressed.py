@@ -12,6 +12,7 @@ import bz2
 import gzip
 import json
 import lzma
+import os
 import zipfile
 from pathlib import Path
 
@@ -449,3 +450,19 @@ def test_command_lines_print_one_line_for_a_truncated_stream(tmp_path, capsys):
     assert evaluate_main(["--qrels", str(tmp_path / "qrels"), "--run", str(run)]) == 2
     err = capsys.readouterr().err
     assert f"{run}: the zstd stream is truncated" in err and "Traceback" not in err
+
+
+def test_a_compressed_file_rewritten_while_it_is_parsed_is_an_error(tmp_path, monkeypatch):
+    path = _write(tmp_path / "t.txt.gz", _rows(n_queries=80, seed=9), "gz")
+    real = _fastparse._stream_chunks
+
+    def touching(p, chunk):
+        for k, item in enumerate(real(p, chunk)):
+            if k == 1:  # another job rewrites the file after the first chunk was parsed
+                st = path.stat()
+                os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+            yield item
+
+    monkeypatch.setattr(_fastparse, "_stream_chunks", touching)
+    with pytest.raises(DataError, match="the file changed while it was being parsed"):
+        _fastparse.parse_path(path, ParseOptions(), chunk=1024)

@@ -1204,6 +1204,8 @@ def _parse_stream(path: Path, opts: S.ParseOptions, threads: int, chunk: int) ->
             out.fill(buf, n, offset, c, parts, shift)
         except ParseFailure as fail:
             failure, out = fail, None
+    if _identity(path.stat()) != identity:  # rewritten while it was read: the text may be mixed
+        raise _changed(path)
     if failure is not None and not (failure.code == S.INDEX_TOO_LARGE and counter.need_max):
         raise failure
     plan = counter.plan()
