@@ -466,3 +466,49 @@ def test_a_compressed_file_rewritten_while_it_is_parsed_is_an_error(tmp_path, mo
     monkeypatch.setattr(_fastparse, "_stream_chunks", touching)
     with pytest.raises(DataError, match="the file changed while it was being parsed"):
         _fastparse.parse_path(path, ParseOptions(), chunk=1024)
+
+
+_PEAK = """
+import json, pathlib, sys
+from ltr.data.svmlight import load_svmlight
+def hwm():
+    status = pathlib.Path("/proc/self/status").read_text()
+    return int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("VmHWM:"))) / 1024
+tiny = pathlib.Path(sys.argv[2])
+load_svmlight(tiny, n_threads=1)  # warm: compiled code, threads
+base = hwm()
+d = load_svmlight(sys.argv[1], n_threads=1)
+print(json.dumps({"above_mb": hwm() - base, "rows": int(d.n_docs)}))
+"""
+
+
+@pytest.mark.slow
+def test_a_compressed_parse_never_holds_the_decompressed_text(tmp_path):
+    """Peak memory (VmHWM of a fresh process) of the gzip parse stays the plain parse's: the result plus
+    chunk buffers. Reading the whole decompressed text first (~70 MB here) would exceed it."""
+    import subprocess
+    import sys
+
+    from helpers import PROJECT_ROOT
+
+    if not Path("/proc/self/status").exists():
+        pytest.skip("needs /proc/self/status (Linux)")
+    env = {**os.environ, "NUMBA_NUM_THREADS": "1", "PYTHONPATH": str(PROJECT_ROOT)}
+    subprocess.run([sys.executable, "-m", "ltr.data", "synth", str(tmp_path), "--queries", "450",
+                    "--docs-per-query", "120", "--seed", "1"], check=True, env=env, cwd=PROJECT_ROOT,
+                   capture_output=True)  # fmt: skip
+    plain = tmp_path / "train.txt"
+    text_mb = plain.stat().st_size / 2**20
+    assert text_mb > 60
+    packed = tmp_path / "train.txt.gz"
+    with open(plain, "rb") as src, gzip.open(packed, "wb", compresslevel=1) as out:
+        while block := src.read(1 << 24):
+            out.write(block)
+    (tmp_path / "tiny.txt.gz").write_bytes(gzip.compress(b"1 qid:1 1:0.5\n0 qid:1 2:1\n"))
+    peaks = {}
+    for path in (plain, packed):
+        out = subprocess.run([sys.executable, "-c", _PEAK, str(path), str(tmp_path / "tiny.txt.gz")],
+                             check=True, env=env, cwd=PROJECT_ROOT, capture_output=True, text=True)  # fmt: skip
+        peaks[path.name] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert peaks["train.txt"]["rows"] == peaks["train.txt.gz"]["rows"] > 40_000
+    assert peaks["train.txt.gz"]["above_mb"] <= peaks["train.txt"]["above_mb"] + 16, (peaks, text_mb)
