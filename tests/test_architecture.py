@@ -45,6 +45,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.resources",
             "ltr.compression",
             "ltr.textlines",
+            "ltr.predictions",
         ),
     ),
     ("data", ("ltr.data",)),
@@ -65,6 +66,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.entry",
             "ltr.optuna_sweeper",
             "ltr.search_space",
+            "ltr.model_source",
         ),
     ),  # fmt: skip
     ("entry points", ("ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__", "ltr.sweep")),

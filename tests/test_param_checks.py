@@ -122,6 +122,15 @@ CASES: list[tuple[str, Callable[[Any], Any], Any, Any, Any, str, type[Exception]
         MetricError,
     ),
     (
+        "discount_flat_ranks",
+        lambda v: evaluate("ndcg", LABELS, SCORES, OFFSETS, discount_flat_ranks=v)["ndcg"].tolist(),
+        np.int8(2),
+        2,
+        -1,
+        "convention discount_flat_ranks",
+        MetricError,
+    ),
+    (
         "discount_base",
         lambda v: evaluate("ndcg", LABELS, SCORES, OFFSETS, discount="log", discount_base=v)["ndcg"].tolist(),
         np.float32(3.0),
