@@ -512,3 +512,23 @@ def test_a_compressed_parse_never_holds_the_decompressed_text(tmp_path):
         peaks[path.name] = json.loads(out.stdout.strip().splitlines()[-1])
     assert peaks["train.txt"]["rows"] == peaks["train.txt.gz"]["rows"] > 40_000
     assert peaks["train.txt.gz"]["above_mb"] <= peaks["train.txt"]["above_mb"] + 16, (peaks, text_mb)
+
+
+@pytest.mark.parametrize("ext", ["gz", "zst"])
+def test_compressed_score_and_data_files_give_the_plain_evaluation(tmp_path, capsys, ext):
+    """`ltr.evaluate --data D --scores S` (other tools' prediction files) with both files compressed."""
+    from ltr.predictions import write_scores
+
+    lines = _rows(n_queries=30, seed=10)
+    n_rows = sum(1 for line in lines if line[:1].isdigit())
+    plain = _write(tmp_path / "d.txt", lines, None)
+    write_scores(tmp_path / "s.txt", np.random.default_rng(10).normal(size=n_rows))
+    args = ["-m", "ndcg@5", "-m", "map", "-q"]
+    assert evaluate_main(["--data", str(plain), "--scores", str(tmp_path / "s.txt"), *args]) == 0
+    want = capsys.readouterr().out
+    assert "ndcg" in want
+    packed = _write(tmp_path / f"d.{ext}", lines, ext)
+    (tmp_path / f"s.{ext}").write_bytes(COMPRESS[ext]((tmp_path / "s.txt").read_bytes()))
+    assert evaluate_main(["--data", str(packed), "--scores", str(tmp_path / f"s.{ext}"), *args]) == 0
+    got = capsys.readouterr().out.replace(str(packed), str(plain)).replace(f"s.{ext}", "s.txt")
+    assert got == want
