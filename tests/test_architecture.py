@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.ranking",
             "ltr.config_check",
             "ltr.resources",
+            "ltr.compression",
             "ltr.textlines",
             "ltr.predictions",
         ),
