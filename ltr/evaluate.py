@@ -55,6 +55,7 @@ import numpy as np
 from ltr.data import RankingData
 from ltr.data.registry import REGISTRY, default_dir, load_dataset
 from ltr.data.svmlight import load_svmlight
+from ltr.entry import run_cli
 from ltr.errors import ConfigError, LtrError
 from ltr.metrics.compute import evaluate
 from ltr.metrics.conventions import PRESETS, describe_conventions
@@ -364,4 +365,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.entry)

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ltr.data.svmlight import load_svmlight
+from ltr.entry import run_cli
 from ltr.errors import ConfigError, DataError, LtrError
 from ltr.model_source import load_model
 from ltr.predictions import read_scores
@@ -149,4 +150,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.entry)

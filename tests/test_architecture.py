@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.ranking",
             "ltr.config_check",
             "ltr.resources",
+            "ltr.compression",
             "ltr.textlines",
             "ltr.predictions",
         ),
@@ -54,6 +55,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("models", ("ltr.models",)),
     ("reporting", ("ltr.comparison", "ltr.report", "ltr.plots", "ltr.progress")),
     ("tracking", ("ltr.tracking",)),
+    ("export", ("ltr.export",)),
     (
         "application",
         (
@@ -66,6 +68,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.optuna_sweeper",
             "ltr.search_space",
             "ltr.model_source",
+            "ltr.folds",
         ),
     ),  # fmt: skip
     (
@@ -76,6 +79,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.evaluate",
             "ltr.data.__main__",
             "ltr.sweep",
+            "ltr.export.__main__",
             "ltr.clicks.__main__",
             "ltr.labelnext",
         ),
@@ -87,7 +91,7 @@ ENTRY_POINTS = frozenset(LAYERS[-1][1])
 #: not needed; a function-local import of one needs a ``# deferred:`` reason.
 HEAVY = frozenset(
     {"lightgbm", "xgboost", "catboost", "mlflow", "dask", "distributed", "matplotlib", "optuna", "hydra",
-     "pandas", "sklearn", "skops"}
+     "pandas", "sklearn", "skops", "onnx", "onnxruntime"}
 )  # fmt: skip
 REASON = re.compile(r"#\s*deferred:\s*\S")
 
@@ -332,6 +336,8 @@ IMPORT_ALLOWS: dict[str, frozenset[str]] = {
     "ltr.plots": frozenset(),
     "ltr.progress": frozenset(),
     "ltr.evaluate": frozenset({"numba"}),
+    "ltr.export": frozenset(),
+    "ltr.export.__main__": frozenset({"numba"}),  # ONNX, MLflow and the engines load only when used
 }
 
 

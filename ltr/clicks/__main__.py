@@ -33,6 +33,7 @@ from ltr.clicks.propensity import (
     write_propensities,
 )
 from ltr.data.synthetic import generate
+from ltr.entry import run_cli
 from ltr.errors import LtrError
 
 
@@ -115,4 +116,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.entry)
