@@ -275,7 +275,11 @@ def run_comparison(
     """Train every system of ``exp`` on the same data, build the leaderboard, write and log it."""
     # deferred (each): the engines load after configure_process_environment() (see __main__)
     from ltr.pipeline import check_run_config, member_search_path  # deferred: imports the engines
-    from ltr.record import connect_and_load, train_and_record  # deferred: imports the pipeline
+    from ltr.record import (
+        connect_and_load,
+        split_datasets,
+        train_and_record,
+    )  # deferred: imports the pipeline
 
     console = console or Console(highlight=False)
     systems = list(exp.systems)
@@ -308,8 +312,8 @@ def run_comparison(
         "ltr.data": str(first.data.name),
         **{
             k: v
-            for k, v in run_tags(first, splits).items()
-            if k.startswith(("git.", "version.", "ltr.data.fingerprint"))
+            for k, v in run_tags(first, splits, entry="ltr.compare").items()
+            if k.startswith(("git.", "version.", "ltr.data.fingerprint", "mlflow.source."))
         },
     }
     frames: dict[str, Any] = {}
@@ -320,10 +324,11 @@ def run_comparison(
         tracker.log_params(
             {"seed": first.seed, "num_threads": first.num_threads, "cli_overrides": " ".join(cli_overrides)}
         )
+        tracker.log_datasets(split_datasets(first.data, splits, parent_tags))
         with task_progress(len(systems), f"comparison {exp.name}") as advance:
             for system in systems:
                 cfg = configs[system]
-                tags = run_tags(cfg, splits) | {
+                tags = run_tags(cfg, splits, entry="ltr.compare") | {
                     "ltr.compare.system": system,
                     "ltr.compare.experiment": str(exp.name),
                     "ltr.command": rerun_command("ltr.train", system_overrides(exp, system, cli_overrides)),

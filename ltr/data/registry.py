@@ -30,7 +30,7 @@ from ltr.data.config import (
 )
 from ltr.data.dataset import RankingData
 from ltr.data.svmlight import load_svmlight
-from ltr.data.synthetic import load_synthetic
+from ltr.data.synthetic import SPLIT_FILES, load_synthetic
 from ltr.errors import ConfigError, DataError
 
 SPLITS = ("train", "valid", "test")
@@ -306,8 +306,13 @@ def _parse_kwargs(section: Mapping[str, Any] | None, where: str) -> dict[str, An
     return out | {k: checked[k] for k in out if k in declared and out[k] is not None}
 
 
-def _load_files(paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], name: str) -> dict:
-    cache = {"cache_dir": data_cfg.get("cache_dir"), "verify_cache": bool(data_cfg.get("verify_cache", False))}
+def _load_files(
+    paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], name: str
+) -> dict:
+    cache = {
+        "cache_dir": data_cfg.get("cache_dir"),
+        "verify_cache": bool(data_cfg.get("verify_cache", False)),
+    }
     out: dict[str, RankingData] = {}
     for split, path in paths.items():
         out[split] = load_svmlight(path, name=f"{name}/{split}", **cache, **kwargs)
@@ -317,6 +322,31 @@ def _load_files(paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Map
             f"{name}: splits have different feature counts {widths}; set n_features so train/valid/test align"
         )
     return out
+
+
+def split_files(data_cfg: Mapping[str, Any]) -> dict[str, Path]:
+    """The file each split of a data config is read from (absolute), as :func:`load_dataset` reads it.
+
+    What a run records as its datasets' source (:meth:`ltr.tracking.Tracker.log_datasets`). A kind
+    whose splits are not one file each gives ``{}``.
+
+    >>> split_files({"kind": "svmlight", "train": "data/x/train.txt"})["train"].name
+    'train.txt'
+    >>> [str(p.relative_to(Path.cwd())) for p in split_files({"name": "synthetic", "dir": "d"}).values()]
+    ['d/train.txt', 'd/vali.txt', 'd/test.txt']
+    """
+    kind = data_cfg.get("kind") or data_cfg.get("name")
+    if kind == "synthetic":
+        files = {s: Path(str(data_cfg.get("dir") or "")) / SPLIT_FILES[s] for s in SPLIT_FILES}
+    elif kind == "svmlight":
+        files = {s: Path(str(data_cfg[s])) for s in SPLITS if data_cfg.get(s)}
+    elif kind in REGISTRY:
+        spec = REGISTRY[str(kind)]
+        directory = Path(str(data_cfg.get("dir") or default_dir(spec.name)))
+        files = {s: directory / r for s, r in spec.files(data_cfg).items()}
+    else:
+        return {}
+    return {s: p.resolve() for s, p in files.items()}
 
 
 def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:

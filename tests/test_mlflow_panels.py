@@ -1,0 +1,175 @@
+"""MLflow's own run-page panels, filled in by every run (issue 11 item 12).
+
+* Datasets: one dataset input per split, digest = ltr's data fingerprint, source = the file read;
+* Source: ``mlflow.source.name`` = the entry point (``ltr.train``, ``ltr.compare``, ``ltr.sweep``);
+* metric charts: MLflow 3.x groups a run's charts by the name before the last ``/`` and sorts the
+  groups alphabetically (``RunsChartsCardConfig.getBaseChartAndSectionConfigs`` in mlflow/server/js);
+  the random baseline is named ``<split>/baseline_random/<metric>`` so its group follows the model's.
+
+The browser check of the same run page is in tests/test_dashboard.py (a real server and Chromium).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from helpers import TINY_DATA, kill_server, run_train_cli, start_mlflow_server, store_client
+from mlflow.tracking import MlflowClient
+
+from ltr.data.svmlight import load_svmlight
+from ltr.tracking import HTTP_LIMITS, SplitDataset, Tracker, import_fallback
+
+
+def chart_order(metric_keys: list[str]) -> list[str]:
+    """The order MLflow 3.17's run page shows a run's model-metric charts in (first chart first).
+
+    Mirrors ``getBaseChartAndSectionConfigs``: a chart's section is its key up to the last ``/``;
+    named sections sorted alphabetically come first, then the unnamed "Model metrics" section; the
+    charts keep their alphabetical order inside each section.
+    """
+    section = {k: k.rsplit("/", 1)[0] if "/" in k else "" for k in metric_keys}
+    named = sorted({s for s in section.values() if s})
+    order = [*named, ""]
+    return sorted(metric_keys, key=lambda k: (order.index(section[k]), k))
+
+
+def test_chart_order_mirror_puts_named_sections_first():
+    keys = ["best_iteration", "baseline_random/test/ndcg_at_10", "test/ndcg_at_10", "curve/valid/ndcg_at_10"]
+    assert chart_order(keys) == [
+        "baseline_random/test/ndcg_at_10",  # what a run showed first before the rename
+        "curve/valid/ndcg_at_10",
+        "test/ndcg_at_10",
+        "best_iteration",
+    ]
+
+
+@pytest.fixture(scope="module")
+def train_run(tmp_path_factory):
+    """One ``python -m ltr.train`` process on the local SQLite store."""
+    root = tmp_path_factory.mktemp("panels")
+    proc = run_train_cli(["+model=lambdamart", *TINY_DATA, "num_threads=1", "model.params.n_trees=5"], root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = store_client(root)
+    (run,) = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    return root, run
+
+
+def test_every_split_is_a_dataset_input_with_the_fingerprint_as_digest(train_run):
+    root, run = train_run
+    inputs = {
+        {t.key: t.value for t in d.tags}["mlflow.data.context"]: d.dataset for d in run.inputs.dataset_inputs
+    }
+    assert set(inputs) == {"train", "valid", "test"}
+    files = {"train": "train.txt", "valid": "vali.txt", "test": "test.txt"}
+    for split, dataset in inputs.items():
+        path = (root / "data" / "synthetic" / files[split]).resolve()
+        fingerprint = load_svmlight(path).fingerprint()  # computed here, from the file the run read
+        assert dataset.name == f"synthetic/{split}"
+        assert dataset.digest == fingerprint == run.data.tags[f"ltr.data.fingerprint.{split}"]
+        assert dataset.source_type == "local" and json.loads(dataset.source) == {"uri": str(path)}
+        profile = json.loads(dataset.profile)
+        assert profile["n_queries"] == {"train": 60, "valid": 20, "test": 20}[split]
+
+
+def test_the_source_field_names_the_entry_point(train_run):
+    _, run = train_run
+    assert run.data.tags["mlflow.source.name"] == "ltr.train"
+    assert run.data.tags["mlflow.source.type"] == "LOCAL"
+
+
+def test_the_first_charts_are_the_models_and_the_baseline_follows_its_split(train_run):
+    _, run = train_run
+    keys = list(run.data.metrics)
+    assert "test/baseline_random/ndcg_at_10" in keys and not any(
+        k.startswith("baseline_random/") for k in keys
+    )
+    order = chart_order(keys)
+    assert not order[0].startswith(("test/baseline_random", "baseline_random")), order[:5]
+    first_test = order.index("test/ndcg_at_10")
+    assert first_test < order.index("test/baseline_random/ndcg_at_10")
+    assert all("baseline" not in k for k in order[: first_test + 1])
+
+
+def test_the_digest_is_the_given_fingerprint_not_one_mlflow_computes(tmp_path):
+    """The digest is the given fingerprint, also for a split MLflow could hash (no arrays are passed)."""
+    tracker = Tracker(f"sqlite:///{tmp_path}/mlflow.db", "exp", artifact_root=tmp_path / "art")
+    split = SplitDataset(
+        "mine/test", "0123456789abcdef", str(tmp_path / "test.txt"), "test", {"n_queries": 3}
+    )
+    with tracker.start(run_name="r"):
+        tracker.log_datasets([split])
+    (given,) = MlflowClient(tracker.uri).get_run(tracker.run_id).inputs.dataset_inputs
+    assert (given.dataset.name, given.dataset.digest) == ("mine/test", "0123456789abcdef")
+    assert [(t.key, t.value) for t in given.tags] == [("mlflow.data.context", "test")]
+
+
+# --- a server that dies under a comparison: the fallback keeps the parent link and the datasets -------
+
+
+@pytest.fixture
+def mlflow_server(tmp_path):
+    proc, url = start_mlflow_server(tmp_path)
+    yield proc, url
+    if proc.poll() is None:
+        kill_server(proc)
+
+
+def _split(name: str, digest: str) -> SplitDataset:
+    return SplitDataset(f"d/{name}", digest, f"/data/{name}.txt", name, {"n_queries": 2})
+
+
+@pytest.mark.slow  # ~50 s: a server start and bounded retries against the dead server
+@pytest.mark.parametrize("dies", ["before the child", "inside the child"])
+def test_children_in_the_fallback_store_keep_their_parent_and_datasets(
+    tmp_path, mlflow_server, monkeypatch, dies
+):
+    """A comparison-shaped run (parent + spawned children, as ``ltr.compare`` logs them) whose server
+    dies: the parent moves to the fallback store with its child, the children name the fallback parent,
+    and ``import-fallback`` restores parent links and dataset inputs on the target."""
+    for name, value in HTTP_LIMITS.items():
+        monkeypatch.setenv(name, value)
+    proc, url = mlflow_server
+    parent = Tracker(url, "exp", fallback_root=tmp_path / "work")
+    t0 = time.monotonic()
+    with parent.start(run_name="compare-x", tags={"ltr.compare.role": "parent"}):
+        parent.log_datasets([_split("test", "a" * 16)])
+        parent.log_params({"seed": 1})
+        for i, system in enumerate(["one", "two"]):
+            child = parent.spawn()
+            if i == 0 and dies == "before the child":
+                kill_server(proc)
+            with child.start(run_name=system, parent_run_id=parent.run_id):
+                child.log_datasets([_split("train", "b" * 16), _split("test", "a" * 16)])
+                if i == 0 and dies == "inside the child":
+                    kill_server(proc)
+                child.log_metrics({"test/ndcg_at_10": 0.5 + i / 10})
+        parent.log_metrics({"leaderboard/one/ndcg_at_10": 0.5})
+    assert time.monotonic() - t0 < 120
+    store = tmp_path / "work" / "mlflow-fallback.db"
+    fallback = MlflowClient(f"sqlite:///{store}")
+    runs = {r.info.run_name: r for r in fallback.search_runs([parent.experiment_id])}
+    assert set(runs) == {"compare-x", "one", "two"}
+    fallback_parent = runs["compare-x"]
+    assert fallback_parent.info.status == "FINISHED" and fallback_parent.data.params == {"seed": "1"}
+    assert fallback_parent.data.metrics == {"leaderboard/one/ndcg_at_10": 0.5}
+    for system in ("one", "two"):
+        run = runs[system]
+        assert run.info.status == "FINISHED"
+        assert run.data.tags["mlflow.parentRunId"] == fallback_parent.info.run_id
+        assert [d.dataset.digest for d in run.inputs.dataset_inputs] == ["b" * 16, "a" * 16]
+    assert [d.dataset.name for d in fallback_parent.inputs.dataset_inputs] == ["d/test"]
+
+    target = f"sqlite:///{tmp_path}/imported.db"
+    pairs = dict(import_fallback(store, target))
+    client = MlflowClient(target)
+    copies = {
+        r.info.run_name: r for r in client.search_runs([client.get_experiment_by_name("exp").experiment_id])
+    }
+    new_parent = copies["compare-x"].info.run_id
+    assert pairs[fallback_parent.info.run_id] == new_parent
+    for system in ("one", "two"):
+        assert copies[system].data.tags["mlflow.parentRunId"] == new_parent
+        assert [d.dataset.digest for d in copies[system].inputs.dataset_inputs] == ["b" * 16, "a" * 16]
+        assert {t.value for d in copies[system].inputs.dataset_inputs for t in d.tags} == {"train", "test"}
