@@ -1029,6 +1029,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     imp.add_argument("store", help=f"the fallback SQLite file the run printed (<root>/{FALLBACK_DB})")
     imp.add_argument("--to", dest="target", required=True, help="tracking URI to import into")
     args = parser.parse_args(argv)
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)  # retries: the error line says it
     try:
         pairs = import_fallback(args.store, args.target)
     except LtrError as exc:

@@ -12,10 +12,21 @@ The browser check of the same run page is in tests/test_dashboard.py (a real ser
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
-from helpers import TINY_DATA, kill_server, run_train_cli, start_mlflow_server, store_client
+from helpers import (
+    PROJECT_ROOT,
+    TINY_DATA,
+    cli_env,
+    kill_server,
+    run_train_cli,
+    start_mlflow_server,
+    store_client,
+)
 from mlflow.tracking import MlflowClient
 
 from ltr.data.svmlight import load_svmlight
@@ -173,3 +184,135 @@ def test_children_in_the_fallback_store_keep_their_parent_and_datasets(
         assert copies[system].data.tags["mlflow.parentRunId"] == new_parent
         assert [d.dataset.digest for d in copies[system].inputs.dataset_inputs] == ["b" * 16, "a" * 16]
         assert {t.value for d in copies[system].inputs.dataset_inputs for t in d.tags} == {"train", "test"}
+
+
+# --- import-fallback into a server that is gone or dies part-way -------------------------------------
+
+
+class DyingProxy:
+    """A real HTTP proxy in front of an MLflow server that dies (stops accepting connections) at the
+    first request after the ``runs/create`` number ``die_after_create``: the import is cut part-way,
+    inside a run it has just created on the server."""
+
+    def __init__(self, upstream: str, die_after_create: int) -> None:
+        import http.client
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        host, port = upstream.removeprefix("http://").split(":")
+        state = {"creates": 0, "dead": False}
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None: ...
+
+            def forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                if state["dead"] or state["creates"] >= die_after_create and "runs/create" not in self.path:
+                    state["dead"] = True
+                    self.close_connection = True
+                    threading.Thread(target=proxy.close, daemon=True).start()
+                    return  # no answer: the connection drops, then nothing listens any more
+                state["creates"] += "runs/create" in self.path
+                conn = http.client.HTTPConnection(host, int(port), timeout=60)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                conn.request(self.command, self.path, body=body, headers=headers)
+                response = conn.getresponse()
+                data = response.read()
+                self.send_response(response.status)
+                for key, value in response.getheaders():
+                    if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                conn.close()
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = forward
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _fallback_store(path: Path) -> list[str]:
+    """A fallback store as a comparison leaves it: a parent and two children with dataset inputs."""
+    tracker = Tracker(f"sqlite:///{path}", "exp", artifact_root=path.parent / "art")
+    ids = []
+    with tracker.start(run_name="compare-x"):
+        tracker.log_params({"seed": 1})
+        ids.append(tracker.run_id)
+        for system in ("one", "two"):
+            child = tracker.spawn()
+            with child.start(run_name=system, parent_run_id=tracker.run_id):
+                child.log_datasets([_split("test", "a" * 16)])
+                child.log_params({"system": system})
+                child.log_metrics({"test/ndcg_at_10": 0.5})
+                ids.append(child.run_id)
+    return ids
+
+
+def _import_cli(store: Path, target: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ltr.tracking", "import-fallback", str(store), "--to", target],
+        cwd=PROJECT_ROOT, env=cli_env(PROJECT_ROOT), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_import_into_an_unreachable_server_is_one_line_naming_the_option(tmp_path):
+    from helpers import free_port
+
+    store = tmp_path / "mlflow-fallback.db"
+    _fallback_store(store)
+    target = f"http://127.0.0.1:{free_port()}"
+    proc = _import_cli(store, target)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"error: import-fallback --to={target}: the MLflow server is unreachable")
+    assert len(proc.stderr.strip().splitlines()) == 1
+    client = MlflowClient(f"sqlite:///{store}")
+    assert not [r for r in client.search_runs([client.get_experiment_by_name("exp").experiment_id])
+                if "ltr.fallback.imported_as" in r.data.tags]  # fmt: skip
+
+
+@pytest.mark.slow  # ~40 s: a server start, bounded retries against the dead proxy
+def test_import_into_a_server_that_dies_part_way_is_one_line_and_a_rerun_completes_it(
+    tmp_path, mlflow_server
+):
+    """``python -m ltr.tracking import-fallback`` (a real process) into a server that dies while the
+    second run is being copied: exit 2 with one line, no traceback, the first run marked imported;
+    the same command once the server answers again copies the rest, each run exactly once (the
+    half-copied run is replaced), with the parent links."""
+    _, url = mlflow_server
+    store = tmp_path / "mlflow-fallback.db"
+    parent, one, two = _fallback_store(store)
+    proxy = DyingProxy(url, die_after_create=2)
+    try:
+        cut = _import_cli(store, proxy.url)
+    finally:
+        proxy.close()
+    assert cut.returncode == 2, cut.stderr[-3000:]
+    assert "Traceback" not in cut.stderr
+    (line,) = cut.stderr.strip().splitlines()  # no retry warnings, no traceback: one line
+    assert line.startswith(
+        f"error: import-fallback: the MLflow server {proxy.url} stopped answering after 1 of 3"
+    )
+    assert f"nothing is lost: the runs not imported stay in {store}" in line
+    server = MlflowClient(url)
+    exp = server.get_experiment_by_name("exp").experiment_id
+    assert len(server.search_runs([exp])) == 2  # the parent, and the child the server died on (half-copied)
+
+    again = _import_cli(store, url)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "2 run(s) imported" in again.stdout
+    copies = {r.info.run_name: r for r in server.search_runs([exp])}
+    assert sorted(copies) == ["compare-x", "one", "two"]  # each once: the half copy was replaced
+    for system in ("one", "two"):
+        assert copies[system].data.tags["mlflow.parentRunId"] == copies["compare-x"].info.run_id
+        assert copies[system].data.params == {"system": system}
+        assert [d.dataset.digest for d in copies[system].inputs.dataset_inputs] == ["a" * 16]
