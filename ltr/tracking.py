@@ -11,6 +11,10 @@ server that dies mid-run moves the run to a local fallback store, and
 ``python -m ltr.tracking import-fallback STORE --to URI`` (:func:`import_fallback`) copies it back.
 Bad schemes and unwritable stores fail in :func:`make_tracker` with one :class:`~ltr.errors.ConfigError`.
 
+MLflow's own run-page panels: :meth:`Tracker.log_datasets` logs the splits as dataset inputs (digest =
+ltr's data fingerprint, :class:`SplitDataset`) and :func:`source_tags` names the entry point in the
+Source field.
+
 MLflow is imported inside the functions that use it: importing it takes seconds, and a run with
 ``tracking=none`` (or a helper such as :func:`mlflow_metric_name`) never needs it.
 

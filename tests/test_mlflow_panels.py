@@ -316,3 +316,18 @@ def test_import_into_a_server_that_dies_part_way_is_one_line_and_a_rerun_complet
         assert copies[system].data.tags["mlflow.parentRunId"] == copies["compare-x"].info.run_id
         assert copies[system].data.params == {"system": system}
         assert [d.dataset.digest for d in copies[system].inputs.dataset_inputs] == ["a" * 16]
+
+
+@pytest.mark.slow  # ~40 s: a two-job multirun in a real process
+def test_sweep_jobs_and_their_summary_name_their_entry_points(tmp_path):
+    """``python -m ltr.train -m``: each job's Source is ``ltr.train`` of type JOB (a job of a sweep),
+    the summary run's is ``ltr.sweep``; the jobs have their dataset inputs too."""
+    proc = run_train_cli(["-m", "+model=linear", *TINY_DATA, "num_threads=1", "seed=1,2"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = store_client(tmp_path)
+    runs = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    sources = sorted(
+        (r.data.tags["mlflow.source.name"], r.data.tags["mlflow.source.type"], len(r.inputs.dataset_inputs))
+        for r in runs
+    )
+    assert sources == [("ltr.sweep", "JOB", 0), ("ltr.train", "JOB", 3), ("ltr.train", "JOB", 3)]
