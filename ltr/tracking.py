@@ -590,10 +590,9 @@ class Tracker:
         whose digest is ltr's fingerprint and whose source is the local file, with the split as its
         ``mlflow.data.context`` input tag. Logged like everything else (fallback journal, masking).
         """
-        # deferred: slow import (see the module docstring)
-        from mlflow.data.dataset_source_registry import get_dataset_source_from_json
-        from mlflow.data.meta_dataset import MetaDataset
-        from mlflow.entities import Dataset, DatasetInput, InputTag
+        from mlflow.data.dataset_source_registry import get_dataset_source_from_json  # deferred: slow import
+        from mlflow.data.meta_dataset import MetaDataset  # deferred: slow import (see the module docstring)
+        from mlflow.entities import Dataset, DatasetInput, InputTag  # deferred: slow import
 
         inputs = []
         for split in datasets:

@@ -331,3 +331,82 @@ def test_sweep_jobs_and_their_summary_name_their_entry_points(tmp_path):
         for r in runs
     )
     assert sources == [("ltr.sweep", "JOB", 0), ("ltr.train", "JOB", 3), ("ltr.train", "JOB", 3)]
+
+
+@pytest.mark.slow  # ~2 min: a real comparison, a real server killed under it, an import
+def test_a_comparison_whose_server_dies_keeps_its_tree_in_the_fallback_store(tmp_path, mlflow_server):
+    """``python -m ltr.compare`` (a real process) while its server is killed during the first system's
+    training: exit 0; the fallback store holds the parent and both systems' runs under it, with their
+    datasets; ``import-fallback`` recreates the tree on the target."""
+    import yaml
+
+    proc_server, url = mlflow_server
+    spec = {
+        "name": "dies",
+        "overrides": ["data=synthetic"],
+        "baseline": "feature",
+        "metrics": ["ndcg@10"],
+        "stats": {"B": 200},
+        "systems": {
+            "slow": {"model": "lambdamart", "overrides": ["model.params.n_trees=3000",
+                     "model.params.learning_rate=0.001", "model.early_stopping.patience=null"]},
+            "feature": {"model": "feature"},
+        },
+    }  # fmt: skip
+    path = tmp_path / "dies.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    root = tmp_path / "work"
+    args = [f"experiment={path}", *TINY_DATA, "num_threads=1", "eval.bootstrap.B=200", f"tracking.uri={url}"]
+    compare = subprocess.Popen(
+        [sys.executable, "-m", "ltr.compare", *args], cwd=PROJECT_ROOT, env=cli_env(root),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        server = MlflowClient(url)
+        deadline = time.monotonic() + 300
+        while compare.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+            exp = server.get_experiment_by_name("ltr")
+            if exp and any(
+                server.get_metric_history(r.info.run_id, "curve/valid/ndcg_at_10")
+                for r in server.search_runs([exp.experiment_id], "tags.`ltr.compare.system` = 'slow'")
+            ):
+                break
+        else:
+            compare.kill()
+            pytest.fail("the first system never logged a curve point:\n" + compare.communicate()[1][-3000:])
+        kill_server(proc_server)
+        _, err = compare.communicate(timeout=600)
+    finally:
+        if compare.poll() is None:
+            compare.kill()
+            compare.wait()
+    assert compare.returncode == 0, err[-3000:]
+    assert "Traceback" not in err
+    store = root / "mlflow-fallback.db"
+    fallback = MlflowClient(f"sqlite:///{store}")
+    runs = {
+        r.info.run_name: r
+        for r in fallback.search_runs([fallback.get_experiment_by_name("ltr").experiment_id])
+    }
+    assert set(runs) == {"compare-dies", "slow", "feature"}
+    parent = runs["compare-dies"]
+    assert parent.data.tags["mlflow.source.name"] == "ltr.compare"
+    assert any(k.startswith("leaderboard/") for k in parent.data.metrics)  # logged after the kill
+    for system in ("slow", "feature"):
+        assert runs[system].info.status == "FINISHED"
+        assert runs[system].data.tags["mlflow.parentRunId"] == parent.info.run_id
+        assert len(runs[system].inputs.dataset_inputs) == 3
+
+    target = f"sqlite:///{tmp_path}/imported.db"
+    imported = _import_cli(store, target)
+    assert imported.returncode == 0, imported.stderr[-3000:]
+    client = MlflowClient(target)
+    copies = {
+        r.info.run_name: r for r in client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    }
+    for system in ("slow", "feature"):
+        assert copies[system].data.tags["mlflow.parentRunId"] == copies["compare-dies"].info.run_id
+        assert [d.dataset.digest for d in copies[system].inputs.dataset_inputs] == [
+            d.dataset.digest for d in runs[system].inputs.dataset_inputs
+        ]
