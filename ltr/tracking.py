@@ -904,7 +904,8 @@ def import_fallback(store: str | os.PathLike[str], target_uri: str) -> list[tupl
 
     Each run keeps its experiment (by name), name, tags, params, full metric histories, dataset inputs
     (the Datasets panel), status, artifacts and logged models (so ``runs:/<new id>/model`` loads); a
-    child run's ``mlflow.parentRunId`` names its imported parent. The fallback run is tagged
+    child run's ``mlflow.parentRunId`` names its imported parent, and children the server already held
+    under the parent's half-written run there move under the imported parent. The fallback run is tagged
     ``ltr.fallback.imported_as`` and skipped by the next import.
 
     A server that is unreachable, or stops answering part-way, is one :class:`~ltr.errors.ConfigError`
@@ -956,6 +957,24 @@ def import_fallback(store: str | os.PathLike[str], target_uri: str) -> list[tupl
     return done
 
 
+def _adopt_children(dst: Any, exp_id: str, server_run: str, new_id: str) -> None:
+    """Children the server got before it died, under the half-written ``server_run``, move under its copy.
+
+    A comparison whose server died after its first systems finished has those systems' runs on the
+    server and the rest in the fallback store; once the parent is imported, one parent holds them all.
+    The half-written run is tagged ``ltr.fallback.superseded_by`` (nothing to do on another store).
+    """
+    from mlflow.exceptions import MlflowException  # deferred: slow import (see the module docstring)
+
+    for child in dst.search_runs([exp_id], f"tags.`{TAG_PARENT}` = '{server_run}'", max_results=5000):
+        dst.set_tag(child.info.run_id, TAG_PARENT, new_id)
+    try:
+        dst.set_tag(server_run, "ltr.fallback.superseded_by", new_id)
+    except MlflowException as exc:
+        if _is_connection_error(exc):
+            raise
+
+
 def _import_run(
     src: Any, dst: Any, run: Any, experiment: str, source: Path, imported: Mapping[str, str]
 ) -> str:
@@ -1000,6 +1019,8 @@ def _import_run(
     ]
     for i in range(0, len(metrics), _BATCH):
         dst.log_batch(new_id, metrics=metrics[i : i + _BATCH])
+    if server_run := run.data.tags.get("ltr.fallback.server_run_id"):
+        _adopt_children(dst, exp_id, server_run, new_id)
     if run.inputs is not None and run.inputs.dataset_inputs:
         dst.log_inputs(new_id, datasets=list(run.inputs.dataset_inputs))
     with tempfile.TemporaryDirectory() as tmp:

@@ -16,11 +16,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import (
     PROJECT_ROOT,
     TINY_DATA,
+    ForwardingProxy,
     cli_env,
     kill_server,
     run_train_cli,
@@ -189,56 +191,26 @@ def test_children_in_the_fallback_store_keep_their_parent_and_datasets(
 # --- import-fallback into a server that is gone or dies part-way -------------------------------------
 
 
-class DyingProxy:
+class DyingProxy(ForwardingProxy):
     """A real HTTP proxy in front of an MLflow server that dies (stops accepting connections) at the
     first request after the ``runs/create`` number ``die_after_create``: the import is cut part-way,
     inside a run it has just created on the server."""
 
     def __init__(self, upstream: str, die_after_create: int) -> None:
-        import http.client
         import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-        host, port = upstream.removeprefix("http://").split(":")
         state = {"creates": 0, "dead": False}
-        proxy = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None: ...
+        def gate(handler: Any, body: bytes | None) -> bool:
+            if state["dead"] or state["creates"] >= die_after_create and "runs/create" not in handler.path:
+                state["dead"] = True
+                handler.close_connection = True
+                threading.Thread(target=self.close, daemon=True).start()
+                return True  # no answer: the connection drops, then nothing listens any more
+            state["creates"] += "runs/create" in handler.path
+            return False
 
-            def forward(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
-                if state["dead"] or state["creates"] >= die_after_create and "runs/create" not in self.path:
-                    state["dead"] = True
-                    self.close_connection = True
-                    threading.Thread(target=proxy.close, daemon=True).start()
-                    return  # no answer: the connection drops, then nothing listens any more
-                state["creates"] += "runs/create" in self.path
-                conn = http.client.HTTPConnection(host, int(port), timeout=60)
-                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
-                conn.request(self.command, self.path, body=body, headers=headers)
-                response = conn.getresponse()
-                data = response.read()
-                self.send_response(response.status)
-                for key, value in response.getheaders():
-                    if key.lower() not in ("transfer-encoding", "connection", "content-length"):
-                        self.send_header(key, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-                conn.close()
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = forward
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(upstream, gate)
 
 
 def _fallback_store(path: Path) -> list[str]:
@@ -333,11 +305,12 @@ def test_sweep_jobs_and_their_summary_name_their_entry_points(tmp_path):
     assert sources == [("ltr.sweep", "JOB", 0), ("ltr.train", "JOB", 3), ("ltr.train", "JOB", 3)]
 
 
-@pytest.mark.slow  # ~2 min: a real comparison, a real server killed under it, an import
+@pytest.mark.slow  # ~3 min: a real comparison, a real server killed under it, a restart, an import
 def test_a_comparison_whose_server_dies_keeps_its_tree_in_the_fallback_store(tmp_path, mlflow_server):
-    """``python -m ltr.compare`` (a real process) while its server is killed during the first system's
-    training: exit 0; the fallback store holds the parent and both systems' runs under it, with their
-    datasets; ``import-fallback`` recreates the tree on the target."""
+    """``python -m ltr.compare`` (a real process) while its server is killed during the second system's
+    training: exit 0; the fallback store holds the parent (with all it logged) and the second system
+    under it, with its datasets; the first system's run stays on the server. ``import-fallback`` into
+    the restarted server gives one tree again: the imported parent holds both systems."""
     import yaml
 
     proc_server, url = mlflow_server
@@ -348,13 +321,13 @@ def test_a_comparison_whose_server_dies_keeps_its_tree_in_the_fallback_store(tmp
         "metrics": ["ndcg@10"],
         "stats": {"B": 200},
         "systems": {
+            "feature": {"model": "feature"},
             "slow": {"model": "lambdamart", "overrides": ["model.params.n_trees=3000",
                      "model.params.learning_rate=0.001", "model.early_stopping.patience=null"]},
-            "feature": {"model": "feature"},
         },
     }  # fmt: skip
     path = tmp_path / "dies.yaml"
-    path.write_text(yaml.safe_dump(spec))
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
     root = tmp_path / "work"
     args = [f"experiment={path}", *TINY_DATA, "num_threads=1", "eval.bootstrap.B=200", f"tracking.uri={url}"]
     compare = subprocess.Popen(
@@ -374,7 +347,7 @@ def test_a_comparison_whose_server_dies_keeps_its_tree_in_the_fallback_store(tmp
                 break
         else:
             compare.kill()
-            pytest.fail("the first system never logged a curve point:\n" + compare.communicate()[1][-3000:])
+            pytest.fail("the slow system never logged a curve point:\n" + compare.communicate()[1][-3000:])
         kill_server(proc_server)
         _, err = compare.communicate(timeout=600)
     finally:
@@ -389,24 +362,32 @@ def test_a_comparison_whose_server_dies_keeps_its_tree_in_the_fallback_store(tmp
         r.info.run_name: r
         for r in fallback.search_runs([fallback.get_experiment_by_name("ltr").experiment_id])
     }
-    assert set(runs) == {"compare-dies", "slow", "feature"}
+    assert set(runs) == {"compare-dies", "slow"}
     parent = runs["compare-dies"]
     assert parent.data.tags["mlflow.source.name"] == "ltr.compare"
-    assert any(k.startswith("leaderboard/") for k in parent.data.metrics)  # logged after the kill
-    for system in ("slow", "feature"):
-        assert runs[system].info.status == "FINISHED"
-        assert runs[system].data.tags["mlflow.parentRunId"] == parent.info.run_id
-        assert len(runs[system].inputs.dataset_inputs) == 3
+    assert {"leaderboard/feature/ndcg_at_10", "leaderboard/slow/ndcg_at_10"} <= set(parent.data.metrics)
+    assert runs["slow"].info.status == "FINISHED"
+    assert runs["slow"].data.tags["mlflow.parentRunId"] == parent.info.run_id
+    assert len(runs["slow"].inputs.dataset_inputs) == 3
 
-    target = f"sqlite:///{tmp_path}/imported.db"
-    imported = _import_cli(store, target)
-    assert imported.returncode == 0, imported.stderr[-3000:]
-    client = MlflowClient(target)
-    copies = {
-        r.info.run_name: r for r in client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    proc_again, url_again = start_mlflow_server(tmp_path)  # the same store, back
+    try:
+        imported = _import_cli(store, url_again)
+        assert imported.returncode == 0, imported.stderr[-3000:]
+        client = MlflowClient(url_again)
+        tree = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    finally:
+        kill_server(proc_again)
+    new_parent = next(r for r in tree if r.data.tags.get("ltr.fallback.source_run_id") == parent.info.run_id)
+    children = {
+        r.info.run_name: r for r in tree if r.data.tags.get("mlflow.parentRunId") == new_parent.info.run_id
     }
-    for system in ("slow", "feature"):
-        assert copies[system].data.tags["mlflow.parentRunId"] == copies["compare-dies"].info.run_id
-        assert [d.dataset.digest for d in copies[system].inputs.dataset_inputs] == [
-            d.dataset.digest for d in runs[system].inputs.dataset_inputs
-        ]
+    assert set(children) == {"feature", "slow"}  # one tree: the server's first system joined the import
+    assert [d.dataset.digest for d in children["slow"].inputs.dataset_inputs] == [
+        d.dataset.digest for d in runs["slow"].inputs.dataset_inputs
+    ]
+    half = parent.data.tags["ltr.fallback.server_run_id"]
+    assert (
+        next(r for r in tree if r.info.run_id == half).data.tags["ltr.fallback.superseded_by"]
+        == new_parent.info.run_id
+    )
