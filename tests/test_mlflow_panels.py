@@ -121,14 +121,6 @@ def test_the_digest_is_the_given_fingerprint_not_one_mlflow_computes(tmp_path):
 # --- a server that dies under a comparison: the fallback keeps the parent link and the datasets -------
 
 
-@pytest.fixture
-def mlflow_server(tmp_path):
-    proc, url = start_mlflow_server(tmp_path)
-    yield proc, url
-    if proc.poll() is None:
-        kill_server(proc)
-
-
 def _split(name: str, digest: str) -> SplitDataset:
     return SplitDataset(f"d/{name}", digest, f"/data/{name}.txt", name, {"n_queries": 2})
 

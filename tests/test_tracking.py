@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import PROJECT_ROOT, TINY_DATA, ForwardingProxy, cli_env, kill_server, start_mlflow_server
+from helpers import PROJECT_ROOT, TINY_DATA, ForwardingProxy, cli_env, kill_server
 from mlflow.tracking import MlflowClient
 
 from ltr.errors import ConfigError, NotFittedError
@@ -152,14 +152,6 @@ def test_unknown_flavor_is_refused_naming_the_ranker(tmp_path):
 
 
 # --- a real MLflow server: credentials, a server that dies mid-run, the fallback store ----------------
-
-
-@pytest.fixture
-def mlflow_server(tmp_path):
-    proc, url = start_mlflow_server(tmp_path)
-    yield proc, url
-    if proc.poll() is None:
-        kill_server(proc)
 
 
 def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_imports(tmp_path, mlflow_server):
