@@ -945,9 +945,14 @@ def import_fallback(store: str | os.PathLike[str], target_uri: str) -> list[tupl
             new_id = _import_run(src, dst, run, experiments[run.info.experiment_id], source, imported)
         except (MlflowException, OSError, ConnectionError) as exc:
             reason = mask_secrets(str(exc)).strip().splitlines()
-            what = "stopped answering" if _is_connection_error(exc) else "refused the import"
+            if _is_connection_error(exc):
+                what = f"the MLflow server {shown} stopped answering"
+            elif isinstance(exc, MlflowException):
+                what = f"{shown} refused a run"
+            else:
+                what = f"copying a run to {shown} failed"
             raise ConfigError(
-                f"import-fallback: the MLflow server {shown} {what} after {len(done)} of {len(pending)} "
+                f"import-fallback: {what} after {len(done)} of {len(pending)} "
                 f"run(s) ({type(exc).__name__}: {reason[0][:200] if reason else ''}); nothing is lost: the "
                 f"runs not imported stay in {source}; run the same command again when the server is back"
             ) from exc
