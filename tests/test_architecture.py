@@ -37,7 +37,15 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # search_space come with the other work packages of issue 10; a prefix without modules is harmless
     (
         "foundation",
-        ("ltr", "ltr.errors", "ltr.ranking", "ltr.config_check", "ltr.resources", "ltr.textlines"),
+        (
+            "ltr",
+            "ltr.errors",
+            "ltr.ranking",
+            "ltr.config_check",
+            "ltr.resources",
+            "ltr.textlines",
+            "ltr.predictions",
+        ),
     ),
     ("data", ("ltr.data",)),
     ("metrics", ("ltr.metrics",)),
@@ -46,6 +54,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("models", ("ltr.models",)),
     ("reporting", ("ltr.comparison", "ltr.report", "ltr.plots", "ltr.progress")),
     ("tracking", ("ltr.tracking",)),
+    ("export", ("ltr.export",)),
     (
         "application",
         (
@@ -57,9 +66,14 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.entry",
             "ltr.optuna_sweeper",
             "ltr.search_space",
+            "ltr.model_source",
+            "ltr.folds",
         ),
     ),  # fmt: skip
-    ("entry points", ("ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__", "ltr.sweep")),
+    (
+        "entry points",
+        ("ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__", "ltr.sweep", "ltr.export.__main__"),
+    ),
 )
 #: Entry points (command lines and the Hydra sweep callback): none may import another.
 ENTRY_POINTS = frozenset(LAYERS[-1][1])
@@ -67,7 +81,7 @@ ENTRY_POINTS = frozenset(LAYERS[-1][1])
 #: not needed; a function-local import of one needs a ``# deferred:`` reason.
 HEAVY = frozenset(
     {"lightgbm", "xgboost", "catboost", "mlflow", "dask", "distributed", "matplotlib", "optuna", "hydra",
-     "pandas", "sklearn", "skops"}
+     "pandas", "sklearn", "skops", "onnx", "onnxruntime"}
 )  # fmt: skip
 REASON = re.compile(r"#\s*deferred:\s*\S")
 
@@ -312,6 +326,8 @@ IMPORT_ALLOWS: dict[str, frozenset[str]] = {
     "ltr.plots": frozenset(),
     "ltr.progress": frozenset(),
     "ltr.evaluate": frozenset({"numba"}),
+    "ltr.export": frozenset(),
+    "ltr.export.__main__": frozenset({"numba"}),  # ONNX, MLflow and the engines load only when used
 }
 
 
