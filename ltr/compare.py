@@ -305,7 +305,7 @@ def _run_comparison(
     # deferred (each): the engines load after configure_process_environment() (see __main__)
     from ltr.folds import fold_plan, run_folds  # deferred: imports the pipeline (the engines)
     from ltr.pipeline import check_data_fits, check_run_config, member_search_path  # deferred: the engines
-    from ltr.record import connect_and_load, train_and_record  # deferred: imports the pipeline
+    from ltr.record import connect_and_load, split_datasets, train_and_record  # deferred: the pipeline
     from ltr.tracking import make_tracker  # deferred: MLflow, only for a fold protocol's tracker
 
     systems = list(configs)
@@ -346,8 +346,8 @@ def _run_comparison(
         "ltr.data": str(first.data.name),
         **{
             k: v
-            for k, v in run_tags(first, splits).items()
-            if k.startswith(("git.", "version.", "ltr.data.fingerprint"))
+            for k, v in run_tags(first, splits, entry="ltr.compare").items()
+            if k.startswith(("git.", "version.", "ltr.data.fingerprint", "mlflow.source."))
         },
     }
     frames: dict[str, Any] = {}
@@ -363,10 +363,11 @@ def _run_comparison(
         tracker.log_params(
             {"seed": first.seed, "num_threads": first.num_threads, "cli_overrides": " ".join(cli_overrides)}
         )
+        tracker.log_datasets(split_datasets(first.data, splits, parent_tags))
         with task_progress(len(systems), f"comparison {exp.name}") as advance:
             for system in systems:
                 cfg = configs[system]
-                tags = run_tags(cfg, splits) | {
+                tags = run_tags(cfg, splits, entry="ltr.compare") | {
                     "ltr.compare.system": system,
                     "ltr.compare.experiment": str(exp.name),
                     "ltr.command": rerun_command("ltr.train", system_overrides(exp, system, cli_overrides)),

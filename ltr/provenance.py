@@ -23,6 +23,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
 from ltr.resources import source_checkout
+from ltr.tracking import source_tags
 
 #: distributions whose versions every run records as ``version.<name>`` tags
 TRACKED_PACKAGES = (
@@ -112,7 +113,11 @@ def package_versions() -> dict[str, str]:
 
 
 def run_tags(cfg: Any, splits: Mapping[str, Any], *, entry: str = "ltr.train") -> dict[str, str]:
-    """What a run must record beyond its params: provenance, data identity, library versions."""
+    """What a run must record beyond its params: provenance, data identity, library versions.
+
+    MLflow's Source field names ``entry`` (:func:`ltr.tracking.source_tags`; type ``JOB`` for a job of
+    a Hydra multirun).
+    """
     command, overrides = command_line(entry)
     tags: dict[str, str] = {
         "ltr.command": command,
@@ -126,7 +131,9 @@ def run_tags(cfg: Any, splits: Mapping[str, Any], *, entry: str = "ltr.train") -
         "ltr.seed": str(cfg.seed),
         "python": platform.python_version(),
     }
-    tags.update(sweep_tags())
+    sweep = sweep_tags()
+    tags.update(sweep)
+    tags.update(source_tags(entry, job=bool(sweep)))
     for split, data in splits.items():
         tags[f"ltr.data.fingerprint.{split}"] = data.fingerprint()
     tags.update(package_versions())

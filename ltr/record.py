@@ -7,11 +7,12 @@ with live curves (``curve/<split>/<metric>``, step = iteration) and a progress b
 :func:`log_outcome` records, with the names ``docs/experiments.md`` lists ("What a run records"):
 the metric conventions (``metric_conventions.*`` params), the engine's own parameters (``engine.*``),
 ``best_iteration``, per split ``<split>/<metric>`` means with ``_ci_low`` / ``_ci_high`` /
-``_n_skipped`` and ``<split>/n_queries``, ``baseline_random/<split>/<metric>``, the choices the model
+``_n_skipped`` and ``<split>/n_queries``, ``<split>/baseline_random/<metric>``, the choices the model
 learned from the data (:meth:`~ltr.models.base.BaseRanker.learned_choices`: ``learned.*`` params and
 metrics, e.g. the ``feature`` baseline's column and direction, a blend's weights), the per-query
 Parquet files ``per_query/<split>.parquet``, plots under ``plots/`` and the model under ``model/``;
 a split sharing queries with ``train`` is warned about and tagged ``ltr.leakage.<split>``.
+:func:`train_and_record` also logs the splits as MLflow dataset inputs (:func:`split_datasets`).
 
 >>> import numpy as np
 >>> from ltr.pipeline import SplitResult
@@ -34,11 +35,11 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from ltr.console import print_data_summary, print_training_start
-from ltr.data.registry import load_dataset
+from ltr.data.registry import load_dataset, split_files
 from ltr.pipeline import Outcome, SplitResult, check_splits, fit_and_evaluate
 from ltr.plots import feature_importance, plot_feature_importance, plot_learning_curves
 from ltr.progress import iteration_progress
-from ltr.tracking import flatten_params, make_tracker, mlflow_metric_name
+from ltr.tracking import SplitDataset, flatten_params, make_tracker, mlflow_metric_name
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,36 @@ def split_metrics(
         if m in cis:
             out[mlflow_metric_name(split, m, "_ci_low")] = cis[m][0]
             out[mlflow_metric_name(split, m, "_ci_high")] = cis[m][1]
+    return out
+
+
+def baseline_metric_name(split: str, metric: str) -> str:
+    """The random baseline's MLflow metric: ``<split>/baseline_random/<metric>``.
+
+    MLflow's run page groups charts by the name before the last ``/`` and orders the groups
+    alphabetically, so this name puts the baseline right after the model's own ``<split>/…`` charts
+    instead of first (``baseline_random/test/…`` sorted before everything the model logged).
+
+    >>> baseline_metric_name("test", "ndcg@10")
+    'test/baseline_random/ndcg_at_10'
+    """
+    return mlflow_metric_name(f"{split}/baseline_random", metric)
+
+
+def split_datasets(data_cfg: Any, splits: Mapping[str, Any], tags: Mapping[str, str]) -> list[SplitDataset]:
+    """The run's splits for MLflow's Datasets panel: name ``<data>/<split>``, digest = the fingerprint.
+
+    The digest is the run's ``ltr.data.fingerprint.<split>`` tag when it has one (the value computed
+    once for the tags), else :meth:`~ltr.data.RankingData.fingerprint`; the source is the file the
+    split was read from (:func:`ltr.data.registry.split_files`), else the split's own name.
+    """
+    files = split_files(data_cfg)
+    out = []
+    for split, data in splits.items():
+        digest = tags.get(f"ltr.data.fingerprint.{split}") or data.fingerprint()
+        profile = {"n_queries": data.n_queries, "n_docs": data.n_docs, "n_features": data.n_features}
+        source = str(files[split]) if split in files else str(data.name)
+        out.append(SplitDataset(f"{data_cfg.get('name')}/{split}", digest, source, split, profile))
     return out
 
 
@@ -211,12 +242,7 @@ def log_outcome(
         tracker.log_metrics(split_metrics(result, outcome.metrics, outcome.cis[split]))
         tracker.log_frame(outcome.frames[split], f"per_query/{split}.parquet")
     baseline = outcome.baseline
-    tracker.log_metrics(
-        {
-            mlflow_metric_name(f"baseline_random/{baseline.split}", m): baseline.mean(m)
-            for m in outcome.metrics
-        }
-    )
+    tracker.log_metrics({baseline_metric_name(baseline.split, m): baseline.mean(m) for m in outcome.metrics})
     data = splits[outcome.report_split]
     if cfg.tracking.get("log_plots", True) or plots_dir is not None:
         log_run_plots(tracker, outcome, data.n_features, plots_dir, label or str(cfg.model.name))
@@ -243,6 +269,7 @@ def train_and_record(
     resolved = OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else dict(cfg)
     with tracker.start(run_name=run_name, tags=tags, parent_run_id=parent_run_id):
         tracker.log_params(flatten_params(resolved))
+        tracker.log_datasets(split_datasets(cfg.data, splits, tags))
         tracker.log_dict(resolved, "config/resolved.yaml")
         if console is not None:
             print_training_start(console, cfg)

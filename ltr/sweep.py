@@ -34,7 +34,7 @@ from hydra.types import RunMode
 
 from ltr.progress import progress_enabled
 from ltr.schemas import metric_direction
-from ltr.tracking import make_tracker, mlflow_metric_name
+from ltr.tracking import make_tracker, mlflow_metric_name, source_tags
 
 RESULT_FILE = "ltr_result.json"
 SUMMARY_FILE = "sweep_summary.json"
@@ -134,6 +134,7 @@ def log_summary(summary: dict[str, Any], config: Any) -> str | None:
         "ltr.sweep.role": "summary",
         "ltr.sweep.best_run_id": str(best.get("run_id")),
         "ltr.sweep.best_command": best["command"],
+        **source_tags("ltr.sweep", job=True),
     }
     with tracker.start(run_name=f"sweep-summary-{Path(summary['sweep_id']).name}", tags=tags):
         tracker.log_params(

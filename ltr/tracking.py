@@ -11,6 +11,10 @@ server that dies mid-run moves the run to a local fallback store, and
 ``python -m ltr.tracking import-fallback STORE --to URI`` (:func:`import_fallback`) copies it back.
 Bad schemes and unwritable stores fail in :func:`make_tracker` with one :class:`~ltr.errors.ConfigError`.
 
+MLflow's own run-page panels: :meth:`Tracker.log_datasets` logs the splits as dataset inputs (digest =
+ltr's data fingerprint, :class:`SplitDataset`) and :func:`source_tags` names the entry point in the
+Source field.
+
 MLflow is imported inside the functions that use it: importing it takes seconds, and a run with
 ``tracking=none`` (or a helper such as :func:`mlflow_metric_name`) never needs it.
 
@@ -32,6 +36,7 @@ import time
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +63,41 @@ FALLBACK_ARTIFACTS = "mlartifacts-fallback"
 #: tags of a run in the fallback store: the server it was meant for, and where it was imported to
 TAG_FALLBACK_FOR = "ltr.fallback.tracking_uri"
 TAG_IMPORTED_AS = "ltr.fallback.imported_as"
+TAG_IMPORTED_FROM = "ltr.fallback.imported_from"
+#: MLflow's own tags for the run page's Source field (the entry point) and the Datasets panel
+TAG_SOURCE_NAME = "mlflow.source.name"
+TAG_SOURCE_TYPE = "mlflow.source.type"
+TAG_PARENT = "mlflow.parentRunId"
+DATASET_CONTEXT = "mlflow.data.context"
+
+
+@dataclass(frozen=True)
+class SplitDataset:
+    """One split as MLflow's Datasets panel shows it (:meth:`Tracker.log_datasets`).
+
+    ``digest`` is ltr's data fingerprint (:meth:`ltr.data.RankingData.fingerprint`, also the run's
+    ``ltr.data.fingerprint.<split>`` tag), never a digest MLflow computes over the arrays; ``source``
+    is the file the split was read from; ``context`` is the split (``train``, ``valid``, ``test``);
+    ``profile`` (shown in the dataset's details) holds its size.
+    """
+
+    name: str
+    digest: str
+    source: str
+    context: str
+    profile: Mapping[str, Any] = field(default_factory=dict)
+
+
+def source_tags(entry: str, *, job: bool = False) -> dict[str, str]:
+    """MLflow's Source field of a run: the entry point (``ltr.train``, ``ltr.compare``, ``ltr.sweep``).
+
+    ``job`` marks a run one job of a sweep started (MLflow's source type ``JOB``), else ``LOCAL``.
+
+    >>> source_tags("ltr.compare")
+    {'mlflow.source.name': 'ltr.compare', 'mlflow.source.type': 'LOCAL'}
+    """
+    return {TAG_SOURCE_NAME: entry, TAG_SOURCE_TYPE: "JOB" if job else "LOCAL"}
+
 
 _USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*):[^/\s@]*@")
 
@@ -159,8 +199,14 @@ def dashboard_command(uri: str) -> str:
     return f"{exe} ui --backend-store-uri {shlex.quote(uri)} --host 127.0.0.1 --port 5000"
 
 
-def check_server_reachable(uri: str, timeout: float = 5.0) -> None:
-    """Fail fast, before any training, when ``uri`` is an MLflow server that does not answer."""
+def check_server_reachable(
+    uri: str, timeout: float = 5.0, *, option: str = "tracking.uri", fix: str = "or run with tracking=none"
+) -> None:
+    """Fail fast, before any training, when ``uri`` is an MLflow server that does not answer.
+
+    The one-line :class:`~ltr.errors.ConfigError` names ``option`` (``tracking.uri``, or
+    ``import-fallback --to``) and ends an unreachable server's message with ``fix``.
+    """
     if not uri.startswith(("http://", "https://")):
         return
     import base64
@@ -181,18 +227,18 @@ def check_server_reachable(uri: str, timeout: float = 5.0) -> None:
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (user-given URL)
             if response.status != 200:
-                raise ConfigError(f"tracking.uri={uri}: {url} answered HTTP {response.status}")
+                raise ConfigError(f"{option}={uri}: {url} answered HTTP {response.status}")
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
             raise ConfigError(
-                f"tracking.uri={uri}: the MLflow server refused the credentials (HTTP {exc.code}); give them "
+                f"{option}={uri}: the MLflow server refused the credentials (HTTP {exc.code}); give them "
                 "as http://USER:PASSWORD@host:port or in MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD"
             ) from exc
-        raise ConfigError(f"tracking.uri={uri}: {url} answered HTTP {exc.code}") from exc
+        raise ConfigError(f"{option}={uri}: {url} answered HTTP {exc.code}") from exc
     except (urllib.error.URLError, OSError, TimeoutError, ValueError) as exc:
         raise ConfigError(
-            f"tracking.uri={uri}: the MLflow server is unreachable ({mask_secrets(str(exc))}); start it, "
-            "fix the URI, or run with tracking=none"
+            f"{option}={uri}: the MLflow server is unreachable ({mask_secrets(str(exc))}); start it, "
+            f"fix the URI, {fix}"
         ) from exc
 
 
@@ -272,6 +318,7 @@ class NullTracker:
     def log_artifact(self, path: str | os.PathLike[str], artifact_path: str | None = None) -> None: ...
     def log_frame(self, frame: Any, artifact_file: str) -> None: ...
     def log_iteration_values(self, rows: list[tuple[int, dict[str, float]]]) -> None: ...
+    def log_datasets(self, datasets: Sequence[SplitDataset]) -> None: ...
     def spawn(self) -> NullTracker:
         return self
 
@@ -319,6 +366,7 @@ class Tracker:
         self._stash: Path | None = None
         self._run_name: str | None = None
         self._run_tags: dict[str, str] = {}
+        self._parent: Tracker | None = None
         self.client, self.experiment_id = _open_store(mlflow, uri, experiment, artifact_root)
 
     def spawn(self) -> Tracker:
@@ -333,6 +381,7 @@ class Tracker:
         other.experiment_id, other.run_id = self.experiment_id, None
         other.fallback_root, other.fallback_from = self.fallback_root, self.fallback_from
         other._journal, other._stash, other._run_name, other._run_tags = None, None, None, {}
+        other._parent = self  # a child that moves to the fallback store takes its parent along
         return other
 
     @contextmanager
@@ -350,7 +399,7 @@ class Tracker:
         mlflow = self._mlflow
         all_tags = {k: mask_secrets(str(v)) for k, v in (tags or {}).items()}
         if parent_run_id:
-            all_tags["mlflow.parentRunId"] = parent_run_id
+            all_tags[TAG_PARENT] = parent_run_id
         self._run_name, self._run_tags = run_name, all_tags
         if self.fallback_root is not None and self.fallback_from is None:
             self._journal, self._stash = [], Path(tempfile.mkdtemp(prefix="ltr-run-"))
@@ -371,7 +420,7 @@ class Tracker:
                 self._record_error(text)
                 raise
             finally:
-                self._guarded(lambda: _retry(mlflow.end_run, status=status), journaled=False)
+                self._guarded(lambda: self._end_run(status), journaled=False)
                 if self.fallback_from is not None:
                     print(fallback_message(self.run_id or "", self.uri, self.fallback_from), file=sys.stderr)
         finally:
@@ -388,6 +437,11 @@ class Tracker:
         # the caller restores the previous tracking URI, leaving the process-wide MLflow state as found
         mlflow.set_tracking_uri(self.uri)
         _retry(mlflow.start_run, run_id=self.run_id, nested=mlflow.active_run() is not None)
+
+    def _end_run(self, status: str) -> None:
+        """End the fluent run on this tracker's store (a child run may have moved it, see :meth:`_fall_back`)."""
+        self._mlflow.set_tracking_uri(self.uri)
+        _retry(self._mlflow.end_run, status=status)
 
     def _guarded(self, action: Any, *, journaled: bool) -> Any:
         """Run ``action``; when the server is gone, move the run to the fallback store and finish there.
@@ -438,11 +492,33 @@ class Tracker:
             TAG_FALLBACK_FOR: server,
             "ltr.fallback.server_run_id": server_run or "",
         }
-        self._run_tags.pop("mlflow.parentRunId", None)  # the parent lives on the server
         journal, self._journal = self._journal, None
+        self._follow_parent(exc)
         self._open_run()
         for method, args in journal:
             _retry(getattr(self.client, method), self._run(), *args)
+
+    def _follow_parent(self, exc: BaseException) -> None:
+        """Keep a child run's parent link in the fallback store: its parent moves there too.
+
+        The parent (the tracker this one was spawned from, e.g. a comparison's run) is moved with
+        everything it logged so far unless it already moved; the child's ``mlflow.parentRunId`` then
+        names the parent's run in the fallback store (and ``ltr.fallback.server_parent_run_id`` the one
+        on the server). :func:`import_fallback` maps it to the imported parent.
+        """
+        server_parent = self._run_tags.get(TAG_PARENT)
+        parent = self._parent
+        if not server_parent:
+            return
+        movable = parent is not None and parent.fallback_from is None and parent._journal is not None
+        if movable and parent is not None and parent.run_id == server_parent:
+            parent._fall_back(exc)
+        if parent is not None and parent.fallback_from is not None and parent.run_id:
+            self._run_tags[TAG_PARENT] = parent.run_id
+            self._run_tags["ltr.fallback.server_parent_run_id"] = server_parent
+        else:  # no parent that could move: the link would name a run the fallback store does not hold
+            self._run_tags.pop(TAG_PARENT, None)
+            self._run_tags["ltr.fallback.server_parent_run_id"] = server_parent
 
     def tag_run(self, run_id: str, tags: Mapping[str, Any]) -> None:
         """Set tags on another (finished) run of this store, e.g. mark the best job of a sweep."""
@@ -506,6 +582,27 @@ class Tracker:
         ]
         for i in range(0, len(items), _BATCH):
             self._log("log_batch", items[i : i + _BATCH])
+
+    def log_datasets(self, datasets: Sequence[SplitDataset]) -> None:
+        """The run's splits as MLflow dataset inputs (the run page's Datasets panel), one call.
+
+        Each is an :class:`mlflow.data.meta_dataset.MetaDataset` (no arrays: MLflow computes no digest)
+        whose digest is ltr's fingerprint and whose source is the local file, with the split as its
+        ``mlflow.data.context`` input tag. Logged like everything else (fallback journal, masking).
+        """
+        from mlflow.data.dataset_source_registry import get_dataset_source_from_json  # deferred: slow import
+        from mlflow.data.meta_dataset import MetaDataset  # deferred: slow import (see the module docstring)
+        from mlflow.entities import Dataset, DatasetInput, InputTag  # deferred: slow import
+
+        inputs = []
+        for split in datasets:
+            source = get_dataset_source_from_json(json.dumps({"uri": mask_secrets(split.source)}), "local")
+            entity = MetaDataset(source, name=split.name, digest=split.digest)._to_mlflow_entity()
+            profile = json.dumps(dict(split.profile)) if split.profile else None
+            entity = Dataset(entity.name, entity.digest, entity.source_type, entity.source, profile=profile)
+            inputs.append(DatasetInput(entity, tags=[InputTag(DATASET_CONTEXT, split.context)]))
+        if inputs:
+            self._log("log_inputs", inputs)
 
     # --- artifacts -------------------------------------------------------------------------------
     def log_dict(self, data: Any, artifact_file: str) -> None:
@@ -805,77 +902,150 @@ def download_frame(uri: str, run_id: str, artifact_file: str) -> Any:
 def import_fallback(store: str | os.PathLike[str], target_uri: str) -> list[tuple[str, str]]:
     """Copy every run of a fallback store not imported yet to ``target_uri``; ``[(old id, new id)]``.
 
-    Each run keeps its experiment (by name), name, tags, params, full metric histories, status,
-    artifacts and logged models (so ``runs:/<new id>/model`` loads); the fallback run is tagged
+    Each run keeps its experiment (by name), name, tags, params, full metric histories, dataset inputs
+    (the Datasets panel), status, artifacts and logged models (so ``runs:/<new id>/model`` loads); a
+    child run's ``mlflow.parentRunId`` names its imported parent, and children the server already held
+    under the parent's half-written run there move under the imported parent. The fallback run is tagged
     ``ltr.fallback.imported_as`` and skipped by the next import.
-    """
-    import tempfile
 
-    import mlflow  # deferred: slow import (see the module docstring)
-    from mlflow.entities import LoggedModelStatus, Metric, Param  # deferred: slow import
+    A server that is unreachable, or stops answering part-way, is one :class:`~ltr.errors.ConfigError`
+    (bounded retries, :data:`HTTP_LIMITS`) and nothing is lost: the runs not imported stay untagged in
+    the store, and the next import replaces a half-copied run (found by ``ltr.fallback.source_run_id``).
+    """
+    from mlflow.exceptions import MlflowException  # deferred: slow import (see the module docstring)
     from mlflow.tracking import MlflowClient  # deferred: slow import (see the module docstring)
 
     source = Path(store).resolve()
     if not source.is_file():
         raise ConfigError(f"import-fallback: no fallback store {source} (the path printed by the run)")
     target_uri = resolve_tracking_uri(target_uri, Path.cwd())
+    shown = mask_secrets(target_uri)
     check_store_uri(target_uri)
-    check_server_reachable(target_uri)
+    if is_server_uri(target_uri):
+        for name, value in HTTP_LIMITS.items():
+            os.environ.setdefault(name, value)
+    check_server_reachable(
+        target_uri,
+        option="import-fallback --to",
+        fix="then import again (the fallback store keeps every run)",
+    )
     src, dst = MlflowClient(f"sqlite:///{source}"), MlflowClient(target_uri)
     experiments = {e.experiment_id: e.name for e in src.search_experiments()}
     runs = src.search_runs(list(experiments), max_results=5000, order_by=["attributes.start_time ASC"])
+    imported = {  # fallback run id -> its imported copy (earlier imports included)
+        run.info.run_id: run.data.tags[TAG_IMPORTED_AS].rsplit(" run ", 1)[-1]
+        for run in runs
+        if TAG_IMPORTED_AS in run.data.tags
+    }
+    pending = [run for run in runs if TAG_IMPORTED_AS not in run.data.tags]
     done: list[tuple[str, str]] = []
-    for run in runs:
+    for run in pending:
         old = run.info.run_id
-        if TAG_IMPORTED_AS in run.data.tags:
-            continue
-        exp = dst.get_experiment_by_name(experiments[run.info.experiment_id])
-        exp_id = (
-            exp.experiment_id
-            if exp is not None
-            else dst.create_experiment(
-                experiments[run.info.experiment_id],
-                tags={"mlflow.experimentKind": "custom_model_development"},
-            )
-        )
-        tags = {k: v for k, v in run.data.tags.items() if k != "mlflow.runName"}
-        tags["ltr.fallback.imported_from"] = f"{source} run {old}"
-        new = dst.create_run(exp_id, start_time=run.info.start_time, tags=tags, run_name=run.info.run_name)
-        new_id = new.info.run_id
-        params = [Param(k, v) for k, v in run.data.params.items()]
-        for i in range(0, len(params), _PARAM_BATCH):
-            dst.log_batch(new_id, params=params[i : i + _PARAM_BATCH])
-        metrics = [
-            Metric(m.key, m.value, m.timestamp, m.step)
-            for key in run.data.metrics
-            for m in src.get_metric_history(old, key)
-        ]
-        for i in range(0, len(metrics), _BATCH):
-            dst.log_batch(new_id, metrics=metrics[i : i + _BATCH])
-        with tempfile.TemporaryDirectory() as tmp:
-            if src.list_artifacts(old):
-                dst.log_artifacts(new_id, src.download_artifacts(old, "", tmp))
-        for model in src.search_logged_models(
-            [run.info.experiment_id], filter_string=f"source_run_id = '{old}'"
-        ):
-            copy = dst.create_logged_model(
-                exp_id,
-                name=model.name,
-                source_run_id=new_id,
-                tags=model.tags,
-                params=model.params,
-                model_type=model.model_type,
-            )
-            with tempfile.TemporaryDirectory() as tmp:
-                local = mlflow.artifacts.download_artifacts(
-                    artifact_uri=model.artifact_location, dst_path=tmp
-                )
-                dst.log_model_artifacts(copy.model_id, local)
-            dst.finalize_logged_model(copy.model_id, LoggedModelStatus.READY)
-        dst.set_terminated(new_id, run.info.status, end_time=run.info.end_time)
-        src.set_tag(old, TAG_IMPORTED_AS, f"{mask_secrets(target_uri)} run {new_id}")
+        try:
+            new_id = _import_run(src, dst, run, experiments[run.info.experiment_id], source, imported)
+        except (MlflowException, OSError, ConnectionError) as exc:
+            reason = mask_secrets(str(exc)).strip().splitlines()
+            if _is_connection_error(exc):
+                what = f"the MLflow server {shown} stopped answering"
+            elif isinstance(exc, MlflowException):
+                what = f"{shown} refused a run"
+            else:
+                what = f"copying a run to {shown} failed"
+            raise ConfigError(
+                f"import-fallback: {what} after {len(done)} of {len(pending)} "
+                f"run(s) ({type(exc).__name__}: {reason[0][:200] if reason else ''}); nothing is lost: the "
+                f"runs not imported stay in {source}; run the same command again when the server is back"
+            ) from exc
+        src.set_tag(old, TAG_IMPORTED_AS, f"{shown} run {new_id}")
+        imported[old] = new_id
         done.append((old, new_id))
     return done
+
+
+def _adopt_children(dst: Any, exp_id: str, server_run: str, new_id: str) -> None:
+    """Children the server got before it died, under the half-written ``server_run``, move under its copy.
+
+    A comparison whose server died after its first systems finished has those systems' runs on the
+    server and the rest in the fallback store; once the parent is imported, one parent holds them all.
+    The half-written run is tagged ``ltr.fallback.superseded_by`` (nothing to do on another store).
+    """
+    from mlflow.exceptions import MlflowException  # deferred: slow import (see the module docstring)
+
+    for child in dst.search_runs([exp_id], f"tags.`{TAG_PARENT}` = '{server_run}'", max_results=5000):
+        dst.set_tag(child.info.run_id, TAG_PARENT, new_id)
+    try:
+        dst.set_tag(server_run, "ltr.fallback.superseded_by", new_id)
+    except MlflowException as exc:
+        if _is_connection_error(exc):
+            raise
+
+
+def _import_run(
+    src: Any, dst: Any, run: Any, experiment: str, source: Path, imported: Mapping[str, str]
+) -> str:
+    """Copy one fallback run (see :func:`import_fallback`) to ``dst``; the id of the copy."""
+    import contextlib
+    import tempfile
+
+    import mlflow  # deferred: slow import (see the module docstring)
+    from mlflow.entities import LoggedModelStatus, Metric, Param  # deferred: slow import
+
+    old = run.info.run_id
+    exp = dst.get_experiment_by_name(experiment)
+    exp_id = (
+        exp.experiment_id
+        if exp is not None
+        else dst.create_experiment(experiment, tags={"mlflow.experimentKind": "custom_model_development"})
+    )
+    for partial in dst.search_runs([exp_id], f"tags.`ltr.fallback.source_run_id` = '{old}'"):
+        dst.delete_run(partial.info.run_id)  # a copy an interrupted import left half-done
+    tags = {k: v for k, v in run.data.tags.items() if k != "mlflow.runName"}
+    tags[TAG_IMPORTED_FROM] = f"{source} run {old}"
+    tags["ltr.fallback.source_run_id"] = old
+    if tags.get(TAG_PARENT):
+        parent = imported.get(tags[TAG_PARENT])
+        if parent is None:
+            tags.pop(TAG_PARENT)
+        else:
+            tags[TAG_PARENT] = parent
+    elif server_parent := tags.get("ltr.fallback.server_parent_run_id"):
+        with contextlib.suppress(mlflow.exceptions.MlflowException):  # the parent stayed on this server
+            tags[TAG_PARENT] = dst.get_run(server_parent).info.run_id
+    new_id = dst.create_run(
+        exp_id, start_time=run.info.start_time, tags=tags, run_name=run.info.run_name
+    ).info.run_id
+    params = [Param(k, v) for k, v in run.data.params.items()]
+    for i in range(0, len(params), _PARAM_BATCH):
+        dst.log_batch(new_id, params=params[i : i + _PARAM_BATCH])
+    metrics = [
+        Metric(m.key, m.value, m.timestamp, m.step)
+        for key in run.data.metrics
+        for m in src.get_metric_history(old, key)
+    ]
+    for i in range(0, len(metrics), _BATCH):
+        dst.log_batch(new_id, metrics=metrics[i : i + _BATCH])
+    if server_run := run.data.tags.get("ltr.fallback.server_run_id"):
+        _adopt_children(dst, exp_id, server_run, new_id)
+    if run.inputs is not None and run.inputs.dataset_inputs:
+        dst.log_inputs(new_id, datasets=list(run.inputs.dataset_inputs))
+    with tempfile.TemporaryDirectory() as tmp:
+        if src.list_artifacts(old):
+            dst.log_artifacts(new_id, src.download_artifacts(old, "", tmp))
+    for model in src.search_logged_models([run.info.experiment_id], filter_string=f"source_run_id = '{old}'"):
+        copy = dst.create_logged_model(
+            exp_id,
+            name=model.name,
+            source_run_id=new_id,
+            tags=model.tags,
+            params=model.params,
+            model_type=model.model_type,
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            local = mlflow.artifacts.download_artifacts(artifact_uri=model.artifact_location, dst_path=tmp)
+            dst.log_model_artifacts(copy.model_id, local)
+        dst.finalize_logged_model(copy.model_id, LoggedModelStatus.READY)
+    dst.set_terminated(new_id, run.info.status, end_time=run.info.end_time)
+    return new_id
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -888,6 +1058,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     imp.add_argument("store", help=f"the fallback SQLite file the run printed (<root>/{FALLBACK_DB})")
     imp.add_argument("--to", dest="target", required=True, help="tracking URI to import into")
     args = parser.parse_args(argv)
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)  # retries: the error line says it
     try:
         pairs = import_fallback(args.store, args.target)
     except LtrError as exc:

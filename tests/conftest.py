@@ -31,3 +31,17 @@ def shared_data() -> Path:
     if not folder.is_dir():
         pytest.skip(f"real test data not found at {folder} (set {REAL_DATA_ENV} to the real-data folder)")
     return folder
+
+
+@pytest.fixture
+def mlflow_server(tmp_path):
+    """A real ``mlflow server`` on 127.0.0.1 with its store under ``tmp_path``: ``(process, url)``.
+
+    Tests may kill it (:func:`helpers.kill_server`); it is killed at the end otherwise.
+    """
+    from helpers import kill_server, start_mlflow_server  # deferred: imports mlflow, which few tests need
+
+    proc, url = start_mlflow_server(tmp_path)
+    yield proc, url
+    if proc.poll() is None:
+        kill_server(proc)

@@ -162,6 +162,59 @@ def kill_server(proc: subprocess.Popen) -> None:
     proc.wait(timeout=30)
 
 
+class ForwardingProxy:
+    """A real HTTP proxy on a free 127.0.0.1 port in front of the server ``upstream`` (``http://host:port``).
+
+    ``intercept(handler, body)`` sees each request first: it returns True when it has dealt with the
+    request itself (answered it, or dropped the connection); otherwise the request goes upstream
+    without the headers named in ``drop_headers`` and the answer comes back. ``url`` is the proxy's.
+    """
+
+    def __init__(
+        self, upstream: str, intercept: Any = None, drop_headers: tuple[str, ...] = ("host",)
+    ) -> None:
+        import http.client
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        host, port = upstream.removeprefix("http://").split(":")
+        dropped = {h.lower() for h in drop_headers} | {"host"}
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None: ...
+
+            def forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                if intercept is not None and intercept(self, body):
+                    return
+                conn = http.client.HTTPConnection(host, int(port), timeout=60)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
+                conn.request(self.command, self.path, body=body, headers=headers)
+                response = conn.getresponse()
+                data = response.read()
+                self.send_response(response.status)
+                for key, value in response.getheaders():
+                    if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                conn.close()
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = forward
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 # --- stand-ins for the LETOR-layout datasets (tests/test_folds.py, tests/test_recipes.py) ---
 
 

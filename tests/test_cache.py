@@ -439,3 +439,60 @@ def test_user_cache_dir_is_overridable(monkeypatch, tmp_path):
     assert user_cache_dir() == tmp_path / "home" / ".cache" / "ltr"
     monkeypatch.setenv("LTR_CACHE_DIR", str(tmp_path / "mine"))
     assert user_cache_dir() == tmp_path / "mine"
+
+
+def _visible(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) if folder.exists() else []
+
+
+def test_the_data_folders_cache_takes_over_once_writable_and_the_user_entry_goes(
+    src, tmp_path, monkeypatch, caplog, fresh_warnings
+):
+    """Before: once ``cache_dir`` was writable again, every load kept serving the per-user entry and
+    ``cache_dir`` stayed empty for good (other users of the data folder never got the cache)."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")  # a file where the cache's parent folder should be: unwritable, even for root
+    cache = blocker / "cache"
+    user = tmp_path / "user-cache"
+    monkeypatch.setenv("LTR_CACHE_DIR", str(user))
+    want = load_svmlight(src, engine="python").fingerprint()
+    assert load_svmlight(src, cache_dir=cache, engine="python").fingerprint() == want
+    [stopgap] = _entries(user)
+    assert load_svmlight(src, cache_dir=cache, engine="python").fingerprint() == want  # still read-only
+    assert _entries(user) == [stopgap]  # kept and used while cache_dir refuses writes
+
+    blocker.unlink()
+    blocker.mkdir()  # the data folder's cache is writable now
+    with caplog.at_level(logging.INFO, logger="ltr.data.cache"):
+        moved = load_svmlight(src, cache_dir=cache, engine="python")
+    assert moved.fingerprint() == want and not moved.X.flags.writeable  # served from cache_dir's memory map
+    assert _visible(cache) == [stopgap.name] and _visible(user) == []
+    assert read_entry(cache / stopgap.name).fingerprint() == want
+    assert "moved from the per-user cache" in caplog.text
+    assert load_svmlight(src, cache_dir=cache, engine="python").fingerprint() == want
+    assert _visible(cache) == [stopgap.name] and _visible(user) == []
+
+
+def test_a_user_entry_of_an_older_version_of_the_file_is_never_served_and_goes(
+    src, tmp_path, monkeypatch, fresh_warnings
+):
+    """The key still guards correctness: the file changed while the data folder was read-only; the
+    next load (cache_dir writable) parses the new file into cache_dir and drops the old per-user entry."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    cache = blocker / "cache"
+    user = tmp_path / "user-cache"
+    monkeypatch.setenv("LTR_CACHE_DIR", str(user))
+    old = load_svmlight(src, cache_dir=cache, engine="python")
+    assert len(_entries(user)) == 1
+    changed = _data()
+    changed.y[:] = changed.y[::-1]
+    write_svmlight(changed, src)
+    want = load_svmlight(src, engine="python").fingerprint()
+    assert want != old.fingerprint()
+    blocker.unlink()
+    blocker.mkdir()
+    got = load_svmlight(src, cache_dir=cache, engine="python")
+    assert got.fingerprint() == want
+    assert len(_visible(cache)) == 1 and _visible(user) == []
+    assert read_entry(_entries(cache)[0]).fingerprint() == want

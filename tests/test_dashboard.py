@@ -177,3 +177,56 @@ def test_dashboard_shows_the_runs_and_their_test_ndcg(server, comparison):
     for name, value in values.items():
         assert f"{value}"[:8] in text, f"{name}: test/ndcg_at_10 {value} not visible"
     assert (ARTIFACTS / "dashboard.png").stat().st_size > 20_000
+
+
+def test_run_page_shows_datasets_source_and_the_models_charts_first(server, comparison):
+    """The lambdamart run's page in Chromium: the Overview's Datasets panel lists its splits with the
+    data fingerprint as digest, the Source field names ``ltr.compare``, and the Model metrics tab opens
+    on the model's charts (the random baseline's group comes after the model's test group)."""
+    from playwright.sync_api import sync_playwright
+
+    from ltr.tracking import DATASET_CONTEXT
+
+    url, _ = server
+    run = _api(url, f"runs/get?run_id={comparison.child_run_ids['lambdamart']}")["run"]
+    exp_id = run["info"]["experiment_id"]
+    tags = {t["key"]: t["value"] for t in run["data"]["tags"]}
+    assert (tags["mlflow.source.name"], tags["mlflow.source.type"]) == ("ltr.compare", "LOCAL")
+    inputs = {
+        {t["key"]: t["value"] for t in d["tags"]}[DATASET_CONTEXT]: d["dataset"]
+        for d in run["inputs"]["dataset_inputs"]
+    }
+    assert set(inputs) == {"train", "valid", "test"}
+    for split, dataset in inputs.items():
+        assert dataset["name"] == f"synthetic/{split}"
+        assert dataset["digest"] == tags[f"ltr.data.fingerprint.{split}"]
+        assert json.loads(dataset["source"])["uri"].endswith(("train.txt", "vali.txt", "test.txt"))
+    parent = _api(url, f"runs/get?run_id={comparison.parent_run_id}")["run"]
+    assert {t["key"]: t["value"] for t in parent["data"]["tags"]}["mlflow.source.name"] == "ltr.compare"
+    assert len(parent["inputs"]["dataset_inputs"]) == 3
+
+    run_page = f"{url}/#/experiments/{exp_id}/runs/{run['info']['run_id']}"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1800, "height": 1000})
+            page.goto(run_page, timeout=90_000)
+            first = inputs["train"]
+            page.get_by_text(f"{first['name']} ({first['digest']})").first.wait_for(timeout=90_000)
+            overview = page.inner_text("body")
+            page.screenshot(path=str(ARTIFACTS / "run_overview.png"), full_page=True)
+            page.goto(f"{run_page}/model-metrics", timeout=90_000)
+            cards = page.locator("[data-testid=experiment-view-compare-runs-card] h4[title]")
+            cards.first.wait_for(timeout=90_000)
+            first_chart = cards.first.get_attribute("title")
+            headers = page.locator("[data-testid=experiment-view-compare-runs-section-header]")
+            sections = [h.split("\n")[0].strip() for h in headers.all_inner_texts()]
+            page.screenshot(path=str(ARTIFACTS / "run_model_metrics.png"))
+        finally:
+            browser.close()
+    lines = overview.splitlines()
+    assert lines[lines.index("Source") + 1] == "ltr.compare"
+    assert "Datasets" in lines and "+2" in overview  # the first split shown, the two others behind "+2"
+    assert first_chart is not None and "baseline" not in first_chart, (first_chart, sections)
+    assert first_chart.startswith(("test/", "valid/", "curve/")), first_chart
+    assert sections.index("test") < sections.index("test/baseline_random"), sections

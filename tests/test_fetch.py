@@ -597,3 +597,54 @@ def test_unwritable_place_is_one_clear_error(tmp_path):
         install_archive("http://127.0.0.1:9/a.zip", "0" * 64, "zip", tmp_path / "a-file" / "dest", out=None)
     with pytest.raises(DataError, match=r"a-file: exists and is not a folder"):
         install_archive("http://127.0.0.1:9/a.zip", "0" * 64, "zip", tmp_path / "a-file", out=None)
+
+
+# --- two fetches into one folder at the same time -------------------------------------------------
+
+_RACE_CHILD = r"""
+import json, sys, time
+from dataclasses import replace
+from ltr.data import fetch
+from ltr.data.__main__ import main
+from ltr.data.registry import REGISTRY
+
+url, sha, dest, published, pause = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), float(sys.argv[5])
+spec = REGISTRY["mslr_web10k"]  # the mirror's files stand in for the published ones (as _publish does)
+REGISTRY["mslr_web10k"] = replace(spec, download=replace(spec.download, files=published))
+real_rename = fetch.os.rename
+def slow_rename(src, dst, *args, **kwargs):  # widens the window between "is the folder there?" and
+    if str(src).endswith("/new"):             # the rename that puts the new folder in its place
+        time.sleep(pause)
+    return real_rename(src, dst, *args, **kwargs)
+fetch.os.rename = slow_rename
+sys.exit(main(["fetch", "mslr_web10k", "--dir", dest, "--url", url, "--sha256", sha]))
+"""
+
+
+def test_two_fetches_into_one_folder_at_once_both_succeed(server, tmp_path):
+    """Two real ``python -m ltr.data fetch`` processes (the command's ``main``) install the same mirror
+    into one fresh folder at the same moment: both exit 0 and the folder holds the archive, whole.
+    Without the install lock the second one's rename meets the first one's folder (Directory not empty)."""
+    root, base = server
+    files = {f"Fold1/{n}.txt": _letor_bytes(i) for i, n in enumerate(["train", "vali", "test"])}
+    blob = _zip(files)
+    (root / "race.zip").write_bytes(blob)
+    dest = tmp_path / "data" / "MSLR-WEB10K"
+    published = json.dumps({k: _sha(v) for k, v in files.items()})
+    args = [f"{base}/race.zip", _sha(blob), str(dest), published, "3"]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _RACE_CHILD, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for _ in range(2)
+    ]
+    results = [p.communicate(timeout=300) for p in procs]
+    for proc, (_, err) in zip(procs, results, strict=True):
+        assert proc.returncode == 0, err[-2000:]
+        assert "Traceback" not in err
+    for rel, data in files.items():
+        assert (dest / rel).read_bytes() == data
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["MSLR-WEB10K"]  # no temporary left

@@ -169,7 +169,7 @@ def test_log_step_writes_the_outcome_to_mlflow(splits, tmp_path):
         "ndcg@5"
     ]
     random_scores = np.random.default_rng(5).random(test.n_docs)
-    assert metrics["baseline_random/test/ndcg_at_10"] == pytest.approx(
+    assert metrics["test/baseline_random/ndcg_at_10"] == pytest.approx(
         np.nanmean(sklearn_ndcg(test, random_scores, 10)[kept]), abs=1e-12
     )
     assert params["metric_conventions.no_relevant"] == "skip"

@@ -8,11 +8,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import PROJECT_ROOT, TINY_DATA, cli_env, kill_server, start_mlflow_server
+from helpers import PROJECT_ROOT, TINY_DATA, ForwardingProxy, cli_env, kill_server
 from mlflow.tracking import MlflowClient
 
 from ltr.errors import ConfigError, NotFittedError
@@ -153,14 +154,6 @@ def test_unknown_flavor_is_refused_naming_the_ranker(tmp_path):
 # --- a real MLflow server: credentials, a server that dies mid-run, the fallback store ----------------
 
 
-@pytest.fixture
-def mlflow_server(tmp_path):
-    proc, url = start_mlflow_server(tmp_path)
-    yield proc, url
-    if proc.poll() is None:
-        kill_server(proc)
-
-
 def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_imports(tmp_path, mlflow_server):
     """Kill a real `mlflow server` while `python -m ltr.train` boosts: the process ends in bounded time,
     exit 0, with params, curves, metrics, artifacts and model in <root>/mlflow-fallback.db, and
@@ -271,60 +264,27 @@ def import_fallback_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-class BasicAuthProxy:
+class BasicAuthProxy(ForwardingProxy):
     """A real HTTP proxy in front of a server that answers 401 unless ``Authorization`` is ``user:password``."""
 
     def __init__(self, upstream: str, user: str, password: str) -> None:
         import base64
-        import http.client
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-        host, port = upstream.removeprefix("http://").split(":")
         self.authorized, self.refused = 0, 0
-        proxy = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None: ...
+        def check(handler: Any, body: bytes | None) -> bool:
+            if handler.headers.get("Authorization") != expected:
+                self.refused += 1
+                handler.send_response(401)
+                handler.send_header("WWW-Authenticate", 'Basic realm="mlflow"')
+                handler.send_header("Content-Length", "0")
+                handler.end_headers()
+                return True
+            self.authorized += 1
+            return False
 
-            def forward(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
-                if self.headers.get("Authorization") != expected:
-                    proxy.refused += 1
-                    self.send_response(401)
-                    self.send_header("WWW-Authenticate", 'Basic realm="mlflow"')
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                proxy.authorized += 1
-                conn = http.client.HTTPConnection(host, int(port), timeout=60)
-                headers = {
-                    k: v for k, v in self.headers.items() if k.lower() not in ("host", "authorization")
-                }
-                conn.request(self.command, self.path, body=body, headers=headers)
-                response = conn.getresponse()
-                data = response.read()
-                self.send_response(response.status)
-                for key, value in response.getheaders():
-                    if key.lower() not in ("transfer-encoding", "connection", "content-length"):
-                        self.send_header(key, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-                conn.close()
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = forward
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(upstream, check, drop_headers=("authorization",))
 
 
 def test_credentials_in_the_server_uri_reach_the_server_and_are_never_shown(tmp_path, mlflow_server):

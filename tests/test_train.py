@@ -59,7 +59,7 @@ def test_cli_run_is_logged_completely(cli_run):
     for split in ("train", "valid", "test"):
         for metric in ("ndcg_at_10", "err_at_10"):
             assert 0.0 <= r.data.metrics[f"{split}/{metric}"] <= 1.0
-    assert r.data.metrics["test/ndcg_at_10"] > r.data.metrics["baseline_random/test/ndcg_at_10"] + 0.1
+    assert r.data.metrics["test/ndcg_at_10"] > r.data.metrics["test/baseline_random/ndcg_at_10"] + 0.1
     # per-iteration validation curve with steps
     history = client.get_metric_history(r.info.run_id, "curve/valid/ndcg_at_10")
     steps = [m.step for m in history]

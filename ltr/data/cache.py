@@ -34,7 +34,12 @@ gone on this host, or older than a day) are removed by the next load through tha
 **Read-only storage**: when the entry cannot be written to ``cache_dir`` (read-only mount, no
 permission, disk full) it goes to the per-user cache (:func:`user_cache_dir`: ``$LTR_CACHE_DIR``,
 else ``$XDG_CACHE_HOME/ltr``, else ``~/.cache/ltr``), and when that fails too the data is used
-uncached; one warning per cache folder and process says which. Reads look in both places.
+uncached; one warning per cache folder and process says which. Reads look in ``cache_dir`` first, then
+in the per-user cache. Once ``cache_dir`` accepts writes again, an entry found only in the per-user
+cache is moved there (copied, verified, then the per-user copies of that file are removed:
+:func:`promote_entry`), and a new entry written to ``cache_dir`` removes the per-user entries of the
+same file (older versions): the per-user cache is a stopgap, not a second home. The key still decides
+what may be served: a per-user entry of an older version of the file is never used.
 
 >>> import tempfile, pathlib
 >>> from ltr.data._syntax import ParseOptions
@@ -49,6 +54,7 @@ uncached; one warning per cache folder and process says which. Reads look in bot
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import logging
@@ -358,6 +364,63 @@ def clean_leftovers(cache_dir: Path) -> list[Path]:
     return removed
 
 
+def _remove_entry(entry: Path) -> None:
+    """Remove an entry in one rename (a reader never sees it half-deleted), then its files."""
+    with contextlib.suppress(OSError):
+        trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=entry.parent))
+        os.replace(entry, trash / "old")
+        shutil.rmtree(trash, ignore_errors=True)
+
+
+def drop_entries_of(cache_dir: Path, source: Path) -> list[Path]:
+    """Remove every entry of ``cache_dir`` made from the file ``source`` (any key); return them.
+
+    Used on the per-user cache once ``source``'s own ``cache_dir`` holds its entry: the per-user
+    entries of that file are then either older versions (another key) or superseded copies.
+    """
+    removed = []
+    for entry in sorted(Path(cache_dir).glob(f"{glob.escape(entry_dir(cache_dir, source, '').name)}*")):
+        try:
+            if json.loads((entry / "manifest.json").read_text()).get("source_path") != str(source):
+                continue
+        except (OSError, ValueError, AttributeError):
+            continue
+        _remove_entry(entry)
+        removed.append(entry)
+    return removed
+
+
+def promote_entry(
+    user_entry: Path, user_copy: RankingData, cache_dir: Path, key: str, *, name: str
+) -> RankingData:
+    """Serve an entry found only in the per-user cache from ``cache_dir`` once that accepts it.
+
+    ``user_copy`` is the entry as already read (and verified). Its files are copied into ``cache_dir`` (atomically, like :func:`write_entry`), verified
+    there by :func:`read_entry`, and the per-user copies of that source file are removed; while
+    ``cache_dir`` still refuses writes, the per-user entry is served as before. The key is the same,
+    so the entry describes the same file and options: nothing is re-parsed.
+    """
+    target = cache_dir / user_entry.name  # the same <file>-<key> name
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key[:8]}.{_host()}.{os.getpid()}.", dir=cache_dir))
+    except OSError:
+        return user_copy  # still read-only: the per-user entry stays the one in use
+    try:
+        for file in user_entry.iterdir():
+            shutil.copy2(file, tmp / file.name)
+        _install(tmp, target, key)
+        promoted = read_entry(target, key, name=name)
+    except (OSError, CacheInvalid):
+        return user_copy
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    log.info("cache entry moved from the per-user cache %s to %s", user_entry, target)
+    drop_entries_of(user_entry.parent, Path(read_manifest(target, key)["source_path"]))
+    return promoted
+
+
 def _warn_once(cache_dir: Path, message: str, *args: object) -> None:
     if str(cache_dir) not in _warned:
         _warned.add(str(cache_dir))
@@ -395,9 +458,13 @@ def load_cached(
         entry = entry_dir(folder, path, key)
         if entry.exists():
             try:
-                return read_entry(entry, key, name=name or str(path))
+                found = read_entry(entry, key, name=name or str(path))
             except CacheInvalid as why:
                 _warn_once(entry, "cache entry %s is not usable (%s); rebuilding it", entry, why)
+                continue
+            if folder != cache_dir:  # the per-user stopgap: cache_dir takes it over once writable
+                found = promote_entry(entry, found, cache_dir, key, name=name or str(path))
+            return found
     data = build_dataset(
         path,
         parse_file(path, opts, engine, n_threads),
@@ -418,6 +485,8 @@ def load_cached(
         if folder != cache_dir:
             _warn_once(cache_dir, "cannot write the cache in %s (%s); caching in %s instead (set LTR_CACHE_DIR "
                        "to choose another place)", cache_dir, failures[0][1], folder)  # fmt: skip
+        elif len(folders) > 1:
+            drop_entries_of(folders[1], path)  # per-user entries of this file: other versions, superseded
         return data
     reasons = "; ".join(f"{folder}: {reason}" for folder, reason in failures)
     _warn_once(cache_dir, "cannot write the cache (%s); using the data without a cache", reasons)

@@ -10,7 +10,9 @@ completely or not at all:
    written;
 3. check every extracted file against the registry's published sha256 (also for a mirror ``url``);
 4. build the new ``<dir>`` beside it (hard links to the files already there, plus the archive's), and
-   put it in place with one atomic rename (an atomic exchange when ``<dir>`` exists, on Linux).
+   put it in place with one atomic rename (an atomic exchange when ``<dir>`` exists, on Linux), holding
+   an ``flock`` on the parent folder (:func:`ltr.data.locking.flocked`) from the moment ``<dir>`` is
+   looked at: two fetches into one folder at once both succeed, the second installing over the first.
 
 Any failure (checksum, bad archive, disk full, limit, Ctrl-C) removes the temporary files and leaves
 ``<dir>`` exactly as it was; a process killed outright leaves only its ``.fetch-<pid>-*`` entries,
@@ -41,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from ltr.data.locking import flocked
 from ltr.data.registry import Download, default_dir, download_for, get_spec, placement_hint
 from ltr.errors import DataError
 
@@ -404,18 +407,21 @@ def install_archive(
         _verify_files(url, extracted, files or {})
         new = scratch / "new"
         try:
-            if directory.exists():
-                _link_tree(directory, new)
-            else:
-                new.mkdir()
-            for rel in rel_files:
-                dest = new / rel
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(extracted / rel, dest)
-            record = {"url": url, "sha256": sha256, "files": [r.as_posix() for r in rel_files],
-                      "fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
-            (new / ".ltr-fetch.json").write_text(json.dumps(record, indent=1))
-            _put_in_place(new, directory, scratch)
+            # one install at a time per folder: a second fetch into the same folder waits here, then
+            # builds on what the first one installed (both succeed, neither sees a half-built folder)
+            with flocked(directory.parent):
+                if directory.exists():
+                    _link_tree(directory, new)
+                else:
+                    new.mkdir()
+                for rel in rel_files:
+                    dest = new / rel
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(extracted / rel, dest)
+                record = {"url": url, "sha256": sha256, "files": [r.as_posix() for r in rel_files],
+                          "fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}  # fmt: skip
+                (new / ".ltr-fetch.json").write_text(json.dumps(record, indent=1))
+                _put_in_place(new, directory, scratch)
         except OSError as e:
             raise DataError(f"{url}: cannot install into {directory} ({e}); nothing was installed") from None
         return [directory / rel for rel in rel_files]

@@ -32,7 +32,7 @@ from ltr.data.dataset import RankingData
 from ltr.data.splits import cv_folds
 from ltr.data.svmlight import load_svmlight
 from ltr.data.synthetic import LABEL_RANGE as SYNTHETIC_LABEL_RANGE
-from ltr.data.synthetic import load_synthetic
+from ltr.data.synthetic import SPLIT_FILES, load_synthetic
 from ltr.errors import ConfigError, DataError
 
 SPLITS = ("train", "valid", "test")
@@ -337,6 +337,33 @@ def _load_files(
             f"{name}: splits have different feature counts {widths}; set n_features so train/valid/test align"
         )
     return out
+
+
+def split_files(data_cfg: Mapping[str, Any]) -> dict[str, Path]:
+    """The file each split of a data config is read from (absolute), as :func:`load_dataset` reads it.
+
+    What a run records as its datasets' source (:meth:`ltr.tracking.Tracker.log_datasets`). A kind
+    whose splits are not one file each gives ``{}``.
+
+    >>> split_files({"kind": "svmlight", "train": "data/x/train.txt"})["train"].name
+    'train.txt'
+    >>> [str(p.relative_to(Path.cwd())) for p in split_files({"name": "synthetic", "dir": "d"}).values()]
+    ['d/train.txt', 'd/vali.txt', 'd/test.txt']
+    """
+    kind = data_cfg.get("kind") or data_cfg.get("name")
+    if kind == "synthetic":
+        files = {s: Path(str(data_cfg.get("dir") or "")) / SPLIT_FILES[s] for s in SPLIT_FILES}
+    elif kind == "svmlight" and (data_cfg.get("cv") or {}).get("folds"):  # every fold split comes from train
+        files = {s: Path(str(data_cfg["train"])) for s in SPLITS}
+    elif kind == "svmlight":
+        files = {s: Path(str(data_cfg[s])) for s in SPLITS if data_cfg.get(s)}
+    elif kind in REGISTRY:
+        spec = REGISTRY[str(kind)]
+        directory = Path(str(data_cfg.get("dir") or default_dir(spec.name)))
+        files = {s: directory / r for s, r in spec.files(data_cfg).items()}
+    else:
+        return {}
+    return {s: p.resolve() for s, p in files.items()}
 
 
 def check_cv_inputs(data_cfg: Mapping[str, Any]) -> dict[str, Any]:

@@ -38,13 +38,9 @@ import numpy as np
 from ltr.config_check import Constraint, check_value, plain
 from ltr.data.config import check_data_block
 from ltr.data.dataset import RankingData
+from ltr.data.locking import flocked
 from ltr.data.svmlight import load_svmlight, write_svmlight
 from ltr.errors import ConfigError, DataError
-
-try:
-    import fcntl
-except ImportError:  # Windows: no advisory locks; the atomic renames still keep every file whole
-    fcntl = None  # type: ignore[assignment]
 
 #: bump when the generative model changes, so cached files are regenerated
 GENERATOR_VERSION = 1
@@ -152,18 +148,8 @@ def _locked(directory: Path, *, shared: bool) -> Iterator[None]:
     blocks the next one. Without ``fcntl`` (Windows), or in a folder where the lock file cannot be
     created (read-only: nobody generates there), the block runs unlocked.
     """
-    try:
-        fd = None if fcntl is None else os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError:
-        fd = None
-    if fd is None:
+    with flocked(directory / ".lock", shared=shared):
         yield
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
 
 
 def _current(paths: Mapping[str, Path], manifest: Path, settings: Mapping[str, Any]) -> bool:
