@@ -89,7 +89,9 @@ def expand_sources(spec: str | os.PathLike | Sequence[str | os.PathLike], where:
         return found
     path = Path(text)
     if path.is_dir():
-        found = sorted(p for p in path.iterdir() if stat.S_ISREG(p.stat().st_mode) and not p.name.startswith("."))
+        found = sorted(
+            p for p in path.iterdir() if stat.S_ISREG(p.stat().st_mode) and not p.name.startswith(".")
+        )
         if not found:
             raise DataError(f"{where}: the directory {path} holds no data file")
         return found
@@ -216,7 +218,9 @@ def _parse_range(shard: Shard, opts: ParseOptions, engine: str, n_threads: int |
     return raw
 
 
-def read_shard(shard: Shard, options: Mapping[str, Any] | None = None, name: str | None = None) -> RankingData:
+def read_shard(
+    shard: Shard, options: Mapping[str, Any] | None = None, name: str | None = None
+) -> RankingData:
     """Parse one shard with ``load_svmlight`` ``options`` (``engine``, ``cache_dir``, parse options).
 
     A whole file goes through :func:`~ltr.data.svmlight.load_svmlight` itself (sidecars, cache);
@@ -238,7 +242,9 @@ def read_shard(shard: Shard, options: Mapping[str, Any] | None = None, name: str
     opts = _parse_options(options)
     raw = _parse_range(shard, opts, engine, n_threads)
     if raw.qid is None:
-        raise DataError(f"{shard.path}: byte-range shards need qid: tokens (a .query sidecar covers the whole file)")
+        raise DataError(
+            f"{shard.path}: byte-range shards need qid: tokens (a .query sidecar covers the whole file)"
+        )
     return build_dataset(shard.path, raw, opts, None, None, False, name)
 
 

@@ -1,0 +1,172 @@
+"""Ranking data that lives on Dask workers: each worker parses its own shards and keeps them.
+
+:func:`load_sharded` plans the shards of a split (:mod:`ltr.data.shards`: one per file of a glob
+or directory, or byte ranges of one file ending on query boundaries), has worker ``i mod W`` parse
+shard ``i`` with ``ltr``'s own parser, and returns a :class:`ShardedSplit`: futures of one
+:class:`~ltr.data.RankingData` per shard, pinned to their workers, plus the split's small
+per-query facts (query ids, group sizes, largest label, width). The rows never reach the driver:
+parse errors travel back as the worker's ``DataError`` (``FILE:LINE: …``), and two shards holding
+the same qid are an error naming both.
+
+Features are aligned on the workers: when ``n_features`` is not given, every shard is widened to
+the largest width any shard inferred, which is the width a local parse of all the rows infers.
+
+:func:`per_query_metrics` evaluates a fitted ranker on a sharded split *on the workers* and gathers
+only the per-query metric values (in shard order, which is the split's query order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ltr.data import RankingData
+from ltr.data.shards import Shard, check_disjoint_queries, plan_shards, read_shard, widen
+from ltr.errors import ConfigError, DataError
+from ltr.metrics import evaluate
+
+
+@dataclass(frozen=True)
+class ShardSummary:
+    """What the driver learns about one parsed shard (per-query sized, never the rows)."""
+
+    n_rows: int
+    n_features: int
+    query_ids: np.ndarray
+    group_sizes: np.ndarray
+    max_label: float
+
+
+def summarize(data: RankingData) -> ShardSummary:
+    """On a worker: the per-query facts of one shard."""
+    return ShardSummary(
+        n_rows=data.n_docs,
+        n_features=data.n_features,
+        query_ids=np.asarray(data.query_ids),
+        group_sizes=np.asarray(data.group_sizes),
+        max_label=float(np.max(data.y)) if data.n_docs else 0.0,
+    )
+
+
+@dataclass
+class ShardedSplit:
+    """One split held on the workers: ``futures[i]`` is shard ``i``'s ``RankingData`` on ``workers[i]``."""
+
+    name: str
+    sources: list[str]
+    futures: list[Any]
+    workers: list[str]
+    summaries: list[ShardSummary]
+
+    @property
+    def n_features(self) -> int:
+        return max(s.n_features for s in self.summaries)
+
+    @property
+    def n_docs(self) -> int:
+        return sum(s.n_rows for s in self.summaries)
+
+    @property
+    def n_queries(self) -> int:
+        return sum(s.query_ids.shape[0] for s in self.summaries)
+
+    @property
+    def query_ids(self) -> np.ndarray:
+        return np.concatenate([s.query_ids for s in self.summaries])
+
+    @property
+    def group_sizes(self) -> np.ndarray:
+        return np.concatenate([s.group_sizes for s in self.summaries])
+
+    @property
+    def max_label(self) -> float:
+        return max(s.max_label for s in self.summaries)
+
+    def map(self, client: Any, fn: Callable[..., Any], *args: Any) -> list[Any]:
+        """``fn(shard_data, *args)`` on every shard, on the worker that holds it (futures, shard order)."""
+        return [
+            client.submit(fn, f, *args, workers=[w], allow_other_workers=False, pure=False)
+            for f, w in zip(self.futures, self.workers, strict=True)
+        ]
+
+
+def load_sharded(
+    client: Any,
+    spec: Any,
+    options: Mapping[str, Any] | None = None,
+    *,
+    name: str = "split",
+    n_parts: int | None = None,
+    workers: Sequence[str] | None = None,
+) -> ShardedSplit:
+    """Parse the shards of ``spec`` (glob, directory, file or list) on the workers (module docstring).
+
+    ``n_parts`` (default: one per worker) applies when ``spec`` is a single file, cut into byte
+    ranges; ``options`` are ``load_svmlight`` options (``n_features``, ``cache_dir``, ``engine``…).
+    The driver only reads the few lines around each byte-range cut.
+    """
+    workers = list(workers or sorted(client.scheduler_info()["workers"]))
+    if not workers:
+        raise ConfigError("backend.scheduler_address: the cluster has no workers")
+    shards: list[Shard] = plan_shards(spec, n_parts or len(workers), where=f"data.{name}")
+    placed = [workers[i % len(workers)] for i in range(len(shards))]
+    opts = dict(options or {})
+    futures = [
+        client.submit(read_shard, s, opts, f"{name}[{i}]", workers=[w], allow_other_workers=False, pure=False)
+        for i, (s, w) in enumerate(zip(shards, placed, strict=True))
+    ]
+    split = ShardedSplit(name, [str(s) for s in shards], futures, placed, [])
+    split.summaries = client.gather(split.map(client, summarize))  # a worker's DataError is raised here
+    check_disjoint_queries(split.sources, [s.query_ids for s in split.summaries])
+    width = opts.get("n_features") or split.n_features
+    if any(s.n_features != width for s in split.summaries):
+        split.futures = split.map(client, widen, int(width))
+        split.summaries = [
+            ShardSummary(s.n_rows, int(width), s.query_ids, s.group_sizes, s.max_label)
+            for s in split.summaries
+        ]
+    return split
+
+
+def gather_split(client: Any, split: ShardedSplit) -> RankingData:
+    """All shards of ``split`` concatenated on the caller (for tests and small data only)."""
+    parts: list[RankingData] = client.gather(split.futures)
+    dense = all(not sp.issparse(p.X) for p in parts)
+    X = np.vstack([p.X for p in parts]) if dense else sp.vstack([sp.csr_matrix(p.X) for p in parts]).tocsr()
+    return RankingData(
+        X=X,
+        y=np.concatenate([p.y for p in parts]),
+        qid=np.concatenate([p.qid for p in parts]),
+        name=split.name,
+    )
+
+
+def shard_arrays(data: RankingData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """On a worker: dense float32 features, labels and group sizes of one shard (what the engines take)."""
+    return data.dense().astype(np.float32, copy=False), np.asarray(data.y), np.asarray(data.group_sizes)
+
+
+def _shard_metrics(data: RankingData, ranker: Any, metrics: list[str], preset: Any) -> dict[str, np.ndarray]:
+    scores = ranker.predict(data)
+    return evaluate(metrics, data.y, scores, data.offsets, preset=preset)
+
+
+def per_query_metrics(
+    client: Any, split: ShardedSplit, ranker: Any, metrics: Sequence[str], preset: Any
+) -> dict[str, np.ndarray]:
+    """Per-query values of ``metrics`` for ``ranker``'s scores on ``split``, computed on the workers.
+
+    The fitted ranker is sent once to every worker holding a shard; each shard is scored and
+    evaluated where it lives, and only the per-query arrays (one float per query and metric) come
+    back, concatenated in the split's query order, exactly as ``ltr.metrics.evaluate`` would give
+    on the whole split (``preset``: a preset name or resolved ``Conventions``).
+    """
+    if not isinstance(split, ShardedSplit):
+        raise DataError(f"per_query_metrics needs a ShardedSplit, got {type(split).__name__}")
+    remote = client.scatter(ranker, broadcast=True, hash=False)
+    parts = client.gather(split.map(client, _shard_metrics, remote, list(metrics), preset))
+    return {m: np.concatenate([p[m] for p in parts]) for m in metrics}
