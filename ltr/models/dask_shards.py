@@ -132,6 +132,39 @@ def load_sharded(
     return split
 
 
+def query_chunks(offsets: np.ndarray, n_parts: int) -> list[tuple[int, int]]:
+    """``n_parts`` query ranges ``(q_start, q_stop)`` with near-equal row counts, none empty.
+
+    >>> query_chunks(np.array([0, 5, 10, 12, 20]), 2)
+    [(0, 2), (2, 4)]
+    """
+    n_queries = offsets.shape[0] - 1
+    if n_queries < n_parts:
+        raise DataError(f"cannot cut {n_queries} queries into {n_parts} partitions (one per worker at least)")
+    targets = offsets[-1] * np.arange(1, n_parts) / n_parts
+    cuts = np.searchsorted(offsets, targets)  # first query boundary at or after each target
+    bounds = [0]
+    for i, cut in enumerate(cuts.tolist()):
+        cut = min(max(int(cut), bounds[-1] + 1), n_queries - (n_parts - 1 - i))  # keep every part non-empty
+        bounds.append(cut)
+    bounds.append(n_queries)
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
+def scatter_split(client: Any, data: RankingData, n_parts: int, workers: Sequence[str]) -> ShardedSplit:
+    """An in-memory split as a :class:`ShardedSplit`: ``n_parts`` chunks of whole queries and
+    near-equal row counts (:func:`query_chunks`), chunk ``i`` placed on worker ``i mod W``."""
+    futures, placed, summaries, sources = [], [], [], []
+    for i, (q0, q1) in enumerate(query_chunks(data.offsets, n_parts)):
+        chunk = data.subset(np.arange(q0, q1), name=f"{data.name}[{i}]")
+        where = workers[i % len(workers)]
+        futures.append(client.scatter(chunk, workers=[where], hash=False))
+        placed.append(where)
+        summaries.append(summarize(chunk))
+        sources.append(f"{data.name} queries {q0}-{q1 - 1}")
+    return ShardedSplit(data.name, sources, futures, placed, summaries)
+
+
 def gather_split(client: Any, split: ShardedSplit) -> RankingData:
     """All shards of ``split`` concatenated on the caller (for tests and small data only)."""
     parts: list[RankingData] = client.gather(split.futures)
