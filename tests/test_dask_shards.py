@@ -197,3 +197,83 @@ def test_per_query_metrics_on_the_workers_equal_the_local_ones(client, tmp_path)
     for m in metrics:
         assert remote[m].shape == (local.n_queries,)
         np.testing.assert_array_equal(remote[m], expected[m])
+
+
+def _ndcg10(data, scores) -> float:
+    return float(np.nanmean(evaluate(["ndcg@10"], data.y, scores, data.offsets)["ndcg@10"]))
+
+
+@pytest.fixture(scope="module")
+def shard_files(tmp_path_factory):
+    """Train in 6 files, valid in 2 (parsed by the workers), test in memory."""
+    root = tmp_path_factory.mktemp("shards")
+    for i in range(6):
+        write_svmlight(generate(50, seed=10 + i, max_docs=60, qid_start=1 + 50 * i), root / f"train-{i}.txt")
+    for i in range(2):
+        write_svmlight(
+            generate(40, seed=20 + i, max_docs=60, qid_start=10_000 + 40 * i), root / f"valid-{i}.txt"
+        )
+    return root, generate(150, seed=3, max_docs=60, qid_start=1_000_000)
+
+
+@pytest.mark.parametrize("objective", ["rank:ndcg", "rank:pairwise"])
+def test_xgboost_on_dask_from_worker_shards_is_close_to_local_xgboost(
+    client, shard_files, objective, tmp_path
+):
+    from ltr.models import build_ranker, load_ranker
+    from ltr.models.dask_backend import build_dask_ranker
+    from ltr.models.dask_shards import gather_split, load_sharded
+
+    root, test = shard_files
+    train = load_sharded(client, str(root / "train-*.txt"), {"n_features": test.n_features}, name="train")
+    cfg = {"name": "lambdamart_xgb", "params": {"n_trees": 40, "num_leaves": 15, "objective": objective}}
+    dask = build_dask_ranker(cfg, {"name": "dask"}, seed=1, num_threads=1).fit(train)
+    local = build_ranker(cfg, seed=1, num_threads=1).fit(gather_split(client, train))
+    assert dask.booster_.num_boosted_rounds() == 40 and dask.engine_params_["objective"] == objective
+    # same translation as locally, except the per-worker threads
+    assert {k: v for k, v in local.engine_params_.items() if k != "nthread"} == {
+        k: v for k, v in dask.engine_params_.items() if k != "nthread"
+    }
+    assert abs(_ndcg10(test, dask.predict(test)) - _ndcg10(test, local.predict(test))) <= 0.01
+    dask.save(tmp_path / "m")
+    again = load_ranker(tmp_path / "m")
+    assert type(again).__name__ == "XGBoostLambdaMART"
+    np.testing.assert_array_equal(again.predict(test), dask.predict(test))
+
+
+@pytest.mark.parametrize("model", ["lambdamart", "lambdamart_xgb"])
+def test_early_stopping_on_worker_shards_uses_the_exact_validation_curve(client, shard_files, model):
+    from ltr.models.dask_backend import build_dask_ranker, curve_sums
+    from ltr.models.dask_lightgbm import BoosterRounds
+    from ltr.models.dask_shards import gather_split, load_sharded
+    from ltr.models.dask_xgboost import XGBoostRounds
+
+    root, test = shard_files
+    opts = {"n_features": test.n_features}
+    train = load_sharded(client, str(root / "train-*.txt"), opts, name="train")
+    valid = load_sharded(client, str(root / "valid-*.txt"), opts, name="valid")
+    cfg = {"name": model, "params": {"n_trees": 60, "num_leaves": 7}, "early_stopping": {"patience": 8}}
+    dask = build_dask_ranker(cfg, {"name": "dask"}, seed=2, num_threads=1).fit(train, valid)
+    curve = np.array(dask.evals_result_["valid"]["ndcg@10"])
+    assert dask.best_iteration_ == int(np.argmax(curve)) and curve.size == min(60, dask.best_iteration_ + 9)
+    # recomputed on the driver from the kept rounds of the final model and the gathered validation rows
+    whole = gather_split(client, valid)
+    if model == "lambdamart":
+        rounds = BoosterRounds(dask.booster_.model_to_string())
+    else:
+        rounds = XGBoostRounds(bytes(dask.booster_.save_raw("ubj")))
+    sums, counts = curve_sums(rounds(whole.dense()), whole.y, whole.offsets, "ndcg@10", "ltr", {})
+    n = dask.best_iteration_ + 1
+    np.testing.assert_allclose(curve[:n], (sums / counts)[:n], rtol=1e-9)
+    assert dask.n_iterations_ == n
+
+
+def test_fit_refuses_mixed_inputs(client, shard_files):
+    from ltr.models.dask_backend import build_dask_ranker
+    from ltr.models.dask_shards import load_sharded
+
+    root, test = shard_files
+    train = load_sharded(client, str(root / "train-*.txt"), {"n_features": test.n_features})
+    ranker = build_dask_ranker({"name": "lambdamart"}, {"name": "dask"}, seed=0, num_threads=1)
+    with pytest.raises(DataError, match="must both be RankingData or both ShardedSplit"):
+        ranker.fit(train, test)

@@ -107,12 +107,19 @@ def cluster_workers(client: Any, backend: Mapping[str, Any]) -> list[str]:
     """The workers' addresses, sorted; a cluster without workers is a ``ConfigError``."""
     workers = sorted(client.scheduler_info()["workers"])
     if not workers:
-        raise ConfigError(f"backend.scheduler_address {backend['scheduler_address']}: the cluster has no workers")
+        raise ConfigError(
+            f"backend.scheduler_address {backend['scheduler_address']}: the cluster has no workers"
+        )
     return workers
 
 
 def curve_sums(
-    rounds: Iterable[np.ndarray], y: np.ndarray, offsets: np.ndarray, metric: str, preset: str, conventions: dict
+    rounds: Iterable[np.ndarray],
+    y: np.ndarray,
+    offsets: np.ndarray,
+    metric: str,
+    preset: str,
+    conventions: dict,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per round, the sum of ``metric`` over the queries and the count of non-skipped queries.
 
@@ -132,7 +139,11 @@ def curve_sums(
 
 
 def _shard_curve(
-    data: RankingData, rounds: Callable[[np.ndarray], Iterable[np.ndarray]], metric: str, preset: str, conventions: dict
+    data: RankingData,
+    rounds: Callable[[np.ndarray], Iterable[np.ndarray]],
+    metric: str,
+    preset: str,
+    conventions: dict,
 ) -> tuple[np.ndarray, np.ndarray]:
     """On a worker: :func:`curve_sums` of one validation shard, scores from ``rounds(X)``."""
     X = data.dense().astype(np.float32, copy=False)
@@ -140,7 +151,10 @@ def _shard_curve(
 
 
 def validation_curve(
-    client: Any, valid: ShardedSplit, rounds: Callable[[np.ndarray], Iterable[np.ndarray]], metric: RankingMetric
+    client: Any,
+    valid: ShardedSplit,
+    rounds: Callable[[np.ndarray], Iterable[np.ndarray]],
+    metric: RankingMetric,
 ) -> np.ndarray:
     """Mean of ``metric`` on ``valid`` after every round, computed shard by shard on the workers."""
     args = (metric.name, metric.preset, dict(metric.conventions))

@@ -158,7 +158,9 @@ class DaskLambdaMART(DaskTraining, LambdaMART):
     ) -> Callable[[np.ndarray], Iterator[np.ndarray]]:
         from lightgbm.dask import DaskLGBMRanker  # deferred: imports dask (optional extra) and lightgbm
 
-        self.engine_params_ = self.translate(cfg.params, cfg.engine_params, max_label=max_label, metric=metric)
+        self.engine_params_ = self.translate(
+            cfg.params, cfg.engine_params, max_label=max_label, metric=metric
+        )
         kwargs, eval_at = wrapper_arguments(self.engine_params_)
         X, y, group = dask_arrays(client, train)
         fit_kw: dict[str, Any] = {}

@@ -54,7 +54,9 @@ def dask_xgb_arrays(client: Any, split: ShardedSplit) -> tuple[Any, Any, Any]:
     starts = np.r_[0, np.cumsum([s.group_sizes.shape[0] for s in split.summaries])][:-1]
     Xs, ys, qs = [], [], []
     for f, w, s, q0 in zip(split.futures, split.workers, split.summaries, starts.tolist(), strict=True):
-        arrays = client.submit(_shard_xgb_arrays, f, int(q0), workers=[w], allow_other_workers=False, pure=False)
+        arrays = client.submit(
+            _shard_xgb_arrays, f, int(q0), workers=[w], allow_other_workers=False, pure=False
+        )
         fx, fy, fq = (
             client.submit(operator.getitem, arrays, k, workers=[w], allow_other_workers=False, pure=False)
             for k in range(3)
