@@ -128,7 +128,7 @@ def curve_sums(
 
     >>> s, c = curve_sums([np.array([0.0, 1.0]), np.array([1.0, 0.0])], np.array([0, 1]), np.array([0, 2]), "ndcg@10", "ltr", {})
     >>> s.tolist(), c.tolist()
-    [[1.0, 0.6309297535714575], [1, 1]]
+    ([1.0, 0.6309297535714575], [1, 1])
     """
     sums, counts = [], []
     for scores in rounds:

@@ -24,6 +24,7 @@ The fitted booster is an ordinary ``xgboost.Booster``: ``save`` writes a ``lambd
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -47,8 +48,6 @@ def _shard_xgb_arrays(data: RankingData, first_query: int) -> tuple[np.ndarray, 
 
 def dask_xgb_arrays(client: Any, split: ShardedSplit) -> tuple[Any, Any, Any]:
     """Dask arrays ``(X, y, qid)``, one chunk per shard on its worker; qid increases over the shards."""
-    import operator
-
     import dask.array as da  # deferred: optional 'dask' extra, only for the dask backend
 
     starts = np.r_[0, np.cumsum([s.group_sizes.shape[0] for s in split.summaries])][:-1]
