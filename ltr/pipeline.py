@@ -2,8 +2,8 @@
 
 :func:`fit_and_evaluate` is a pure function of the resolved config and the dataset's splits (plus an
 optional ``on_iteration`` callback for live curves and progress): it builds the ranker (``model``
-group; ``backend=dask`` → LightGBM on Dask), fits it with early stopping on the ``valid`` split,
-scores every split of ``eval.splits``, and returns an immutable :class:`Outcome` with
+group; ``backend=dask`` → LightGBM or XGBoost on Dask), fits it with early stopping on the ``valid``
+split, scores every split of ``eval.splits``, and returns an immutable :class:`Outcome` with
 
 * per-query values of every ``eval.metrics`` metric per split (:class:`SplitResult`; NaN = a query
   the conventions skip), plus ``ndcg@1..max_k`` on ``test`` for the @k plot (``eval.curve``),
@@ -15,6 +15,11 @@ scores every split of ``eval.splits``, and returns an immutable :class:`Outcome`
   (mean over the ``valid`` queries of the early-stopping metric, else of the first eval metric),
 * the splits that share queries with ``train`` (:func:`train_overlaps`: leakage the log step warns
   about and tags).
+
+The splits are :class:`~ltr.data.RankingData`, or (``backend=dask``)
+:class:`~ltr.models.dask_shards.ShardedSplit`\\ s the workers parsed: those are scored and evaluated
+on the workers (:func:`split_values`; the random baseline too, each shard drawing its slice of the
+same stream), and only per-query arrays come back, so the outcome has the same form either way.
 
 No MLflow and no console: :mod:`ltr.record` writes an outcome to a tracker, :mod:`ltr.console` prints
 it. The metric conventions (``eval.preset`` + ``eval.conventions``) are read once, into
@@ -43,7 +48,8 @@ import pandas as pd
 from ltr.errors import ConfigError, DataError, MetricError
 from ltr.metrics import Conventions, describe_conventions, evaluate, parse_metric, resolve_conventions
 from ltr.models import build_ranker
-from ltr.models.dask_lightgbm import build_dask_ranker
+from ltr.models.dask_backend import build_dask_ranker
+from ltr.models.dask_shards import ShardedSplit, per_query_metrics, random_baseline_metrics
 from ltr.models.ensemble import (  # re-exported: the entry points pass the run's hydra.searchpath to members
     member_search_path as member_search_path,
 )
@@ -141,7 +147,11 @@ def train_overlaps(splits: Mapping[str, Any]) -> tuple[Overlap, ...]:
         if split == "train":
             continue
         shared = int(np.intersect1d(train_ids, np.asarray(data.query_ids)).size)
-        same_shape = data.X.shape == train.X.shape and data.n_queries == train.n_queries
+        same_shape = (data.n_docs, data.n_features, data.n_queries) == (
+            train.n_docs,
+            train.n_features,
+            train.n_queries,
+        )
         identical = data is train or (same_shape and data.fingerprint() == train.fingerprint())
         if shared or identical:
             out.append(Overlap(split, shared, data.n_queries, identical))
@@ -171,7 +181,7 @@ class Outcome:
 
 
 def make_ranker(cfg: Any) -> Any:
-    """The configured ranker: ``backend=dask`` → LightGBM on a Dask cluster, otherwise a local engine."""
+    """The configured ranker: ``backend=dask`` → LightGBM or XGBoost on a Dask cluster, otherwise a local engine."""
     backend = cfg.get("backend")
     if backend is not None and str(backend.get("name", "local")) == "dask":
         return build_dask_ranker(cfg.model, backend, seed=int(cfg.seed), num_threads=int(cfg.num_threads))
@@ -238,6 +248,20 @@ def ci_bounds(
         )
         out[metric] = (ci.low, ci.high)
     return out
+
+
+def split_values(
+    ranker: Any, data: Any, metrics: Sequence[str], conventions: EvalConventions
+) -> dict[str, np.ndarray]:
+    """Per-query values of ``metrics`` for ``ranker``'s scores on one split.
+
+    A :class:`~ltr.models.dask_shards.ShardedSplit` (``backend=dask`` with data the workers parsed)
+    is scored and evaluated on the workers; only the per-query arrays come back, the same arrays a
+    local evaluation of the same scores gives.
+    """
+    if isinstance(data, ShardedSplit):
+        return per_query_metrics(data.client, data, ranker, metrics, conventions.resolved)
+    return conventions.evaluate(metrics, data, ranker.predict(data))
 
 
 def per_query_frame(result: SplitResult, data: Any, extra: Mapping[str, np.ndarray] | None = None) -> Any:
@@ -312,15 +336,19 @@ def fit_and_evaluate(
         if split not in splits:
             continue
         data = splits[split]
-        scores = ranker.predict(data)
-        results[split] = SplitResult(split, data.n_queries, conventions.evaluate(metrics, data, scores))
+        extra_names = [m for m in curve_names if m not in metrics] if split == "test" else []
+        values = split_values(ranker, data, [*metrics, *extra_names], conventions)
+        results[split] = SplitResult(split, data.n_queries, {m: values[m] for m in metrics})
         cis[split] = ci_bounds(results[split], metrics, cfg.eval, seed)
-        extra = conventions.evaluate(curve_names, data, scores) if split == "test" and curve_names else {}
+        extra = {m: values[m] for m in extra_names}
         frames[split] = per_query_frame(results[split], data, extra)
 
     report_split = "test" if "test" in results else next(reversed(results))
     data = splits[report_split]
-    baseline_values = conventions.evaluate(metrics, data, random_scores(data.n_docs, seed))
+    if isinstance(data, ShardedSplit):  # each worker draws its shard's slice of the same stream
+        baseline_values = random_baseline_metrics(data.client, data, metrics, conventions.resolved, seed)
+    else:
+        baseline_values = conventions.evaluate(metrics, data, random_scores(data.n_docs, seed))
     baseline = SplitResult(report_split, data.n_queries, baseline_values)
 
     target = optimised_metric(cfg)

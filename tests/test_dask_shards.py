@@ -18,8 +18,38 @@ from ltr.metrics import evaluate
 distributed = pytest.importorskip("distributed")
 
 
+PIPELINE_MODELS = ("lambdamart", "lambdamart_xgb")
+
+
+def _overrides(model: str, root: Path, backend: str) -> list[str]:
+    return [
+        f"+model={model}",
+        f"backend={backend}",
+        "model.params.n_trees=12",
+        "eval.metrics=[ndcg@10,map]",
+        "eval.bootstrap.B=200",
+        "eval.curve.max_k=3",
+        "seed=5",
+        "tracking=none",
+        f"paths.root={root}",
+    ]
+
+
 @pytest.fixture(scope="module")
-def client():
+def configs(tmp_path_factory):
+    """The pipeline test's configs, composed before any cluster starts: composing Hydra configs in a
+    process after in-process Dask workers trained models failed under pytest (OmegaConf rejected the
+    model's params dataclass), which a command line never does (it composes once, first)."""
+    from helpers import compose_config
+
+    root = tmp_path_factory.mktemp("root")
+    return {
+        (m, b): compose_config(_overrides(m, root, b)) for m in PIPELINE_MODELS for b in ("local", "dask")
+    }
+
+
+@pytest.fixture(scope="module")
+def client(configs):
     from distributed import Client, LocalCluster
 
     with (
@@ -277,3 +307,41 @@ def test_fit_refuses_mixed_inputs(client, shard_files):
     ranker = build_dask_ranker({"name": "lambdamart"}, {"name": "dask"}, seed=0, num_threads=1)
     with pytest.raises(DataError, match="must both be RankingData or both ShardedSplit"):
         ranker.fit(train, test)
+
+
+@pytest.mark.parametrize("model", PIPELINE_MODELS)
+def test_the_pipeline_evaluates_worker_shards_into_the_same_outcome_form(
+    client, configs, shard_files, tmp_path, model
+):
+    from ltr.models.dask_shards import gather_split, load_sharded
+    from ltr.pipeline import EvalConventions, SplitResult, ci_bounds, fit_and_evaluate, random_scores
+
+    root, test = shard_files
+    write_svmlight(test, tmp_path / "test.txt")
+    opts = {"n_features": test.n_features}
+    sharded = {
+        "train": load_sharded(client, str(root / "train-*.txt"), opts, name="train"),
+        "valid": load_sharded(client, str(root / "valid-*.txt"), opts, name="valid"),
+        "test": load_sharded(client, tmp_path / "test.txt", opts, name="test", n_parts=3),  # byte ranges
+    }
+    cfg, local_cfg = configs[(model, "dask")], configs[(model, "local")]
+    outcome = fit_and_evaluate(cfg, sharded)
+    local = {s: gather_split(client, d) for s, d in sharded.items()}
+    conventions = EvalConventions.from_config(cfg.eval)
+    for split, data in local.items():
+        expected = conventions.evaluate(["ndcg@10", "map"], data, outcome.ranker.predict(data))
+        for m, values in expected.items():
+            np.testing.assert_array_equal(outcome.results[split].per_query[m], values)
+        assert outcome.cis[split] == ci_bounds(
+            SplitResult(split, data.n_queries, expected), ["ndcg@10", "map"], cfg.eval, 5
+        )
+        np.testing.assert_array_equal(outcome.query_ids[split], data.query_ids)
+    baseline = conventions.evaluate(["ndcg@10", "map"], local["test"], random_scores(local["test"].n_docs, 5))
+    for m, values in baseline.items():
+        np.testing.assert_array_equal(outcome.baseline.per_query[m], values)
+    # the same form as a local run of the same config on the same rows
+    reference = fit_and_evaluate(local_cfg, local)
+    assert list(outcome.frames["test"].columns) == list(reference.frames["test"].columns)
+    np.testing.assert_array_equal(outcome.frames["test"]["n_docs"], reference.frames["test"]["n_docs"])
+    assert set(outcome.history) == set(reference.history) == {"valid"}
+    assert outcome.value_split == reference.value_split == "valid"

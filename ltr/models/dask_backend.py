@@ -202,8 +202,7 @@ class DaskTraining:
         self.best_iteration_: int | None = None
         self.evals_result_: dict[str, dict[str, list[float]]] = {}
         self.engine_params_: dict[str, Any] = {}
-        client = train.futures[0].client
-        self._train_sharded(client, train, valid, cfg, on_iteration)
+        self._train_sharded(train.client, train, valid, cfg, on_iteration)
         return self
 
     def _fit(

@@ -17,6 +17,7 @@ only the per-query metric values (in shard order, which is the split's query ord
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -85,6 +86,22 @@ class ShardedSplit:
     @property
     def max_label(self) -> float:
         return max(s.max_label for s in self.summaries)
+
+    @property
+    def client(self) -> Any:
+        """The Dask client the shards' futures belong to."""
+        return self.futures[0].client
+
+    @property
+    def first_rows(self) -> list[int]:
+        """Index of each shard's first row in the whole split."""
+        return np.r_[0, np.cumsum([s.n_rows for s in self.summaries])][:-1].astype(int).tolist()
+
+    def fingerprint(self) -> str:
+        """A content hash of the split: sha256 over the shards' :meth:`RankingData.fingerprint`\\ s
+        (computed on the workers), first 16 hex digits. Equal for the same rows cut the same way."""
+        parts = self.client.gather(self.map(self.client, RankingData.fingerprint))
+        return hashlib.sha256("/".join(parts).encode()).hexdigest()[:16]
 
     def map(self, client: Any, fn: Callable[..., Any], *args: Any) -> list[Any]:
         """``fn(shard_data, *args)`` on every shard, on the worker that holds it (futures, shard order)."""
@@ -186,6 +203,48 @@ def shard_arrays(data: RankingData) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 def _shard_metrics(data: RankingData, ranker: Any, metrics: list[str], preset: Any) -> dict[str, np.ndarray]:
     scores = ranker.predict(data)
     return evaluate(metrics, data.y, scores, data.offsets, preset=preset)
+
+
+def uniform_slice(seed: int, start: int, n: int) -> np.ndarray:
+    """Draws ``start .. start + n`` of ``numpy.random.default_rng(seed).random(...)``, without the ones before.
+
+    ``Generator.random`` takes one 64-bit output of PCG64 per double, so advancing the bit
+    generator by ``start`` lands on draw ``start``.
+
+    >>> bool(np.array_equal(uniform_slice(7, 3, 4), np.random.default_rng(7).random(10)[3:7]))
+    True
+    """
+    bits = np.random.PCG64(seed)
+    bits.advance(start)
+    return np.random.Generator(bits).random(n)
+
+
+def _shard_random_metrics(
+    data: RankingData, seed: int, start: int, metrics: list[str], preset: Any
+) -> dict[str, np.ndarray]:
+    return evaluate(metrics, data.y, uniform_slice(seed, start, data.n_docs), data.offsets, preset=preset)
+
+
+def random_baseline_metrics(
+    client: Any, split: ShardedSplit, metrics: Sequence[str], preset: Any, seed: int
+) -> dict[str, np.ndarray]:
+    """Per-query values of ``metrics`` for the random baseline scores ``default_rng(seed).random(n_docs)``
+    of the whole split, each shard drawing its own slice of that stream on its worker."""
+    futures = [
+        client.submit(
+            _shard_random_metrics,
+            f,
+            seed,
+            start,
+            list(metrics),
+            preset,
+            workers=[w],
+            allow_other_workers=False,
+        )
+        for f, w, start in zip(split.futures, split.workers, split.first_rows, strict=True)
+    ]
+    parts = client.gather(futures)
+    return {m: np.concatenate([p[m] for p in parts]) for m in metrics}
 
 
 def per_query_metrics(
