@@ -37,9 +37,7 @@ def _overrides(model: str, root: Path, backend: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def configs(tmp_path_factory):
-    """The pipeline test's configs, composed before any cluster starts: composing Hydra configs in a
-    process after in-process Dask workers trained models failed under pytest (OmegaConf rejected the
-    model's params dataclass), which a command line never does (it composes once, first)."""
+    """The pipeline test's configs (local and dask backend), composed once."""
     from helpers import compose_config
 
     root = tmp_path_factory.mktemp("root")
@@ -49,7 +47,7 @@ def configs(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def client(configs):
+def client():
     from distributed import Client, LocalCluster
 
     with (

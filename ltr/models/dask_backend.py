@@ -172,7 +172,17 @@ class DaskTraining:
     ``predict`` and ``save`` are the local ones: the fitted booster is an ordinary one.
     """
 
-    backend_: dict[str, Any]
+    def __init__(
+        self, params: Mapping[str, Any] | None = None, *, backend: Mapping[str, Any] | None = None, **kw: Any
+    ):
+        # a plain copy: an OmegaConf node would drag the whole run config (and its dynamically made
+        # dataclasses, pickled by value) to the workers with every task that carries the ranker
+        self.backend = None if backend is None else plain(backend)
+        self.backend_ = resolve_backend(backend)
+        super().__init__(params, **kw)  # type: ignore[call-arg]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        return {**super().get_params(deep), "backend": self.backend}  # type: ignore[misc]
 
     def fit(
         self,

@@ -134,16 +134,6 @@ def _curve_sums(
 class DaskLambdaMART(DaskTraining, LambdaMART):
     """LambdaMART trained by ``lightgbm.dask.DaskLGBMRanker`` (module docstring); saved as ``lambdamart``."""
 
-    def __init__(
-        self, params: Mapping[str, Any] | None = None, *, backend: Mapping[str, Any] | None = None, **kw: Any
-    ):
-        self.backend = backend
-        self.backend_ = resolve_backend(backend)
-        super().__init__(params, **kw)
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {**super().get_params(deep), "backend": self.backend}
-
     def _check_shard(self, data: RankingData, role: str, params: dict[str, Any], max_label: int) -> None:
         self._check_data(data, role, params, max_label)
 

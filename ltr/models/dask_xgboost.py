@@ -25,7 +25,7 @@ The fitted booster is an ordinary ``xgboost.Booster``: ``save`` writes a ``lambd
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,7 @@ import xgboost as xgb
 
 from ltr.data import RankingData
 from ltr.models.base import Resolved
-from ltr.models.dask_backend import DaskTraining, resolve_backend
+from ltr.models.dask_backend import DaskTraining
 from ltr.models.dask_shards import ShardedSplit, shard_arrays
 from ltr.models.evaluation import RankingMetric
 from ltr.models.xgb import XGBoostLambdaMART
@@ -89,16 +89,6 @@ class XGBoostRounds:
 
 class DaskXGBoostLambdaMART(DaskTraining, XGBoostLambdaMART):
     """LambdaMART trained by ``xgboost.dask`` (module docstring); saved as ``lambdamart_xgb``."""
-
-    def __init__(
-        self, params: Mapping[str, Any] | None = None, *, backend: Mapping[str, Any] | None = None, **kw: Any
-    ):
-        self.backend = backend
-        self.backend_ = resolve_backend(backend)
-        super().__init__(params, **kw)
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {**super().get_params(deep), "backend": self.backend}
 
     def _check_shard(self, data: RankingData, role: str, params: dict[str, Any], max_label: int) -> None:
         self._check_data(data, role, params)
