@@ -88,8 +88,12 @@ def run_dask(directory: Path, n_files: int | None, cap_mb: int, worker_memory: s
     """Parse, train and evaluate on the workers; the driver capped (module docstring)."""
     import logging
 
+    import dask.array  # noqa: F401  (loaded before the cap: imports are not data)
+    import lightgbm.dask  # noqa: F401
+    import pandas  # noqa: F401
     from distributed import Client, LocalCluster
 
+    from ltr.data import _fastparse  # noqa: F401  (numba kernels)
     from ltr.models.dask_backend import build_dask_ranker
     from ltr.models.dask_shards import load_sharded, per_query_metrics
 
@@ -168,7 +172,7 @@ def _child(args: argparse.Namespace, mode: str) -> dict:
     cmd = [sys.executable, __file__, "--dir", str(args.dir), "--mode", mode, "--shards", str(args.shards)]
     cmd += ["--subset-shards", str(args.subset_shards), "--driver-cap-mb", str(args.driver_cap_mb)]
     cmd += ["--worker-memory", args.worker_memory]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=os.environ)
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, env=os.environ)  # stderr shown
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

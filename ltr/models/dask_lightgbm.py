@@ -9,9 +9,10 @@ returns, for ``model=lambdamart``, a :class:`DaskLambdaMART` with the usual inte
   partitions_per_worker`` chunks of whole queries and near-equal size, scattered round-robin to
   the workers of a cluster started for the fit (``backend.scheduler_address``: a running one);
 * **partitions**: one per shard, each holding whole queries, with the ``group`` chunks aligned to
-  the ``X`` chunks (LightGBM needs every query inside one partition); the validation shards are
-  passed as ``eval_set`` when every worker holds one (a worker without eval data reports empty
-  results);
+  the ``X`` chunks (LightGBM needs every query inside one partition). No ``eval_set`` is passed:
+  with one, ``lightgbm.dask`` fetches every partition to the client to check which workers hold
+  eval data (``part.result()`` in ``lightgbm/dask.py``'s ``_train``, LightGBM 4.7), which would
+  bring the whole training set to the driver;
 * **early stopping**: ``DaskLGBMRanker`` has none (LightGBM issues #3712, #4189), so the model is
   trained for ``n_trees`` rounds and the stopping rule is applied afterwards from the validation
   curve computed on the workers (:class:`~ltr.models.dask_backend.DaskTraining`); the extra rounds
@@ -151,18 +152,14 @@ class DaskLambdaMART(DaskTraining, LambdaMART):
         self.engine_params_ = self.translate(
             cfg.params, cfg.engine_params, max_label=max_label, metric=metric
         )
-        kwargs, eval_at = wrapper_arguments(self.engine_params_)
+        kwargs, _ = wrapper_arguments(self.engine_params_)  # eval_at: no eval_set is given (below)
         X, y, group = dask_arrays(client, train)
-        fit_kw: dict[str, Any] = {}
-        if valid is not None and set(valid.workers) >= set(train.workers):
-            Xv, yv, gv = dask_arrays(client, valid)
-            fit_kw = {"eval_X": (Xv,), "eval_y": (yv,), "eval_group": [gv], "eval_names": ["valid"]}
-            if eval_at:
-                fit_kw["eval_at"] = list(eval_at)
+        # no eval_set: lightgbm.dask's _train calls .result() on every partition future when one is
+        # given (to see which workers hold eval data), pulling all training data to the client; the
+        # validation curve is computed on the workers afterwards instead (DaskTraining)
         model = DaskLGBMRanker(client=client, **kwargs)
         with warnings.catch_warnings():  # threads come from the workers, as intended: not a user error
             warnings.filterwarnings("ignore", message="Parameter n_jobs will be ignored")
-            model.fit(X, y, group=group, **fit_kw)
+            model.fit(X, y, group=group)
         self.booster_ = model.booster_
-        self.engine_evals_result_ = dict(getattr(model, "evals_result_", {}) or {})
         return BoosterRounds(self.booster_.model_to_string())
