@@ -37,7 +37,8 @@ array([ 1., nan])
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -45,11 +46,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ltr.data.registry import load_dataset
 from ltr.errors import ConfigError, DataError, MetricError
 from ltr.metrics import Conventions, describe_conventions, evaluate, parse_metric, resolve_conventions
 from ltr.models import build_ranker
-from ltr.models.dask_backend import build_dask_ranker
-from ltr.models.dask_shards import ShardedSplit, per_query_metrics, random_baseline_metrics
+from ltr.models.dask_backend import build_dask_ranker, cluster_workers, dask_client, resolve_backend
+from ltr.models.dask_shards import (
+    ShardedSplit,
+    load_sharded_dataset,
+    per_query_metrics,
+    random_baseline_metrics,
+)
 from ltr.models.ensemble import (  # re-exported: the entry points pass the run's hydra.searchpath to members
     member_search_path as member_search_path,
 )
@@ -186,6 +193,37 @@ def make_ranker(cfg: Any) -> Any:
     if backend is not None and str(backend.get("name", "local")) == "dask":
         return build_dask_ranker(cfg.model, backend, seed=int(cfg.seed), num_threads=int(cfg.num_threads))
     return build_ranker(cfg.model, seed=int(cfg.seed), num_threads=int(cfg.num_threads))
+
+
+def workers_read_data(cfg: Any) -> bool:
+    """``backend=dask`` with ``data`` of kind ``svmlight``: the Dask workers parse the files."""
+    backend = cfg.get("backend")
+    kind = cfg.data.get("kind") or cfg.data.get("name")
+    return backend is not None and str(backend.get("name", "local")) == "dask" and kind == "svmlight"
+
+
+@contextmanager
+def data_cluster(cfg: Any) -> Iterator[Any]:
+    """A Dask client for the whole run when :func:`workers_read_data` (the splits live on its
+    workers from loading to evaluation), else ``None``: then ``backend=dask`` starts a cluster for
+    the fit alone and scatters the in-memory splits (synthetic data, registry datasets)."""
+    if not workers_read_data(cfg):
+        yield None
+        return
+    with dask_client(resolve_backend(cfg.backend)) as client:
+        yield client
+
+
+def load_splits(cfg: Any, client: Any = None) -> dict[str, Any]:
+    """The dataset's splits: read here (:func:`~ltr.data.registry.load_dataset`), or with a
+    ``client`` from :func:`data_cluster`, parsed on its workers as
+    :class:`~ltr.models.dask_shards.ShardedSplit`\\ s (a single file is cut into ``workers ×
+    partitions_per_worker`` byte ranges)."""
+    if client is None:
+        return load_dataset(cfg.data)
+    backend = resolve_backend(cfg.backend)
+    n_parts = len(cluster_workers(client, backend)) * backend["partitions_per_worker"]
+    return load_sharded_dataset(client, cfg.data, n_parts)
 
 
 def optimised_metric(cfg: Any) -> str:

@@ -52,7 +52,11 @@ def missing_model_message() -> str:
 def execute(cfg: Any) -> RecordedRun:
     """Check, train, evaluate, log and print one configured run; returns its :class:`ltr.record.RecordedRun`."""
     # deferred (each): the engines load after configure_process_environment() (see __main__)
-    from ltr.pipeline import check_run_config, member_search_path  # deferred: imports the engines
+    from ltr.pipeline import (  # deferred: imports the engines
+        check_run_config,
+        data_cluster,
+        member_search_path,
+    )
     from ltr.record import connect_and_load, train_and_record  # deferred: imports the pipeline
 
     if cfg.get("model") is None:
@@ -62,11 +66,12 @@ def execute(cfg: Any) -> RecordedRun:
     with member_search_path(searchpath):  # ensemble members from the user's hydra.searchpath too
         check_run_config(cfg)  # metric names and the model (every ensemble member) before the data is read
         console = Console(highlight=False)
-        tracker, splits = connect_and_load(cfg, console)  # an unreachable server fails here, before the data
-        run_name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
-        recorded = train_and_record(
-            cfg, splits, tracker, run_name=run_name, tags=run_tags(cfg, splits), console=console
-        )
+        with data_cluster(cfg) as client:  # backend=dask + svmlight files: the workers hold the splits
+            tracker, splits = connect_and_load(cfg, console, client)  # an unreachable server fails here
+            run_name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
+            recorded = train_and_record(
+                cfg, splits, tracker, run_name=run_name, tags=run_tags(cfg, splits), console=console
+            )
     print_run_summary(console, recorded.outcome, str(cfg.model.name))
     if tracker.enabled:
         where = f"run {tracker.run_id} in experiment '{cfg.tracking.experiment}'"

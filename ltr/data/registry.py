@@ -306,8 +306,13 @@ def _parse_kwargs(section: Mapping[str, Any] | None, where: str) -> dict[str, An
     return out | {k: checked[k] for k in out if k in declared and out[k] is not None}
 
 
-def _load_files(paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], name: str) -> dict:
-    cache = {"cache_dir": data_cfg.get("cache_dir"), "verify_cache": bool(data_cfg.get("verify_cache", False))}
+def _load_files(
+    paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], name: str
+) -> dict:
+    cache = {
+        "cache_dir": data_cfg.get("cache_dir"),
+        "verify_cache": bool(data_cfg.get("verify_cache", False)),
+    }
     out: dict[str, RankingData] = {}
     for split, path in paths.items():
         out[split] = load_svmlight(path, name=f"{name}/{split}", **cache, **kwargs)
@@ -317,6 +322,21 @@ def _load_files(paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Map
             f"{name}: splits have different feature counts {widths}; set n_features so train/valid/test align"
         )
     return out
+
+
+def svmlight_sources(data_cfg: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+    """For ``kind: svmlight``: the wanted splits' paths as written (``data.train`` …; a glob or a
+    directory for data the Dask workers parse) and the ``load_svmlight`` options of the config."""
+    check_data_block(data_cfg)
+    paths = {s: str(data_cfg[s]) for s in SPLITS if data_cfg.get(s)}
+    if "train" not in paths:
+        raise ConfigError("data.train must name the training file for kind 'svmlight'")
+    kwargs = _parse_kwargs({k: data_cfg[k] for k in PARSE_KEYS if k in data_cfg}, "data")
+    kwargs.update(_parse_kwargs(data_cfg.get("parse"), "data.parse"))
+    wanted = data_cfg.get("splits")
+    if wanted:
+        paths = {s: p for s, p in paths.items() if s in wanted}
+    return paths, kwargs
 
 
 def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
@@ -334,13 +354,8 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
     check_data_block(data_cfg)  # a misspelt key or a wrong type fails here, before any file is read
     wanted = data_cfg.get("splits")
     if kind == "svmlight":
-        paths = {s: Path(data_cfg[s]) for s in SPLITS if data_cfg.get(s)}
-        if "train" not in paths:
-            raise ConfigError("data.train must name the training file for kind 'svmlight'")
-        kwargs = _parse_kwargs({k: data_cfg[k] for k in PARSE_KEYS if k in data_cfg}, "data")
-        kwargs.update(_parse_kwargs(data_cfg.get("parse"), "data.parse"))
-        if wanted:
-            paths = {s: p for s, p in paths.items() if s in wanted}
+        sources, kwargs = svmlight_sources(data_cfg)
+        paths = {s: Path(p) for s, p in sources.items()}
         return _load_files(paths, kwargs, data_cfg, str(data_cfg.get("name", "svmlight")))
     spec = get_spec(str(kind))
     directory = Path(data_cfg.get("dir") or default_dir(spec.name))

@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ltr.data import RankingData
+from ltr.data.registry import svmlight_sources
 from ltr.data.shards import Shard, check_disjoint_queries, plan_shards, read_shard, widen
 from ltr.errors import ConfigError, DataError
 from ltr.metrics import evaluate
@@ -40,6 +41,10 @@ class ShardSummary:
     query_ids: np.ndarray
     group_sizes: np.ndarray
     max_label: float
+
+
+def _head(data: RankingData, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    return data.subset(np.array([0])).dense()[:rows], data.qid[:rows]
 
 
 def summarize(data: RankingData) -> ShardSummary:
@@ -102,6 +107,12 @@ class ShardedSplit:
         (computed on the workers), first 16 hex digits. Equal for the same rows cut the same way."""
         parts = self.client.gather(self.map(self.client, RankingData.fingerprint))
         return hashlib.sha256("/".join(parts).encode()).hexdigest()[:16]
+
+    def first_query_rows(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(X dense, qid)`` of the first ``rows`` documents of the split's first query (fetched from
+        the worker holding shard 0: a few rows)."""
+        end = min(rows, int(self.summaries[0].group_sizes[0]))
+        return self.client.submit(_head, self.futures[0], end, workers=[self.workers[0]]).result()
 
     def map(self, client: Any, fn: Callable[..., Any], *args: Any) -> list[Any]:
         """``fn(shard_data, *args)`` on every shard, on the worker that holds it (futures, shard order)."""
@@ -180,6 +191,31 @@ def scatter_split(client: Any, data: RankingData, n_parts: int, workers: Sequenc
         summaries.append(summarize(chunk))
         sources.append(f"{data.name} queries {q0}-{q1 - 1}")
     return ShardedSplit(data.name, sources, futures, placed, summaries)
+
+
+def load_sharded_dataset(client: Any, data_cfg: Mapping[str, Any], n_parts: int) -> dict[str, ShardedSplit]:
+    """The splits of a ``kind: svmlight`` data config, parsed by the workers (:func:`load_sharded`).
+
+    ``data.train`` / ``valid`` / ``test`` may each be a glob, a directory or a file (a single file
+    is cut into ``n_parts`` byte ranges); parse options and ``cache_dir`` mean what they mean for
+    :func:`~ltr.data.registry.load_dataset`. Splits of different widths are a ``DataError``.
+    """
+    sources, kwargs = svmlight_sources(data_cfg)
+    kwargs |= {
+        "cache_dir": data_cfg.get("cache_dir"),
+        "verify_cache": bool(data_cfg.get("verify_cache", False)),
+    }
+    name = str(data_cfg.get("name", "svmlight"))
+    out = {
+        split: load_sharded(client, spec, kwargs, name=f"{name}/{split}", n_parts=n_parts)
+        for split, spec in sources.items()
+    }
+    widths = {s: d.n_features for s, d in out.items()}
+    if len(set(widths.values())) > 1:
+        raise DataError(
+            f"{name}: splits have different feature counts {widths}; set n_features so train/valid/test align"
+        )
+    return out
 
 
 def gather_split(client: Any, split: ShardedSplit) -> RankingData:
