@@ -52,7 +52,7 @@ from ltr.data.config import (
     check_data_block,
 )
 from ltr.errors import ConfigError
-from ltr.models.dask_lightgbm import BackendSchema
+from ltr.models.dask_backend import BackendSchema
 from ltr.models.params import register_model_configs
 from ltr.stats.bootstrap import CI_METHODS
 from ltr.stats.corrections import CORRECTIONS
