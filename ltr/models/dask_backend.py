@@ -113,6 +113,22 @@ def cluster_workers(client: Any, backend: Mapping[str, Any]) -> list[str]:
     return workers
 
 
+#: per-round scores of a fitted model: ``rounds(X)`` yields the scores after rounds 1, 2, …
+Rounds = Callable[[np.ndarray], Iterable[np.ndarray]]
+
+
+@dataclass(frozen=True)
+class ClusterFit:
+    """What an engine trains from: the client, the training shards, the resolved model config, the
+    largest label (train and valid) and the early-stopping metric (``None`` without valid)."""
+
+    client: Any
+    train: ShardedSplit
+    cfg: Resolved
+    max_label: int
+    metric: RankingMetric | None
+
+
 def curve_sums(
     rounds: Iterable[np.ndarray],
     y: np.ndarray,
@@ -241,7 +257,7 @@ class DaskTraining:
                 client.gather(split.map(client, self._check_shard, role, cfg.params, max_label))
         metric = RankingMetric.from_config(es) if valid is not None else None
         monitor = IterationMonitor(es["metric"], es["patience"] if valid is not None else None, on_iteration)
-        rounds = self._train_on(client, train, valid, cfg, max_label, metric)
+        rounds = self._train_on(ClusterFit(client, train, cfg, max_label, metric))
         if valid is not None and metric is not None:
             for i, value in enumerate(validation_curve(client, valid, rounds, metric)):
                 if monitor.update(i, {("valid", metric.name): float(value)}):
@@ -253,15 +269,7 @@ class DaskTraining:
     def _check_shard(self, data: RankingData, role: str, params: dict[str, Any], max_label: int) -> None:
         raise NotImplementedError
 
-    def _train_on(
-        self,
-        client: Any,
-        train: ShardedSplit,
-        valid: ShardedSplit | None,
-        cfg: Resolved,
-        max_label: int,
-        metric: RankingMetric | None,
-    ) -> Callable[[np.ndarray], Iterable[np.ndarray]]:
+    def _train_on(self, fit: ClusterFit) -> Rounds:
         """Train on the cluster; set ``booster_`` and ``engine_params_``; return the per-round scorer."""
         raise NotImplementedError
 

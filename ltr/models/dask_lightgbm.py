@@ -30,23 +30,23 @@ from __future__ import annotations
 
 import operator
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 from ltr.data import RankingData
-from ltr.models.base import Resolved
 from ltr.models.dask_backend import (  # re-exported: where users and the config schemas found them
     BackendSchema,
+    ClusterFit,
     DaskTraining,
+    Rounds,
     build_dask_ranker,
     curve_sums,
     dask_client,
     resolve_backend,
 )
 from ltr.models.dask_shards import ShardedSplit, query_chunks, shard_arrays
-from ltr.models.evaluation import RankingMetric
 from ltr.models.lgbm import LambdaMART
 
 __all__ = [
@@ -138,26 +138,18 @@ class DaskLambdaMART(DaskTraining, LambdaMART):
     def _check_shard(self, data: RankingData, role: str, params: dict[str, Any], max_label: int) -> None:
         self._check_data(data, role, params, max_label)
 
-    def _train_on(
-        self,
-        client: Any,
-        train: ShardedSplit,
-        valid: ShardedSplit | None,
-        cfg: Resolved,
-        max_label: int,
-        metric: RankingMetric | None,
-    ) -> Callable[[np.ndarray], Iterator[np.ndarray]]:
+    def _train_on(self, fit: ClusterFit) -> Rounds:
         from lightgbm.dask import DaskLGBMRanker  # deferred: imports dask (optional extra) and lightgbm
 
         self.engine_params_ = self.translate(
-            cfg.params, cfg.engine_params, max_label=max_label, metric=metric
+            fit.cfg.params, fit.cfg.engine_params, max_label=fit.max_label, metric=fit.metric
         )
         kwargs, _ = wrapper_arguments(self.engine_params_)  # eval_at: no eval_set is given (below)
-        X, y, group = dask_arrays(client, train)
+        X, y, group = dask_arrays(fit.client, fit.train)
         # no eval_set: lightgbm.dask's _train calls .result() on every partition future when one is
         # given (to see which workers hold eval data), pulling all training data to the client; the
         # validation curve is computed on the workers afterwards instead (DaskTraining)
-        model = DaskLGBMRanker(client=client, **kwargs)
+        model = DaskLGBMRanker(client=fit.client, **kwargs)
         with warnings.catch_warnings():  # threads come from the workers, as intended: not a user error
             warnings.filterwarnings("ignore", message="Parameter n_jobs will be ignored")
             model.fit(X, y, group=group)

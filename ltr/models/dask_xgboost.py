@@ -25,17 +25,15 @@ The fitted booster is an ordinary ``xgboost.Booster``: ``save`` writes a ``lambd
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import xgboost as xgb
 
 from ltr.data import RankingData
-from ltr.models.base import Resolved
-from ltr.models.dask_backend import DaskTraining
+from ltr.models.dask_backend import ClusterFit, DaskTraining, Rounds
 from ltr.models.dask_shards import ShardedSplit, shard_arrays
-from ltr.models.evaluation import RankingMetric
 from ltr.models.xgb import XGBoostLambdaMART
 
 
@@ -93,26 +91,18 @@ class DaskXGBoostLambdaMART(DaskTraining, XGBoostLambdaMART):
     def _check_shard(self, data: RankingData, role: str, params: dict[str, Any], max_label: int) -> None:
         self._check_data(data, role, params)
 
-    def _train_on(
-        self,
-        client: Any,
-        train: ShardedSplit,
-        valid: ShardedSplit | None,
-        cfg: Resolved,
-        max_label: int,
-        metric: RankingMetric | None,
-    ) -> Callable[[np.ndarray], Iterator[np.ndarray]]:
+    def _train_on(self, fit: ClusterFit) -> Rounds:
         from xgboost import dask as dxgb  # deferred: imports dask (optional extra)
 
-        self.engine_params_ = self.translate(cfg.params, cfg.engine_params, metric)
+        self.engine_params_ = self.translate(fit.cfg.params, fit.cfg.engine_params, fit.metric)
         params = dict(self.engine_params_)
         rounds = int(params.pop("num_boost_round"))
         params.pop("nthread", None)  # each worker uses its Dask threads
         params.pop("eval_metric", None)  # the curve is ltr's, computed on the workers afterwards
         params["disable_default_eval_metric"] = True
-        X, y, qid = dask_xgb_arrays(client, train)
-        dtrain = dxgb.DaskQuantileDMatrix(client, X, y, qid=qid, max_bin=int(params["max_bin"]))
-        out = dxgb.train(client, params, dtrain, num_boost_round=rounds, verbose_eval=False)
+        X, y, qid = dask_xgb_arrays(fit.client, fit.train)
+        dtrain = dxgb.DaskQuantileDMatrix(fit.client, X, y, qid=qid, max_bin=int(params["max_bin"]))
+        out = dxgb.train(fit.client, params, dtrain, num_boost_round=rounds, verbose_eval=False)
         self.booster_ = out["booster"]
         self.booster_.set_param({"nthread": int(self.num_threads)})
         return XGBoostRounds(bytes(self.booster_.save_raw("ubj")))
