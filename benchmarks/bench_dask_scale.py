@@ -18,9 +18,9 @@ Usage (the figures in docs/benchmarks.md)::
 
     python benchmarks/bench_dask_scale.py --dir /tmp/ltr-dask-scale --queries 4800 --shards 16
 
-The data is generated with ``python -m ltr.data synth DIR --queries N --splits`` (4/6 train, 1/6
-valid, 1/6 test; ~120 documents per query, 136 features) and ``train.txt`` is then cut into
-``--shards`` files on query boundaries (:func:`ltr.data.shards.byte_ranges`).
+The data is one file from ``python -m ltr.data synth DIR --queries N`` (~120 documents per query,
+136 features, one label function), cut on query boundaries into ``--shards`` training files, a
+valid and a test file (:func:`prepare`).
 """
 
 from __future__ import annotations
@@ -46,22 +46,39 @@ MODEL = {
 
 
 def prepare(directory: Path, queries: int, shards: int, seed: int) -> dict[str, Any]:
-    """Generate the splits with ``python -m ltr.data synth`` (once) and cut train into shard files."""
+    """Generate the data with ``python -m ltr.data synth`` (once) and cut it on query boundaries.
+
+    ``synth --splits`` draws each split's label function with its own seed (it is a parser
+    benchmark), so a model trained on its train split learns nothing about its test split. Here one
+    file of ``queries`` queries (one label function) is generated and cut into ``shards + 4`` byte
+    ranges (:func:`ltr.data.shards.byte_ranges`): ``shards`` training files, then valid (2 ranges)
+    and test (2 ranges), query-disjoint by construction.
+    """
     from ltr.data.shards import byte_ranges  # deferred: the parent process imports ltr only here
 
     shard_dir = directory / "train"
     if not (directory / "test.txt").is_file():
-        cmd = [sys.executable, "-m", "ltr.data", "synth", str(directory), "--queries", str(queries), "--splits"]
+        cmd = [sys.executable, "-m", "ltr.data", "synth", str(directory / "all"), "--queries", str(queries)]
         subprocess.run([*cmd, "--seed", str(seed)], check=True)
-    if not shard_dir.is_dir() or len(list(shard_dir.glob("train-*.txt"))) != shards:
+        (source,) = (directory / "all").glob("*.txt")
         shutil.rmtree(shard_dir, ignore_errors=True)
         shard_dir.mkdir()
-        source = directory / "train.txt"
+        ranges = byte_ranges(source, shards + 4)
+        if len(ranges) != shards + 4:
+            raise SystemExit(f"{source}: too few queries for {shards + 4} parts")
         with open(source, "rb") as f:
-            for i, (a, b) in enumerate(byte_ranges(source, shards)):
+
+            def piece(a: int, b: int) -> bytes:
                 f.seek(a)
-                (shard_dir / f"train-{i:03d}.txt").write_bytes(f.read(b - a))
-        source.unlink()  # the shards are the training data now
+                return f.read(b - a)
+
+            for i, (a, b) in enumerate(ranges[:shards]):
+                (shard_dir / f"train-{i:03d}.txt").write_bytes(piece(a, b))
+            (directory / "vali.txt").write_bytes(
+                b"".join(piece(a, b) for a, b in ranges[shards : shards + 2])
+            )
+            (directory / "test.txt").write_bytes(b"".join(piece(a, b) for a, b in ranges[shards + 2 :]))
+        shutil.rmtree(directory / "all")
     sizes = {p.name: p.stat().st_size for p in sorted(shard_dir.glob("train-*.txt"))}
     return {
         "train_files": len(sizes),
@@ -99,15 +116,18 @@ def run_dask(directory: Path, n_files: int | None, cap_mb: int, worker_memory: s
 
     files = sorted((directory / "train").glob("train-*.txt"))[: n_files or None]
     opts = {"n_features": n_features}
-    with LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-        memory_limit=worker_memory,
-        silence_logs=logging.ERROR,
-    ) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            memory_limit=worker_memory,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         rss_start = _rss_mb()
         limit = _cap_address_space(cap_mb) if cap_mb else None
         t0 = time.perf_counter()
@@ -179,7 +199,9 @@ def _child(args: argparse.Namespace, mode: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=Path("/tmp/ltr-dask-scale"))
-    parser.add_argument("--queries", type=int, default=4800, help="total queries (4/6 train, 1/6 valid, 1/6 test)")
+    parser.add_argument(
+        "--queries", type=int, default=4800, help="total queries (about shards/(shards+4) of them train)"
+    )
     parser.add_argument("--shards", type=int, default=16, help="training files")
     parser.add_argument("--subset-shards", type=int, default=4, help="training files of the local comparison")
     parser.add_argument("--driver-cap-mb", type=int, default=200, help="driver address space above its size")
@@ -191,7 +213,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "dask-full":
         print(json.dumps(run_dask(args.dir, None, args.driver_cap_mb, args.worker_memory, n_features)))
     elif args.mode == "dask-subset":
-        print(json.dumps(run_dask(args.dir, args.subset_shards, args.driver_cap_mb, args.worker_memory, n_features)))
+        print(
+            json.dumps(
+                run_dask(args.dir, args.subset_shards, args.driver_cap_mb, args.worker_memory, n_features)
+            )
+        )
     elif args.mode == "local-subset":
         print(json.dumps(run_local(args.dir, args.subset_shards, n_features)))
     else:

@@ -33,7 +33,7 @@ def test_workers_train_on_data_the_capped_driver_could_not_hold(tmp_path):
     }
     data, full = rows["data"], rows["dask-full"]
     assert data["train_files"] == 8 and data["train_mb"] > 2 * CAP_MB
-    assert full["train_dense_mb"] > CAP_MB and full["train_queries"] == 600
+    assert full["train_dense_mb"] > CAP_MB and 500 < full["train_queries"] < 700
     assert full["driver_address_space_limit_mb"] is not None
     assert full["driver_peak_rss_mb"] - full["driver_rss_after_cluster_start_mb"] < CAP_MB
     assert full["best_iteration"] is not None and full["test_ndcg@10"] > 0
