@@ -284,5 +284,5 @@ def check_disjoint_queries(sources: Sequence[str], query_ids: Sequence[np.ndarra
             if j != i:
                 raise DataError(
                     f"qid {q} has rows in {sources[j]} and in {sources[i]}: a query must lie in one shard "
-                    "(put each query's rows in one file, or set backend.regroup_shards=true to move them)"
+                    "(write each query's rows into one file; shards are not regrouped)"
                 )
