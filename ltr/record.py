@@ -34,6 +34,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from ltr.console import print_data_summary, print_training_start
+from ltr.data.registry import load_dataset
 from ltr.models.dask_shards import ShardedSplit
 from ltr.pipeline import Outcome, SplitResult, check_splits, fit_and_evaluate, load_splits
 from ltr.plots import feature_importance, plot_feature_importance, plot_learning_curves
@@ -50,7 +51,7 @@ def connect_and_load(cfg: Any, console: Any, client: Any = None) -> tuple[Any, d
     With a Dask ``client`` (:func:`ltr.pipeline.data_cluster`) the workers parse the splits.
     """
     tracker = make_tracker(cfg.tracking, Path(cfg.paths.root).resolve())
-    splits = load_splits(cfg, client)
+    splits = load_dataset(cfg.data) if client is None else load_splits(cfg, client)
     check_splits(cfg.data, splits)
     print_data_summary(console, cfg.data, splits)
     return tracker, splits
