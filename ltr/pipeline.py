@@ -2,8 +2,8 @@
 
 :func:`fit_and_evaluate` is a pure function of the resolved config and the dataset's splits (plus an
 optional ``on_iteration`` callback for live curves and progress): it builds the ranker (``model``
-group; ``backend=dask`` → LightGBM on Dask), fits it with early stopping on the ``valid`` split,
-scores every split of ``eval.splits``, and returns an immutable :class:`Outcome` with
+group; ``backend=dask`` → LightGBM or XGBoost on Dask), fits it with early stopping on the ``valid``
+split, scores every split of ``eval.splits``, and returns an immutable :class:`Outcome` with
 
 * per-query values of every ``eval.metrics`` metric per split (:class:`SplitResult`; NaN = a query
   the conventions skip), plus ``ndcg@1..max_k`` on ``test`` for the @k plot (``eval.curve``),
@@ -15,6 +15,11 @@ scores every split of ``eval.splits``, and returns an immutable :class:`Outcome`
   (mean over the ``valid`` queries of the early-stopping metric, else of the first eval metric),
 * the splits that share queries with ``train`` (:func:`train_overlaps`: leakage the log step warns
   about and tags).
+
+The splits are :class:`~ltr.data.RankingData`, or (``backend=dask``)
+:class:`~ltr.models.dask_shards.ShardedSplit`\\ s the workers parsed: those are scored and evaluated
+on the workers (:func:`split_values`; the random baseline too, each shard drawing its slice of the
+same stream), and only per-query arrays come back, so the outcome has the same form either way.
 
 No MLflow and no console: :mod:`ltr.record` writes an outcome to a tracker, :mod:`ltr.console` prints
 it. The metric conventions (``eval.preset`` + ``eval.conventions``) are read once, into
@@ -33,7 +38,8 @@ array([ 1., nan])
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -42,13 +48,20 @@ import numpy as np
 import pandas as pd
 
 from ltr.config_check import Constraint, check_value, plain
-from ltr.data.registry import REGISTRY, SPLITS, declared_label_range
+from ltr.data import RankingData
+from ltr.data.registry import REGISTRY, SPLITS, declared_label_range, load_dataset
 from ltr.errors import ConfigError, DataError, MetricError
 from ltr.metrics import Conventions, describe_conventions, evaluate, parse_metric, resolve_conventions
 from ltr.metrics.conventions import MAX_EXP2_LABEL
 from ltr.metrics.registry import REGISTRY as METRICS
 from ltr.models import build_ranker
-from ltr.models.dask_lightgbm import build_dask_ranker
+from ltr.models.dask_backend import build_dask_ranker, cluster_workers, dask_client, resolve_backend
+from ltr.models.dask_shards import (
+    ShardedSplit,
+    load_sharded_dataset,
+    per_query_metrics,
+    random_baseline_metrics,
+)
 from ltr.models.ensemble import (  # re-exported: the entry points pass the run's hydra.searchpath to members
     member_search_path as member_search_path,
 )
@@ -91,8 +104,22 @@ def label_scale(data_cfg: Any, splits: Mapping[str, Any] | None = None) -> Label
     train = (splits or {}).get("train")
     if train is None or train.n_docs == 0:
         return None
-    labels = np.asarray(train.y, dtype=np.float64)
-    return LabelScale(float(labels.min()), float(labels.max()), "the training labels")
+    low, high = label_bounds(train)
+    return LabelScale(low, high, "the training labels")
+
+
+def label_bounds(split: RankingData | ShardedSplit) -> tuple[float, float]:
+    """The smallest and largest label of a split with rows: from its labels, or for a split the Dask
+    workers hold, from what each shard reported (the labels never reach the driver).
+
+    >>> from ltr.data import RankingData
+    >>> label_bounds(RankingData(np.ones((3, 1)), np.array([2.0, 0, 1]), np.array([1, 1, 2])))
+    (0.0, 2.0)
+    """
+    if isinstance(split, ShardedSplit):
+        return split.min_label, split.max_label
+    labels = np.asarray(split.y, dtype=np.float64)
+    return float(labels.min()), float(labels.max())
 
 
 @dataclass(frozen=True)
@@ -211,7 +238,11 @@ def train_overlaps(splits: Mapping[str, Any]) -> tuple[Overlap, ...]:
         if split == "train":
             continue
         shared = int(np.intersect1d(train_ids, np.asarray(data.query_ids)).size)
-        same_shape = data.X.shape == train.X.shape and data.n_queries == train.n_queries
+        same_shape = (data.n_docs, data.n_features, data.n_queries) == (
+            train.n_docs,
+            train.n_features,
+            train.n_queries,
+        )
         identical = data is train or (same_shape and data.fingerprint() == train.fingerprint())
         if shared or identical:
             out.append(Overlap(split, shared, data.n_queries, identical))
@@ -241,11 +272,42 @@ class Outcome:
 
 
 def make_ranker(cfg: Any) -> Any:
-    """The configured ranker: ``backend=dask`` → LightGBM on a Dask cluster, otherwise a local engine."""
+    """The configured ranker: ``backend=dask`` → LightGBM or XGBoost on a Dask cluster, otherwise a local engine."""
     backend = cfg.get("backend")
     if backend is not None and str(backend.get("name", "local")) == "dask":
         return build_dask_ranker(cfg.model, backend, seed=int(cfg.seed), num_threads=int(cfg.num_threads))
     return build_ranker(cfg.model, seed=int(cfg.seed), num_threads=int(cfg.num_threads))
+
+
+def workers_read_data(cfg: Any) -> bool:
+    """``backend=dask`` with ``data`` of kind ``svmlight``: the Dask workers parse the files."""
+    backend = cfg.get("backend")
+    kind = cfg.data.get("kind") or cfg.data.get("name")
+    return backend is not None and str(backend.get("name", "local")) == "dask" and kind == "svmlight"
+
+
+@contextmanager
+def data_cluster(cfg: Any) -> Iterator[Any]:
+    """A Dask client for the whole run when :func:`workers_read_data` (the splits live on its
+    workers from loading to evaluation), else ``None``: then ``backend=dask`` starts a cluster for
+    the fit alone and scatters the in-memory splits (synthetic data, registry datasets)."""
+    if not workers_read_data(cfg):
+        yield None
+        return
+    with dask_client(resolve_backend(cfg.backend)) as client:
+        yield client
+
+
+def load_splits(cfg: Any, client: Any = None) -> dict[str, Any]:
+    """The dataset's splits: read here (:func:`~ltr.data.registry.load_dataset`), or with a
+    ``client`` from :func:`data_cluster`, parsed on its workers as
+    :class:`~ltr.models.dask_shards.ShardedSplit`\\ s (a single file is cut into ``workers ×
+    partitions_per_worker`` byte ranges)."""
+    if client is None:
+        return load_dataset(cfg.data)
+    backend = resolve_backend(cfg.backend)
+    n_parts = len(cluster_workers(client, backend)) * backend["partitions_per_worker"]
+    return load_sharded_dataset(client, cfg.data, n_parts)
 
 
 def optimised_metric(cfg: Any) -> str:
@@ -308,6 +370,20 @@ def ci_bounds(
         )
         out[metric] = (ci.low, ci.high)
     return out
+
+
+def split_values(
+    ranker: Any, data: Any, metrics: Sequence[str], conventions: EvalConventions
+) -> dict[str, np.ndarray]:
+    """Per-query values of ``metrics`` for ``ranker``'s scores on one split.
+
+    A :class:`~ltr.models.dask_shards.ShardedSplit` (``backend=dask`` with data the workers parsed)
+    is scored and evaluated on the workers; only the per-query arrays come back, the same arrays a
+    local evaluation of the same scores gives.
+    """
+    if isinstance(data, ShardedSplit):
+        return per_query_metrics(data.client, data, ranker, metrics, conventions.resolved)
+    return conventions.evaluate(metrics, data, ranker.predict(data))
 
 
 def per_query_frame(result: SplitResult, data: Any, extra: Mapping[str, np.ndarray] | None = None) -> Any:
@@ -448,7 +524,7 @@ def check_data_fits(cfg: Any, splits: Mapping[str, Any]) -> EvalConventions:
             f"eval.splits={list(cfg.eval.splits)}: none of them is a split of the data {sorted(splits)}"
         )
     conventions = read_conventions(cfg.eval, label_scale(cfg.data, splits))
-    tops = {split: float(np.max(d.y)) for split, d in splits.items() if d.n_docs}
+    tops = {split: label_bounds(d)[1] for split, d in splits.items() if d.n_docs}
     top_split = max(tops, key=tops.__getitem__, default=None)
     labels = None if top_split is None else (tops[top_split], f"the {top_split} labels go")
     docids = all(getattr(d, "docid", None) is not None for d in splits.values())
@@ -478,15 +554,19 @@ def fit_and_evaluate(
         if split not in splits:
             continue
         data = splits[split]
-        scores = ranker.predict(data)
-        results[split] = SplitResult(split, data.n_queries, conventions.evaluate(metrics, data, scores))
+        extra_names = [m for m in curve_names if m not in metrics] if split == "test" else []
+        values = split_values(ranker, data, [*metrics, *extra_names], conventions)
+        results[split] = SplitResult(split, data.n_queries, {m: values[m] for m in metrics})
         cis[split] = ci_bounds(results[split], metrics, cfg.eval, seed)
-        extra = conventions.evaluate(curve_names, data, scores) if split == "test" and curve_names else {}
+        extra = {m: values[m] for m in extra_names}
         frames[split] = per_query_frame(results[split], data, extra)
 
     report_split = "test" if "test" in results else next(reversed(results))
     data = splits[report_split]
-    baseline_values = conventions.evaluate(metrics, data, random_scores(data.n_docs, seed))
+    if isinstance(data, ShardedSplit):  # each worker draws its shard's slice of the same stream
+        baseline_values = random_baseline_metrics(data.client, data, metrics, conventions.resolved, seed)
+    else:
+        baseline_values = conventions.evaluate(metrics, data, random_scores(data.n_docs, seed))
     baseline = SplitResult(report_split, data.n_queries, baseline_values)
 
     target = optimised_metric(cfg)

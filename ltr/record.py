@@ -36,7 +36,8 @@ from omegaconf import OmegaConf
 
 from ltr.console import print_data_summary, print_training_start
 from ltr.data.registry import load_dataset, split_files
-from ltr.pipeline import Outcome, SplitResult, check_splits, fit_and_evaluate
+from ltr.models.dask_shards import ShardedSplit
+from ltr.pipeline import Outcome, SplitResult, check_splits, fit_and_evaluate, load_splits
 from ltr.plots import feature_importance, plot_feature_importance, plot_learning_curves
 from ltr.progress import iteration_progress
 from ltr.tracking import SplitDataset, flatten_params, make_tracker, mlflow_metric_name
@@ -44,13 +45,14 @@ from ltr.tracking import SplitDataset, flatten_params, make_tracker, mlflow_metr
 log = logging.getLogger(__name__)
 
 
-def connect_and_load(cfg: Any, console: Any) -> tuple[Any, dict[str, Any]]:
+def connect_and_load(cfg: Any, console: Any, client: Any = None) -> tuple[Any, dict[str, Any]]:
     """The start of every entry point: the tracker, then the dataset's splits, summarised on the console.
 
     The tracker comes first so that an unreachable MLflow server fails before any data is read.
+    With a Dask ``client`` (:func:`ltr.pipeline.data_cluster`) the workers parse the splits.
     """
     tracker = make_tracker(cfg.tracking, Path(cfg.paths.root).resolve())
-    splits = load_dataset(cfg.data)
+    splits = load_dataset(cfg.data) if client is None else load_splits(cfg, client)
     check_splits(cfg.data, splits)
     print_data_summary(console, cfg.data, splits)
     return tracker, splits
@@ -184,6 +186,8 @@ def model_example(data: Any, rows: int = 5) -> Any:
     """
     if not data.n_docs:
         return None
+    if isinstance(data, ShardedSplit):  # rows on a worker: fetch only these
+        return data.first_query_rows(rows)
     end = min(rows, int(data.offsets[1]))
     return data.dense()[:end], data.qid[:end]
 

@@ -55,7 +55,7 @@ from ltr.data.config import (
 from ltr.errors import ConfigError, MetricError
 from ltr.metrics.conventions import Conventions
 from ltr.metrics.registry import parse_metric
-from ltr.models.dask_lightgbm import BackendSchema
+from ltr.models.dask_backend import BackendSchema
 from ltr.models.params import register_model_configs
 from ltr.stats.bootstrap import CI_METHODS
 from ltr.stats.corrections import CORRECTIONS

@@ -67,7 +67,12 @@ def execute(cfg: Any) -> RecordedRun | FoldsRun:
     every fold of a fold protocol (:class:`ltr.folds.FoldsRun`)."""
     # deferred (each): the engines load after configure_process_environment() (see __main__)
     from ltr.folds import fold_plan, run_folds  # deferred: imports the pipeline
-    from ltr.pipeline import check_data_fits, check_run_config, member_search_path  # deferred: the engines
+    from ltr.pipeline import (  # deferred: imports the engines
+        check_data_fits,
+        check_run_config,
+        data_cluster,
+        member_search_path,
+    )
     from ltr.record import connect_and_load, train_and_record  # deferred: imports the pipeline
 
     if cfg.get("model") is None:
@@ -81,13 +86,14 @@ def execute(cfg: Any) -> RecordedRun | FoldsRun:
         plan = fold_plan(cfg.data)
         if plan is not None:
             return run_folds(cfg, plan, console)
-        tracker, splits = connect_and_load(cfg, console)  # an unreachable server fails here, before the data
-        print_label_scale(console, check_data_fits(cfg, splits))  # labels vs conventions, before training
-        run_name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
-        with interrupted_run(tracker):  # Ctrl-C: the tracker ends the run KILLED; one line says so
-            recorded = train_and_record(
-                cfg, splits, tracker, run_name=run_name, tags=run_tags(cfg, splits), console=console
-            )
+        with data_cluster(cfg) as client:  # backend=dask + svmlight files: the workers hold the splits
+            tracker, splits = connect_and_load(cfg, console, client)  # an unreachable server fails here
+            print_label_scale(console, check_data_fits(cfg, splits))  # labels vs conventions, before training
+            run_name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
+            with interrupted_run(tracker):  # Ctrl-C: the tracker ends the run KILLED; one line says so
+                recorded = train_and_record(
+                    cfg, splits, tracker, run_name=run_name, tags=run_tags(cfg, splits), console=console
+                )
     print_run_summary(console, recorded.outcome, str(cfg.model.name))
     if tracker.enabled:
         where = f"run {tracker.run_id} in experiment '{cfg.tracking.experiment}'"

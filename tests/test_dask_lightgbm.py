@@ -66,7 +66,10 @@ def test_backend_configs_and_errors():
         ConfigError, match=r"backend: unknown key\(s\) workers; accepted: name, scheduler_address, n_workers"
     ):
         resolve_backend({"workers": 3})
-    with pytest.raises(ConfigError, match="trains LightGBM LambdaMART only"):
+    with pytest.raises(
+        ConfigError,
+        match=r"trains LightGBM LambdaMART \(model=lambdamart\) and XGBoost LambdaMART \(model=lambdamart_xgb\) only",
+    ):
         build_dask_ranker({"name": "regression"}, dask_cfg, seed=0, num_threads=1)
 
 

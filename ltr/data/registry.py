@@ -427,6 +427,24 @@ def declared_label_range(data_cfg: Mapping[str, Any]) -> tuple[float, float] | N
     return check_label_range(given, "data.label_range")
 
 
+def svmlight_sources(
+    data_cfg: Mapping[str, Any], *, every_split: bool = False
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """For ``kind: svmlight``: the wanted splits' paths as written (``data.train`` …; a glob or a
+    directory for data the Dask workers parse; every split's with ``every_split``, as a k-fold split
+    of ``data.train`` needs) and the ``load_svmlight`` options of the config."""
+    check_data_block(data_cfg)
+    paths = {s: str(data_cfg[s]) for s in SPLITS if data_cfg.get(s)}
+    if "train" not in paths:
+        raise ConfigError("data.train must name the training file for kind 'svmlight'")
+    kwargs = _parse_kwargs({k: data_cfg[k] for k in PARSE_KEYS if k in data_cfg}, "data")
+    kwargs.update(_parse_kwargs(data_cfg.get("parse"), "data.parse"))
+    wanted = data_cfg.get("splits")
+    if wanted and not every_split:
+        paths = {s: p for s, p in paths.items() if s in wanted}
+    return paths, kwargs
+
+
 def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
     """Load the splits of the dataset a ``conf/data/*.yaml`` config describes.
 
@@ -442,11 +460,8 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
     check_data_block(data_cfg)  # a misspelt key or a wrong type fails here, before any file is read
     wanted = data_cfg.get("splits")
     if kind == "svmlight":
-        paths = {s: Path(data_cfg[s]) for s in SPLITS if data_cfg.get(s)}
-        if "train" not in paths:
-            raise ConfigError("data.train must name the training file for kind 'svmlight'")
-        kwargs = _parse_kwargs({k: data_cfg[k] for k in PARSE_KEYS if k in data_cfg}, "data")
-        kwargs.update(_parse_kwargs(data_cfg.get("parse"), "data.parse"))
+        sources, kwargs = svmlight_sources(data_cfg, every_split=True)
+        paths = {s: Path(p) for s, p in sources.items()}
         cv = plain(data_cfg.get("cv")) or {}
         if int(cv.get("folds") or 0):
             return _cv_fold(paths, kwargs, data_cfg, cv)

@@ -1,0 +1,288 @@
+"""Shards of a ranking dataset: many files, or one file cut into byte ranges on query boundaries.
+
+A *shard* is a unit one process parses on its own with ``ltr``'s parser: a whole file, or the
+bytes ``[start, stop)`` of one file. :func:`plan_shards` turns a data spec into shards without
+reading the data:
+
+* a **glob** (``DIR/train-*.txt``), a **directory** (its regular files, sorted by name) or a list
+  of paths → one shard per file, in sorted order;
+* **one file** and ``n_parts > 1`` → ``n_parts`` byte ranges of near-equal size, each ending where
+  a new query starts (found by reading a few lines around each cut, never the whole file), so
+  every range holds whole queries.
+
+:func:`read_shard` parses one shard into a :class:`~ltr.data.RankingData`, with the same
+strictness and the same ``DataError`` text as :func:`~ltr.data.svmlight.load_svmlight`: a bad line
+in a byte range is reported as ``FILE:LINE`` with the line's number *in the file* (the newlines
+before it are counted only when there is an error). A whole-file shard is read through the binary
+cache when ``cache_dir`` is given (one cache entry per file); byte ranges are parsed every time.
+
+The shards of a split must not share a query: :func:`check_disjoint_queries` names the two files
+(or byte ranges) that hold the same qid.
+
+>>> import tempfile, pathlib
+>>> p = pathlib.Path(tempfile.mkdtemp()) / "t.txt"
+>>> _ = p.write_bytes(b"1 qid:1 1:1\\n0 qid:1 1:2\\n2 qid:2 1:3\\n0 qid:3 1:4\\n0 qid:3 1:5\\n")
+>>> [(s.start, s.stop) for s in plan_shards(p, 2)]
+[(0, 36), (36, 60)]
+>>> [read_shard(s, {"engine": "python"}).query_ids.tolist() for s in plan_shards(p, 2)]
+[[1, 2], [3]]
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ltr.data import _pyparse
+from ltr.data._syntax import ParseOptions
+from ltr.data.dataset import RankingData
+from ltr.data.reading import _failure_to_error, _fast_available, build_dataset, check_data_file
+from ltr.data.svmlight import load_svmlight
+from ltr.errors import ConfigError, DataError
+
+#: bytes read at a time while looking for the next query boundary after a cut
+_SCAN_BLOCK = 1 << 20
+_QID = re.compile(rb"^[ \t]*\S+[ \t]+qid:([^ \t\r\n#]+)")
+#: load_svmlight options a byte range cannot honour (they describe or read the whole file)
+_WHOLE_FILE_ONLY = ("query_file", "weight_file", "position_file", "docid")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Bytes ``[start, stop)`` of ``path``; ``stop=None`` is the whole file (``start`` is then 0)."""
+
+    path: Path
+    start: int = 0
+    stop: int | None = None
+
+    @property
+    def whole(self) -> bool:
+        return self.stop is None
+
+    def __str__(self) -> str:
+        return str(self.path) if self.whole else f"{self.path} (bytes {self.start}-{self.stop})"
+
+
+def expand_sources(spec: str | os.PathLike | Sequence[str | os.PathLike], where: str = "data") -> list[Path]:
+    """The files a data spec names: a glob pattern, a directory (its regular files), a file, or a list.
+
+    Sorted by name within each glob or directory; a pattern matching nothing is a ``DataError``
+    naming ``where`` and the pattern.
+    """
+    if isinstance(spec, (list, tuple)):
+        return [p for item in spec for p in expand_sources(item, where)]
+    text = os.fspath(spec)
+    if glob.has_magic(text):
+        found = sorted(Path(p) for p in glob.glob(text) if Path(p).is_file())
+        if not found:
+            raise DataError(f"{where}: the pattern {text!r} matches no file")
+        return found
+    path = Path(text)
+    if path.is_dir():
+        found = sorted(
+            p for p in path.iterdir() if stat.S_ISREG(p.stat().st_mode) and not p.name.startswith(".")
+        )
+        if not found:
+            raise DataError(f"{where}: the directory {path} holds no data file")
+        return found
+    check_data_file(path)
+    return [path]
+
+
+def _line_qid(line: bytes) -> bytes | None:
+    """The qid token of a data line, ``None`` for a blank or comment line (or one without qid)."""
+    m = _QID.match(line)
+    if m is None:
+        return None
+    token = m.group(1)
+    try:
+        return str(int(token)).encode()  # qid:007 and qid:7 are one query, as for the parser
+    except ValueError:
+        return token
+
+
+def _line_start(f: Any, byte: int) -> int:
+    """Offset of the start of the line holding ``byte`` (searching back a block at a time)."""
+    end = byte
+    while end > 0:
+        lo = max(0, end - _SCAN_BLOCK)
+        f.seek(lo)
+        at = f.read(end - lo).rfind(b"\n")
+        if at >= 0:
+            return lo + at + 1
+        end = lo
+    return 0
+
+
+def next_query_start(path: Path, offset: int) -> int:
+    """The first query boundary at or after ``offset``: the start of the first line at or after it
+    whose qid differs from the data line before it; the file size when the file ends first.
+
+    Only the lines around ``offset`` up to that boundary are read.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.txt"
+    >>> _ = p.write_bytes(b"1 qid:1 1:1\\n0 qid:1 1:2\\n2 qid:2 1:3\\n")
+    >>> next_query_start(p, 1), next_query_start(p, 24), next_query_start(p, 25)
+    (24, 24, 36)
+    """
+    size = path.stat().st_size
+    if offset <= 0:
+        return 0
+    with open(path, "rb") as f:
+        pos = _line_start(f, offset - 1)
+        f.seek(pos)
+        previous: bytes | None = None
+        while pos < size:
+            line = f.readline()
+            if not line:
+                break
+            qid = _line_qid(line)
+            if qid is not None:
+                if previous is not None and qid != previous and pos >= offset:
+                    return pos
+                previous = qid
+            pos += len(line)
+    return size
+
+
+def byte_ranges(path: str | Path, n_parts: int) -> list[tuple[int, int]]:
+    """At most ``n_parts`` non-empty byte ranges covering ``path``, each ending on a query boundary.
+
+    Cut ``k`` is the first query start after byte ``size * k / n_parts``; cuts that coincide (a
+    query longer than a part) are merged, so fewer ranges can come back.
+    """
+    path = Path(path)
+    check_data_file(path)
+    size = path.stat().st_size
+    cuts = [0]
+    for k in range(1, n_parts):
+        cut = next_query_start(path, size * k // n_parts)
+        if cuts[-1] < cut < size:
+            cuts.append(cut)
+    cuts.append(size)
+    return list(zip(cuts[:-1], cuts[1:], strict=True))
+
+
+def plan_shards(spec: Any, n_parts: int = 1, where: str = "data") -> list[Shard]:
+    """Shards for a data spec (module docstring): one per file, or byte ranges of a single file."""
+    if n_parts < 1:
+        raise ConfigError(f"{where}: n_parts must be at least 1, got {n_parts}")
+    files = expand_sources(spec, where)
+    if len(files) == 1 and n_parts > 1:
+        return [Shard(files[0], a, b) for a, b in byte_ranges(files[0], n_parts)]
+    return [Shard(p) for p in files]
+
+
+def _parse_options(options: Mapping[str, Any]) -> ParseOptions:
+    declared = {k: v for k, v in options.items() if k in ParseOptions.__dataclass_fields__}
+    if declared.get("huge") is None:
+        declared.pop("huge", None)
+    if declared.get("label_range") is not None:
+        declared["label_range"] = tuple(declared["label_range"])
+    return ParseOptions(**declared)
+
+
+def _parse_range(shard: Shard, opts: ParseOptions, engine: str, n_threads: int | None) -> _pyparse.RawParse:
+    """Parse bytes ``[start, stop)`` of a file; a failure is reported at its byte offset in the file."""
+    with open(shard.path, "rb") as f:
+        f.seek(shard.start)
+        buf = f.read(int(shard.stop) - shard.start)
+    try:
+        if engine == "python" or (engine == "auto" and not _fast_available()):
+            raw = _pyparse.parse_bytes(buf, opts)
+        else:
+            from ltr.data import _fastparse  # deferred: numba (~0.2 s to import) only for the fast engine
+
+            with tempfile.NamedTemporaryFile(suffix=".txt") as tmp:
+                tmp.write(buf)
+                tmp.flush()
+                raw = _fastparse.parse_path(Path(tmp.name), opts, n_threads=n_threads)
+    except _pyparse.ParseFailure as fail:
+        fail.line_start += shard.start
+        fail.tok_start += shard.start
+        fail.tok_end += shard.start
+        raise _failure_to_error(shard.path, fail, opts) from None
+    if raw.y.shape[0] == 0:
+        raise DataError(f"{shard}: no data rows (only blank and comment lines)")
+    return raw
+
+
+def read_shard(
+    shard: Shard, options: Mapping[str, Any] | None = None, name: str | None = None
+) -> RankingData:
+    """Parse one shard with ``load_svmlight`` ``options`` (``engine``, ``cache_dir``, parse options).
+
+    A whole file goes through :func:`~ltr.data.svmlight.load_svmlight` itself (sidecars, cache);
+    a byte range through the same parser, with errors at the file's own line numbers.
+    """
+    options = dict(options or {})
+    if shard.whole:
+        return load_svmlight(shard.path, name=name, **options)
+    refused = [k for k in _WHOLE_FILE_ONLY if options.get(k) not in (None, "auto", False)]
+    if refused:
+        raise ConfigError(
+            f"{shard.path}: {', '.join(refused)} need(s) the whole file; split the data into one file "
+            "per shard instead of byte ranges"
+        )
+    for key in ("cache_dir", "verify_cache", *_WHOLE_FILE_ONLY):
+        options.pop(key, None)
+    engine = str(options.pop("engine", "auto"))
+    n_threads = options.pop("n_threads", None)
+    opts = _parse_options(options)
+    raw = _parse_range(shard, opts, engine, n_threads)
+    if raw.qid is None:
+        raise DataError(
+            f"{shard.path}: byte-range shards need qid: tokens (a .query sidecar covers the whole file)"
+        )
+    return build_dataset(shard.path, raw, opts, None, None, False, name)
+
+
+def widen(data: RankingData, n_features: int) -> RankingData:
+    """``data`` with ``n_features`` columns (zero columns appended): shards parsed apart infer their
+    own width from their largest index, the split's width is the largest of them.
+
+    >>> d = RankingData(X=np.ones((2, 1), np.float32), y=[0, 1], qid=[1, 1])
+    >>> widen(d, 3).X.tolist()
+    [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]
+    """
+    have = data.X.shape[1]
+    if have == n_features:
+        return data
+    if have > n_features:
+        raise DataError(f"{data.name}: {have} features, more than the split's {n_features}")
+    if sp.issparse(data.X):
+        X = sp.csr_matrix((data.X.data, data.X.indices, data.X.indptr), shape=(data.X.shape[0], n_features))
+    else:
+        X = np.zeros((data.X.shape[0], n_features), dtype=data.X.dtype)
+        X[:, :have] = data.X
+    return replace(data, X=X)
+
+
+def check_disjoint_queries(sources: Sequence[str], query_ids: Sequence[np.ndarray]) -> None:
+    """Raise a ``DataError`` naming both shards when two shards hold rows of the same qid.
+
+    >>> check_disjoint_queries(["a.txt", "b.txt"], [np.array([1, 2]), np.array([2, 3])])
+    Traceback (most recent call last):
+    ...
+    ltr.errors.DataError: qid 2 has rows in a.txt and in b.txt: a query must lie in one shard ...
+    """
+    owner: dict[int, int] = {}
+    for i, ids in enumerate(query_ids):
+        for q in np.unique(np.asarray(ids)).tolist():
+            j = owner.setdefault(int(q), i)
+            if j != i:
+                raise DataError(
+                    f"qid {q} has rows in {sources[j]} and in {sources[i]}: a query must lie in one shard "
+                    "(write each query's rows into one file; shards are not regrouped)"
+                )
