@@ -45,6 +45,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from ltr.config_check import Constraint, check_value
 from ltr.errors import ConfigError, LtrError
+from ltr.pruning import ENV_STORAGE, ENV_STUDY, ENV_TRIAL, IN_MEMORY, LIVE_STUDIES, TrainingStopped, time_saved
 
 if TYPE_CHECKING:
     import optuna
@@ -73,6 +74,7 @@ class OptunaSweeperConf:
     n_jobs: int = 1  # trials per batch, launched together (in parallel with launcher=joblib)
     max_failure_rate: float = 0.0  # stop once failed / finished trials exceeds this
     sampler: Any = field(default_factory=lambda: {"_target_": "optuna.samplers.TPESampler"})
+    pruner: Any = None  # None: no pruning; else an Optuna pruner, e.g. {_target_: optuna.pruners.MedianPruner}
     params: dict[str, str] | None = None  # key → Hydra sweep value, e.g. tag(log, interval(0.01, 0.3))
 
 
@@ -146,6 +148,12 @@ class FailureTally:
         return error
 
 
+def was_pruned(job: JobReturn) -> bool:
+    """The job stopped because its trial was pruned (it raised :class:`ltr.pruning.TrainingStopped`)."""
+    # the stored exception itself: JobReturn.return_value would log it as an error and re-raise
+    return isinstance(getattr(job, "_return_value", None), TrainingStopped)
+
+
 def trial_value(job: JobReturn) -> tuple[float | None, BaseException | str | None]:
     """The job's return as the trial's value, or ``None`` and why not (the job's exception, or a text)."""
     try:
@@ -195,7 +203,9 @@ class OptunaSweeper(Sweeper):
         space = parse_search_space(
             self.settings.params, arguments, config_loader=self.hydra_context.config_loader
         )
-        study = open_study(self.settings, build_sampler(self.settings.sampler))
+        study = open_study(
+            self.settings, build_sampler(self.settings.sampler), build_pruner(self.settings.pruner)
+        )
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
@@ -234,7 +244,7 @@ class OptunaSweeper(Sweeper):
             trial_overrides = space.trial_overrides(trial.params)
             trial.set_user_attr("hydra_overrides", trial_overrides)
             trial.set_user_attr("hydra_job", job_idx + offset)
-            overrides.append(trial_overrides)
+            overrides.append(trial_overrides + trial_link_overrides(study, trial, self.settings.storage))
         try:
             self.validate_batch_is_legal(overrides)
         except Exception as exc:  # Hydra's composition errors have no common base class
@@ -243,6 +253,23 @@ class OptunaSweeper(Sweeper):
                 f"a trial's overrides do not compose ({' '.join(overrides[0])}): {exc}"
             ) from exc
         return overrides
+
+
+def trial_link_overrides(study: optuna.Study, trial: optuna.Trial, storage: str | None) -> list[str]:
+    """Hydra overrides that tell the job which trial it runs (environment of that job only; see
+    :mod:`ltr.pruning`), so it can report its curve and be pruned.
+
+    >>> from types import SimpleNamespace
+    >>> trial_link_overrides(SimpleNamespace(study_name="s"), SimpleNamespace(_trial_id=4), "sqlite:///o.db")[0]
+    "+hydra.job.env_set.LTR_OPTUNA_STORAGE='sqlite:///o.db'"
+    """
+    values = {ENV_STORAGE: storage or IN_MEMORY, ENV_STUDY: study.study_name, ENV_TRIAL: str(trial._trial_id)}
+    return [f"+hydra.job.env_set.{key}={_quoted(value)}" for key, value in values.items()]
+
+
+def _quoted(text: str) -> str:
+    """``text`` as a single-quoted Hydra override value (quotes and backslashes escaped)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def fail_all(study: optuna.Study, trials: Sequence[optuna.Trial]) -> None:
@@ -271,35 +298,53 @@ def build_sampler(sampler_config: dict[str, Any]) -> optuna.samplers.BaseSampler
     """The Optuna sampler ``_target_`` with its keyword arguments (e.g. ``seed``); a bad one → ConfigError."""
     import optuna  # deferred: loaded only when a sweep runs (Hydra imports every plugin in every app)
 
-    target = sampler_config.get("_target_") if isinstance(sampler_config, dict) else None
+    return _build(sampler_config, "sampler", optuna.samplers.BaseSampler, "optuna.samplers.TPESampler")
+
+
+def build_pruner(pruner_config: dict[str, Any] | None) -> optuna.pruners.BasePruner:
+    """The Optuna pruner ``_target_`` with its keyword arguments (``None``: ``NopPruner``, no pruning);
+    a bad one → ConfigError naming ``hydra.sweeper.pruner``."""
+    import optuna  # deferred: loaded only when a sweep runs (Hydra imports every plugin in every app)
+
+    if pruner_config is None:
+        return optuna.pruners.NopPruner()
+    return _build(pruner_config, "pruner", optuna.pruners.BasePruner, "optuna.pruners.MedianPruner")
+
+
+def _build(config: Any, key: str, base: type, example: str) -> Any:
+    """Instantiate ``hydra.sweeper.<key>`` (a mapping with ``_target_``) and check it is a ``base``."""
+    target = config.get("_target_") if isinstance(config, dict) else None
     if not target:
         raise ConfigError(
-            f"hydra.sweeper.sampler={sampler_config!r}: expected a mapping with _target_ "
-            "(e.g. optuna.samplers.TPESampler) and its keyword arguments"
+            f"hydra.sweeper.{key}={config!r}: expected a mapping with _target_ "
+            f"(e.g. {example}) and its keyword arguments"
         )
     try:
-        sampler = instantiate(sampler_config)
+        built = instantiate(config)
     except Exception as exc:  # Hydra wraps import and signature errors in InstantiationException
         why = " ".join(str(exc).split())  # Hydra's message spans lines: keep the error on one
-        raise ConfigError(f"hydra.sweeper.sampler: cannot build {target}: {why}") from exc
-    if not isinstance(sampler, optuna.samplers.BaseSampler):
-        raise ConfigError(f"hydra.sweeper.sampler._target_={target}: not an Optuna sampler")
-    return sampler
+        raise ConfigError(f"hydra.sweeper.{key}: cannot build {target}: {why}") from exc
+    if not isinstance(built, base):
+        raise ConfigError(f"hydra.sweeper.{key}._target_={target}: not an Optuna {key}")
+    return built
 
 
-def open_study(settings: OptunaSweeperConf, sampler: optuna.samplers.BaseSampler) -> optuna.Study:
+def open_study(
+    settings: OptunaSweeperConf, sampler: optuna.samplers.BaseSampler, pruner: optuna.pruners.BasePruner
+) -> optuna.Study:
     """Create the study, or continue the one named ``study_name`` in ``storage``.
 
-    Trials report no intermediate values, so the study has no pruner (``NopPruner``).
+    A study in memory is registered in :data:`ltr.pruning.LIVE_STUDIES`, where a job of the basic
+    launcher (same process) finds its trial to report to.
     """
     import optuna  # deferred: loaded only when a sweep runs (Hydra imports every plugin in every app)
 
     try:
-        return optuna.create_study(
+        study = optuna.create_study(
             study_name=settings.study_name,
             storage=settings.storage,
             sampler=sampler,
-            pruner=optuna.pruners.NopPruner(),
+            pruner=pruner,
             direction=settings.direction,
             load_if_exists=True,
         )
@@ -308,6 +353,9 @@ def open_study(settings: OptunaSweeperConf, sampler: optuna.samplers.BaseSampler
             f"hydra.sweeper.storage={settings.storage!r}, study_name={settings.study_name!r}: "
             f"cannot open the study: {exc}"
         ) from exc
+    if settings.storage is None:
+        LIVE_STUDIES[study.study_name] = study
+    return study
 
 
 def tell_results(
@@ -318,6 +366,10 @@ def tell_results(
 
     failures = []
     for trial, job in zip(trials, jobs, strict=True):
+        if was_pruned(job):
+            study.tell(trial, state=TrialState.PRUNED)
+            log.info("Pruned trial %d (job %s)", trial.number, trial.user_attrs["hydra_job"])
+            continue
         value, error = trial_value(job)
         if value is not None:
             study.tell(trial, value)
@@ -345,7 +397,16 @@ def write_results(study: optuna.Study, path: Path) -> dict[str, Any]:
         "best_overrides": list(best.user_attrs.get("hydra_overrides", [])) if best else None,
         "n_trials": {state.name: sum(t.state == state for t in finished) for state in TrialState},
     }
+    saved = time_saved((t.state == TrialState.PRUNED, t.user_attrs) for t in finished)
+    results["pruning"] = {
+        "pruned": saved.pruned,
+        "rounds_skipped": saved.rounds_skipped,
+        "seconds_saved_estimate": round(saved.seconds, 3),
+        "seconds_per_round": saved.seconds_per_round,
+        "summary": saved.describe(),
+    }
     OmegaConf.save(OmegaConf.create(results), path)
+    log.info("Pruning: %s", saved.describe())
     if best:
         log.info("Best trial %d: value %s, params %s", best.number, best.value, best.params)
     else:

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
@@ -38,6 +39,7 @@ from ltr.tracking import make_tracker, mlflow_metric_name
 
 RESULT_FILE = "ltr_result.json"
 SUMMARY_FILE = "sweep_summary.json"
+OPTUNA_RESULTS = "optimization_results.yaml"  # ltr.optuna_sweeper.RESULTS_FILE (not imported: Optuna)
 
 
 def read_job_results(sweep_dir: str | Path) -> list[dict[str, Any]]:
@@ -94,6 +96,15 @@ def summary_table(rows: Sequence[dict[str, Any]], best: dict[str, Any] | None) -
     return table
 
 
+def pruning_summary(sweep_dir: Path) -> str | None:
+    """The pruning line ltr's Optuna sweeper wrote to ``optimization_results.yaml`` (None without one)."""
+    path = sweep_dir / OPTUNA_RESULTS
+    if not path.is_file():
+        return None
+    pruning = (yaml.safe_load(path.read_text()) or {}).get("pruning") or {}
+    return pruning.get("summary")
+
+
 def summarize_sweep(
     sweep_dir: str | Path, config: Any = None, *, console: Any = None
 ) -> dict[str, Any] | None:
@@ -108,6 +119,9 @@ def summarize_sweep(
         return None
     best = best_job(rows)
     console.print(summary_table(rows, best))
+    pruning = pruning_summary(sweep_dir)
+    if pruning:
+        console.print(f"[bold]Pruning[/bold] {pruning}", soft_wrap=True)
     summary = {"sweep_id": str(sweep_dir), "n_jobs": len(rows), "best": best, "jobs": rows}
     (sweep_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, allow_nan=True))
     if best is None:

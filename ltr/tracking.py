@@ -276,6 +276,7 @@ class NullTracker:
         return self
 
     def tag_run(self, run_id: str, tags: Mapping[str, Any]) -> None: ...
+    def set_status(self, run_id: str, status: str) -> None: ...
 
     def log_ranker(self, ranker: Any, example: Any = None) -> None: ...
 
@@ -448,6 +449,10 @@ class Tracker:
         """Set tags on another (finished) run of this store, e.g. mark the best job of a sweep."""
         for key, value in tags.items():
             _retry(self.client.set_tag, run_id, key, mask_secrets(str(value)))
+
+    def set_status(self, run_id: str, status: str) -> None:
+        """End a run of this store with ``status`` (FINISHED, FAILED or KILLED), e.g. a pruned trial's."""
+        _retry(self.client.set_terminated, run_id, status)
 
     def _record_error(self, text: str) -> None:
         """Store the traceback as ``error/traceback.txt`` and its last line as the ``error`` tag."""

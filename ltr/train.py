@@ -26,6 +26,7 @@ from ltr.console import print_run_summary, print_tracker_location
 from ltr.entry import configure_process_environment
 from ltr.errors import ConfigError, LtrError
 from ltr.provenance import command_line, run_tags
+from ltr.pruning import hook_from_environment
 from ltr.resources import config_dir
 from ltr.schemas import register_configs, validate_config
 
@@ -64,9 +65,12 @@ def execute(cfg: Any) -> RecordedRun:
         console = Console(highlight=False)
         tracker, splits = connect_and_load(cfg, console)  # an unreachable server fails here, before the data
         run_name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
+        pruning = hook_from_environment(cfg)  # a trial of ltr's Optuna sweeper: report, maybe prune
         recorded = train_and_record(
-            cfg, splits, tracker, run_name=run_name, tags=run_tags(cfg, splits), console=console
+            cfg, splits, tracker, run_name=run_name, tags=run_tags(cfg, splits), console=console, stop=pruning
         )
+        if pruning is not None:
+            pruning.record()
     print_run_summary(console, recorded.outcome, str(cfg.model.name))
     if tracker.enabled:
         where = f"run {tracker.run_id} in experiment '{cfg.tracking.experiment}'"

@@ -205,7 +205,8 @@ class LightGBMRanker(BaseRanker):
 
 
 def _monitor_callback(monitor: IterationMonitor, lgb: Any) -> Any:
-    """A LightGBM callback feeding ``monitor``; raises EarlyStopException with the best round."""
+    """A LightGBM callback feeding ``monitor``; raises EarlyStopException with the best round (or, when
+    ``on_iteration`` asked to stop without early stopping, with this round)."""
     best_list: list[Any] = []
 
     def callback(env: Any) -> None:
@@ -220,6 +221,8 @@ def _monitor_callback(monitor: IterationMonitor, lgb: Any) -> Any:
         last = env.iteration == env.end_iteration - 1
         if monitor.patience is not None and monitor.best_iteration is not None and (stop or last):
             raise lgb.callback.EarlyStopException(monitor.best_iteration, best_list)
+        if monitor.stopped_at is not None:  # on_iteration asked to stop (no early stopping to pick a round)
+            raise lgb.callback.EarlyStopException(iteration, list(env.evaluation_result_list or []))
 
     callback.order = 30  # after LightGBM's own recording callbacks
     return callback
