@@ -30,9 +30,11 @@ ltr.errors.ConfigError: hydra.sweeper.direction='up': expected 'maximize' or 'mi
 
 from __future__ import annotations
 
+import datetime
 import logging
 import math
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -45,7 +47,31 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from ltr.config_check import Constraint, check_value
 from ltr.errors import ConfigError, LtrError
-from ltr.pruning import ENV_STORAGE, ENV_STUDY, ENV_TRIAL, IN_MEMORY, LIVE_STUDIES, TrainingStopped, time_saved
+from ltr.pruning import (
+    ENV_STORAGE,
+    ENV_STUDY,
+    ENV_TRIAL,
+    IN_MEMORY,
+    LIVE_STUDIES,
+    TrainingStopped,
+    time_saved,
+)
+from ltr.study import (
+    FAILURE_ATTR,
+    INTERRUPTED,
+    OWNER_ATTR,
+    Heartbeat,
+    check_same_search,
+    claimed,
+    hand_back,
+    is_surplus,
+    make_storage,
+    owner_id,
+    recover,
+    search_identity,
+    seeded_sampler,
+)
+from ltr.tracking import mask_secrets
 
 if TYPE_CHECKING:
     import optuna
@@ -70,12 +96,17 @@ class OptunaSweeperConf:
     direction: str = MISSING  # maximize | minimize (ltr's configs: ${ltr_direction:<metric>})
     study_name: str | None = None  # None: Optuna names it
     storage: str | None = None  # None: in memory; an Optuna RDB URL keeps and continues the study
-    n_trials: int = 20  # trials this run adds
+    n_trials: int = 20  # size of the study: trials finished (COMPLETE, PRUNED) or running when a run ends
     n_jobs: int = 1  # trials per batch, launched together (in parallel with launcher=joblib)
     max_failure_rate: float = 0.0  # stop once failed / finished trials exceeds this
     sampler: Any = field(default_factory=lambda: {"_target_": "optuna.samplers.TPESampler"})
-    pruner: Any = None  # None: no pruning; else an Optuna pruner, e.g. {_target_: optuna.pruners.MedianPruner}
+    pruner: Any = (
+        None  # None: no pruning; else an Optuna pruner, e.g. {_target_: optuna.pruners.MedianPruner}
+    )
     params: dict[str, str] | None = None  # key → Hydra sweep value, e.g. tag(log, interval(0.01, 0.3))
+    enqueue_trials: list[dict[str, Any]] | None = None  # trials to run first ({key: value}), once per study
+    heartbeat_interval: int | None = 10  # seconds between a stored trial's heartbeats (None: none)
+    grace_period: int | None = None  # a heartbeat older than this fails the trial (None: 2 × interval)
 
 
 def checked_settings(**values: Any) -> OptunaSweeperConf:
@@ -93,6 +124,13 @@ def checked_settings(**values: Any) -> OptunaSweeperConf:
         raise ConfigError(
             f"hydra.sweeper.direction={settings.direction!r}: expected 'maximize' or 'minimize'"
         )
+    for key in ("heartbeat_interval", "grace_period"):
+        if getattr(settings, key) is not None:
+            setattr(
+                settings,
+                key,
+                check_value(getattr(settings, key), int, Constraint(low=1), f"hydra.sweeper.{key}"),
+            )
     for key in ("n_trials", "n_jobs"):
         setattr(
             settings, key, check_value(getattr(settings, key), int, Constraint(low=1), f"hydra.sweeper.{key}")
@@ -200,40 +238,64 @@ class OptunaSweeper(Sweeper):
         from ltr.search_space import parse_search_space
 
         assert self.config is not None and self.hydra_context is not None, "setup() runs before sweep()"
-        space = parse_search_space(
-            self.settings.params, arguments, config_loader=self.hydra_context.config_loader
+        settings = self.settings
+        space = parse_search_space(settings.params, arguments, config_loader=self.hydra_context.config_loader)
+        study = open_study(settings, build_sampler(settings.sampler), build_pruner(settings.pruner))
+        check_same_search(
+            study, search_identity(space.distributions, space.fixed), settings.storage or "memory"
         )
-        study = open_study(
-            self.settings, build_sampler(self.settings.sampler), build_pruner(self.settings.pruner)
-        )
+        retried = recover(study)
+        for params in settings.enqueue_trials or []:
+            study.enqueue_trial(dict(params), skip_if_exists=True)
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         log.info(
-            "Optuna study %r (storage %s), sampler %s, direction %s, %d trials in batches of %d",
+            "Optuna study %r (storage %s), sampler %s, pruner %s, direction %s: %d of %d trials done or "
+            "running, batches of %d%s",
             study.study_name,
-            self.settings.storage or "in memory",
+            mask_secrets(settings.storage) if settings.storage else "in memory",
             type(study.sampler).__name__,
-            self.settings.direction,
-            self.settings.n_trials,
-            self.settings.n_jobs,
+            type(study.pruner).__name__,
+            settings.direction,
+            claimed(study),
+            settings.n_trials,
+            settings.n_jobs,
+            f"; interrupted trials {retried} enqueued again" if retried else "",
         )
-        tally = FailureTally(self.settings.max_failure_rate)
-        job_idx = 0
-        for batch_size in batch_sizes(self.settings.n_trials, self.settings.n_jobs):
-            trials = [study.ask(space.distributions) for _ in range(batch_size)]
+        tally = FailureTally(settings.max_failure_rate)
+        progress = SweepProgress(settings.n_trials, settings.direction)
+        while (size := min(settings.n_jobs, settings.n_trials - claimed(study))) > 0:
+            trials = self._ask(study, space, size)
+            if not trials:
+                continue
+            job_idx = trials[0].number  # job folders named by trial number: no clash across reruns/workers
             overrides = self._trial_overrides(study, trials, space, job_idx)
             try:
-                jobs = self.launcher.launch(overrides, initial_job_idx=job_idx)
-            except BaseException:  # Ctrl-C, a job's sys.exit, a dead worker: no trial stays RUNNING
-                fail_all(study, trials)
+                with Heartbeat(study, trials, settings.heartbeat_interval if settings.storage else None):
+                    jobs = self.launcher.launch(overrides, initial_job_idx=job_idx)
+            except BaseException as exc:  # Ctrl-C, a job's sys.exit, a dead worker: no trial stays RUNNING
+                why = INTERRUPTED if isinstance(exc, KeyboardInterrupt) else f"launch: {type(exc).__name__}"
+                fail_all(study, trials, why)
                 raise
-            job_idx += len(jobs)
             tally.add(finished=len(jobs), failures=tell_results(study, trials, jobs))
+            log.info("%s", progress.line(study))
             if tally.exceeded():
                 write_results(study, sweep_dir / RESULTS_FILE)
                 raise tally.error()
         write_results(study, sweep_dir / RESULTS_FILE)
+
+    def _ask(self, study: optuna.Study, space: SearchSpace, size: int) -> list[optuna.Trial]:
+        """Ask ``size`` trials (enqueued ones first), each owned by this process; surplus ones handed back."""
+        trials = []
+        for _ in range(size):
+            trial = study.ask(space.distributions)
+            trial.set_user_attr(OWNER_ATTR, owner_id())
+            if is_surplus(study, trial, self.settings.n_trials):
+                hand_back(study, trial)
+                break
+            trials.append(trial)
+        return trials
 
     def _trial_overrides(
         self, study: optuna.Study, trials: list[optuna.Trial], space: SearchSpace, job_idx: int
@@ -248,7 +310,7 @@ class OptunaSweeper(Sweeper):
         try:
             self.validate_batch_is_legal(overrides)
         except Exception as exc:  # Hydra's composition errors have no common base class
-            fail_all(study, trials)
+            fail_all(study, trials, "overrides do not compose")
             raise ConfigError(
                 f"a trial's overrides do not compose ({' '.join(overrides[0])}): {exc}"
             ) from exc
@@ -272,11 +334,14 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def fail_all(study: optuna.Study, trials: Sequence[optuna.Trial]) -> None:
-    """Tell every trial of a batch that did not finish ``FAIL`` (a stored study keeps no RUNNING trial)."""
+def fail_all(study: optuna.Study, trials: Sequence[optuna.Trial], why: str) -> None:
+    """Tell every trial of a batch that did not finish ``FAIL`` with ``ltr.failure=why`` (a stored study
+    keeps no RUNNING trial; ``interrupted`` ones are retried once by the next run)."""
     from optuna.trial import TrialState  # deferred: Optuna loads only when a sweep runs (see sweep)
 
     for trial in trials:
+        if study._storage.get_trial(trial._trial_id).state == TrialState.RUNNING:
+            trial.set_user_attr(FAILURE_ATTR, why)
         study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
 
 
@@ -285,20 +350,44 @@ def _plain(node: Any) -> Any:
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
 
 
-def batch_sizes(n_trials: int, n_jobs: int) -> list[int]:
-    """Trials per batch: ``n_jobs`` at a time, the rest last.
+@dataclass
+class SweepProgress:
+    """The progress line logged after each batch: trials done, their states, the best value so far."""
 
-    >>> batch_sizes(5, 2)
-    [2, 2, 1]
-    """
-    return [min(n_jobs, n_trials - start) for start in range(0, n_trials, n_jobs)]
+    n_trials: int
+    direction: str
+    start: float = field(default_factory=time.monotonic)
+
+    def line(self, study: optuna.Study) -> str:
+        """E.g. ``trials 6/20 done (4 complete, 2 pruned, 0 failed); best 0.8506 (trial 3); elapsed 0:01:02``."""
+        from optuna.trial import TrialState  # deferred: Optuna loads only when a sweep runs (see sweep)
+
+        trials = study.get_trials(deepcopy=False)
+        count = {state: sum(t.state == state for t in trials) for state in TrialState}
+        done = count[TrialState.COMPLETE] + count[TrialState.PRUNED]
+        complete = [t for t in trials if t.state == TrialState.COMPLETE]
+        sign = 1.0 if self.direction == "maximize" else -1.0
+        best = max(complete, key=lambda t: sign * t.value, default=None)
+        best_text = f"best {best.value:.4f} (trial {best.number})" if best else "no trial complete yet"
+        elapsed = datetime.timedelta(seconds=round(time.monotonic() - self.start))
+        return (
+            f"trials {done}/{self.n_trials} done ({count[TrialState.COMPLETE]} complete, "
+            f"{count[TrialState.PRUNED]} pruned, {count[TrialState.FAIL]} failed); {best_text}; elapsed {elapsed}"
+        )
 
 
 def build_sampler(sampler_config: dict[str, Any]) -> optuna.samplers.BaseSampler:
-    """The Optuna sampler ``_target_`` with its keyword arguments (e.g. ``seed``); a bad one → ConfigError."""
+    """The Optuna sampler ``_target_`` with its keyword arguments; a bad one → ConfigError.
+
+    With a ``seed``, each trial is sampled by a fresh sampler seeded ``seed + position``
+    (:class:`ltr.study.PositionSeededSampler`), so resumed and parallel searches propose the same trials.
+    """
     import optuna  # deferred: loaded only when a sweep runs (Hydra imports every plugin in every app)
 
-    return _build(sampler_config, "sampler", optuna.samplers.BaseSampler, "optuna.samplers.TPESampler")
+    sampler = _build(sampler_config, "sampler", optuna.samplers.BaseSampler, "optuna.samplers.TPESampler")
+    if sampler_config.get("seed") is None:
+        return sampler
+    return seeded_sampler(sampler_config)  # seed + each trial's position (ltr.study), checked above
 
 
 def build_pruner(pruner_config: dict[str, Any] | None) -> optuna.pruners.BasePruner:
@@ -338,19 +427,20 @@ def open_study(
     launcher (same process) finds its trial to report to.
     """
     import optuna  # deferred: loaded only when a sweep runs (Hydra imports every plugin in every app)
+    from sqlalchemy.exc import SQLAlchemyError  # deferred: Optuna's storage layer, loaded with it
 
     try:
         study = optuna.create_study(
             study_name=settings.study_name,
-            storage=settings.storage,
+            storage=make_storage(settings.storage, settings.heartbeat_interval, settings.grace_period),
             sampler=sampler,
             pruner=pruner,
             direction=settings.direction,
             load_if_exists=True,
         )
-    except (ValueError, ImportError, optuna.exceptions.OptunaError) as exc:
+    except (ValueError, ImportError, optuna.exceptions.OptunaError, SQLAlchemyError) as exc:
         raise ConfigError(
-            f"hydra.sweeper.storage={settings.storage!r}, study_name={settings.study_name!r}: "
+            f"hydra.sweeper.storage={mask_secrets(settings.storage)!r}, study_name={settings.study_name!r}: "
             f"cannot open the study: {exc}"
         ) from exc
     if settings.storage is None:
@@ -374,8 +464,9 @@ def tell_results(
         if value is not None:
             study.tell(trial, value)
             continue
-        study.tell(trial, state=TrialState.FAIL)
         reason = f"raised {type(error).__name__}: {error}" if isinstance(error, BaseException) else error
+        trial.set_user_attr(FAILURE_ATTR, str(reason)[:2000])
+        study.tell(trial, state=TrialState.FAIL)
         failure = TrialFailure(f"trial {trial.number} (job {trial.user_attrs['hydra_job']}) {reason}", error)
         log.warning("Failed %s", failure.description)
         failures.append(failure)

@@ -35,8 +35,8 @@ from omegaconf import OmegaConf
 
 from ltr.console import print_data_summary, print_training_start
 from ltr.data.registry import load_dataset
-from ltr.pipeline import Outcome, SplitResult, check_splits, fit_and_evaluate
 from ltr.models.monitor import OnIteration
+from ltr.pipeline import Outcome, SplitResult, check_splits, fit_and_evaluate
 from ltr.plots import feature_importance, plot_feature_importance, plot_learning_curves
 from ltr.progress import iteration_progress
 from ltr.pruning import TrainingStopped
@@ -278,7 +278,13 @@ def train_and_record(
                 for line in describe_learned(outcome.ranker):
                     console.print(f"  {line}")
             log_outcome(
-                tracker, cfg, outcome, splits, curves_logged=bool(curves.seen), plots_dir=plots_dir, label=label
+                tracker,
+                cfg,
+                outcome,
+                splits,
+                curves_logged=bool(curves.seen),
+                plots_dir=plots_dir,
+                label=label,
             )
     if stopped is not None:
         if tracker.run_id:

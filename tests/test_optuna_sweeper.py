@@ -138,12 +138,21 @@ def _results(folder: Path) -> dict:
     return yaml.safe_load((folder / "sweep" / "optimization_results.yaml").read_text())
 
 
+def _tpe(seed: int) -> optuna.samplers.TPESampler:
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=3, multivariate=False)
+
+
+def _ask_seeded(study: optuna.Study, space: dict, position: int) -> optuna.Trial:
+    """Ask as ltr's sweeper does with a seeded sampler: a fresh sampler seeded 7 + the trial's position."""
+    study.sampler = _tpe(7 + position)
+    return study.ask(space)
+
+
 def _plain_optuna(space: dict, n_trials: int, *, n_jobs: int = 1, value=objective) -> optuna.Study:
     """The same search with Optuna's own ask/tell, ``n_jobs`` asked before the batch is told."""
-    sampler = optuna.samplers.TPESampler(seed=7, n_startup_trials=3, multivariate=False)
-    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study = optuna.create_study(direction="maximize", sampler=_tpe(7))
     for start in range(0, n_trials, n_jobs):
-        batch = [study.ask(space) for _ in range(min(n_jobs, n_trials - start))]
+        batch = [_ask_seeded(study, space, start + i) for i in range(min(n_jobs, n_trials - start))]
         for trial in batch:
             study.tell(trial, value(**trial.params))
     return study
@@ -241,17 +250,31 @@ def test_a_sampler_that_cannot_be_built_is_named(tmp_path):
     assert not (app / "sweep").exists() or not list((app / "sweep").glob("*/params.json"))
 
 
-def test_a_study_in_storage_is_continued_by_the_next_run(tmp_path):
+def test_a_study_in_storage_is_continued_by_the_next_run_up_to_n_trials(tmp_path):
+    """n_trials is the size of the study: a rerun of a finished search adds nothing, a larger n_trials
+    adds the difference — and the four trials are those of one uninterrupted 4-trial search."""
     db = tmp_path / "optuna.db"
     app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=2)
-    for run in range(2):
-        proc = _run_app(app, f"hydra.sweep.dir={tmp_path}/sweep{run}")
+    for run, n_trials in enumerate((2, 2, 4)):
+        proc = _run_app(app, f"hydra.sweep.dir={tmp_path}/sweep{run}", f"hydra.sweeper.n_trials={n_trials}")
         assert proc.returncode == 0, proc.stderr[-3000:]
     study = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
     assert [t.state.name for t in study.trials] == ["COMPLETE"] * 4
-    second = yaml.safe_load((tmp_path / "sweep1" / "optimization_results.yaml").read_text())
-    assert second["n_trials"]["COMPLETE"] == 4
-    assert second["best_value"] == study.best_value
+    assert not list((tmp_path / "sweep1").glob("*/params.json"))  # the rerun of the finished search ran none
+    last = yaml.safe_load((tmp_path / "sweep2" / "optimization_results.yaml").read_text())
+    assert last["n_trials"]["COMPLETE"] == 4
+    assert last["best_value"] == study.best_value
+    truth = _plain_optuna(_truth_space(), 4)
+    assert [t.params for t in study.trials] == [t.params for t in truth.trials]
+
+
+def test_another_search_on_a_stored_study_is_refused_naming_what_differs(tmp_path):
+    db = tmp_path / "optuna.db"
+    app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=1)
+    assert _run_app(app).returncode == 0
+    proc = _run_app(app, "c=a,b", "hydra.sweeper.n_trials=2")
+    assert proc.returncode == 2
+    assert "hydra.sweeper.study_name='toy'" in proc.stderr and "differs in: c" in proc.stderr
 
 
 def test_a_job_that_ends_the_process_leaves_its_stored_trial_failed_not_running(tmp_path):
