@@ -33,6 +33,8 @@ import json
 import os
 import socket
 import threading
+import time
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -139,18 +141,34 @@ def seeded_sampler(config: Mapping[str, Any]) -> optuna.samplers.BaseSampler:
     return cls({k: v for k, v in config.items() if k != "seed"}, int(config["seed"]))
 
 
-def make_storage(url: str | None, heartbeat_interval: int | None, grace_period: int | None) -> Any:
-    """``url`` as an Optuna RDB storage with heartbeats (``None``: the study stays in memory)."""
+def make_storage(
+    url: str | None, heartbeat_interval: int | None, grace_period: int | None, *, attempts: int = 5
+) -> Any:
+    """``url`` as an Optuna RDB storage with heartbeats (``None``: the study stays in memory).
+
+    Workers starting together race to create the tables of a new database; the loser's integrity
+    error is retried (up to ``attempts`` times) and then finds the tables made.
+    """
     if url is None:
         return None
     import optuna  # deferred: Optuna loads only when a sweep runs
+    from sqlalchemy.exc import IntegrityError, OperationalError  # deferred: loaded with Optuna's storage
 
-    return optuna.storages.RDBStorage(
-        url,
-        heartbeat_interval=heartbeat_interval,
-        grace_period=grace_period,
-        engine_kwargs={"pool_pre_ping": True} if not url.startswith("sqlite") else None,
-    )
+    for attempt in range(attempts):
+        try:
+            with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna, and what we need
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.storages.RDBStorage(
+                    url,
+                    heartbeat_interval=heartbeat_interval,
+                    grace_period=grace_period,
+                    engine_kwargs=None if url.startswith("sqlite") else {"pool_pre_ping": True},
+                )
+        except (IntegrityError, OperationalError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def search_identity(distributions: Mapping[str, Any], fixed: Mapping[str, str]) -> str:

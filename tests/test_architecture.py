@@ -57,6 +57,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.entry",
             "ltr.optuna_sweeper",
             "ltr.search_space",
+            "ltr.pruning",
+            "ltr.study",
         ),
     ),  # fmt: skip
     ("entry points", ("ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__", "ltr.sweep")),
