@@ -1,0 +1,184 @@
+"""Pruning search trials on their validation curve (ltr/pruning.py, the models' on_iteration stop).
+
+The truth is the engines and Optuna: an engine stopped by the callback has exactly the rounds run before
+the stop; a real Optuna study with a real pruner decides what a trial reporting a curve should do; a real
+``python -m ltr.train -m`` sweep leaves, for each trial Optuna calls PRUNED, an MLflow run tagged PRUNED,
+ended KILLED, with the curve Optuna received and no model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import optuna
+import pytest
+import yaml
+from helpers import TINY_DATA, run_train_cli, store_client
+from omegaconf import OmegaConf
+
+from ltr.data import RankingData
+from ltr.errors import ConfigError
+from ltr.models.registry import get_ranker_class
+from ltr.optuna_sweeper import build_pruner
+from ltr.pruning import PruningHook, TrainingStopped, planned_rounds, time_saved
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def _splits() -> tuple[RankingData, RankingData]:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 5)).astype(np.float32)
+    y = np.clip((X[:, 0] * 1.5 + rng.normal(size=400)).round(), 0, 3).astype(int)
+    train = RankingData(X=X[:300], y=y[:300], qid=np.repeat(np.arange(30), 10))
+    valid = RankingData(X=X[300:], y=y[300:], qid=np.repeat(np.arange(10), 10))
+    return train, valid
+
+
+@pytest.mark.parametrize("model", ["lambdamart", "xendcg", "lambdamart_xgb", "catboost"])
+@pytest.mark.parametrize("patience", [10, None])
+def test_every_iterative_engine_stops_after_the_round_on_iteration_returns_true(model, patience):
+    train, valid = _splits()
+    seen: list[tuple[int, float]] = []
+
+    def stop_at_4(step: int, values: dict[str, float]) -> bool:
+        seen.append((step, values["valid/ndcg@10"]))
+        return step == 4
+
+    params = {"n_trees": 30}
+    ranker = get_ranker_class(model)(params, early_stopping={"patience": patience}, num_threads=1)
+    ranker.fit(train, valid, on_iteration=stop_at_4)
+    assert ranker.stopped_at_ == 4
+    assert [step for step, _ in seen] == [0, 1, 2, 3, 4]  # no round after the stop
+    assert ranker.evals_result_["valid"]["ndcg@10"] == [value for _, value in seen]
+    # without a stop the same fit runs on: the callback, not the data, ended it
+    full = get_ranker_class(model)(params, early_stopping={"patience": patience}, num_threads=1)
+    full.fit(train, valid, on_iteration=lambda step, values: None)
+    assert full.stopped_at_ is None
+    assert len(full.evals_result_["valid"]["ndcg@10"]) > 5
+    assert full.evals_result_["valid"]["ndcg@10"][:5] == ranker.evals_result_["valid"]["ndcg@10"]
+
+
+def test_an_ensemble_reports_each_members_best_value_and_skips_the_rest_when_stopped():
+    train, valid = _splits()
+    members = [{"model": "lambdamart", "params": {"n_trees": 8 + i}} for i in range(3)]
+    reports: list[tuple[int, dict[str, float]]] = []
+
+    def stop_after_first_member(step: int, values: dict[str, float]) -> bool:
+        if "valid/ndcg@10" in values:
+            reports.append((step, values))
+            return True
+        return False
+
+    cls = get_ranker_class("ensemble_mean")
+    ranker = cls(members, n_jobs=1, num_threads=1)
+    ranker.fit(train, valid, on_iteration=stop_after_first_member)
+    assert ranker.stopped_at_ == 0 and len(ranker.rankers_) == 1
+    (member,) = ranker.rankers_
+    curve = member.evals_result_["valid"]["ndcg@10"]
+    assert reports == [(0, {"valid/ndcg@10": curve[member.best_iteration_]})]
+    # not stopped: one report per member, steps 0, 1, 2, and every member trained
+    reports.clear()
+    whole = cls(members, n_jobs=1, num_threads=1)
+    whole.fit(
+        train, valid, on_iteration=lambda step, values: "valid/ndcg@10" in values and reports.append(step)
+    )
+    assert reports == [0, 1, 2] and len(whole.rankers_) == 3 and whole.stopped_at_ is None
+
+
+def test_the_hook_reports_the_curve_to_optuna_and_prunes_when_the_median_pruner_says_so():
+    pruner = optuna.pruners.MedianPruner(n_startup_trials=1, n_warmup_steps=2)
+    study = optuna.create_study(direction="maximize", pruner=pruner)
+    first = study.ask()
+    for step in range(10):
+        first.report(0.8, step)
+    study.tell(first, 0.8)
+    good, bad = study.ask(), study.ask()
+    good_hook, bad_hook = PruningHook(good, "valid/ndcg@10", 10), PruningHook(bad, "valid/ndcg@10", 10)
+    assert [good_hook(s, {"valid/ndcg@10": 0.9, "train/ndcg@10": 0.1}) for s in range(10)] == [False] * 10
+    decisions = [bad_hook(s, {"valid/ndcg@10": 0.5}) for s in range(3)]
+    assert decisions == [False, False, True]  # warm-up steps 0, 1, then below the median at step 2
+    assert study._storage.get_trial(bad._trial_id).intermediate_values == {0: 0.5, 1: 0.5, 2: 0.5}
+    attrs = study._storage.get_trial(bad._trial_id).user_attrs
+    assert attrs["ltr.rounds"] == 3 and attrs["ltr.planned_rounds"] == 10 and attrs["ltr.timed_rounds"] == 2
+    assert bad_hook(0, {"train/ndcg@10": 0.5}) is False  # no validation value: nothing reported
+
+
+def test_pruners_are_selected_by_target_and_a_bad_one_is_named():
+    assert isinstance(build_pruner(None), optuna.pruners.NopPruner)
+    hyperband = build_pruner({"_target_": "optuna.pruners.HyperbandPruner", "min_resource": 5})
+    assert isinstance(hyperband, optuna.pruners.HyperbandPruner)
+    halving = build_pruner({"_target_": "optuna.pruners.SuccessiveHalvingPruner"})
+    assert isinstance(halving, optuna.pruners.SuccessiveHalvingPruner)
+    with pytest.raises(ConfigError, match=r"hydra.sweeper.pruner: cannot build optuna.pruners.MedianPruner"):
+        build_pruner({"_target_": "optuna.pruners.MedianPruner", "n_startup": 3})
+    with pytest.raises(ConfigError, match=r"hydra.sweeper.pruner._target_=optuna.samplers.TPESampler"):
+        build_pruner({"_target_": "optuna.samplers.TPESampler"})
+
+
+def test_time_saved_is_the_skipped_rounds_times_the_mean_seconds_per_round():
+    timed = {"ltr.rounds": 100, "ltr.timed_rounds": 99, "ltr.seconds": 9.9, "ltr.planned_rounds": 100}
+    pruned = {"ltr.rounds": 20, "ltr.timed_rounds": 19, "ltr.seconds": 2.1, "ltr.planned_rounds": 100}
+    saved = time_saved([(False, timed), (True, pruned), (True, pruned)])
+    assert saved.pruned == 2 and saved.rounds_skipped == 160
+    assert saved.seconds_per_round == pytest.approx((9.9 + 2 * 2.1) / (99 + 2 * 19))
+    assert saved.seconds == pytest.approx(160 * (9.9 + 2 * 2.1) / (99 + 2 * 19))
+
+
+def test_planned_rounds_are_n_trees_or_the_members():
+    assert planned_rounds(OmegaConf.create({"model": {"params": {"n_trees": 300}}})) == 300
+    assert planned_rounds(OmegaConf.create({"model": {"members": ["a", "b", "c"]}})) == 3
+    assert str(TrainingStopped(3)) == "training stopped by its on_iteration callback after round 3"
+
+
+@pytest.mark.slow
+def test_a_real_sweep_prunes_trials_and_logs_them_as_pruned_runs_without_a_model(tmp_path):
+    n_trees = 40
+    args = [
+        "-m",
+        "+model=lambdamart",
+        "hparams_search=lambdamart_optuna",
+        *TINY_DATA,
+        f"model.params.n_trees={n_trees}",
+        "model.early_stopping.patience=100",
+        "num_threads=1",
+        "hydra.sweeper.n_trials=8",
+        "hydra.sweeper.pruner.n_startup_trials=2",
+        "hydra.sweeper.pruner.n_warmup_steps=5",
+    ]
+    proc = run_train_cli(args, tmp_path, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (results_path,) = (tmp_path / "multirun").glob("*/*/optimization_results.yaml")
+    results = yaml.safe_load(results_path.read_text())
+    study = optuna.load_study(study_name="lambdamart-synthetic", storage=f"sqlite:///{tmp_path}/optuna.db")
+    pruned = [t for t in study.trials if t.state.name == "PRUNED"]
+    complete = [t for t in study.trials if t.state.name == "COMPLETE"]
+    assert pruned and complete and len(pruned) + len(complete) == 8
+    assert results["n_trials"]["PRUNED"] == len(pruned)
+    # the summary's estimate, recomputed from what Optuna holds: rounds not run × mean seconds per round
+    skipped = sum(n_trees - len(t.intermediate_values) for t in pruned)
+    timed = [t for t in study.trials if t.user_attrs.get("ltr.timed_rounds")]
+    per_round = sum(t.user_attrs["ltr.seconds"] for t in timed) / sum(
+        t.user_attrs["ltr.timed_rounds"] for t in timed
+    )
+    assert results["pruning"]["rounds_skipped"] == skipped
+    assert results["pruning"]["seconds_saved_estimate"] == pytest.approx(skipped * per_round, abs=1e-3)
+    assert f"{len(pruned)} trials pruned" in proc.stdout
+    client = store_client(tmp_path)
+    runs = {
+        r.data.tags["ltr.sweep.job"]: r
+        for r in client.search_runs(
+            [e.experiment_id for e in client.search_experiments()], "tags.`ltr.sweep.job` != ''"
+        )
+    }
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    with_model = {m.source_run_id for m in client.search_logged_models(experiment_ids=experiments)}
+    for trial in study.trials:
+        run = runs[str(trial.number)]
+        curve = [m.value for m in client.get_metric_history(run.info.run_id, "curve/valid/ndcg_at_10")]
+        if trial.state.name == "PRUNED":
+            assert run.info.status == "KILLED" and run.data.tags["ltr.trial.state"] == "PRUNED"
+            assert len(curve) == len(trial.intermediate_values) < n_trees
+            assert curve == [trial.intermediate_values[s] for s in sorted(trial.intermediate_values)]
+            assert run.info.run_id not in with_model and "valid/ndcg_at_10" not in run.data.metrics
+        else:
+            assert run.info.status == "FINISHED" and run.data.tags["ltr.trial.state"] == "COMPLETE"
+            assert len(curve) == n_trees and run.info.run_id in with_model
