@@ -31,10 +31,12 @@ ltr.errors.ConfigError: hydra.sweeper.direction='up': expected 'maximize' or 'mi
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import math
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -48,6 +50,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from ltr.config_check import Constraint, check_value
 from ltr.errors import ConfigError, LtrError
 from ltr.pruning import (
+    ENV_PRUNER,
     ENV_STORAGE,
     ENV_STUDY,
     ENV_TRIAL,
@@ -289,7 +292,11 @@ class OptunaSweeper(Sweeper):
         """Ask ``size`` trials (enqueued ones first), each owned by this process; surplus ones handed back."""
         trials = []
         for _ in range(size):
-            trial = study.ask(space.distributions)
+            with warnings.catch_warnings():  # ltr records the heartbeats of asked trials itself (Heartbeat)
+                warnings.filterwarnings(
+                    "ignore", "Heartbeat of storage is supposed to be used with Study.optimize"
+                )
+                trial = study.ask(space.distributions)
             trial.set_user_attr(OWNER_ATTR, owner_id())
             if is_surplus(study, trial, self.settings.n_trials):
                 hand_back(study, trial)
@@ -306,7 +313,8 @@ class OptunaSweeper(Sweeper):
             trial_overrides = space.trial_overrides(trial.params)
             trial.set_user_attr("hydra_overrides", trial_overrides)
             trial.set_user_attr("hydra_job", job_idx + offset)
-            overrides.append(trial_overrides + trial_link_overrides(study, trial, self.settings.storage))
+            link = trial_link_overrides(study, trial, self.settings.storage, self.settings.pruner)
+            overrides.append(trial_overrides + link)
         try:
             self.validate_batch_is_legal(overrides)
         except Exception as exc:  # Hydra's composition errors have no common base class
@@ -317,7 +325,9 @@ class OptunaSweeper(Sweeper):
         return overrides
 
 
-def trial_link_overrides(study: optuna.Study, trial: optuna.Trial, storage: str | None) -> list[str]:
+def trial_link_overrides(
+    study: optuna.Study, trial: optuna.Trial, storage: str | None, pruner: dict[str, Any] | None = None
+) -> list[str]:
     """Hydra overrides that tell the job which trial it runs (environment of that job only; see
     :mod:`ltr.pruning`), so it can report its curve and be pruned.
 
@@ -325,7 +335,12 @@ def trial_link_overrides(study: optuna.Study, trial: optuna.Trial, storage: str 
     >>> trial_link_overrides(SimpleNamespace(study_name="s"), SimpleNamespace(_trial_id=4), "sqlite:///o.db")[0]
     "+hydra.job.env_set.LTR_OPTUNA_STORAGE='sqlite:///o.db'"
     """
-    values = {ENV_STORAGE: storage or IN_MEMORY, ENV_STUDY: study.study_name, ENV_TRIAL: str(trial._trial_id)}
+    values = {
+        ENV_STORAGE: storage or IN_MEMORY,
+        ENV_STUDY: study.study_name,
+        ENV_TRIAL: str(trial._trial_id),
+        ENV_PRUNER: json.dumps(pruner),
+    }
     return [f"+hydra.job.env_set.{key}={_quoted(value)}" for key, value in values.items()]
 
 

@@ -2,8 +2,8 @@
 
 The sweeper (:mod:`ltr.optuna_sweeper`) runs each trial as a Hydra job and tells the job which trial it
 is through environment variables set for the job only (``hydra.job.env_set``): :data:`ENV_STORAGE`
-(the study's Optuna storage URL, or :data:`IN_MEMORY` for a study of this process), :data:`ENV_STUDY`
-and :data:`ENV_TRIAL`. In the job, :func:`hook_from_environment` opens that trial and returns a
+(the study's Optuna storage URL, or :data:`IN_MEMORY` for a study of this process), :data:`ENV_STUDY`,
+:data:`ENV_TRIAL` and :data:`ENV_PRUNER` (``hydra.sweeper.pruner`` as JSON: a storage keeps no pruner). In the job, :func:`hook_from_environment` opens that trial and returns a
 :class:`PruningHook`: the ``on_iteration`` callback of the models layer (``hook(step, values) ->
 bool``; ``True`` stops the fit), which
 
@@ -29,11 +29,14 @@ from them what pruning saved.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from hydra.utils import instantiate
 
 if TYPE_CHECKING:
     import optuna
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
 ENV_STORAGE = "LTR_OPTUNA_STORAGE"
 ENV_STUDY = "LTR_OPTUNA_STUDY"
 ENV_TRIAL = "LTR_OPTUNA_TRIAL_ID"
+ENV_PRUNER = "LTR_OPTUNA_PRUNER"  # the pruner config as JSON (an Optuna storage does not keep the pruner)
 IN_MEMORY = "in-memory"  # ENV_STORAGE of a study kept in this process's memory (storage: null)
 
 #: the studies kept in memory by this process's sweeper, by name (a job of the basic launcher runs in
@@ -109,7 +113,9 @@ def hook_from_environment(cfg: Any) -> PruningHook | None:
         if study is None:  # a worker process cannot see the sweeper's memory
             return None
     else:
-        study = optuna.load_study(study_name=name, storage=storage)
+        pruner_config = json.loads(os.environ.get(ENV_PRUNER) or "null")
+        pruner = instantiate(pruner_config) if pruner_config else optuna.pruners.NopPruner()
+        study = optuna.load_study(study_name=name, storage=storage, pruner=pruner)
     trial = optuna.trial.Trial(study, int(trial_id))
     return PruningHook(trial, f"valid/{curve_metric(cfg)}", planned_rounds(cfg))
 

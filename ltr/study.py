@@ -222,7 +222,9 @@ def recover(study: optuna.Study) -> list[int]:
                 study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
             except optuna.exceptions.UpdateFinishedTrialError:
                 pass  # another worker recovered it first
-    optuna.storages.fail_stale_trials(study)  # heartbeat older than the grace period (any machine)
+    with warnings.catch_warnings():  # "experimental" in Optuna, and what we need
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)  # heartbeat older than the grace period (any machine)
     trials = study.get_trials(deepcopy=False)
     retried = {t.user_attrs.get(RETRY_ATTR) for t in trials}
     again = []

@@ -601,12 +601,17 @@ def _open_store(
             return client, existing.experiment_id
         location = Path(artifact_root).resolve().as_uri() if artifact_root else None
         # the dashboard opens a "model training" experiment on its runs table (not the GenAI view)
-        experiment_id = _retry(
-            client.create_experiment,
-            experiment,
-            artifact_location=location,
-            tags={"mlflow.experimentKind": "custom_model_development"},
-        )
+        try:
+            experiment_id = _retry(
+                client.create_experiment,
+                experiment,
+                artifact_location=location,
+                tags={"mlflow.experimentKind": "custom_model_development"},
+            )
+        except mlflow.exceptions.MlflowException as exc:  # another process (a sweep worker) made it first
+            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+            experiment_id = _retry(client.get_experiment_by_name, experiment).experiment_id
         return client, experiment_id
 
 

@@ -8,6 +8,8 @@ ended KILLED, with the curve Optuna received and no model.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import optuna
 import pytest
@@ -18,8 +20,18 @@ from omegaconf import OmegaConf
 from ltr.data import RankingData
 from ltr.errors import ConfigError
 from ltr.models.registry import get_ranker_class
-from ltr.optuna_sweeper import build_pruner
-from ltr.pruning import PruningHook, TrainingStopped, planned_rounds, time_saved
+from ltr.optuna_sweeper import build_pruner, trial_link_overrides
+from ltr.pruning import (
+    ENV_PRUNER,
+    ENV_STORAGE,
+    ENV_STUDY,
+    ENV_TRIAL,
+    PruningHook,
+    TrainingStopped,
+    hook_from_environment,
+    planned_rounds,
+    time_saved,
+)
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -182,3 +194,28 @@ def test_a_real_sweep_prunes_trials_and_logs_them_as_pruned_runs_without_a_model
         else:
             assert run.info.status == "FINISHED" and run.data.tags["ltr.trial.state"] == "COMPLETE"
             assert len(curve) == n_trees and run.info.run_id in with_model
+
+
+@pytest.mark.parametrize(
+    ("pruner", "pruned"),
+    [(None, False), ({"_target_": "optuna.pruners.MedianPruner", "n_startup_trials": 1}, True)],
+)
+def test_a_job_prunes_with_the_sweeps_pruner_not_optunas_default(tmp_path, monkeypatch, pruner, pruned):
+    """A stored study keeps no pruner: the job gets hydra.sweeper.pruner from the sweeper (null: never)."""
+    storage = f"sqlite:///{tmp_path}/optuna.db"
+    study = optuna.create_study(study_name="s", storage=storage, direction="maximize")
+    for _ in range(5):  # enough finished trials for Optuna's default MedianPruner(n_startup_trials=5) to act
+        done = study.ask()
+        for step in range(5):
+            done.report(0.9, step)
+        study.tell(done, 0.9)
+    trial = study.ask()
+    (override_env,) = [o for o in trial_link_overrides(study, trial, storage, pruner) if ENV_PRUNER in o]
+    monkeypatch.setenv(ENV_STORAGE, storage)
+    monkeypatch.setenv(ENV_STUDY, "s")
+    monkeypatch.setenv(ENV_TRIAL, str(trial._trial_id))
+    monkeypatch.setenv(ENV_PRUNER, json.dumps(pruner))
+    assert json.dumps(pruner) in override_env.replace("\\'", "'")
+    cfg = OmegaConf.create({"model": {"params": {"n_trees": 5}, "early_stopping": {"metric": "ndcg@10"}}})
+    hook = hook_from_environment(cfg)
+    assert any(hook(step, {"valid/ndcg@10": 0.1}) for step in range(5)) is pruned
