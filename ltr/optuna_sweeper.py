@@ -74,6 +74,7 @@ from ltr.study import (
     search_identity,
     seeded_sampler,
 )
+from ltr.sweep_runs import COMMAND_ATTR, ENV_PARENT, PARENT_ATTR, open_parent_run, parent_tracker, promote
 from ltr.tracking import mask_secrets
 
 if TYPE_CHECKING:
@@ -218,6 +219,7 @@ class OptunaSweeper(Sweeper):
         self.config: DictConfig | None = None
         self.hydra_context: HydraContext | None = None
         self.launcher: Any = None
+        self.parent_run: str | None = None  # the sweep's MLflow parent run (ltr.sweep_runs)
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config = config
@@ -266,6 +268,8 @@ class OptunaSweeper(Sweeper):
             settings.n_jobs,
             f"; interrupted trials {retried} enqueued again" if retried else "",
         )
+        tracker = parent_tracker(self.config)
+        self.parent_run = open_parent_run(study, tracker, settings.storage) if tracker is not None else None
         tally = FailureTally(settings.max_failure_rate)
         progress = SweepProgress(settings.n_trials, settings.direction)
         while (size := min(settings.n_jobs, settings.n_trials - claimed(study))) > 0:
@@ -286,7 +290,12 @@ class OptunaSweeper(Sweeper):
             if tally.exceeded():
                 write_results(study, sweep_dir / RESULTS_FILE)
                 raise tally.error()
-        write_results(study, sweep_dir / RESULTS_FILE)
+        results = write_results(study, sweep_dir / RESULTS_FILE)
+        if tracker is not None and self.parent_run is not None:
+            promote(study, tracker, self.parent_run, sweep_dir)
+            log.info("Sweep logged as MLflow parent run %s (%s)", self.parent_run, tracker.uri)
+        if results["best_command"]:
+            log.info("Rerun the best trial: %s", results["best_command"])
 
     def _ask(self, study: optuna.Study, space: SearchSpace, size: int) -> list[optuna.Trial]:
         """Ask ``size`` trials (enqueued ones first), each owned by this process; surplus ones handed back."""
@@ -313,7 +322,9 @@ class OptunaSweeper(Sweeper):
             trial_overrides = space.trial_overrides(trial.params)
             trial.set_user_attr("hydra_overrides", trial_overrides)
             trial.set_user_attr("hydra_job", job_idx + offset)
-            link = trial_link_overrides(study, trial, self.settings.storage, self.settings.pruner)
+            link = trial_link_overrides(
+                study, trial, self.settings.storage, self.settings.pruner, self.parent_run
+            )
             overrides.append(trial_overrides + link)
         try:
             self.validate_batch_is_legal(overrides)
@@ -326,7 +337,11 @@ class OptunaSweeper(Sweeper):
 
 
 def trial_link_overrides(
-    study: optuna.Study, trial: optuna.Trial, storage: str | None, pruner: dict[str, Any] | None = None
+    study: optuna.Study,
+    trial: optuna.Trial,
+    storage: str | None,
+    pruner: dict[str, Any] | None = None,
+    parent_run: str | None = None,
 ) -> list[str]:
     """Hydra overrides that tell the job which trial it runs (environment of that job only; see
     :mod:`ltr.pruning`), so it can report its curve and be pruned.
@@ -341,6 +356,8 @@ def trial_link_overrides(
         ENV_TRIAL: str(trial._trial_id),
         ENV_PRUNER: json.dumps(pruner),
     }
+    if parent_run:
+        values[ENV_PARENT] = parent_run
     return [f"+hydra.job.env_set.{key}={_quoted(value)}" for key, value in values.items()]
 
 
@@ -501,6 +518,8 @@ def write_results(study: optuna.Study, path: Path) -> dict[str, Any]:
         "best_value": best.value if best else None,
         "best_trial": best.number if best else None,
         "best_overrides": list(best.user_attrs.get("hydra_overrides", [])) if best else None,
+        "best_command": best.user_attrs.get(COMMAND_ATTR) if best else None,
+        "mlflow_parent_run": study.user_attrs.get(PARENT_ATTR),
         "n_trials": {state.name: sum(t.state == state for t in finished) for state in TrialState},
     }
     saved = time_saved((t.state == TrialState.PRUNED, t.user_attrs) for t in finished)

@@ -86,16 +86,16 @@ class PruningHook:
             return True
         return False
 
-    def record(self) -> None:
-        """Store rounds run, their seconds and the rounds planned as the trial's user attributes."""
-        if self.first is None or self.last is None:
-            return
-        attrs = {
-            "ltr.rounds": self.last[0] + 1,
-            "ltr.seconds": self.last[1] - self.first[1],
-            "ltr.timed_rounds": self.last[0] - self.first[0],
-            "ltr.planned_rounds": self.planned_rounds,
-        }
+    def record(self, **extra: Any) -> None:
+        """Store rounds run, their seconds, the rounds planned and ``extra`` as the trial's user attributes."""
+        attrs: dict[str, Any] = {key: value for key, value in extra.items() if value is not None}
+        if self.first is not None and self.last is not None:
+            attrs |= {
+                "ltr.rounds": self.last[0] + 1,
+                "ltr.seconds": self.last[1] - self.first[1],
+                "ltr.timed_rounds": self.last[0] - self.first[0],
+                "ltr.planned_rounds": self.planned_rounds,
+            }
         for key, value in attrs.items():
             self.trial.set_user_attr(key, value)
 

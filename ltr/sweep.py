@@ -96,13 +96,10 @@ def summary_table(rows: Sequence[dict[str, Any]], best: dict[str, Any] | None) -
     return table
 
 
-def pruning_summary(sweep_dir: Path) -> str | None:
-    """The pruning line ltr's Optuna sweeper wrote to ``optimization_results.yaml`` (None without one)."""
+def read_optuna_results(sweep_dir: Path) -> dict[str, Any]:
+    """What ltr's Optuna sweeper wrote to ``optimization_results.yaml`` (``{}`` for other sweepers)."""
     path = sweep_dir / OPTUNA_RESULTS
-    if not path.is_file():
-        return None
-    pruning = (yaml.safe_load(path.read_text()) or {}).get("pruning") or {}
-    return pruning.get("summary")
+    return (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
 
 
 def summarize_sweep(
@@ -119,7 +116,8 @@ def summarize_sweep(
         return None
     best = best_job(rows)
     console.print(summary_table(rows, best))
-    pruning = pruning_summary(sweep_dir)
+    optuna_results = read_optuna_results(sweep_dir)
+    pruning = (optuna_results.get("pruning") or {}).get("summary")
     if pruning:
         console.print(f"[bold]Pruning[/bold] {pruning}", soft_wrap=True)
     summary = {"sweep_id": str(sweep_dir), "n_jobs": len(rows), "best": best, "jobs": rows}
@@ -133,7 +131,10 @@ def summarize_sweep(
         soft_wrap=True,
     )
     console.print(f"  rerun: {best['command']}", soft_wrap=True)
-    if config is not None and config.get("tracking") is not None and config.tracking.get("enabled", True):
+    parent = optuna_results.get("mlflow_parent_run")
+    if parent:  # ltr's Optuna sweeper logged the study and its best trial on its parent run
+        console.print(f"  logged under the MLflow parent run {parent}", soft_wrap=True)
+    elif config is not None and config.get("tracking") is not None and config.tracking.get("enabled", True):
         summary["summary_run_id"] = log_summary(summary, config)
         console.print(f"  logged as MLflow run {summary['summary_run_id']}", soft_wrap=True)
     return summary

@@ -14,6 +14,7 @@ logs the outcome → console table (:mod:`ltr.console`).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from ltr.provenance import command_line, run_tags
 from ltr.pruning import hook_from_environment
 from ltr.resources import config_dir
 from ltr.schemas import register_configs, validate_config
+from ltr.sweep_runs import COMMAND_ATTR, ENV_PARENT, RUN_ATTR
 
 if TYPE_CHECKING:
     from ltr.record import RecordedRun
@@ -67,10 +69,17 @@ def execute(cfg: Any) -> RecordedRun:
         run_name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
         pruning = hook_from_environment(cfg)  # a trial of ltr's Optuna sweeper: report, maybe prune
         recorded = train_and_record(
-            cfg, splits, tracker, run_name=run_name, tags=run_tags(cfg, splits), console=console, stop=pruning
+            cfg,
+            splits,
+            tracker,
+            run_name=run_name,
+            tags=run_tags(cfg, splits),
+            console=console,
+            stop=pruning,
+            parent_run_id=os.environ.get(ENV_PARENT) if pruning is not None else None,
         )
         if pruning is not None:
-            pruning.record()
+            pruning.record(**{RUN_ATTR: recorded.run_id, COMMAND_ATTR: command_line()[0]})
     print_run_summary(console, recorded.outcome, str(cfg.model.name))
     if tracker.enabled:
         where = f"run {tracker.run_id} in experiment '{cfg.tracking.experiment}'"
