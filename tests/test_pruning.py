@@ -9,12 +9,14 @@ ended KILLED, with the curve Optuna received and no model.
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
 
 import numpy as np
 import optuna
 import pytest
 import yaml
-from helpers import TINY_DATA, run_train_cli, store_client
+from helpers import PROJECT_ROOT, TINY_DATA, cli_env, run_train_cli, store_client
 from omegaconf import OmegaConf
 
 from ltr.data import RankingData
@@ -32,6 +34,7 @@ from ltr.pruning import (
     planned_rounds,
     time_saved,
 )
+from ltr.sweep_runs import PLOTS
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -142,7 +145,7 @@ def test_planned_rounds_are_n_trees_or_the_members():
 
 
 @pytest.mark.slow
-def test_a_real_sweep_prunes_trials_and_logs_them_as_pruned_runs_without_a_model(tmp_path):
+def test_a_real_sweep_prunes_logs_the_study_under_a_parent_run_and_reruns_its_best_exactly(tmp_path):
     n_trees = 40
     args = [
         "-m",
@@ -194,6 +197,45 @@ def test_a_real_sweep_prunes_trials_and_logs_them_as_pruned_runs_without_a_model
         else:
             assert run.info.status == "FINISHED" and run.data.tags["ltr.trial.state"] == "COMPLETE"
             assert len(curve) == n_trees and run.info.run_id in with_model
+    # the study in MLflow: every trial a child of one parent run, which holds the best trial and the plots
+    parent_id = study.user_attrs["ltr.mlflow_parent_run"]
+    assert {r.data.tags["mlflow.parentRunId"] for r in runs.values()} == {parent_id}
+    parent = client.get_run(parent_id)
+    best = study.best_trial
+    best_run = runs[str(best.number)]
+    assert parent.info.status == "FINISHED" and parent.data.tags["ltr.sweep.role"] == "parent"
+    assert parent.data.tags["ltr.sweep.best_run_id"] == best_run.info.run_id
+    assert (
+        parent.data.metrics["best/valid/ndcg_at_10"]
+        == best.value
+        == best_run.data.metrics["valid/ndcg_at_10"]
+    )
+    assert parent.data.params["best.model.params.num_leaves"] == str(best.params["model.params.num_leaves"])
+    assert parent.data.metrics["sweep/n_pruned"] == len(pruned)
+    (model,) = [
+        m
+        for m in client.search_logged_models(experiment_ids=experiments)
+        if m.source_run_id == best_run.info.run_id
+    ]
+    assert [o.model_id for o in parent.outputs.model_outputs] == [model.model_id]
+    plots = {a.path for a in client.list_artifacts(parent_id, "optuna")}
+    assert plots == {f"optuna/{name}.png" for name in PLOTS}
+    for name in PLOTS:
+        assert (results_path.parent / "optuna_plots" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the printed command reruns the best trial exactly
+    command = parent.data.tags["ltr.sweep.best_command"]
+    assert f"Rerun the best trial: {command}" in proc.stdout + proc.stderr
+    rerun = subprocess.run(
+        shlex.split(command),
+        cwd=PROJECT_ROOT,
+        env=cli_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    (result,) = (tmp_path / "outputs").glob("**/ltr_result.json")
+    assert json.loads(result.read_text())["value"] == best.value
 
 
 @pytest.mark.parametrize(
