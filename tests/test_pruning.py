@@ -261,3 +261,25 @@ def test_a_job_prunes_with_the_sweeps_pruner_not_optunas_default(tmp_path, monke
     cfg = OmegaConf.create({"model": {"params": {"n_trees": 5}, "early_stopping": {"metric": "ndcg@10"}}})
     hook = hook_from_environment(cfg)
     assert any(hook(step, {"valid/ndcg@10": 0.1}) for step in range(5)) is pruned
+
+
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [
+        (None, optuna.pruners.MedianPruner),
+        ("successive_halving", optuna.pruners.SuccessiveHalvingPruner),
+        ("hyperband", optuna.pruners.HyperbandPruner),
+        ("none", optuna.pruners.NopPruner),
+    ],
+)
+def test_the_shipped_search_prunes_with_the_median_by_default_and_each_option_builds_its_pruner(
+    option, expected
+):
+    from helpers import compose_config
+
+    chosen = [f"hparams_search/pruner@hydra.sweeper.pruner={option}"] if option else []
+    cfg = compose_config(
+        ["+model=lambdamart", "hparams_search=lambdamart_optuna", *chosen], return_hydra_config=True
+    )
+    pruner = build_pruner(OmegaConf.to_container(cfg.hydra.sweeper.pruner, resolve=True))
+    assert type(pruner) is expected
