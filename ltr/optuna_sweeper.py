@@ -51,6 +51,7 @@ from ltr.config_check import Constraint, check_value
 from ltr.errors import ConfigError, LtrError
 from ltr.pruning import (
     ENV_PRUNER,
+    ENV_SHARE,
     ENV_STORAGE,
     ENV_STUDY,
     ENV_TRIAL,
@@ -111,6 +112,7 @@ class OptunaSweeperConf:
     enqueue_trials: list[dict[str, Any]] | None = None  # trials to run first ({key: value}), once per study
     heartbeat_interval: int | None = 10  # seconds between a stored trial's heartbeats (None: none)
     grace_period: int | None = None  # a heartbeat older than this fails the trial (None: 2 × interval)
+    share_data: bool = True  # trials in one process share the loaded data and LightGBM's binned Datasets
 
 
 def checked_settings(**values: Any) -> OptunaSweeperConf:
@@ -325,7 +327,8 @@ class OptunaSweeper(Sweeper):
             link = trial_link_overrides(
                 study, trial, self.settings.storage, self.settings.pruner, self.parent_run
             )
-            overrides.append(trial_overrides + link)
+            share = f"+hydra.job.env_set.{ENV_SHARE}={int(bool(self.settings.share_data))}"
+            overrides.append([*trial_overrides, *link, share])
         try:
             self.validate_batch_is_legal(overrides)
         except Exception as exc:  # Hydra's composition errors have no common base class

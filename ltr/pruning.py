@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 ENV_STORAGE = "LTR_OPTUNA_STORAGE"
 ENV_STUDY = "LTR_OPTUNA_STUDY"
 ENV_TRIAL = "LTR_OPTUNA_TRIAL_ID"
+ENV_SHARE = "LTR_SHARE_DATA"  # "1": the trial reuses its process's data and binned Datasets (share_data)
 ENV_PRUNER = "LTR_OPTUNA_PRUNER"  # the pruner config as JSON (an Optuna storage does not keep the pruner)
 IN_MEMORY = "in-memory"  # ENV_STORAGE of a study kept in this process's memory (storage: null)
 

@@ -40,18 +40,21 @@ from ltr.pipeline import Outcome, SplitResult, check_splits, fit_and_evaluate
 from ltr.plots import feature_importance, plot_feature_importance, plot_learning_curves
 from ltr.progress import iteration_progress
 from ltr.pruning import TrainingStopped
+from ltr.shared_data import load_shared
 from ltr.tracking import flatten_params, make_tracker, mlflow_metric_name
 
 log = logging.getLogger(__name__)
 
 
-def connect_and_load(cfg: Any, console: Any) -> tuple[Any, dict[str, Any]]:
+def connect_and_load(cfg: Any, console: Any, *, shared: bool = False) -> tuple[Any, dict[str, Any]]:
     """The start of every entry point: the tracker, then the dataset's splits, summarised on the console.
 
     The tracker comes first so that an unreachable MLflow server fails before any data is read.
+    ``shared`` (a sweep's trial) reuses the splits this process loaded last for the same data config
+    (:func:`ltr.shared_data.load_shared`).
     """
     tracker = make_tracker(cfg.tracking, Path(cfg.paths.root).resolve())
-    splits = load_dataset(cfg.data)
+    splits = dict(load_shared(cfg.data, load_dataset)) if shared else load_dataset(cfg.data)
     check_splits(cfg.data, splits)
     print_data_summary(console, cfg.data, splits)
     return tracker, splits

@@ -27,7 +27,7 @@ from ltr.console import print_run_summary, print_tracker_location
 from ltr.entry import configure_process_environment
 from ltr.errors import ConfigError, LtrError
 from ltr.provenance import command_line, run_tags
-from ltr.pruning import hook_from_environment
+from ltr.pruning import ENV_SHARE, ENV_TRIAL, hook_from_environment
 from ltr.resources import config_dir
 from ltr.schemas import register_configs, validate_config
 from ltr.sweep_runs import COMMAND_ATTR, ENV_PARENT, RUN_ATTR
@@ -65,7 +65,14 @@ def execute(cfg: Any) -> RecordedRun:
     with member_search_path(searchpath):  # ensemble members from the user's hydra.searchpath too
         check_run_config(cfg)  # metric names and the model (every ensemble member) before the data is read
         console = Console(highlight=False)
-        tracker, splits = connect_and_load(cfg, console)  # an unreachable server fails here, before the data
+        # a trial of ltr's Optuna sweeper (hydra.sweeper.share_data): data and binned Datasets shared
+        in_sweep = ENV_TRIAL in os.environ and os.environ.get(ENV_SHARE) == "1"
+        if in_sweep:
+            from ltr.models.lgbm import BINNED  # deferred: imports the engines (see __main__)
+
+            BINNED.enable()
+        # an unreachable server fails here, before the data
+        tracker, splits = connect_and_load(cfg, console, shared=in_sweep)
         run_name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
         pruning = hook_from_environment(cfg)  # a trial of ltr's Optuna sweeper: report, maybe prune
         recorded = train_and_record(
@@ -79,7 +86,10 @@ def execute(cfg: Any) -> RecordedRun:
             parent_run_id=os.environ.get(ENV_PARENT) if pruning is not None else None,
         )
         if pruning is not None:
-            pruning.record(**{RUN_ATTR: recorded.run_id, COMMAND_ATTR: command_line()[0]})
+            built = BINNED.built if in_sweep else None  # LightGBM Datasets this process built so far
+            pruning.record(
+                **{RUN_ATTR: recorded.run_id, COMMAND_ATTR: command_line()[0], "ltr.datasets_built": built}
+            )
     print_run_summary(console, recorded.outcome, str(cfg.model.name))
     if tracker.enabled:
         where = f"run {tracker.run_id} in experiment '{cfg.tracking.experiment}'"

@@ -60,6 +60,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.pruning",
             "ltr.study",
             "ltr.sweep_runs",
+            "ltr.shared_data",
         ),
     ),  # fmt: skip
     ("entry points", ("ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__", "ltr.sweep")),

@@ -283,3 +283,47 @@ def test_the_shipped_search_prunes_with_the_median_by_default_and_each_option_bu
     )
     pruner = build_pruner(OmegaConf.to_container(cfg.hydra.sweeper.pruner, resolve=True))
     assert type(pruner) is expected
+
+
+def test_trials_with_equal_binning_reuse_lightgbms_dataset_and_get_the_same_model():
+    from ltr.models.lgbm import BINNED
+
+    train, valid = _splits()
+
+    def fit(params: dict) -> np.ndarray:
+        ranker = get_ranker_class("lambdamart")({"n_trees": 15, **params}, num_threads=1)
+        return ranker.fit(train, valid).predict(valid)
+
+    fresh = [fit({"learning_rate": lr, "min_data_in_leaf": 5}) for lr in (0.05, 0.2)]
+    BINNED.enable()
+    try:
+        shared = [fit({"learning_rate": lr, "min_data_in_leaf": 5}) for lr in (0.05, 0.2)]
+        assert BINNED.built == 2  # train and valid, once: the second trial built nothing
+        other_bins = fit({"learning_rate": 0.05, "min_data_in_leaf": 5, "max_bin": 63})
+        assert BINNED.built == 4  # other binning: new Datasets
+    finally:
+        BINNED.enable(False)
+    for a, b in zip(fresh, shared, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(other_bins, shared[0])
+
+
+@pytest.mark.slow
+def test_a_sweeps_trials_share_data_and_binned_datasets_with_the_same_results(tmp_path):
+    """4 trials with the binning fixed (min_data_in_leaf taken out of the search): the process builds
+    LightGBM's train and valid Datasets once; share_data=false builds them every trial; same values."""
+    values = {}
+    for share in ("true", "false"):
+        root = tmp_path / share
+        args = [
+            "-m", "+model=lambdamart", "hparams_search=lambdamart_optuna", *TINY_DATA, "model.params.n_trees=20",
+            "model.params.min_data_in_leaf=10", "num_threads=1", "tracking=none", "hydra.sweeper.n_trials=4",
+            "hparams_search/pruner@hydra.sweeper.pruner=none", f"hydra.sweeper.share_data={share}",
+        ]  # fmt: skip
+        proc = run_train_cli(args, root, timeout=900)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+        study = optuna.load_study(study_name="lambdamart-synthetic", storage=f"sqlite:///{root}/optuna.db")
+        values[share] = [(t.params, t.value) for t in study.trials]
+        built = [t.user_attrs.get("ltr.datasets_built") for t in study.trials]
+        assert built == ([2, 2, 2, 2] if share == "true" else [None] * 4)
+    assert values["true"] == values["false"]
