@@ -320,6 +320,24 @@ def _finished(db: Path, name: str = "toy") -> list[tuple]:
     return [(tuple(sorted(t.params.items())), t.value, t.state.name) for t in done]
 
 
+def _interrupt_at_job(app: Path, tmp_path: Path, job: int, signum: int) -> None:
+    """Run the sweep into ``tmp_path/first``, send ``signum`` while job ``job`` runs, wait for the end."""
+    proc = subprocess.Popen(
+        [sys.executable, "app.py", "-m", f"hydra.sweep.dir={tmp_path}/first"],
+        cwd=app,
+        env=_app_env(TOY_HANG_AT_JOB=str(job)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for(f"first/{job}/hanging", tmp_path, proc)
+        proc.send_signal(signum)
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+
+
 def _wait_for(path_glob, root: Path, proc: subprocess.Popen, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while not list(root.glob(path_glob)):
@@ -333,21 +351,7 @@ def test_a_sweep_killed_mid_trial_resumes_to_the_trials_of_an_uninterrupted_run(
     with its parameters, and the finished trials are exactly those of a sweep that was never killed."""
     db = tmp_path / "killed.db"
     app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=6)
-    args = [sys.executable, "app.py", "-m", f"hydra.sweep.dir={tmp_path}/first"]
-    proc = subprocess.Popen(
-        args,
-        cwd=app,
-        env=_app_env(TOY_HANG_AT_JOB="3"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        _wait_for("first/3/hanging", tmp_path, proc)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        proc.kill()
+    _interrupt_at_job(app, tmp_path, 3, signal.SIGKILL)
     stored = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
     assert [t.state.name for t in stored.trials] == ["COMPLETE"] * 3 + ["RUNNING"]  # what SIGKILL leaves
     again = _run_app(app, f"hydra.sweep.dir={tmp_path}/second")
@@ -378,20 +382,7 @@ def test_a_sweep_killed_mid_trial_resumes_to_the_trials_of_an_uninterrupted_run(
 def test_ctrl_c_fails_the_running_trial_as_interrupted_and_the_rerun_retries_it(tmp_path):
     db = tmp_path / "optuna.db"
     app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=4)
-    proc = subprocess.Popen(
-        [sys.executable, "app.py", "-m", f"hydra.sweep.dir={tmp_path}/first"],
-        cwd=app,
-        env=_app_env(TOY_HANG_AT_JOB="1"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        _wait_for("first/1/hanging", tmp_path, proc)
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=60)
-    finally:
-        proc.kill()
+    _interrupt_at_job(app, tmp_path, 1, signal.SIGINT)
     study = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
     assert [t.state.name for t in study.trials] == ["COMPLETE", "FAIL"]
     assert study.trials[1].user_attrs["ltr.failure"] == "interrupted"
@@ -401,15 +392,13 @@ def test_ctrl_c_fails_the_running_trial_as_interrupted_and_the_rerun_retries_it(
     assert study.trials[2].params == study.trials[1].params
 
 
-def test_two_processes_on_one_sqlite_study_finish_n_distinct_trials(tmp_path):
-    """The same command twice at once: exactly n_trials trials complete, each once, run by both workers."""
-    db = tmp_path / "optuna.db"
-    app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=10)
+def _two_workers(app: Path, tmp_path: Path, prefix: str, *, sleep: str) -> None:
+    """The same sweep command in two processes at once (sweep folders ``prefix0``, ``prefix1``); both succeed."""
     workers = [
         subprocess.Popen(
-            [sys.executable, "app.py", "-m", f"hydra.sweep.dir={tmp_path}/worker{i}"],
+            [sys.executable, "app.py", "-m", f"hydra.sweep.dir={tmp_path}/{prefix}{i}"],
             cwd=app,
-            env=_app_env(TOY_SLEEP="0.5"),
+            env=_app_env(TOY_SLEEP=sleep),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -419,6 +408,13 @@ def test_two_processes_on_one_sqlite_study_finish_n_distinct_trials(tmp_path):
     for worker in workers:
         _, err = worker.communicate(timeout=600)
         assert worker.returncode == 0, err[-3000:]
+
+
+def test_two_processes_on_one_sqlite_study_finish_n_distinct_trials(tmp_path):
+    """The same command twice at once: exactly n_trials trials complete, each once, run by both workers."""
+    db = tmp_path / "optuna.db"
+    app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=10)
+    _two_workers(app, tmp_path, "worker", sleep="0.5")
     study = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
     complete = [t for t in study.trials if t.state.name == "COMPLETE"]
     assert len(complete) == 10
@@ -447,20 +443,7 @@ def test_enqueued_trials_give_the_same_results_with_two_workers_as_serially(tmp_
         n_trials=6,
         enqueue_trials=fixed,
     )
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "app.py", "-m", f"hydra.sweep.dir={tmp_path}/w{i}"],
-            cwd=shared,
-            env=_app_env(TOY_SLEEP="0.3"),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(2)
-    ]
-    for worker in workers:
-        _, err = worker.communicate(timeout=600)
-        assert worker.returncode == 0, err[-3000:]
+    _two_workers(shared, tmp_path, "w", sleep="0.3")
     truth = {tuple(sorted(p.items())): objective(**p) for p in fixed}
     assert dict((params, value) for params, value, _ in _finished(serial_db)) == truth
     assert dict((params, value) for params, value, _ in _finished(shared_db)) == truth
