@@ -34,3 +34,12 @@ def load_shared(data_cfg: Any, load: Callable[[Any], Mapping[str, Any]]) -> Mapp
     splits = load(data_cfg)
     _last = (key, splits)
     return splits
+
+
+def share_binned_datasets() -> Any:
+    """Turn on the reuse of LightGBM's binned Datasets in this process; returns the cache
+    (:data:`ltr.models.lgbm.BINNED`, whose ``built`` counts the Datasets built)."""
+    from ltr.models.lgbm import BINNED  # deferred: imports the engines (after the process environment is set)
+
+    BINNED.enable()
+    return BINNED

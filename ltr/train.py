@@ -30,6 +30,7 @@ from ltr.provenance import command_line, run_tags
 from ltr.pruning import ENV_SHARE, ENV_TRIAL, hook_from_environment
 from ltr.resources import config_dir
 from ltr.schemas import register_configs, validate_config
+from ltr.shared_data import share_binned_datasets
 from ltr.sweep_runs import COMMAND_ATTR, ENV_PARENT, RUN_ATTR
 
 if TYPE_CHECKING:
@@ -67,10 +68,7 @@ def execute(cfg: Any) -> RecordedRun:
         console = Console(highlight=False)
         # a trial of ltr's Optuna sweeper (hydra.sweeper.share_data): data and binned Datasets shared
         in_sweep = ENV_TRIAL in os.environ and os.environ.get(ENV_SHARE) == "1"
-        if in_sweep:
-            from ltr.models.lgbm import BINNED  # deferred: imports the engines (see __main__)
-
-            BINNED.enable()
+        binned = share_binned_datasets() if in_sweep else None
         # an unreachable server fails here, before the data
         tracker, splits = connect_and_load(cfg, console, shared=in_sweep)
         run_name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
@@ -86,7 +84,7 @@ def execute(cfg: Any) -> RecordedRun:
             parent_run_id=os.environ.get(ENV_PARENT) if pruning is not None else None,
         )
         if pruning is not None:
-            built = BINNED.built if in_sweep else None  # LightGBM Datasets this process built so far
+            built = binned.built if binned is not None else None  # LightGBM Datasets this process built
             pruning.record(
                 **{RUN_ATTR: recorded.run_id, COMMAND_ATTR: command_line()[0], "ltr.datasets_built": built}
             )
