@@ -3,22 +3,27 @@
 Selected by ``defaults: [override /hydra/sweeper: ltr_optuna]`` (``conf/hparams_search/*.yaml``); Hydra
 finds it through ``hydra_plugins/ltr_optuna_sweeper`` (Hydra instantiates plugins only from the
 ``hydra_plugins`` namespace package), which registers :class:`OptunaSweeperConf` and subclasses
-:class:`OptunaSweeper`. The loop, per batch of ``n_jobs`` trials until ``n_trials`` are done:
+:class:`OptunaSweeper`. The study is opened or continued and recovered first (:mod:`ltr.study`:
+storage, one search per study, interrupted trials failed and retried once); then, per batch of
+``n_jobs`` trials until the study holds ``n_trials`` counted trials (finished or running):
 
-1. ``study.ask`` each trial with the search space (:mod:`ltr.search_space`: ``params`` plus the
-   command line), suggesting the parameters in that order — so a seeded sampler proposes exactly what
-   ``optuna.create_study(sampler=…)`` with ``trial.suggest_*`` in the same order would;
+1. ``study.ask`` each trial (enqueued ones first) with the search space (:mod:`ltr.search_space`:
+   ``params`` plus the command line), suggesting the parameters in that order; with a seeded sampler
+   each trial is sampled by a sampler seeded ``seed + position`` (:class:`ltr.study.PositionSeededSampler`);
 2. compose every trial's config (a bad override fails here, before the batch runs), then launch the
-   batch through the configured launcher (``launcher=joblib`` runs it in parallel);
-3. ``study.tell`` each trial its job's return value; a job that raised or returned a non-finite or
-   non-numeric value is told ``FAIL`` and the sweep goes on while failed / finished trials ≤
-   ``max_failure_rate`` (default 0: the first failure stops the sweep after its batch, like
-   hydra-optuna-sweeper).
+   batch through the configured launcher (``launcher=joblib`` runs it in parallel), telling each job
+   its trial through ``hydra.job.env_set`` (:mod:`ltr.pruning`: the job reports its validation curve
+   and is pruned by ``pruner``; :mod:`ltr.sweep_runs`: its MLflow run is a child of the sweep's parent
+   run) while a heartbeat marks the batch's trials alive;
+3. ``study.tell`` each trial its job's return value, or ``PRUNED`` when the job was pruned; a job that
+   raised or returned a non-finite or non-numeric value is told ``FAIL`` and the sweep goes on while
+   failed / finished trials ≤ ``max_failure_rate`` (default 0: the first failure stops the sweep
+   after its batch, like hydra-optuna-sweeper); a progress line shows the best value so far.
 
 At the end ``<sweep dir>/optimization_results.yaml`` holds the best trial (``best_params``,
-``best_value``, its number and overrides) and the count of trials per state; ``multirun.yaml`` holds
-the multirun's config. With ``storage`` set (an Optuna RDB URL such as ``sqlite:///optuna.db``) the
-study named ``study_name`` is created or, when it exists, continued: each run adds ``n_trials`` trials.
+``best_value``, its number, overrides and rerun command), the count of trials per state and what
+pruning saved; ``multirun.yaml`` holds the multirun's config; the best trial and Optuna's plots are
+promoted to the parent MLflow run (:func:`ltr.sweep_runs.promote`).
 
 >>> checked_settings(direction="maximize", n_trials=3, n_jobs=1, max_failure_rate=0.0).direction
 'maximize'
