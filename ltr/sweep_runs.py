@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import warnings
@@ -134,7 +135,12 @@ def promote(study: optuna.Study, tracker: Any, parent: str, sweep_dir: Path) -> 
                 experiment_ids=[best_run.info.experiment_id], filter_string=f"source_run_id = '{run_id}'"
             )
             if models:
-                client.log_outputs(parent, [LoggedModelOutput(models[0].model_id, step=0)])
+                outputs = client.get_run(parent).outputs
+                linked = {o.model_id for o in (outputs.model_outputs if outputs else [])}
+                if models[0].model_id not in linked:
+                    # another worker of the study may link it between the check and here
+                    with contextlib.suppress(MlflowException):
+                        client.log_outputs(parent, [LoggedModelOutput(models[0].model_id, step=0)])
                 tags["ltr.sweep.best_model_uri"] = f"models:/{models[0].model_id}"
         client.log_batch(parent, tags=[RunTag(k, mask_secrets(v)) for k, v in tags.items()])
     client.set_terminated(parent, "FINISHED")
