@@ -137,6 +137,8 @@ def test_two_workers_share_a_postgresql_study_and_mlflow_server_with_serial_resu
         experiment = client.get_experiment_by_name("team")
         runs = client.search_runs([experiment.experiment_id], "tags.`ltr.trial.state` = 'COMPLETE'")
         assert len(runs) == len(FIXED)
+        (parent,) = {r.data.tags["mlflow.parentRunId"] for r in runs}  # both workers: one parent run
+        assert client.get_run(parent).data.tags["ltr.sweep.role"] == "parent"
         logged = sorted(r.data.metrics["valid/ndcg_at_10"] for r in runs)
         assert logged == pytest.approx(sorted(shared.values()), abs=0)
     finally:
