@@ -12,6 +12,13 @@ and LaTeX next to PNG plots (NDCG@k with CI bands, per-query differences, CI for
 curves and feature importance per system), printed, and logged to an MLflow parent run whose
 children are the systems' runs.
 
+With several folds in the shared overrides (``data.fold=all`` on MSLR/MQ, ``data.cv.folds=K`` on
+your own file) every system runs the fold protocol of :mod:`ltr.folds` (one child run per fold under
+the system's run): the leaderboard pairs the systems over the test queries of all folds pooled, and
+``folds.md`` gives each system's per-fold values, mean ± sd over folds and pooled CI. A
+``published:`` block (numbers with their ``source``) is printed and written (``published.md``) beside
+ours: the mean over folds for a fold protocol, else the mean over the test queries.
+
 The same report can be built from runs already in MLflow (their ``per_query/test.parquet``)::
 
     python -m ltr.compare --from-mlflow --experiment ltr --run-names lambdamart-synthetic regression-synthetic
@@ -42,7 +49,14 @@ from rich.console import Console
 from ltr.comparison import compare
 from ltr.config_check import defaults
 from ltr.console import print_tracker_location
-from ltr.entry import configure_process_environment
+from ltr.entry import (
+    config_spelling,
+    configure_process_environment,
+    hydra_error_message,
+    interrupted_run,
+    run_cli,
+    spelled_as,
+)
 from ltr.errors import ConfigError, LtrError
 from ltr.plots import plot_difference_histogram, plot_forest, plot_ndcg_at_k
 from ltr.progress import task_progress
@@ -145,7 +159,9 @@ def compose_system(exp: Any, system: str, cli_overrides: Sequence[str]) -> Any:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return compose(config_name="config", overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
-        raise ConfigError(f"system {system!r} (overrides {overrides}): {exc}") from exc
+        raise ConfigError(
+            f"system {system!r}: {hydra_error_message(exc) or exc} (overrides {overrides})"
+        ) from exc
 
 
 def system_search_path(exp: Any, system: str, cli_overrides: Sequence[str]) -> list[str]:
@@ -273,15 +289,26 @@ def run_comparison(
     exp: Any, cli_overrides: Sequence[str] = (), *, out_dir: Path | None = None, console: Any = None
 ) -> ComparisonResult:
     """Train every system of ``exp`` on the same data, build the leaderboard, write and log it."""
-    # deferred (each): the engines load after configure_process_environment() (see __main__)
-    from ltr.pipeline import check_run_config, member_search_path  # deferred: imports the engines
-    from ltr.record import connect_and_load, train_and_record  # deferred: imports the pipeline
-
     console = console or Console(highlight=False)
     systems = list(exp.systems)
     configs = {
         s: compose_system(exp, s, cli_overrides) for s in systems
     }  # every typo fails here, before work
+    # library messages name options as Python does (zero_based=True): here as the train config does
+    with spelled_as(config_spelling(configs[systems[0]].get("data"))):
+        return _run_comparison(exp, configs, cli_overrides, out_dir, console)
+
+
+def _run_comparison(
+    exp: Any, configs: Mapping[str, Any], cli_overrides: Sequence[str], out_dir: Path | None, console: Any
+) -> ComparisonResult:
+    # deferred (each): the engines load after configure_process_environment() (see __main__)
+    from ltr.folds import fold_plan, run_folds  # deferred: imports the pipeline (the engines)
+    from ltr.pipeline import check_data_fits, check_run_config, member_search_path  # deferred: the engines
+    from ltr.record import connect_and_load, train_and_record  # deferred: imports the pipeline
+    from ltr.tracking import make_tracker  # deferred: MLflow, only for a fold protocol's tracker
+
+    systems = list(configs)
     search_paths = {s: system_search_path(exp, s, cli_overrides) for s in systems}
     first = configs[systems[0]]
     for s, cfg in configs.items():
@@ -297,9 +324,20 @@ def run_comparison(
             )
     root = Path(first.paths.root).resolve()
     out_dir = Path(out_dir) if out_dir is not None else root / "reports" / str(exp.name)
-    tracker, splits = connect_and_load(first, console)  # an unreachable server fails here
-    if "test" not in splits:
-        raise ConfigError(f"data '{first.data.name}' has no test split; a comparison scores the test queries")
+    plan = fold_plan(first.data)
+    if plan is None:
+        tracker, splits = connect_and_load(first, console)  # an unreachable server fails here
+        if "test" not in splits:
+            raise ConfigError(
+                f"data '{first.data.name}' has no test split; a comparison scores the test queries"
+            )
+        for s, cfg in configs.items():  # every system's conventions against the labels, before any training
+            try:
+                check_data_fits(cfg, splits)
+            except LtrError as exc:
+                raise ConfigError(f"system {s!r}: {exc}") from exc
+    else:  # every fold is loaded by the protocol itself, one at a time
+        tracker, splits = make_tracker(first.tracking, root), {}
     command, _ = command_line("ltr.compare")
     parent_tags = {
         "ltr.compare.role": "parent",
@@ -315,8 +353,13 @@ def run_comparison(
     frames: dict[str, Any] = {}
     children: dict[str, str | None] = {}
     conventions: dict[str, str] = {}
+    summaries: dict[str, Any] = {}  # system → FoldSummary (fold protocols)
     with tracker.start(run_name=f"compare-{exp.name}", tags=parent_tags):
-        tracker.log_params(flatten_params(OmegaConf.to_container(exp, resolve=True)))
+        settings = OmegaConf.to_container(exp, resolve=True)
+        published = settings.pop("published", None)  # metric names with '@' are no MLflow param keys
+        tracker.log_params(flatten_params(settings))
+        if published is not None:
+            tracker.log_dict(published, "leaderboard/published.json")
         tracker.log_params(
             {"seed": first.seed, "num_threads": first.num_threads, "cli_overrides": " ".join(cli_overrides)}
         )
@@ -328,24 +371,45 @@ def run_comparison(
                     "ltr.compare.experiment": str(exp.name),
                     "ltr.command": rerun_command("ltr.train", system_overrides(exp, system, cli_overrides)),
                 }
-                with member_search_path(search_paths[system]):
-                    recorded = train_and_record(
-                        cfg,
-                        splits,
-                        tracker.spawn(),
-                        run_name=system,
-                        tags=tags,
-                        parent_run_id=tracker.run_id,
-                        console=console,
-                        plots_dir=out_dir / "plots",
-                        label=system,
-                    )
-                frames[system], children[system] = recorded.outcome.frames["test"], recorded.run_id
-                conventions = conventions or recorded.outcome.conventions.describe()
+                with member_search_path(search_paths[system]), interrupted_run(tracker):
+                    if plan is not None:
+                        folds_run = run_folds(
+                            cfg,
+                            plan,
+                            console,
+                            tracker=tracker.spawn(),
+                            parent_run_id=tracker.run_id,
+                            run_name=system,
+                            tags=tags,
+                        )
+                        summaries[system] = folds_run.summary
+                        frames[system], children[system] = folds_run.summary.frame, folds_run.run_id
+                        outcome = next(iter(folds_run.runs.values())).outcome
+                    else:
+                        recorded = train_and_record(
+                            cfg,
+                            splits,
+                            tracker.spawn(),
+                            run_name=system,
+                            tags=tags,
+                            parent_run_id=tracker.run_id,
+                            console=console,
+                            plots_dir=out_dir / "plots",
+                            label=system,
+                        )
+                        frames[system], children[system] = recorded.outcome.frames["test"], recorded.run_id
+                        outcome = recorded.outcome
+                conventions = conventions or outcome.conventions.describe()
                 advance(system)
         note = "Metric conventions: " + ", ".join(f"{k}={v}" for k, v in conventions.items()) + "."
+        if plan is not None:
+            note += f" Test queries of {plan.description}, pooled (per fold: folds.md)."
         report = build_report(frames, exp, seed=int(first.seed))
         files = write_outputs(report, frames, exp, out_dir, seed=int(first.seed), note=note)
+        extra = extra_tables(report, exp, summaries, float(first.eval.bootstrap.confidence))
+        for name, text in extra.items():
+            (out_dir / name).write_text(text)
+            files.append(out_dir / name)
         files += sorted((out_dir / "plots").glob("learning_curves_*.png")) + sorted(
             (out_dir / "plots").glob("feature_importance_*.png")
         )
@@ -360,9 +424,66 @@ def run_comparison(
             tracker.log_artifact(path, "plots" if path.parent.name == "plots" else "leaderboard")
         parent_id = tracker.run_id
     print_leaderboard(console, report, exp, out_dir)
+    for text in extra.values():
+        console.print(f"\n{text}", markup=False, highlight=False, soft_wrap=True)
     if tracker.enabled:
         print_tracker_location(console, f"parent run {parent_id} ('compare-{exp.name}')", tracker.uri)
     return ComparisonResult(report, out_dir, files, parent_id, children)
+
+
+def published_markdown(exp: Any, ours: Mapping[str, Mapping[str, float]], ours_label: str) -> str:
+    """The experiment's ``published:`` numbers (with their source) above our systems' numbers, same columns.
+
+    >>> from omegaconf import OmegaConf
+    >>> exp = OmegaConf.create({"metrics": ["ndcg@10"], "published": {"source": "paper, Table 2", "note": "",
+    ...                         "systems": {"theirs": {"ndcg@10": 0.5}}}})
+    >>> print(published_markdown(exp, {"ours": {"ndcg@10": 0.51234}}, "mean over the test queries"))
+    ## Published numbers beside ours
+    <BLANKLINE>
+    Source: paper, Table 2
+    <BLANKLINE>
+    | system | ndcg@10 |
+    |---|---|
+    | theirs (published) | 0.5000 |
+    | ours: ours (mean over the test queries) | 0.5123 |
+    """
+    from ltr.folds import cell  # deferred: ltr.folds imports the pipeline (the engines)
+
+    published = exp.published
+    metrics = list(exp.metrics)
+    lines = ["## Published numbers beside ours", "", f"Source: {published.source}"]
+    if published.get("note"):
+        lines += ["", str(published.note)]
+    lines += ["", "| system | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
+    for system, values in (published.get("systems") or {}).items():
+        lines.append(
+            f"| {system} (published) | "
+            + " | ".join(cell(float(values[m])) if m in values else "" for m in metrics)
+            + " |"
+        )
+    for system, values in ours.items():
+        lines.append(
+            f"| ours: {system} ({ours_label}) | " + " | ".join(cell(values[m]) for m in metrics) + " |"
+        )
+    return "\n".join(lines)
+
+
+def extra_tables(report: Any, exp: Any, summaries: Mapping[str, Any], confidence: float) -> dict[str, str]:
+    """``folds.md`` (a fold protocol) and ``published.md`` (a ``published:`` block): file name → Markdown."""
+    from ltr.folds import folds_markdown  # deferred: ltr.folds imports the pipeline (the engines)
+
+    out: dict[str, str] = {}
+    if summaries:
+        out["folds.md"] = folds_markdown(summaries, confidence)
+    if exp.get("published") is not None:
+        if summaries:
+            ours = {s: dict(summaries[s].mean) for s in report.systems}
+            label = "mean over folds"
+        else:
+            ours = {s: {r.metric: r.mean for r in report.rows if r.system == s} for s in report.systems}
+            label = "mean over the test queries"
+        out["published.md"] = published_markdown(exp, ours, label)
+    return out
 
 
 def print_leaderboard(console: Any, report: Any, exp: Any, out_dir: Path) -> None:
@@ -550,4 +671,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     configure_process_environment()
-    sys.exit(main())
+    run_cli(main)  # Ctrl-C and a closed pipe end in one line / quietly

@@ -31,6 +31,13 @@ def print_data_summary(console: Any, data_cfg: Any, splits: Mapping[str, Any]) -
         )
 
 
+def print_label_scale(console: Any, conventions: Any) -> None:
+    """``ERR: gmax=2 from data.label_range`` when the data chose ERR's top grade (the ``ltr`` preset)."""
+    note = conventions.gmax_note
+    if note is not None:
+        console.print(note, soft_wrap=True)
+
+
 def print_training_start(console: Any, cfg: Any) -> None:
     """``Training <model> (seed S, T threads)``."""
     console.print(f"[bold]Training[/bold] {cfg.model.name} (seed {cfg.seed}, {cfg.num_threads} threads)")

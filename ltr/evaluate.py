@@ -1,34 +1,120 @@
-"""``python -m ltr.evaluate``: trec_eval-compatible evaluation of a TREC run against qrels.
+"""``python -m ltr.evaluate``: evaluate TREC runs, prediction files and saved models; compare systems.
 
-    python -m ltr.evaluate --qrels QRELS --run RUN -m ndcg_cut_10 -m map -m P_5 [-q]
+    python -m ltr.evaluate --qrels QRELS --run RUN [--run RUN2 ...] [-m ndcg_cut_10 -m map] [-q]
+    python -m ltr.evaluate --data FILE|NAME --scores PRED [--scores PRED2 ...] [--scores-format F]
+    python -m ltr.evaluate --data FILE|NAME --model runs:/ID/model|models:/NAME/VERSION|PATH
+                           [--write-run OUT] [--write-scores OUT]
+    ... [--preset P] [--json] [--compare [--baseline NAME] [--test t] [--B 10000] [--seed 0]]
 
-Measures are trec_eval names (``ndcg``, ``ndcg_cut_10``, ``map``, ``map_cut_100``, ``P_5``, ``P.5,10``,
-``recall_10``, ``recip_rank``; ``-m P`` expands to trec_eval's default cutoffs) or ``ltr`` names
-(``ndcg@10``, ``err@20``). Output is trec_eval's ``measure<TAB>topic<TAB>value``; ``-q`` adds one
-line per topic before the ``all`` lines. Conventions default to trec_eval's (preset ``trec``: ideal
-ranking from all judged documents, score ties broken by docno descending, rank column ignored);
-``--preset`` picks another preset, e.g. ``gdeval``.
+**TREC runs** (``--qrels`` + ``--run``). Measures are trec_eval names (``ndcg``, ``ndcg_cut_10``,
+``map``, ``map_cut_100``, ``P_5``, ``P.5,10``, ``recall_10``, ``recip_rank``; ``-m P`` expands to
+trec_eval's default cutoffs) or ``ltr`` names (``ndcg@10``, ``err@20``). Conventions default to
+trec_eval's (preset ``trec``: ideal ranking from all judged documents, score ties broken by docno
+descending, rank column ignored).
+
+**LETOR data** (``--data``): a LETOR/SVMlight file, or a registry dataset name with ``--split``
+(default ``test``), ``--fold`` / ``--variant`` and ``--dir`` as in ``python -m ltr.data``. Each system
+is a prediction file (``--scores``; formats in :mod:`ltr.predictions`: one score per line in file
+order, or RankLib's ``qid index score``) or a fitted model (``--model``, :mod:`ltr.model_source`),
+scored on the file's rows in file order. Conventions default to preset ``ltr``. ``--write-run``
+writes the single system's scores as a TREC run (docno = the row's ``#docid`` comment, else its row
+number; tag = the system's name), ``--write-scores`` one score per line.
+
+Output: trec_eval's ``measure<TAB>topic<TAB>value`` per system (a ``runid`` line opens each
+system's ``all`` block; ``-q`` adds the per-topic lines), or with ``--json``
+``{"mean": {measure: value}, "per_query": {qid: {measure: value}}, "n_queries": …, "n_skipped": …,
+"conventions": {…}}`` (several systems: ``{"systems": {name: that object}}``). Keys are the measure
+names as given to ``-m`` (``-m ndcg@10`` → ``ndcg@10``; families like ``P`` expand). A query a
+preset skips (NaN: no relevant document under ``no_relevant=skip``) is ``null`` in ``per_query``,
+left out of the mean, and counted in ``n_skipped`` when every measure skips it; ``n_queries`` counts
+the others.
+
+``--compare`` (≥ 2 systems) prints :func:`ltr.comparison.compare`'s leaderboard instead: mean and
+bootstrap CI per system and measure, paired differences against the baseline (the first system, or
+``--baseline`` by name or as given on the command line) with CIs, paired tests Holm-corrected over
+the comparisons, effect sizes and win/tie/loss counts. Systems evaluated on different query sets
+(TREC runs that retrieve different topics) are refused with an error naming them. System names are
+the run tags (TREC), file names (``--scores``) or model names (``--model``), or the arguments as
+given when those are not distinct; the ``--scores`` files come first, then the ``--model`` sources,
+each in command-line order.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from ltr.errors import LtrError
-from ltr.metrics.conventions import PRESETS
-from ltr.metrics.trec import evaluate_trec, format_trec, read_qrels, read_run
+import numpy as np
+
+from ltr.data import RankingData
+from ltr.data.registry import REGISTRY, default_dir, load_dataset
+from ltr.data.svmlight import load_svmlight
+from ltr.entry import run_cli
+from ltr.errors import ConfigError, LtrError
+from ltr.metrics.compute import evaluate
+from ltr.metrics.conventions import PRESETS, describe_conventions
+from ltr.metrics.trec import TrecResult, evaluate_trec, format_trec, read_qrels, read_run, trec_measures
+from ltr.model_source import load_model
+from ltr.predictions import SCORE_FORMATS, docnos, read_scores, write_scores, write_trec_run
+from ltr.resources import work_root
+from ltr.tracking import resolve_tracking_uri
+
+#: Measures when no ``-m`` is given: trec_eval's defaults for runs, ltr's usual set for LETOR data.
+TREC_DEFAULT_MEASURES = ("ndcg", "map", "P", "recall", "recip_rank")
+LETOR_DEFAULT_MEASURES = ("ndcg@1", "ndcg@5", "ndcg@10", "map", "p@10")
+SPLITS = ("train", "valid", "test")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface (also used by the tests)."""
     p = argparse.ArgumentParser(
         prog="python -m ltr.evaluate",
-        description="Evaluate a TREC run against qrels (trec_eval-compatible output).",
+        description="Evaluate TREC runs against qrels, or prediction files / models against LETOR data "
+        "(trec_eval-style output, --json, or a --compare leaderboard).",
     )
-    p.add_argument("--qrels", required=True, help="qrels file: topic iteration docno relevance")
-    p.add_argument("--run", required=True, help="run file: topic Q0 docno rank score tag")
+    trec = p.add_argument_group("TREC runs")
+    trec.add_argument("--qrels", help="qrels file: topic iteration docno relevance")
+    trec.add_argument(
+        "--run", action="append", default=[], help="run file: topic Q0 docno rank score tag (repeatable)"
+    )
+    letor = p.add_argument_group("LETOR data")
+    letor.add_argument(
+        "--data", help="an SVMlight/LETOR file, or a registry dataset name (see python -m ltr.data list)"
+    )
+    letor.add_argument(
+        "--split", choices=SPLITS, default="test", help="split of a registry dataset (default: test)"
+    )
+    letor.add_argument("--fold", type=int, help="fold of a registry dataset (MSLR, LETOR 4.0)")
+    letor.add_argument("--variant", help="variant of a registry dataset (istella)")
+    letor.add_argument("--dir", help="dataset folder (default: <data-dir>/<registry folder>)")
+    letor.add_argument("--data-dir", default=str(work_root() / "data"))
+    letor.add_argument(
+        "--scores",
+        action="append",
+        default=[],
+        metavar="PRED",
+        help="prediction file, one row per document (repeatable)",
+    )
+    letor.add_argument(
+        "--scores-format", choices=SCORE_FORMATS, default="auto",
+        help="lines (one score per line: LightGBM, XGBoost, SVMrank), ranklib (qid index score); default auto",
+    )  # fmt: skip
+    letor.add_argument(
+        "--model", action="append", default=[], metavar="SOURCE",
+        help="runs:/RUN_ID/model, models:/NAME/VERSION or a saved model folder (repeatable)",
+    )  # fmt: skip
+    letor.add_argument(
+        "--tracking-uri",
+        help="MLflow store of runs:/ and models:/ URIs (default: the project's SQLite store)",
+    )
+    letor.add_argument("--write-run", metavar="OUT", help="write the system's scores as a TREC run")
+    letor.add_argument("--write-scores", metavar="OUT", help="write the system's scores, one per line")
     p.add_argument(
         "-m",
         "--measure",
@@ -36,27 +122,247 @@ def build_parser() -> argparse.ArgumentParser:
         dest="measures",
         metavar="NAME",
         help="measure (repeatable): trec_eval name (ndcg_cut_10, map, P_5, P.5,10, recall_10, recip_rank) "
-        "or ltr name (ndcg@10); default: ndcg, map, P, recall, recip_rank",
+        "or ltr name (ndcg@10); default: ndcg, map, P, recall, recip_rank (runs), "
+        + ", ".join(LETOR_DEFAULT_MEASURES)
+        + " (LETOR data)",
     )
     p.add_argument("-q", action="store_true", dest="per_topic", help="print one line per topic too")
     p.add_argument(
-        "--preset", default="trec", choices=sorted(PRESETS), help="metric conventions (default: trec)"
+        "--preset",
+        choices=sorted(PRESETS),
+        help="metric conventions (default: trec for runs, ltr for LETOR data)",
     )
+    p.add_argument(
+        "--json", action="store_true", help="print JSON: mean, per_query, n_queries, n_skipped, conventions"
+    )
+    cmp = p.add_argument_group("comparing systems")
+    cmp.add_argument("--compare", action="store_true", help="print the paired-comparison leaderboard")
+    cmp.add_argument("--baseline", help="baseline system (default: the first)")
+    cmp.add_argument("--test", choices=("randomization", "t"), default="randomization", help="paired test")
+    cmp.add_argument(
+        "--B", type=int, default=10_000, help="bootstrap / randomisation samples (default 10000)"
+    )
+    cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomisation test")
     return p
+
+
+@dataclass(frozen=True)
+class System:
+    """One evaluated system: its name, how it was given on the command line, its per-query values."""
+
+    name: str
+    given: str
+    result: TrecResult
+
+
+def _names(preferred: Sequence[str], given: Sequence[str]) -> list[str]:
+    """The preferred names when they are distinct and non-empty, else the arguments as given.
+
+    >>> _names(["bm25", "dense"], ["a.run", "b.run"]), _names(["t", "t"], ["a.run", "b.run"])
+    (['bm25', 'dense'], ['a.run', 'b.run'])
+    """
+    if all(preferred) and len(set(preferred)) == len(preferred):
+        return list(preferred)
+    return list(given)
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    if args.data is None and not args.run:
+        raise ConfigError(
+            "give --qrels and --run (TREC runs), or --data with --scores or --model (LETOR data)"
+        )
+    if args.data is not None and (args.run or args.qrels):
+        raise ConfigError(
+            "--data evaluates --scores / --model; --qrels and --run evaluate TREC runs: use one form"
+        )
+    if args.data is None:
+        if args.qrels is None:
+            raise ConfigError("--run needs --qrels (the judgments to evaluate it against)")
+        if args.scores or args.model or args.write_run or args.write_scores:
+            raise ConfigError("--scores, --model, --write-run and --write-scores need --data (a LETOR file)")
+    elif not args.scores and not args.model:
+        raise ConfigError("--data needs at least one --scores PRED or --model SOURCE to evaluate")
+    n_systems = len(args.run) + len(args.scores) + len(args.model)
+    if (args.write_run or args.write_scores) and n_systems != 1:
+        raise ConfigError(
+            f"--write-run / --write-scores write one system's scores; {n_systems} systems were given"
+        )
+    if args.compare and n_systems < 2:
+        raise ConfigError(
+            f"--compare needs at least 2 systems (repeat --run, --scores or --model), got {n_systems}"
+        )
+    if args.baseline is not None and not args.compare:
+        raise ConfigError("--baseline is used by --compare")
+
+
+def _trec_systems(args: argparse.Namespace, measures: Sequence[str], preset: str) -> list[System]:
+    qrels = read_qrels(args.qrels)
+    runs = [read_run(path) for path in args.run]
+    results = [evaluate_trec(qrels, run, measures, preset=preset) for run in runs]
+    names = _names([r.tag for r in runs], args.run)
+    return [System(n, g, r) for n, g, r in zip(names, args.run, results, strict=True)]
+
+
+def evaluate_labelled(
+    labels: np.ndarray,
+    scores: np.ndarray,
+    offsets: np.ndarray,
+    topics: Sequence[str],
+    measures: Sequence[str],
+    *,
+    preset: str,
+    docno: np.ndarray,
+    tag: str,
+) -> TrecResult:
+    """Per-query values of ``measures`` (trec_eval or ltr names, keyed as given) on labelled rows.
+
+    Labels 0, 2, 1 ranked in that order: P@1 = 0; NDCG@2 (exp2 gain) = (3/log2 3) / (3 + 1/log2 3).
+
+    >>> r = evaluate_labelled(np.array([0.0, 2, 1]), np.array([0.3, 0.2, 0.1]), np.array([0, 3]), ["7"],
+    ...                       ["P_1", "ndcg@2"], preset="ltr", docno=np.array(["a", "b", "c"]), tag="x")
+    >>> r.topics, {m: round(float(v[0]), 6) for m, v in r.values.items()}
+    (['7'], {'P_1': 0.0, 'ndcg@2': 0.521296})
+    """
+    pairs = trec_measures(measures)
+    values = evaluate([m for _, m in pairs], labels, scores, offsets, preset=preset, docno=docno)
+    return TrecResult(list(topics), {display: values[metric] for display, metric in pairs}, tag)
+
+
+def load_letor(args: argparse.Namespace, n_features: int | None) -> RankingData:
+    """The data ``--data`` names: a registry dataset's ``--split``, or a file (row order = file order)."""
+    if args.data in REGISTRY:
+        cfg: dict[str, Any] = {
+            "kind": args.data,
+            "dir": args.dir or str(default_dir(args.data, args.data_dir)),
+            "splits": [args.split],
+            "parse": {"docid": True},
+        }
+        if args.fold is not None:
+            cfg["fold"] = args.fold
+        if args.variant is not None:
+            cfg["variant"] = args.variant
+        return load_dataset(cfg)[args.split]
+    for flag in ("fold", "variant", "dir"):
+        if getattr(args, flag) is not None:
+            raise ConfigError(f"--{flag} applies to a registry dataset; --data {args.data} is a file")
+    return load_svmlight(args.data, docid=True, n_features=n_features)
+
+
+def _letor_systems(args: argparse.Namespace, measures: Sequence[str], preset: str) -> list[System]:
+    uri = resolve_tracking_uri(args.tracking_uri, work_root()) if args.model else ""
+    models = [load_model(source, tracking_uri=uri) for source in args.model]
+    widths = {int(m.ranker.n_features_in_) for m in models}
+    data = load_letor(args, max(widths) if widths else None)
+    qid = data.qid
+    scored: list[tuple[str, str, np.ndarray]] = []
+    for path in args.scores:
+        scores = read_scores(path, n_rows=data.n_docs, qid=qid, fmt=args.scores_format)
+        scored.append((Path(path).name, path, scores))
+    scored += [(m.name, m.source, m.ranker.predict(data)) for m in models]
+    names = _names([s[0] for s in scored], [s[1] for s in scored])
+    docno = docnos(data.docid, data.n_docs)
+    systems = []
+    for name, (_, given, scores) in zip(names, scored, strict=True):
+        result = evaluate_labelled(
+            data.y,
+            scores,
+            data.offsets,
+            data.query_ids.astype(str),
+            measures,
+            preset=preset,
+            docno=docno,
+            tag=name,
+        )
+        systems.append(System(name, given, result))
+    if args.write_scores:
+        write_scores(args.write_scores, scored[0][2])
+    if args.write_run:
+        write_trec_run(args.write_run, qid, data.offsets, docno, scored[0][2], names[0])
+    return systems
+
+
+def _plain(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
+
+
+def result_json(result: TrecResult, conventions: dict[str, str]) -> dict[str, Any]:
+    """The ``--json`` object of one system (see the module docstring).
+
+    >>> res = TrecResult(["1", "2"], {"map": np.array([0.5, np.nan])}, "run1")
+    >>> result_json(res, {"preset": "gdeval"})
+    {'mean': {'map': 0.5}, 'per_query': {'1': {'map': 0.5}, '2': {'map': None}}, 'n_queries': 1, 'n_skipped': 1, 'conventions': {'preset': 'gdeval'}}
+    """
+    values = result.values
+    mean = {}
+    for name, v in values.items():
+        kept = v[~np.isnan(v)]
+        mean[name] = float(kept.mean()) if kept.size else None
+    per_query = {t: {name: _plain(v[i]) for name, v in values.items()} for i, t in enumerate(result.topics)}
+    skipped = sum(all(math.isnan(v[i]) for v in values.values()) for i in range(len(result.topics)))
+    return {
+        "mean": mean,
+        "per_query": per_query,
+        "n_queries": len(result.topics) - skipped,
+        "n_skipped": skipped,
+        "conventions": conventions,
+    }
+
+
+def _leaderboard(systems: list[System], args: argparse.Namespace) -> Any:
+    import pandas as pd  # deferred: pandas (~0.3 s) only for --compare
+
+    from ltr.comparison import compare  # deferred: imports pandas; only --compare needs it
+
+    baseline = systems[0].name
+    if args.baseline is not None:
+        match = [s.name for s in systems if args.baseline in (s.name, s.given)]
+        if not match:
+            names = ", ".join(repr(s.name) for s in systems)
+            raise ConfigError(f"--baseline {args.baseline!r} is not one of the systems: {names}")
+        baseline = match[0]
+    frames = {s.name: pd.DataFrame(s.result.values, index=s.result.topics) for s in systems}
+    return compare(frames, baseline=baseline, B=args.B, seed=args.seed, test=args.test)
+
+
+def _report_json(report: Any) -> list[dict[str, Any]]:
+    rows = report.to_frame().reset_index().to_dict("records")
+    return [{k: (_plain(v) if isinstance(v, float) else v) for k, v in r.items()} for r in rows]
+
+
+def run(args: argparse.Namespace) -> str:
+    """Evaluate what ``args`` names; returns the text to print."""
+    _check_arguments(args)
+    trec = args.data is None
+    preset = args.preset or ("trec" if trec else "ltr")
+    measures = args.measures or list(TREC_DEFAULT_MEASURES if trec else LETOR_DEFAULT_MEASURES)
+    systems = (_trec_systems if trec else _letor_systems)(args, measures, preset)
+    conventions = describe_conventions(preset)
+    report = _leaderboard(systems, args) if args.compare else None
+    if args.json:
+        per_system = {s.name: result_json(s.result, conventions) for s in systems}
+        if len(systems) == 1:
+            out: dict[str, Any] = per_system[systems[0].name]
+        else:
+            out = {"systems": per_system}
+        if report is not None:
+            out["comparison"] = _report_json(report)
+        return json.dumps(out, indent=1, allow_nan=False) + "\n"
+    if report is not None:
+        return report.to_markdown(detail=True)
+    return "".join(format_trec(s.result, per_topic=args.per_topic) for s in systems)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (2 for bad input, with the error on stderr)."""
     args = build_parser().parse_args(argv)
-    measures = args.measures or ["ndcg", "map", "P", "recall", "recip_rank"]
     try:
-        result = evaluate_trec(read_qrels(args.qrels), read_run(args.run), measures, preset=args.preset)
+        text = run(args)
     except LtrError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    sys.stdout.write(format_trec(result, per_topic=args.per_topic))
+    sys.stdout.write(text)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.entry)

@@ -13,7 +13,8 @@ Every block is a dataclass checked by the one checker, :func:`ltr.config_check.c
 * ``data`` configs differ by dataset kind: each kind ``ltr`` knows has its schema in
   :mod:`ltr.data.config`, registered as ``data/<kind>_schema`` (``synthetic_schema``, ``letor_schema``,
   ``istella_schema``, ``folder_schema``, ``svmlight_schema``) and composed first by its YAML, so
-  ``data.fold=abc`` or a misspelt key fails while Hydra composes. :func:`validate_config` checks the data
+  a wrong type or a misspelt key fails while Hydra composes (``data.fold``, which also takes ``all`` or a
+  list, is checked by :func:`validate_config`). :func:`validate_config` checks the data
   block against its kind's schema (ranges included; a kind of a user's own config only against the fields
   all datasets share, :class:`DataSchema`), and ``backend``, ``eval`` and ``tracking`` against theirs.
   It runs first in every entry point, before data is read;
@@ -36,7 +37,7 @@ ltr.errors.ConfigError: data.synthetic: expected true or false, got 'maybe'
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,9 @@ from ltr.data.config import (
     SyntheticDataSchema,
     check_data_block,
 )
-from ltr.errors import ConfigError
+from ltr.errors import ConfigError, MetricError
+from ltr.metrics.conventions import Conventions
+from ltr.metrics.registry import parse_metric
 from ltr.models.dask_lightgbm import BackendSchema
 from ltr.models.params import register_model_configs
 from ltr.stats.bootstrap import CI_METHODS
@@ -63,6 +66,7 @@ __all__ = [
     "DataSchema",
     "EvalSchema",
     "ExperimentSchema",
+    "PublishedSchema",
     "FolderDataSchema",
     "IstellaDataSchema",
     "LetorDataSchema",
@@ -93,10 +97,23 @@ class CurveSchema:
     max_k: int = setting(20, low=0)  # per-query metric@1..max_k stored for the @k plot (0 = off)
 
 
+def _conventions_schema() -> type:
+    """``eval.conventions``: one key per field of :class:`ltr.metrics.Conventions` (derived, never listed
+    here), each ``null`` = the preset's value; so ``eval.conventions.err_gmax=2`` needs no ``+`` and a
+    misspelt convention fails while Hydra composes. Values are checked by
+    :func:`ltr.metrics.resolve_conventions` (a gain may be a name or a table, so the type is open here)."""
+    return make_dataclass(
+        "ConventionsSchema", [(f.name, Any | None, field(default=None)) for f in fields(Conventions)]
+    )
+
+
+ConventionsSchema = _conventions_schema()
+
+
 @dataclass
 class EvalSchema:
     preset: str = "ltr"
-    conventions: dict[str, Any] = setting({})
+    conventions: ConventionsSchema = field(default_factory=ConventionsSchema)  # type: ignore[valid-type]
     metrics: list[str] = setting(["ndcg@1", "ndcg@5", "ndcg@10", "err@10", "map"])
     splits: list[str] = setting(["train", "valid", "test"])
     baseline: str = "random"
@@ -141,6 +158,16 @@ DEFAULT_METRICS = ["err@10", "ndcg@1", "ndcg@5", "ndcg@10"]
 
 
 @dataclass
+class PublishedSchema:
+    """Published numbers an experiment prints beside its own (``published:``): ``source`` cites where they
+    were read; ``systems`` maps a published system's name to ``{metric: value}`` (metrics of the experiment)."""
+
+    source: str
+    note: str = ""
+    systems: dict[str, Any] = setting({})
+
+
+@dataclass
 class ExperimentSchema:
     """An experiment file; ``systems`` maps at least two names to :class:`SystemSchema` blocks."""
 
@@ -152,6 +179,7 @@ class ExperimentSchema:
     primary: str | None = None  # default: the first metric
     metrics: list[str] = setting(DEFAULT_METRICS)
     stats: StatsSchema = field(default_factory=StatsSchema)
+    published: PublishedSchema | None = None  # published numbers printed beside ours
 
 
 def check_experiment_block(given: Any, where: str) -> dict[str, Any]:
@@ -180,11 +208,25 @@ def check_experiment_block(given: Any, where: str) -> dict[str, Any]:
         raise ConfigError(
             f"{join(prefix, 'baseline')}: {exp['baseline']!r} is not one of the systems: {', '.join(systems)}"
         )
+    for i, metric in enumerate(exp["metrics"]):  # before the first system trains
+        try:
+            parse_metric(metric)
+        except MetricError as exc:
+            raise ConfigError(f"{join(prefix, f'metrics[{i}]')}: {exc}") from exc
     exp["primary"] = exp["primary"] or exp["metrics"][0]
     if exp["primary"] not in exp["metrics"]:
         raise ConfigError(
             f"{join(prefix, 'primary')}: {exp['primary']!r} must be one of metrics {exp['metrics']}"
         )
+    for system, values in ((exp.get("published") or {}).get("systems") or {}).items():
+        where = join(prefix, f"published.systems.{system}")
+        if not isinstance(values, dict) or not values:
+            raise ConfigError(f"{where}: expected a mapping {{metric: value}}, got {values!r}")
+        for metric, value in values.items():
+            if metric not in exp["metrics"]:
+                raise ConfigError(f"{where}.{metric}: not one of the experiment's metrics {exp['metrics']}")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+                raise ConfigError(f"{where}.{metric}: expected a number in [0, 1], got {value!r}")
     return exp
 
 

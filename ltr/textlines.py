@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from ltr.compression import read_input
 from ltr.errors import DataError
 
 #: The UTF-8 byte order mark, ignored at the start of a file.
@@ -115,14 +116,12 @@ def decode_text(path: str | Path, buf: bytes) -> str:
 def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """``(line number, line)`` for every line of a text file, without the line ending.
 
-    Errors (unreadable file, CR-only line endings, not UTF-8) are :class:`~ltr.errors.DataError`\\ s
-    naming the file (and line).
+    A gzip, bzip2, xz or zstd file is decompressed first (:func:`ltr.compression.read_input`); the
+    policy and the line numbers then apply to the decompressed text. Errors (unreadable file, corrupt
+    or truncated compressed data, CR-only line endings, not UTF-8) are
+    :class:`~ltr.errors.DataError`\\ s naming the file (and line).
     """
-    try:
-        buf = Path(path).read_bytes()
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    text = decode_text(path, buf)
+    text = decode_text(path, read_input(path))
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

@@ -9,6 +9,10 @@ Flow: check the config (:mod:`ltr.schemas`) → connect to the tracking store (a
 fails here) → load the dataset (``data`` group) → :func:`ltr.record.train_and_record`, which opens the
 MLflow run, fits and evaluates with :func:`ltr.pipeline.fit_and_evaluate` (curves logged live) and
 logs the outcome → console table (:mod:`ltr.console`).
+
+Several folds (``data.fold=all`` / ``data.fold=[1,3]`` on a LETOR-layout dataset, ``data.cv.folds=K``
+on your own file) run the fold protocol of :mod:`ltr.folds` instead: one child run per fold under a
+parent run holding the summary (per-fold values, mean ± sd over folds, pooled CI).
 """
 
 from __future__ import annotations
@@ -23,8 +27,16 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from rich.console import Console
 
-from ltr.console import print_run_summary, print_tracker_location
-from ltr.entry import configure_process_environment
+from ltr.console import print_label_scale, print_run_summary, print_tracker_location
+from ltr.entry import (
+    config_spelling,
+    configure_process_environment,
+    exit_with_error,
+    interrupted_run,
+    mark_reported,
+    run_hydra_app,
+    spelled_as,
+)
 from ltr.errors import ConfigError, LtrError
 from ltr.provenance import command_line, run_tags
 from ltr.pruning import ENV_SHARE, ENV_TRIAL, hook_from_environment
@@ -34,6 +46,7 @@ from ltr.shared_data import share_binned_datasets
 from ltr.sweep_runs import COMMAND_ATTR, ENV_PARENT, RUN_ATTR
 
 if TYPE_CHECKING:
+    from ltr.folds import FoldsRun
     from ltr.record import RecordedRun
 
 CONF_DIR = config_dir()
@@ -53,36 +66,44 @@ def missing_model_message() -> str:
     return "\n".join(lines)
 
 
-def execute(cfg: Any) -> RecordedRun:
-    """Check, train, evaluate, log and print one configured run; returns its :class:`ltr.record.RecordedRun`."""
+def execute(cfg: Any) -> RecordedRun | FoldsRun:
+    """Check, train, evaluate, log and print one configured run (:class:`ltr.record.RecordedRun`), or
+    every fold of a fold protocol (:class:`ltr.folds.FoldsRun`)."""
     # deferred (each): the engines load after configure_process_environment() (see __main__)
-    from ltr.pipeline import check_run_config, member_search_path  # deferred: imports the engines
+    from ltr.folds import fold_plan, run_folds  # deferred: imports the pipeline
+    from ltr.pipeline import check_data_fits, check_run_config, member_search_path  # deferred: the engines
     from ltr.record import connect_and_load, train_and_record  # deferred: imports the pipeline
 
     if cfg.get("model") is None:
         raise ConfigError(missing_model_message())
-    validate_config(cfg)
     searchpath = list(HydraConfig.get().searchpath) if HydraConfig.initialized() else []
-    with member_search_path(searchpath):  # ensemble members from the user's hydra.searchpath too
-        check_run_config(cfg)  # metric names and the model (every ensemble member) before the data is read
+    # library messages name options as Python does (zero_based=True): here as the command line does
+    with spelled_as(config_spelling(cfg.get("data"))), member_search_path(searchpath):
+        validate_config(cfg)
+        check_run_config(cfg)  # seed, metrics, conventions vs the data config, the model: before the data
         console = Console(highlight=False)
+        plan = fold_plan(cfg.data)
+        if plan is not None:
+            return run_folds(cfg, plan, console)
         # a trial of ltr's Optuna sweeper (hydra.sweeper.share_data): data and binned Datasets shared
         in_sweep = ENV_TRIAL in os.environ and os.environ.get(ENV_SHARE) == "1"
         binned = share_binned_datasets() if in_sweep else None
         # an unreachable server fails here, before the data
         tracker, splits = connect_and_load(cfg, console, shared=in_sweep)
+        print_label_scale(console, check_data_fits(cfg, splits))  # labels vs conventions, before training
         run_name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
         pruning = hook_from_environment(cfg)  # a trial of ltr's Optuna sweeper: report, maybe prune
-        recorded = train_and_record(
-            cfg,
-            splits,
-            tracker,
-            run_name=run_name,
-            tags=run_tags(cfg, splits),
-            console=console,
-            stop=pruning,
-            parent_run_id=os.environ.get(ENV_PARENT) if pruning is not None else None,
-        )
+        with interrupted_run(tracker):  # Ctrl-C: the tracker ends the run KILLED; one line says so
+            recorded = train_and_record(
+                cfg,
+                splits,
+                tracker,
+                run_name=run_name,
+                tags=run_tags(cfg, splits),
+                console=console,
+                stop=pruning,
+                parent_run_id=os.environ.get(ENV_PARENT) if pruning is not None else None,
+            )
         if pruning is not None:
             built = binned.built if binned is not None else None  # LightGBM Datasets this process built
             pruning.record(
@@ -97,17 +118,31 @@ def execute(cfg: Any) -> RecordedRun:
 
 def run(cfg: Any) -> float:
     """Train, evaluate and log one configured run; return the mean validation value of the optimised metric."""
-    return execute(cfg).outcome.value
+    return optimised_value(execute(cfg))
 
 
-def write_job_result(recorded: RecordedRun, folder: Path) -> Path:
-    """``ltr_result.json`` in a Hydra job folder: what a sweep summary needs to pick the best job."""
+def optimised_value(recorded: RecordedRun | FoldsRun) -> float:
+    """The optimised validation value of a run, or its mean over the folds of a fold protocol."""
+    return recorded.value if hasattr(recorded, "summary") else recorded.outcome.value
+
+
+def write_job_result(recorded: RecordedRun | FoldsRun, folder: Path) -> Path:
+    """``ltr_result.json`` in a Hydra job folder: what a sweep summary needs to pick the best job.
+
+    For a fold protocol: the parent run, and the means over folds.
+    """
     command, overrides = command_line()
-    outcome = recorded.outcome
-    means = {split: {m: r.mean(m) for m in r.per_query} for split, r in outcome.results.items()}
+    value = optimised_value(recorded)
+    if hasattr(recorded, "summary"):  # a FoldsRun
+        target = recorded.target
+        means = {split: recorded.split_means(split) for split in ("valid", "test")}
+    else:
+        outcome = recorded.outcome
+        target = outcome.target
+        means = {split: {m: r.mean(m) for m in r.per_query} for split, r in outcome.results.items()}
     record = {
-        "value": outcome.value,
-        "target": outcome.target,
+        "value": value,
+        "target": target,
         "run_id": recorded.run_id,
         "command": command,
         "overrides": overrides,
@@ -129,14 +164,15 @@ def _hydra_entry() -> None:
         try:
             recorded = execute(cfg)
         except LtrError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            if HydraConfig.get().mode.name == "MULTIRUN":
-                raise  # a failed job of a sweep, not the end of it: the sweeper decides (Optuna: a FAIL trial)
-            sys.exit(2)
+            if HydraConfig.get().mode.name != "MULTIRUN":
+                exit_with_error(exc)  # one line, exit 2 (raised, Hydra would add its own line)
+            print(f"error: {exc}", file=sys.stderr)  # a failed job, not the end of the sweep: say it now
+            mark_reported(exc)
+            raise  # the sweeper decides (Optuna: a FAIL trial); run_hydra_app ends a basic sweep with exit 2
         write_job_result(recorded, Path(HydraConfig.get().runtime.output_dir))
-        return recorded.outcome.value
+        return optimised_value(recorded)
 
-    main()
+    run_hydra_app(main)
 
 
 if __name__ == "__main__":

@@ -162,3 +162,28 @@ def kill_server(proc: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
+
+
+# --- stand-ins for the LETOR-layout datasets (tests/test_folds.py, tests/test_recipes.py) ---
+
+
+def write_fold_standin(
+    directory: Path, *, n_queries: int = 60, max_label: int = 2, max_docs: int = 20, seed: int = 0
+) -> Path:
+    """Synthetic data (:func:`ltr.data.synthetic.generate`, labels capped at ``max_label``) in the LETOR
+    layout ``directory/Fold1..Fold5/{train,vali,test}.txt``: five query-disjoint parts rotated like
+    MSLR's folds (:func:`ltr.data.splits.mslr_style_folds`), so each query is a test query once."""
+    import numpy as np
+
+    from ltr.data import RankingData
+    from ltr.data.splits import mslr_style_folds
+    from ltr.data.svmlight import write_svmlight
+    from ltr.data.synthetic import generate
+
+    raw = generate(n_queries, seed=seed, min_docs=3, max_docs=max_docs)
+    data = RankingData(X=raw.X, y=np.minimum(raw.y, max_label), qid=raw.qid, name="standin")
+    for k, fold in enumerate(mslr_style_folds(data, seed=seed), start=1):
+        (directory / f"Fold{k}").mkdir(parents=True, exist_ok=True)
+        for split, file in (("train", "train.txt"), ("valid", "vali.txt"), ("test", "test.txt")):
+            write_svmlight(fold[split], directory / f"Fold{k}" / file)
+    return directory

@@ -37,7 +37,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # search_space come with the other work packages of issue 10; a prefix without modules is harmless
     (
         "foundation",
-        ("ltr", "ltr.errors", "ltr.ranking", "ltr.config_check", "ltr.resources", "ltr.textlines"),
+        (
+            "ltr",
+            "ltr.errors",
+            "ltr.ranking",
+            "ltr.config_check",
+            "ltr.resources",
+            "ltr.compression",
+            "ltr.textlines",
+            "ltr.predictions",
+        ),
     ),
     ("data", ("ltr.data",)),
     ("metrics", ("ltr.metrics",)),
@@ -46,6 +55,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("models", ("ltr.models",)),
     ("reporting", ("ltr.comparison", "ltr.report", "ltr.plots", "ltr.progress")),
     ("tracking", ("ltr.tracking",)),
+    ("export", ("ltr.export",)),
     (
         "application",
         (
@@ -61,9 +71,14 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.study",
             "ltr.sweep_runs",
             "ltr.shared_data",
+            "ltr.model_source",
+            "ltr.folds",
         ),
     ),  # fmt: skip
-    ("entry points", ("ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__", "ltr.sweep")),
+    (
+        "entry points",
+        ("ltr.train", "ltr.compare", "ltr.evaluate", "ltr.data.__main__", "ltr.sweep", "ltr.export.__main__"),
+    ),
 )
 #: Entry points (command lines and the Hydra sweep callback): none may import another.
 ENTRY_POINTS = frozenset(LAYERS[-1][1])
@@ -71,7 +86,7 @@ ENTRY_POINTS = frozenset(LAYERS[-1][1])
 #: not needed; a function-local import of one needs a ``# deferred:`` reason.
 HEAVY = frozenset(
     {"lightgbm", "xgboost", "catboost", "mlflow", "dask", "distributed", "matplotlib", "optuna", "hydra",
-     "pandas", "sklearn", "skops"}
+     "pandas", "sklearn", "skops", "onnx", "onnxruntime"}
 )  # fmt: skip
 REASON = re.compile(r"#\s*deferred:\s*\S")
 
@@ -316,6 +331,8 @@ IMPORT_ALLOWS: dict[str, frozenset[str]] = {
     "ltr.plots": frozenset(),
     "ltr.progress": frozenset(),
     "ltr.evaluate": frozenset({"numba"}),
+    "ltr.export": frozenset(),
+    "ltr.export.__main__": frozenset({"numba"}),  # ONNX, MLflow and the engines load only when used
 }
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -171,3 +173,196 @@ def test_format_skips_nan_topics(tmp_path):
     text = format_trec(result, per_topic=True)
     assert "ndcg@5                \t1\t1.0000" in text and "\t2\t" not in text
     assert "ndcg@5                \tall\t1.0000" in text
+
+
+# --- several runs: every one printed, or compared -------------------------------------------------------
+
+
+def write_trec(
+    folder, n_topics: int = 15, systems: dict[str, float] | None = None, seed: int = 0
+) -> list[str]:
+    """qrels (10 judged documents per topic, grades 0-2) and one run per system: score = signal·label + noise."""
+    rng = np.random.default_rng(seed)
+    systems = systems or {"bm25": 0.5, "dense": 1.0, "rerank": 1.5}
+    labels = {t: rng.integers(0, 3, 10) for t in range(1, n_topics + 1)}
+    (folder / "qrels").write_text(
+        "".join(f"{t} 0 d{t}-{i} {g}\n" for t, grades in labels.items() for i, g in enumerate(grades))
+    )
+    paths = []
+    for name, signal in systems.items():
+        lines = []
+        for t, grades in labels.items():
+            scores = signal * grades + rng.normal(0, 1, 10)
+            for rank, i in enumerate(np.argsort(-scores), start=1):
+                lines.append(f"{t} Q0 d{t}-{i} {rank} {scores[i]:.6f} {name}\n")
+        (folder / f"{name}.run").write_text("".join(lines))
+        paths.append(str(folder / f"{name}.run"))
+    return paths
+
+
+def pytrec_per_query(folder, run_path: str, measures: set[str]) -> dict[str, dict[str, float]]:
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    with (folder / "qrels").open() as f:
+        qrels = pytrec_eval.parse_qrel(f)
+    with open(run_path) as f:
+        run = pytrec_eval.parse_run(f)
+    return pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+
+
+def blocks(text: str) -> list[dict[tuple[str, str], str]]:
+    """trec_eval output of several runs, one table per run: a run's per-topic lines (``-q``) come first,
+    then its ``runid``, ``num_q`` and ``all`` lines; the next per-topic line opens the next run."""
+    out: list[dict[tuple[str, str], str]] = []
+    previous_all = False
+    for line in text.splitlines():
+        measure, topic, value = (x.strip() for x in line.split("\t"))
+        topic_after_all = topic != "all" and previous_all
+        second_runid = measure == "runid" and bool(out) and ("runid", "all") in out[-1]
+        if not out or topic_after_all or second_runid:
+            out.append({})
+        previous_all = topic == "all"
+        out[-1][(measure, topic)] = value
+    return out
+
+
+def test_every_run_is_evaluated_and_printed(tmp_path, capsys):
+    runs = write_trec(tmp_path)
+    args = ["--qrels", str(tmp_path / "qrels"), "-m", "map", "-m", "ndcg_cut_5"]
+    for per_topic in ([], ["-q"]):
+        assert main([*args, *per_topic, *(a for r in runs for a in ("--run", r))]) == 0
+        tables = blocks(capsys.readouterr().out)
+        assert [t[("runid", "all")] for t in tables] == ["bm25", "dense", "rerank"]  # none dropped, in order
+        for table, run in zip(tables, runs, strict=True):
+            theirs = pytrec_per_query(tmp_path, run, {"map", "ndcg_cut_5"})
+            assert table[("num_q", "all")] == "15"
+            for name in ("map", "ndcg_cut_5"):
+                assert table[(name, "all")] == f"{np.mean([v[name] for v in theirs.values()]):.4f}"
+                if per_topic:
+                    assert {t: table[(name, t)] for t in theirs} == {
+                        t: f"{v[name]:.4f}" for t, v in theirs.items()
+                    }
+                else:
+                    assert len(table) == 4
+
+
+def holm_by_hand(p: list[float]) -> list[float]:
+    order = np.argsort(p)
+    adjusted, running = np.empty(len(p)), 0.0
+    for i, j in enumerate(order):
+        running = max(running, min(1.0, (len(p) - i) * p[j]))
+        adjusted[j] = running
+    return adjusted.tolist()
+
+
+@pytest.mark.parametrize("test", ["t", "randomization"])
+def test_compare_runs_matches_scipy_and_holm(tmp_path, capsys, test):
+    from scipy import stats
+
+    runs = write_trec(tmp_path)
+    args = ["--qrels", str(tmp_path / "qrels"), *(a for r in runs for a in ("--run", r)), "-m", "ndcg_cut_10",
+            "-m", "map", "--compare", "--test", test, "--B", "2000"]  # fmt: skip
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = {(r["system"], r["metric"]): r for r in out["comparison"]}
+    per_query = {Path(r).stem: pytrec_per_query(tmp_path, r, {"ndcg_cut_10", "map"}) for r in runs}
+    topics = sorted(per_query["bm25"])
+    for metric in ("ndcg_cut_10", "map"):
+        v = {s: np.array([per_query[s][t][metric] for t in topics]) for s in per_query}
+        raw = []
+        for system in ("dense", "rerank"):
+            if test == "t":
+                want = stats.ttest_rel(v[system], v["bm25"]).pvalue
+            else:  # 15 queries: ltr's sign-flip test is exact, as scipy's with every permutation
+                want = stats.permutation_test(
+                    (v[system], v["bm25"]), lambda a, b, axis: np.mean(a - b, axis=axis),
+                    permutation_type="samples", n_resamples=np.inf, vectorized=True,
+                ).pvalue  # fmt: skip
+            r = rows[(system, metric)]
+            assert r["pvalue"] == pytest.approx(want, rel=1e-9), (system, metric)
+            diff = v[system] - v["bm25"]
+            assert (r["wins"], r["ties"], r["losses"]) == (
+                int((diff > 0).sum()),
+                int((diff == 0).sum()),
+                int((diff < 0).sum()),
+            )
+            assert r["diff"] == pytest.approx(diff.mean(), abs=1e-12) and r["n_queries"] == 15
+            raw.append(r["pvalue"])
+        adjusted = holm_by_hand(raw)
+        assert [rows[(s, metric)]["pvalue_adjusted"] for s in ("dense", "rerank")] == pytest.approx(
+            adjusted, rel=1e-12
+        )
+        assert rows[("bm25", metric)]["is_baseline"] and rows[("bm25", metric)]["pvalue"] is None
+        assert rows[("bm25", metric)]["mean"] == pytest.approx(v["bm25"].mean(), abs=1e-12)
+    # the JSON also holds every system's own evaluation
+    assert list(out["systems"]) == ["bm25", "dense", "rerank"]
+    # the printed leaderboard: baseline marked, the detail table with W/T/L per system
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "| bm25 (baseline) |" in text and "Holm-corrected over the 2 comparisons" in text
+    r = rows[("rerank", "map")]
+    assert f"{r['wins']}/{r['ties']}/{r['losses']}" in text.split("**map** vs bm25")[1]
+
+
+def test_compare_baseline_option_and_different_query_sets(tmp_path, capsys):
+    runs = write_trec(tmp_path)
+    base = [
+        "--qrels",
+        str(tmp_path / "qrels"),
+        *(a for r in runs for a in ("--run", r)),
+        "-m",
+        "map",
+        "--compare",
+        "--B",
+        "500",
+    ]
+    assert main([*base, "--baseline", "dense"]) == 0
+    assert "| dense (baseline) |" in capsys.readouterr().out
+    assert main([*base, "--baseline", runs[2]]) == 0  # the path as given names the system too
+    assert "| rerank (baseline) |" in capsys.readouterr().out
+    assert main([*base, "--baseline", "nope"]) == 2
+    assert "--baseline 'nope' is not one of the systems: 'bm25', 'dense', 'rerank'" in capsys.readouterr().err
+    # a run that misses topics 14 and 15 (not retrieved): refused for --compare, still evaluated without it
+    short = tmp_path / "short.run"
+    short.write_text(
+        "".join(
+            line + "\n"
+            for line in Path(runs[1]).read_text().splitlines()
+            if line.split()[0] not in ("14", "15")
+        )
+    )
+    short.write_text(short.read_text().replace(" dense\n", " short\n"))
+    args = ["--qrels", str(tmp_path / "qrels"), "--run", runs[0], "--run", str(short), "-m", "map"]
+    assert main([*args, "--compare"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "systems were evaluated on different query sets" in err
+        and "'short' lacks 2 of the baseline's queries" in err
+    )
+    assert main(args) == 0
+    tables = blocks(capsys.readouterr().out)
+    assert [(t[("runid", "all")], t[("num_q", "all")]) for t in tables] == [("bm25", "15"), ("short", "13")]
+
+
+def test_runs_with_the_same_tag_are_named_by_path(tmp_path, capsys):
+    runs = write_trec(tmp_path, systems={"a": 1.0, "b": 1.0})
+    Path(runs[1]).write_text(Path(runs[1]).read_text().replace(" b\n", " a\n"))
+    assert (
+        main(["--qrels", str(tmp_path / "qrels"), "--run", runs[0], "--run", runs[1], "-m", "map", "--json"])
+        == 0
+    )
+    assert list(json.loads(capsys.readouterr().out)["systems"]) == runs
+
+
+def test_trec_json_matches_pytrec_eval(tmp_path, capsys):
+    runs = write_trec(tmp_path, systems={"bm25": 0.7})
+    assert (
+        main(["--qrels", str(tmp_path / "qrels"), "--run", runs[0], "-m", "P.5,10", "-m", "ndcg", "--json"])
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    theirs = pytrec_per_query(tmp_path, runs[0], {"P_5", "P_10", "ndcg"})
+    assert list(out) == ["mean", "per_query", "n_queries", "n_skipped", "conventions"]
+    assert out["conventions"]["preset"] == "trec" and out["n_queries"] == 15
+    for topic, values in theirs.items():
+        assert out["per_query"][topic] == pytest.approx(values, abs=1e-12)
+    assert out["mean"]["P_10"] == pytest.approx(np.mean([v["P_10"] for v in theirs.values()]), abs=1e-12)

@@ -467,7 +467,7 @@ def test_metric_key_and_registry():
     assert metric_key("mrr") == "mrr"
     assert parse_metric("P@5").name == "p@5"
     assert parse_metric("recall@10").name == "r@10"
-    assert set(REGISTRY) == {"ndcg", "dcg", "err", "map", "mrr", "p", "r"}
+    assert set(REGISTRY) == {"ndcg", "dcg", "meanndcg", "err", "map", "mrr", "p", "r"}
 
 
 def test_unknown_metric_lists_registry():
@@ -484,7 +484,7 @@ def test_describe_conventions_is_flat_strings():
     assert d == {
         "preset": "ltr", "gain": "exp2", "discount": "1/log2(i+1)", "ties": "average", "no_relevant": "skip",
         "p_denominator": "k", "ap_denominator": "R", "rel_threshold": "1", "err_gmax": "4",
-        "no_relevant_by_metric": "-", "default_k": "all",
+        "no_relevant_by_metric": "-", "default_k": "all", "discount_flat_ranks": "0", "zero_beyond_list": "-",
     }  # fmt: skip
     assert describe_conventions("trec", ties="average")["preset"] == "trec+overrides"
     assert describe_conventions("ltr", gain=[0, 1, 3])["gain"] == "table(0,1,3)"
@@ -601,7 +601,7 @@ def test_docs_preset_table_matches_presets():
         rows[cells[0].split("`")[1]] = cells
     assert set(rows) == set(PRESETS)
     no_rel = {"skip (counted)": ("skip", ()), "skip": ("skip", ()), "0": ("zero", ()), "1": ("one", ()),
-              "1 (MAP: 0)": ("one", (("map", "zero"),))}  # fmt: skip
+              "1 (MAP: 0)": ("one", (("map", "zero"),)), "1 (ERR: 0)": ("one", ())}  # fmt: skip
     ties = {
         "average": "average",
         "stable": "stable",
@@ -612,6 +612,8 @@ def test_docs_preset_table_matches_presets():
     ap_den = {"R": "R", "min(R, k)": "min_R_k", "—": None}
     for name, (_, gain, tie, empty, p, ap, other, _tool) in rows.items():
         c = PRESETS[name]
+        if gain.startswith("{"):  # a gain table, written {0, 1, 3}
+            gain = tuple(float(g) for g in gain.strip("{}").split(","))
         assert (c.gain, c.ties, (c.no_relevant, c.no_relevant_by_metric)) == (
             gain,
             ties[tie],
@@ -619,4 +621,14 @@ def test_docs_preset_table_matches_presets():
         ), name
         assert p_den[p] in (None, c.p_denominator) and ap_den[ap] in (None, c.ap_denominator), name
         assert (c.default_k == 32) == ("bare name = @32" in other), name
-        assert c.discount == "log2" and c.err_gmax == 4 and c.rel_threshold == 1.0, name
+        letor_discount = (c.discount, c.discount_base, c.discount_offset, c.discount_flat_ranks) == (
+            "log",
+            2,
+            0,
+            2,
+        )
+        assert letor_discount == ("ranks 1, 2 undiscounted, then 1/log2(i)" in other), name
+        assert letor_discount or c.discount == "log2", name
+        assert (c.zero_beyond_list == ("ndcg",)) == ("NDCG@k = 0 when n < k" in other), name
+        assert (c.rel_threshold == 2.0) == ("relevant = label ≥ 2" in other), name
+        assert c.rel_threshold in (1.0, 2.0) and c.err_gmax == 4, name

@@ -122,6 +122,15 @@ CASES: list[tuple[str, Callable[[Any], Any], Any, Any, Any, str, type[Exception]
         MetricError,
     ),
     (
+        "discount_flat_ranks",
+        lambda v: evaluate("ndcg", LABELS, SCORES, OFFSETS, discount_flat_ranks=v)["ndcg"].tolist(),
+        np.int8(2),
+        2,
+        -1,
+        "convention discount_flat_ranks",
+        MetricError,
+    ),
+    (
         "discount_base",
         lambda v: evaluate("ndcg", LABELS, SCORES, OFFSETS, discount="log", discount_base=v)["ndcg"].tolist(),
         np.float32(3.0),
@@ -169,9 +178,15 @@ def test_data_fold_checked_before_any_file_is_read(tmp_path):
     # np.int64(2) picks Fold2 (the missing-file message names it); True and 0 are refused by name
     with pytest.raises(Exception, match=r"Fold2/train\.txt"):
         load_dataset({"kind": "mslr_web10k", "dir": str(tmp_path), "fold": np.int64(2)})
-    with pytest.raises(ConfigError, match=r"^data\.fold: expected an integer, got True$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^data\.fold: expected a fold 1..5, all, or a list of folds such as \[1,3,5\]; got True$",
+    ):
         load_dataset({"kind": "mslr_web10k", "dir": str(tmp_path), "fold": True})
-    with pytest.raises(ConfigError, match=r"^data\.fold: must be in \[1, 5\], got 0$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^data\.fold: expected a fold 1..5, all, or a list of folds such as \[1,3,5\]; got 0$",
+    ):
         load_dataset({"kind": "mq2007", "dir": str(tmp_path), "fold": 0})
 
 

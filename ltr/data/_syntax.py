@@ -63,7 +63,7 @@ NONFINITE_POLICIES = ("error", "keep", "missing", "clip")
 OUTPUTS = ("auto", "dense", "csr")
 
 
-def _label_range(value: Any, path: str) -> tuple[float, float] | None:
+def check_label_range(value: Any, path: str) -> tuple[float, float] | None:
     """``(low, high)`` with ``low <= high``, as floats; ``None`` checks nothing."""
     if value is None:
         return None
@@ -114,7 +114,7 @@ class ParseOptions:
     allow_unsorted: bool = False
     integer_labels: bool = True
     allow_negative_labels: bool = False
-    label_range: Any = setting(None, check=_label_range)  # (low, high) as floats, or None
+    label_range: Any = setting(None, check=check_label_range)  # (low, high) as floats, or None
     nonfinite: str = setting("error", choices=NONFINITE_POLICIES)
     huge: float = setting(FLOAT32_MAX, low=0.0, open_low=True)
     output: str = setting("auto", choices=OUTPUTS)

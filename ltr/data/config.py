@@ -10,8 +10,8 @@ config, and ``load_dataset`` checks a plain mapping (the Python API) by the same
 kind                                                   schema
 =====================================================  ===========================================
 ``synthetic``                                          :class:`SyntheticDataSchema`
-``svmlight`` (your own files)                          :class:`SvmlightDataSchema`
-``mslr_web10k``, ``mslr_web30k``, ``mq2007``, ``mq2008``  :class:`LetorDataSchema` (``fold`` 1..5)
+``svmlight`` (your own files)                          :class:`SvmlightDataSchema` (``cv``: k-fold)
+``mslr_web10k``, ``mslr_web30k``, ``mq2007``, ``mq2008``  :class:`LetorDataSchema` (``fold`` 1..5, ``all``, a list)
 ``istella``                                            :class:`IstellaDataSchema` (``variant``)
 ``yahoo_set1``, ``yahoo_set2``                         :class:`FolderDataSchema`
 =====================================================  ===========================================
@@ -20,7 +20,9 @@ kind                                                   schema
 >>> check_block(LetorDataSchema, {"kind": "mq2007", "fold": 6}, "data")
 Traceback (most recent call last):
 ...
-ltr.errors.ConfigError: data.fold: must be in [1, 5], got 6
+ltr.errors.ConfigError: data.fold: expected a fold 1..5, all, or a list of folds such as [1,3,5]; got 6
+>>> check_block(LetorDataSchema, {"kind": "mq2007", "fold": "all"}, "data")["fold"]
+'all'
 >>> schema_for("istella").__name__, schema_for("my_own")
 ('IstellaDataSchema', None)
 """
@@ -28,11 +30,14 @@ ltr.errors.ConfigError: data.fold: must be in [1, 5], got 6
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Any
 
+import numpy as np
+
 from ltr.config_check import check_block, plain, setting
-from ltr.data._syntax import NONFINITE_POLICIES, ParseOptions
+from ltr.data._syntax import NONFINITE_POLICIES, ParseOptions, check_label_range
+from ltr.errors import ConfigError
 
 #: the split files of each Istella variant (relative to ``data.dir``)
 ISTELLA_VARIANTS = {
@@ -68,18 +73,25 @@ _PARSE = ParseOptions()  # the parse defaults, written once in ParseOptions
 
 @dataclass
 class DataSchema:
-    """Fields every dataset config has (``synthetic``: shown in the run banner)."""
+    """Fields every dataset config has (``synthetic``: shown in the run banner).
+
+    ``label_range``: the label scale ``[low, high]`` (inclusive; labels outside are an error when the
+    files are read). ``null``: the dataset's own — the registry entry's, the synthetic generator's, or,
+    for your own files, the training labels' (:func:`ltr.data.registry.declared_label_range`). The
+    ``ltr`` metric preset takes ERR's top grade (``err_gmax``) from it.
+    """
 
     name: str = "???"
     kind: str = "???"
     synthetic: bool = False
+    label_range: list[float] | None = setting(None, check=check_label_range)
 
 
 @dataclass
 class SplitCounts:
-    train: int = setting(600, low=0)
-    valid: int = setting(200, low=0)
-    test: int = setting(200, low=0)
+    train: int = setting(600, low=1)
+    valid: int = setting(200, low=1)
+    test: int = setting(200, low=1)
 
 
 @dataclass
@@ -90,11 +102,21 @@ class SyntheticDataSchema(DataSchema):
     kind: str = "synthetic"
     synthetic: bool = True
     dir: str = "???"
-    seed: int = 42
+    seed: int = setting(42, low=0)  # numpy seeds are non-negative
     n_queries: SplitCounts = field(default_factory=SplitCounts)
     min_docs: int = setting(5, low=1)
     max_docs: int = setting(200, low=1)
-    p_empty: float = setting(0.05, low=0.0, high=1.0)  # share of queries forced to have no relevant doc
+    p_empty: float = setting(0.05, low=0.0, high=1.0, open_high=True)  # share of queries with no relevant doc
+
+
+def _parse_schema() -> type:
+    """``data.parse``: one key per :data:`PARSE_KEYS` option (derived, never listed twice), ``null`` = the
+    parser's default; so ``data.parse.zero_based=true`` needs no ``+`` and a misspelt option fails while
+    Hydra composes. Values are checked by the parser (:class:`ParseOptions`), which names them."""
+    return make_dataclass("ParseSchema", [(key, Any | None, field(default=None)) for key in PARSE_KEYS])
+
+
+ParseSchema = _parse_schema()
 
 
 @dataclass
@@ -103,7 +125,9 @@ class FileDataSchema(DataSchema):
 
     cache_dir: str | None = CACHE_DIR
     verify_cache: bool = False  # key the cache on every byte of the files (for in-place rewriters)
-    parse: dict[str, Any] = setting({})  # load_svmlight options, e.g. {output: dense}
+    parse: ParseSchema = field(
+        default_factory=lambda: ParseSchema()
+    )  # load_svmlight options, e.g. {output: dense}
     splits: list[str] | None = None  # load only these splits (default: all the dataset has)
 
 
@@ -114,11 +138,90 @@ class FolderDataSchema(FileDataSchema):
     dir: str | None = None
 
 
+LETOR_FOLDS = (1, 2, 3, 4, 5)
+
+
+def check_fold_choice(value: Any, path: str) -> int | str | list[int]:
+    """``data.fold`` of a LETOR-layout dataset: one fold (1..5), ``all``, or a list of distinct folds.
+
+    One fold is a single run; ``all`` or a list is a fold protocol (:mod:`ltr.folds`).
+
+    >>> check_fold_choice(2, "data.fold"), check_fold_choice("all", "data.fold"), check_fold_choice([3, 1], "data.fold")
+    (2, 'all', [3, 1])
+    >>> check_fold_choice([1, 1], "data.fold")
+    Traceback (most recent call last):
+    ...
+    ltr.errors.ConfigError: data.fold: expected a fold 1..5, all, or a list of folds such as [1,3,5]; got [1, 1] (fold 1 twice)
+    """
+    expected = f"{path}: expected a fold 1..5, all, or a list of folds such as [1,3,5]; got {value!r}"
+    if value == "all":
+        return "all"
+    items = list(value) if isinstance(value, list | tuple) else None
+    for item in [value] if items is None else items:
+        if (
+            isinstance(item, bool | np.bool_)
+            or not isinstance(item, int | np.integer)
+            or item not in LETOR_FOLDS
+        ):
+            raise ConfigError(expected)
+    if items is None:
+        return int(value)
+    if not items:
+        raise ConfigError(expected + " (an empty list)")
+    twice = [k for k in LETOR_FOLDS if items.count(k) > 1]
+    if twice:
+        raise ConfigError(f"{expected} (fold {twice[0]} twice)")
+    return [int(k) for k in items]
+
+
+def letor_fold_choice(data_cfg: Any) -> list[int] | None:
+    """The folds a LETOR-layout ``data`` block asks for: ``None`` for one fold (a single run), else the list.
+
+    >>> letor_fold_choice({"kind": "mq2008", "fold": 2}), letor_fold_choice({"kind": "mq2008", "fold": "all"})
+    (None, [1, 2, 3, 4, 5])
+    >>> letor_fold_choice({"kind": "svmlight", "train": "a.txt"}) is None
+    True
+    """
+    given = plain(data_cfg)
+    if schema_for(str(given.get("kind") or given.get("name"))) is not LetorDataSchema:
+        return None
+    choice = check_fold_choice(given.get("fold", 1), "data.fold")
+    if isinstance(choice, int):
+        return None
+    return list(LETOR_FOLDS) if choice == "all" else choice
+
+
 @dataclass
 class LetorDataSchema(FolderDataSchema):
-    """MSLR-WEB10K/30K, MQ2007/2008: ``Fold1..Fold5/{train,vali,test}.txt``."""
+    """MSLR-WEB10K/30K, MQ2007/2008: ``Fold1..Fold5/{train,vali,test}.txt``.
 
-    fold: int = setting(1, low=1, high=5)
+    ``fold``: 1..5 (one run), ``all`` or a list such as ``[1,3]`` (the fold protocol of :mod:`ltr.folds`).
+    """
+
+    fold: Any = setting(1, check=check_fold_choice)
+
+
+def check_cv_folds(value: int, path: str) -> int:
+    """``data.cv.folds``: 0 (no cross-validation) or at least 2."""
+    if value == 1:
+        raise ConfigError(f"{path}: 1 fold is no cross-validation; use 0 (off) or at least 2, got 1")
+    return value
+
+
+@dataclass
+class CrossValidationSchema:
+    """``data.cv`` of your own file: a query-level k-fold split of ``data.train`` (:func:`ltr.data.splits.cv_folds`).
+
+    ``folds`` 0 = off; k ≥ 2 = k folds, stratified by query size, from ``seed`` (its own seed, so a
+    model's ``seed`` changes the model, not the folds). Fold i tests on part i and, with ``valid``,
+    validates (early stopping) on part i+1 (mod k) and trains on the others (k ≥ 3); without, trains on
+    the other k−1 parts. ``fold`` null = every fold (the fold protocol); 1..k = that fold only.
+    """
+
+    folds: int = setting(0, low=0, check=check_cv_folds)
+    seed: int = 42
+    valid: bool = True
+    fold: int | None = setting(None, low=1)
 
 
 @dataclass
@@ -137,10 +240,10 @@ class SvmlightDataSchema(FileDataSchema):
     test: str | None = None
     n_features: int | None = setting(_PARSE.n_features, low=0)  # set it so train/valid/test align
     zero_based: bool = _PARSE.zero_based  # true for 0-based files (LightGBM/XGBoost exports)
-    label_range: list[float] | None = None  # e.g. [0, 4]: labels outside are an error
     nonfinite: str = setting(_PARSE.nonfinite, choices=NONFINITE_POLICIES)
     allow_unsorted: bool = _PARSE.allow_unsorted
     regroup: bool = _PARSE.regroup
+    cv: CrossValidationSchema = field(default_factory=CrossValidationSchema)  # k-fold split of train
 
 
 #: kind -> its schema (the registry's datasets by layout)
@@ -171,7 +274,7 @@ def check_data_block(data_cfg: Any) -> dict[str, Any]:
     >>> check_data_block({"kind": "mq2007", "flod": 2})
     Traceback (most recent call last):
     ...
-    ltr.errors.ConfigError: data: unknown key(s) flod; accepted: name, kind, synthetic, cache_dir, verify_cache, parse, splits, dir, fold
+    ltr.errors.ConfigError: data: unknown key(s) flod; accepted: name, kind, synthetic, label_range, cache_dir, verify_cache, parse, splits, dir, fold
     """
     given = {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in plain(data_cfg).items()}
     schema = schema_for(str(given.get("kind") or given.get("name")))
@@ -181,4 +284,9 @@ def check_data_block(data_cfg: Any) -> dict[str, Any]:
         set(PARSE_KEYS) - {f.name for f in fields(schema)} if schema is SvmlightDataSchema else set()
     )
     passed_on = {k: given.pop(k) for k in list(given) if k in parser_checks}
-    return check_block(schema, given, "data") | passed_on
+    checked = check_block(schema, given, "data") | passed_on
+    if schema is SyntheticDataSchema and checked["max_docs"] < checked["min_docs"]:
+        raise ConfigError(
+            f"data.max_docs: must be >= data.min_docs={checked['min_docs']}, got {checked['max_docs']}"
+        )
+    return checked

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from ltr.compression import compression_of, open_input, read_input
 from ltr.config_check import Constraint, check_value
 from ltr.data import _pyparse
 from ltr.data._syntax import ParseOptions, error_message
@@ -39,21 +40,13 @@ ENGINES = ("auto", "numba", "python")
 _DOCID = re.compile(r"docid\s*=\s*(\S+)")
 
 
-#: leading bytes of compressed/archive formats → (what it is, the command that unpacks it)
-_COMPRESSED = (
-    (b"\x1f\x8b", "a gzip-compressed file", "gunzip -k"),
-    (b"BZh", "a bzip2-compressed file", "bunzip2 -k"),
-    (b"\xfd7zXZ\x00", "an xz-compressed file", "unxz -k"),
-    (b"\x28\xb5\x2f\xfd", "a zstd-compressed file", "unzstd"),
-    (b"PK\x03\x04", "a zip archive", "unzip"),
-)
-
-
 def check_data_file(path: Path) -> None:
-    """Raise a ``DataError`` that says what ``path`` is unless it is a regular, uncompressed file.
+    """Raise a ``DataError`` that says what ``path`` is unless it is a regular file ``ltr`` reads.
 
-    A directory, a named pipe (FIFO), a socket or a device, and a compressed file or archive
-    (recognised by its leading bytes, whatever its name) each get their own message with the fix.
+    A directory, a named pipe (FIFO), a socket or a device each get their own message with the fix;
+    so do an archive (zip, 7-Zip, RAR) or a compression ``ltr`` does not read, recognised by the
+    leading bytes whatever the name, and a name whose compression suffix the bytes contradict (see
+    :func:`ltr.compression.compression_of`). gzip, bzip2, xz and zstd files are read transparently.
 
     >>> import tempfile, pathlib, gzip
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -61,9 +54,11 @@ def check_data_file(path: Path) -> None:
     Traceback (most recent call last):
     ltr.errors.DataError: ... is a directory, not a data file; pass one of the files inside it
     >>> _ = (d / "t.txt").write_bytes(gzip.compress(b"1 qid:1 1:0.5\\n"))
-    >>> check_data_file(d / "t.txt")
+    >>> check_data_file(d / "t.txt")  # gzip under any name: read transparently
+    >>> _ = (d / "t.zip").write_bytes(b"PK\\x03\\x04" + bytes(30))
+    >>> check_data_file(d / "t.zip")
     Traceback (most recent call last):
-    ltr.errors.DataError: .../t.txt: is a gzip-compressed file, which the parser does not read; decompress it first (gunzip -k ...)
+    ltr.errors.DataError: .../t.zip: is a zip archive, which ltr does not read (it reads gzip, bzip2, xz and zstd files); unpack it first (unzip ...)
     """
     try:
         mode = path.stat().st_mode
@@ -85,38 +80,36 @@ def check_data_file(path: Path) -> None:
             f"{path}: is {kind}, not a regular file; the parser reads a file more than once "
             "(it counts, then parses, and the cache keys on it), so save the stream to a file first"
         )
-    try:
-        with open(path, "rb") as f:
-            head = f.read(8)
-    except OSError as e:
-        raise DataError(f"{path}: cannot be read ({e.strerror or e})") from None
-    for magic, what, unpack in _COMPRESSED:
-        if head.startswith(magic):
-            raise DataError(
-                f"{path}: is {what}, which the parser does not read; decompress it first ({unpack} {path})"
-            )
+    compression_of(path)
 
 
-def _line_number(path: Path, offset: int) -> int:
-    """1-based line number of the byte at ``offset`` (counts newlines before it, in blocks)."""
+def _locate(path: Path, line_start: int, tok_start: int, tok_end: int) -> tuple[int, bytes]:
+    """(1-based line of the byte at ``line_start``, bytes ``tok_start:tok_end``) of the decompressed file.
+
+    Reads the file (through :func:`~ltr.compression.open_input`) in blocks up to the token; only on errors.
+    """
     count = 0
-    remaining = offset
-    with open(path, "rb") as f:
-        while remaining > 0:
-            block = f.read(min(remaining, 1 << 24))
+    pos = 0
+    token = b""
+    with open_input(path) as f:
+        while pos < tok_end:
+            block = f.read(1 << 24)
             if not block:
                 break
-            count += block.count(b"\n")
-            remaining -= len(block)
-    return count + 1
+            if pos < line_start:
+                count += block.count(b"\n", 0, max(0, line_start - pos))
+            if pos + len(block) > tok_start:
+                token += block[max(0, tok_start - pos) : max(0, tok_end - pos)]
+            pos += len(block)
+    return count + 1, token
 
 
 def _failure_to_error(path: Path, fail: _pyparse.ParseFailure, opts: ParseOptions) -> DataError:
-    with open(path, "rb") as f:
-        f.seek(fail.tok_start)
-        token = f.read(max(0, min(fail.tok_end - fail.tok_start, 200))).decode("utf-8", "replace")
-    line = _line_number(path, fail.line_start)
-    msg = error_message(fail.code, token, index=fail.index, prev=fail.prev, opts=opts)
+    end = fail.tok_start + max(0, min(fail.tok_end - fail.tok_start, 200))
+    line, token = _locate(path, fail.line_start, fail.tok_start, end)
+    msg = error_message(
+        fail.code, token.decode("utf-8", "replace"), index=fail.index, prev=fail.prev, opts=opts
+    )
     return DataError(f"{path}:{line}: {msg}")
 
 
@@ -130,7 +123,7 @@ def parse_file(
     check_value(engine, str, Constraint(choices=ENGINES), "engine")
     try:
         if engine == "python" or (engine == "auto" and not _fast_available()):
-            raw = _pyparse.parse_bytes(path.read_bytes(), opts)
+            raw = _pyparse.parse_bytes(read_input(path), opts)
         else:
             from ltr.data import _fastparse  # deferred: numba (~0.2 s to import) only for the fast engine
 
@@ -234,7 +227,7 @@ def _query_weights(w: np.ndarray, offsets: np.ndarray, source: Path) -> np.ndarr
 def _read_docids(path: Path) -> np.ndarray:
     """Per-row comment (the ``docid = X`` value when present), skipping blank/comment-only lines."""
     out: list[str] = []
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         for number, raw in enumerate(f):
             if number == 0:
                 raw = raw[bom_length(raw) :]  # a BOM-only first line is blank, as for the parser

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ltr.config_check import check_block, check_field, plain
-from ltr.data._syntax import ParseOptions, check_huge_fits
+from ltr.data._syntax import ParseOptions, check_huge_fits, check_label_range
 from ltr.data.config import (
     ISTELLA_VARIANTS,
     PARSE_KEYS,
@@ -29,7 +29,9 @@ from ltr.data.config import (
     check_data_block,
 )
 from ltr.data.dataset import RankingData
+from ltr.data.splits import cv_folds
 from ltr.data.svmlight import load_svmlight
+from ltr.data.synthetic import LABEL_RANGE as SYNTHETIC_LABEL_RANGE
 from ltr.data.synthetic import load_synthetic
 from ltr.errors import ConfigError, DataError
 
@@ -67,8 +69,19 @@ class DatasetSpec:
 
 
 def _fold(cfg: Mapping[str, Any], name: str) -> int:
-    """``data.fold``: the LETOR fold (:class:`~ltr.data.config.LetorDataSchema`: an integer 1..5, default 1)."""
-    return check_field(LetorDataSchema, "fold", cfg, "data")
+    """``data.fold``: the LETOR fold (:class:`~ltr.data.config.LetorDataSchema`: 1..5, default 1).
+
+    ``all`` or a list names several folds, which no single load returns: :mod:`ltr.folds` loads them
+    one by one (``python -m ltr.train ... data.fold=all``).
+    """
+    fold = check_field(LetorDataSchema, "fold", cfg, "data")
+    if not isinstance(fold, int):
+        raise ConfigError(
+            f"data.fold={fold}: several folds are a fold protocol, loaded one fold at a time; "
+            f"run it with python -m ltr.train +model=NAME data={name} data.fold={fold} "
+            "(or load one fold, e.g. data.fold=1)"
+        )
+    return fold
 
 
 def _letor_folds(name: str) -> Callable[[Mapping[str, Any]], dict[str, str]]:
@@ -294,6 +307,8 @@ def _parse_kwargs(section: Mapping[str, Any] | None, where: str) -> dict[str, An
     the error names it as written (``data.parse.density``); the parser checks the others."""
     out: dict[str, Any] = {}
     for key, value in plain(section).items():
+        if value is None:  # null: the parser's default (every option is a key of data.parse)
+            continue
         if key not in PARSE_KEYS:
             raise ConfigError(f"{where}.{key} is not a parse option; expected one of {', '.join(PARSE_KEYS)}")
         out[key] = value
@@ -306,8 +321,13 @@ def _parse_kwargs(section: Mapping[str, Any] | None, where: str) -> dict[str, An
     return out | {k: checked[k] for k in out if k in declared and out[k] is not None}
 
 
-def _load_files(paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], name: str) -> dict:
-    cache = {"cache_dir": data_cfg.get("cache_dir"), "verify_cache": bool(data_cfg.get("verify_cache", False))}
+def _load_files(
+    paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], name: str
+) -> dict:
+    cache = {
+        "cache_dir": data_cfg.get("cache_dir"),
+        "verify_cache": bool(data_cfg.get("verify_cache", False)),
+    }
     out: dict[str, RankingData] = {}
     for split, path in paths.items():
         out[split] = load_svmlight(path, name=f"{name}/{split}", **cache, **kwargs)
@@ -317,6 +337,67 @@ def _load_files(paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Map
             f"{name}: splits have different feature counts {widths}; set n_features so train/valid/test align"
         )
     return out
+
+
+def check_cv_inputs(data_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """``data.cv`` of an ``svmlight`` block, checked against the other keys; ``{}`` when cv is off.
+
+    The folds split ``data.train`` alone, so ``data.valid`` / ``data.test`` must be unset and
+    ``data.cv.fold`` (one fold) must be at most ``data.cv.folds``.
+    """
+    cv = check_data_block(data_cfg).get("cv") or {}
+    if not cv.get("folds"):
+        return {}
+    given = [f"data.{s}" for s in ("valid", "test") if data_cfg.get(s)]
+    if given:
+        raise ConfigError(
+            f"data.cv.folds={cv['folds']} splits data.train into train/valid/test folds; "
+            f"unset {' and '.join(given)} (e.g. ~{given[0]}) or set data.cv.folds=0"
+        )
+    if cv.get("fold") is not None and cv["fold"] > cv["folds"]:
+        raise ConfigError(f"data.cv.fold: must be in [1, {cv['folds']}] (data.cv.folds), got {cv['fold']}")
+    return cv
+
+
+def _cv_fold(
+    paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], cv: Mapping[str, Any]
+) -> dict:
+    """One fold (``data.cv.fold``) of the k-fold split of ``data.train`` (:func:`ltr.data.splits.cv_folds`)."""
+    cv = check_cv_inputs(data_cfg)
+    if cv.get("fold") is None:
+        raise ConfigError(
+            f"data.cv.folds={cv['folds']} with no data.cv.fold is the fold protocol, which loads every fold: "
+            "run it with python -m ltr.train (ltr.folds), or load one fold with data.cv.fold=K"
+        )
+    name = str(data_cfg.get("name", "svmlight"))
+    data = _load_files({"train": paths["train"]}, kwargs, data_cfg, name)["train"]
+    fold = cv_folds(data, int(cv["folds"]), seed=int(cv["seed"]), valid=bool(cv["valid"]))[
+        int(cv["fold"]) - 1
+    ]
+    wanted = data_cfg.get("splits")
+    return {s: d for s, d in fold.items() if not wanted or s in wanted}
+
+
+def declared_label_range(data_cfg: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The label scale a data config declares: ``data.label_range`` (``data.parse.label_range``), else
+    the registry entry's, else the synthetic generator's; ``None`` for your own files without one
+    (the caller infers it from the training labels).
+
+    >>> declared_label_range({"kind": "mq2008"}), declared_label_range({"kind": "synthetic"})
+    ((0.0, 2.0), (0.0, 4.0))
+    >>> declared_label_range({"kind": "svmlight", "label_range": [1, 5]}), declared_label_range({"kind": "svmlight"})
+    ((1.0, 5.0), None)
+    """
+    cfg = plain(data_cfg)
+    kind = str(cfg.get("kind") or cfg.get("name"))
+    given = cfg.get("label_range")
+    if given is None:
+        given = (cfg.get("parse") or {}).get("label_range")
+    if given is None:
+        given = (
+            SYNTHETIC_LABEL_RANGE if kind == "synthetic" else getattr(REGISTRY.get(kind), "label_range", None)
+        )
+    return check_label_range(given, "data.label_range")
 
 
 def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
@@ -339,6 +420,9 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
             raise ConfigError("data.train must name the training file for kind 'svmlight'")
         kwargs = _parse_kwargs({k: data_cfg[k] for k in PARSE_KEYS if k in data_cfg}, "data")
         kwargs.update(_parse_kwargs(data_cfg.get("parse"), "data.parse"))
+        cv = plain(data_cfg.get("cv")) or {}
+        if int(cv.get("folds") or 0):
+            return _cv_fold(paths, kwargs, data_cfg, cv)
         if wanted:
             paths = {s: p for s, p in paths.items() if s in wanted}
         return _load_files(paths, kwargs, data_cfg, str(data_cfg.get("name", "svmlight")))
@@ -352,7 +436,7 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
                 f"data.splits {sorted(unknown)} do not exist for {spec.name}; it has {list(rel)}"
             )
         rel = {s: r for s, r in rel.items() if s in wanted}
-    kwargs = {"n_features": spec.n_features, "label_range": spec.label_range}
+    kwargs = {"n_features": spec.n_features, "label_range": declared_label_range(data_cfg)}
     kwargs.update(_parse_kwargs(data_cfg.get("parse"), "data.parse"))
     if kwargs["n_features"] != spec.n_features:
         raise ConfigError(

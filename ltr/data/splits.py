@@ -1,6 +1,8 @@
 """Query-aware splits: every query's documents stay together; the same seed gives the same split.
 
 * :func:`query_kfold` — K folds of query positions (sizes differ by at most one query);
+* :func:`stratified_query_folds` / :func:`cv_folds` — K folds stratified by query size (``data.cv``):
+  fold i tests on part i, validates on part i+1 (mod K) and trains on the rest;
 * :func:`train_valid_test` — one seeded split by query fractions;
 * :func:`mslr_folds` — MSLR/LETOR fold rotation of five parts S1..S5: fold k trains on
   S_k, S_k+1, S_k+2, validates on S_k+3 and tests on S_k+4 (indices mod 5), so each part is the
@@ -15,6 +17,8 @@ True
 [['test', 'train', 'valid']]
 >>> mslr_folds(["S1", "S2", "S3", "S4", "S5"])[1]
 {'train': ['S2', 'S3', 'S4'], 'valid': 'S5', 'test': 'S1'}
+>>> stratified_query_folds([1, 1, 2, 2, 9, 9], 2, seed=0).tolist()  # each size lands once in each fold
+[0, 1, 1, 0, 1, 0]
 """
 
 from __future__ import annotations
@@ -46,6 +50,52 @@ def query_kfold(
         test = parts[i]
         train = np.concatenate([parts[j] for j in range(k) if j != i])
         out.append((np.sort(train), test))
+    return out
+
+
+def stratified_query_folds(group_sizes: Sequence[int] | np.ndarray, k: int, *, seed: int) -> np.ndarray:
+    """The fold (0..k-1) of each query, stratified by query size; the same seed gives the same folds.
+
+    The queries, sorted by size (equal sizes in a seeded random order), are dealt in consecutive
+    blocks of ``k``; each block goes to the ``k`` folds in a seeded random permutation (the last, partial
+    block to as many distinct folds). So every fold holds one query of each block: the folds' query
+    sizes follow the same distribution and their query counts differ by at most one.
+    """
+    k = check_value(k, int, Constraint(low=2), "k")
+    sizes = np.asarray(group_sizes)
+    n = sizes.size
+    if n < k:
+        raise ConfigError(f"cannot make {k} folds from {n} queries")
+    rng = np.random.default_rng(seed)
+    order = np.lexsort((rng.permutation(n), sizes))  # by size; ties in a seeded random order
+    fold_of = np.empty(n, dtype=np.int64)
+    for start in range(0, n, k):
+        block = order[start : start + k]
+        fold_of[block] = rng.permutation(k)[: block.size]
+    return fold_of
+
+
+def cv_folds(data: RankingData, k: int, *, seed: int, valid: bool = True) -> list[dict[str, RankingData]]:
+    """``k`` query-level folds of ``data`` (:func:`stratified_query_folds`), each a train/valid/test dict.
+
+    Fold i (1-based) tests on part i; with ``valid`` it validates on part i+1 (mod k) and trains on
+    the other k-2 parts (needs k ≥ 3), else it trains on the other k-1 parts. Every split keeps the
+    file's query order; every query is in exactly one test split.
+    """
+    if valid and k == 2:
+        raise ConfigError(
+            "data.cv.folds=2 leaves no part to train on besides the validation part; "
+            "use data.cv.folds>=3 or data.cv.valid=false"
+        )
+    fold_of = stratified_query_folds(data.group_sizes, k, seed=seed)
+    parts = [np.flatnonzero(fold_of == i) for i in range(k)]
+    out = []
+    for i in range(k):
+        held = {"test": i, "valid": (i + 1) % k} if valid else {"test": i}
+        rest = np.sort(np.concatenate([parts[j] for j in range(k) if j not in held.values()]))
+        fold = {"train": data.subset(rest, name=f"{data.name}[cv{i + 1}/train]")}
+        fold |= {s: data.subset(parts[j], name=f"{data.name}[cv{i + 1}/{s}]") for s, j in held.items()}
+        out.append({s: fold[s] for s in ("train", "valid", "test") if s in fold})
     return out
 
 

@@ -32,6 +32,7 @@ from typing import IO
 import numpy as np
 import scipy.sparse as sp
 
+from ltr.compression import COMPRESSIONS
 from ltr.data._syntax import ParseOptions
 from ltr.data.dataset import RankingData
 from ltr.data.reading import (
@@ -58,6 +59,9 @@ __all__ = [  # the loader's helpers stay importable from here, where users found
 ]
 
 
+COMPRESSION_SUFFIXES = frozenset(suffix for c in COMPRESSIONS for suffix in c.suffixes)
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -80,9 +84,13 @@ def atomic_writer(path: Path, mode: str = "w") -> Iterator[IO]:
 
 
 def _sidecar(path: Path, given: str | Path | None, suffix: str) -> Path | None:
+    """The sidecar to read: ``given``, or for ``"auto"`` ``PATH<suffix>`` when it exists, else (for a
+    compressed ``train.txt.gz``) the uncompressed name's ``train.txt<suffix>``."""
     if given == "auto":
-        cand = Path(str(path) + suffix)
-        return cand if cand.is_file() else None
+        names = [str(path) + suffix]
+        if path.suffix.lower() in COMPRESSION_SUFFIXES:
+            names.append(str(path.with_suffix("")) + suffix)
+        return next((Path(n) for n in names if Path(n).is_file()), None)
     return None if given is None else Path(given)
 
 
@@ -117,8 +125,8 @@ def load_svmlight(
     Options are those of :class:`~ltr.data._syntax.ParseOptions` plus:
 
     query_file, weight_file: LightGBM sidecars for files without ``qid:``; ``"auto"`` uses
-        ``PATH.query`` / ``PATH.weight`` when they exist. A file with neither qids nor a ``.query``
-        sidecar is an error. Row weights become per-query weights (they must be constant per query).
+        ``PATH.query`` / ``PATH.weight`` when they exist (for ``train.txt.gz`` also ``train.txt.query``).
+        A file with neither qids nor a ``.query`` sidecar is an error. Row weights become per-query weights (they must be constant per query).
     position_file: LightGBM ``.position`` sidecar (``"auto"``: ``PATH.position`` when it exists):
         one display position id per row, kept as ``RankingData.position`` (see :func:`position_codes`).
     docid: keep each row's comment (the ``docid = X`` value in LETOR files) as ``RankingData.docid``.

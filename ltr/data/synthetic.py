@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from ltr.config_check import Constraint, check_block, check_value
-from ltr.data.config import SyntheticDataSchema
+from ltr.config_check import Constraint, check_value, plain
+from ltr.data.config import check_data_block
 from ltr.data.dataset import RankingData
 from ltr.data.svmlight import load_svmlight, write_svmlight
 from ltr.errors import ConfigError, DataError
@@ -52,6 +52,7 @@ SPLITS = ("train", "valid", "test")
 #: file names in the LETOR convention (``vali`` for the validation split)
 SPLIT_FILES = {"train": "train.txt", "valid": "vali.txt", "test": "test.txt"}
 LABEL_THRESHOLDS = np.array([0.4, 1.2, 1.9, 2.6])  # r < 0.4 → 0, … , r ≥ 2.7 → 4
+LABEL_RANGE = (0, len(LABEL_THRESHOLDS))  # the grades the generator draws: 0..4
 
 N_INFORMATIVE = 12
 N_WEAK = 10
@@ -136,7 +137,7 @@ def generate(
 
 def _settings(data_cfg: Mapping[str, Any]) -> dict[str, Any]:
     """The generator settings of a data config (checked; defaults from :class:`SyntheticDataSchema`)."""
-    cfg = check_block(SyntheticDataSchema, data_cfg, "data")
+    cfg = check_data_block({**plain(data_cfg), "kind": "synthetic"})  # errors name data.<key>, as the config
     return {"generator_version": GENERATOR_VERSION} | {
         key: cfg[key] for key in ("seed", "n_queries", "min_docs", "max_docs", "p_empty")
     }

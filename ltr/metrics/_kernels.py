@@ -133,6 +133,34 @@ def discounted_sum(values, bounds, qgrp, offsets, disc, k):  # pragma: no cover 
 
 
 @njit(cache=True, nogil=True)
+def mean_ndcg(expected_gain, offsets, ideal_gain, ideal_offsets, disc, k, sizes):  # pragma: no cover
+    """Per query (1/m) Σ_{j=1..m} NDCG@j, m = min(k, n): the mean of the NDCG curve over the top m ranks.
+
+    ``expected_gain`` holds each ranked row's gain, or its tie group's mean gain (E[DCG@j] by
+    linearity, as in :func:`discounted_sum`); IDCG@j sums the query's ideal gains sorted descending;
+    NDCG@j = 0 where IDCG@j = 0.
+    """
+    nq = offsets.shape[0] - 1
+    out = np.zeros(nq)
+    for q in range(nq):
+        m = min(k, sizes[q])
+        if m == 0:
+            continue
+        ideal = np.sort(ideal_gain[ideal_offsets[q] : ideal_offsets[q + 1]])[::-1]
+        dcg = 0.0
+        idcg = 0.0
+        total = 0.0
+        for p in range(m):
+            dcg += expected_gain[offsets[q] + p] * disc[p]
+            if p < ideal.shape[0]:
+                idcg += ideal[p] * disc[p]
+            if idcg > 0.0:
+                total += dcg / idcg
+        out[q] = total / m
+    return out
+
+
+@njit(cache=True, nogil=True)
 def cascade_sum(stop, bounds, qgrp, offsets, k):  # pragma: no cover - compiled
     """Per query Σ_{r<=k} (1/r) R_r Π_{i<r} (1 − R_i): ERR with R = stop probabilities, RR with R ∈ {0,1}.
 

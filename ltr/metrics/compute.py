@@ -9,10 +9,14 @@ documents when ``ideal_labels`` is given):
 - ERR@k = Σ_{r<=min(k,n)} (1/r) R_r Π_{i<r} (1 − R_i), R_i = (2^{l_i} − 1) / 2^gmax
 - AP@k = (1/den) Σ_{i<=k} rel_i P@i, den = R or min(R, k);  RR@k = 1 / rank of the first relevant <= k
 - P@k = Σ_{i<=k} rel_i / (k or min(k, n));  R@k = Σ_{i<=k} rel_i / R
+- MeanNDCG@k = (1/m) Σ_{j<=m} NDCG@j, m = min(k, n) (``meanndcg``: the whole list)
+
+A family in the ``zero_beyond_list`` convention scores 0 at a cutoff k > n (LETOR's NDCG@k) instead
+of stopping at the list's end.
 
 With ``ties="average"`` each value is the exact expectation over uniformly random orders of the
 documents that share a score. A query whose normaliser is zero (NDCG, DCG: IDCG = 0; AP, RR, P, R:
-R = 0; ERR: no label > 0) gets 0, 1 (NDCG, AP, R only; the others keep their natural 0) or NaN
+R = 0; ERR: no label > 0) gets 0, 1 (NDCG, MeanNDCG, AP, R; the others keep their natural 0) or NaN
 under ``no_relevant`` = ``zero`` / ``one`` / ``skip``.
 
 Example (the first worked example of docs/metrics.md, labels in ranked order):
@@ -43,7 +47,7 @@ from ltr.ranking import check_offsets, query_of_row
 #: Whole-number labels below this are counted per grade for IDCG (no sort); larger ones are sorted.
 MAX_COUNTED_GRADE = 256
 #: Families normalised by something that is zero when a query has no relevant document.
-NORMALISED = frozenset({"ndcg", "map", "r"})
+NORMALISED = frozenset({"ndcg", "meanndcg", "map", "r"})
 
 
 def _as_vector(x: Any, n: int | None, what: str, ref: str = "labels") -> np.ndarray:
@@ -225,6 +229,8 @@ class _Evaluator:
         if spec.k is None and c.default_k is not None:
             spec = MetricSpec(spec.family, c.default_k)
         values, no_rel = self.compute(spec)
+        if spec.k is not None and spec.family in c.zero_beyond_list:
+            values[self.sizes < spec.k] = 0.0
         choice = c.no_relevant_for(spec.family)
         if choice == "skip":
             values[no_rel] = np.nan
@@ -246,6 +252,17 @@ class _Evaluator:
             idcg = self.idcg(k)
             no_rel = ~self.has_gain()
             return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0), no_rel
+        if fam == "meanndcg":
+            if self._ideal_gain is None:
+                self._ideal_gain = self.c.gain_values(self.ideal_labels)
+            expected = self.gain  # each rank's gain, or its tie group's mean gain (E[DCG@j], by linearity)
+            if c.ties == "average" and expected.size:
+                group_sizes = np.diff(r.bounds)
+                expected = np.repeat(np.add.reduceat(expected, r.bounds[:-1]) / group_sizes, group_sizes)
+            values = _kernels.mean_ndcg(
+                expected, r.offsets, self._ideal_gain, self.ideal_offsets, self.disc, kk, self.sizes
+            )
+            return values, ~self.has_gain()
         if fam == "err":
             top = max(self.ideal_max_label.max(initial=0), r.labels.max(initial=0))
             if top > c.err_gmax:

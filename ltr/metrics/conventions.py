@@ -26,7 +26,7 @@ import numpy as np
 
 from ltr.config_check import Constraint, check_value
 from ltr.errors import MetricError
-from ltr.metrics.registry import REGISTRY
+from ltr.metrics.registry import REGISTRY, parse_metric
 
 GAINS = ("exp2", "linear")
 DISCOUNTS = ("log2", "log", "reciprocal")
@@ -61,6 +61,12 @@ class Conventions:
         (accepts a dict), e.g. CatBoost scores MAP 0 but NDCG 1 on a query without relevant documents.
     default_k : the cutoff of a metric name without ``@k`` (None = the whole list). XGBoost reads a
         bare ``ndcg`` / ``map`` / ``pre`` as cutoff 32, so its presets set 32.
+    discount_flat_ranks : the top ranks left undiscounted: D(i) = 1 for i <= this, the ``discount``
+        formula below it (Järvelin & Kekäläinen's DCG with log base b: ``discount="log"``,
+        ``discount_base`` b, ``discount_offset`` 0 and ``discount_flat_ranks`` b; the LETOR scripts use
+        b = 2: ranks 1 and 2 get 1, rank i >= 3 gets 1/log2(i)).
+    zero_beyond_list : metric families whose value at cutoff k is 0 for a query with fewer than k
+        documents (the LETOR scripts' NDCG@k); other families truncate at the list's end.
     """
 
     gain: str | tuple[float, ...] = "exp2"
@@ -75,6 +81,8 @@ class Conventions:
     err_gmax: int = 4
     no_relevant_by_metric: tuple[tuple[str, str], ...] = ()
     default_k: int | None = None
+    discount_flat_ranks: int = 0
+    zero_beyond_list: tuple[str, ...] = ()
 
     def no_relevant_for(self, family: str) -> str:
         """The ``no_relevant`` choice in force for a metric family.
@@ -119,13 +127,18 @@ class Conventions:
         [1.0, 0.63093, 0.5]
         >>> Conventions(discount="reciprocal").discounts(3).tolist()
         [1.0, 0.5, 0.3333333333333333]
+        >>> PRESETS["letor"].discounts(4).round(6).tolist()  # 1, 1, 1/log2(3), 1/log2(4)
+        [1.0, 1.0, 0.63093, 0.5]
         """
-        i = np.arange(1, n + 1, dtype=np.float64)
+        flat = min(self.discount_flat_ranks, n)
+        i = np.arange(flat + 1, n + 1, dtype=np.float64)
         if self.discount == "reciprocal":
-            return 1.0 / i
-        if self.discount == "log2":
-            return 1.0 / np.log2(i + 1.0)
-        return math.log(self.discount_base) / np.log(i + self.discount_offset)
+            below = 1.0 / i
+        elif self.discount == "log2":
+            below = 1.0 / np.log2(i + 1.0)
+        else:
+            below = math.log(self.discount_base) / np.log(i + self.discount_offset)
+        return np.concatenate([np.ones(flat), below])
 
 
 def _choice(name: str, value: Any, choices: Sequence[str]) -> str:
@@ -153,11 +166,13 @@ def _validated(c: Conventions) -> Conventions:
     _choice("discount", c.discount, DISCOUNTS)
     base = _setting("discount_base", c.discount_base, float)
     offset = _setting("discount_offset", c.discount_offset, float)
+    flat = _setting("discount_flat_ranks", c.discount_flat_ranks, int, Constraint(low=0))
     if c.discount == "log":
         _setting("discount_base", base, float, Constraint(low=1.0, open_low=True))
-        if not 1.0 + offset > 1.0:
+        if not flat + 1.0 + offset > 1.0:
             raise MetricError(
-                f"convention discount_offset: must be > 0 so that log_b(1+a) > 0, got {offset!r}"
+                f"convention discount_offset: must be > {-flat} so that log_b({flat + 1}+a) > 0 "
+                f"(the first discounted rank is {flat + 1}), got {offset!r}"
             )
     _choice("ties", c.ties, TIES)
     _choice("no_relevant", c.no_relevant, NO_RELEVANT)
@@ -190,7 +205,30 @@ def _validated(c: Conventions) -> Conventions:
         rel_threshold=rel_threshold,
         no_relevant_by_metric=by_metric,
         default_k=_setting("default_k", c.default_k, int | None, Constraint(low=1)),
+        discount_flat_ranks=flat,
+        zero_beyond_list=_families("zero_beyond_list", c.zero_beyond_list),
     )
+
+
+def _families(name: str, value: Any) -> tuple[str, ...]:
+    """A convention naming metric families (a name or a list of names, aliases accepted), as sorted
+    canonical family names."""
+    if isinstance(value, str):
+        value = (value,)
+    if not isinstance(value, Sequence | np.ndarray) or not all(isinstance(f, str) for f in value):
+        raise MetricError(f"convention {name} must be a list of metric families, got {value!r}")
+    families = set()
+    for family in value:
+        try:
+            spec = parse_metric(family)
+        except MetricError:
+            spec = None
+        if spec is None or spec.k is not None:
+            raise MetricError(
+                f"convention {name} names unknown metric family {family!r}; families: {', '.join(REGISTRY)}"
+            )
+        families.add(spec.family)
+    return tuple(sorted(families))
 
 
 #: Presets reproducing each tool (see docs/metrics.md for how each one was verified).
@@ -235,6 +273,31 @@ PRESETS: dict[str, Conventions] = {
 # XGBoost ndcg- / map-: as xgboost but empty queries score 0.
 PRESETS["xgboost_minus"] = replace(PRESETS["xgboost"], no_relevant="zero")
 
+# LETOR 4.0 Eval-Score-4.0.pl (MQ2007/MQ2008): gains {0, 1, 3}; ranks 1 and 2 undiscounted, rank i >= 3
+# gets 1/log2(i); Perl's stable sort keeps file order among ties; P@k and MAP count labels >= 1 as
+# relevant (P@k pads a short list with irrelevant documents: / k); a query without relevant documents
+# scores 0 and counts; NDCG@k of a query with fewer than k documents is 0 (docs/metrics.md).
+PRESETS["letor"] = Conventions(
+    gain=(0.0, 1.0, 3.0),
+    discount="log",
+    discount_base=2.0,
+    discount_offset=0.0,
+    discount_flat_ranks=2,
+    ties="stable",
+    no_relevant="zero",
+    p_denominator="k",
+    ap_denominator="R",
+    rel_threshold=1.0,
+    zero_beyond_list=("ndcg",),
+)
+# MSLR-WEB10K/30K Eval-Score-MSLR.pl: as letor with gains 2^l - 1 for labels 0..4 and P@k/MAP relevant
+# = label >= 2.
+PRESETS["mslr"] = replace(PRESETS["letor"], gain=(0.0, 1.0, 3.0, 7.0, 15.0), rel_threshold=2.0)
+# Yahoo! Learning to Rank Challenge evaluate.py (Chapelle & Chang 2011): ERR over the whole list with
+# R = (2^g - 1)/16, NDCG@10 with 2^g - 1 gains and 1/log(1+i); a query whose ideal DCG is 0 scores
+# NDCG 1 (ERR keeps its natural 0); submissions were rankings, made from scores by a stable sort.
+PRESETS["yahoo"] = Conventions(gain="exp2", discount="log2", ties="stable", no_relevant="one", err_gmax=4)
+
 
 def resolve_conventions(preset: str | Conventions = "ltr", **overrides: Any) -> Conventions:
     """The preset's conventions with ``overrides`` applied, validated.
@@ -269,14 +332,21 @@ def describe_conventions(preset: str | Conventions = "ltr", **overrides: Any) ->
     ('ltr', 'exp2', '1/log2(i+1)', 'average', 'skip', '4')
     >>> describe_conventions("ltr", discount="log", discount_base=10, discount_offset=2)["discount"]
     '1/log_10(i+2)'
+    >>> d = describe_conventions("letor")
+    >>> d["discount"], d["gain"], d["zero_beyond_list"]
+    ('1 for i<=2 else 1/log_2(i)', 'table(0,1,3)', 'ndcg')
     """
     c = resolve_conventions(preset, **overrides)
     if c.discount == "log2":
         discount = "1/log2(i+1)"
     elif c.discount == "reciprocal":
         discount = "1/i"
+    elif c.discount_offset == 0:
+        discount = f"1/log_{c.discount_base:g}(i)"
     else:
         discount = f"1/log_{c.discount_base:g}(i+{c.discount_offset:g})"
+    if c.discount_flat_ranks:
+        discount = f"1 for i<={c.discount_flat_ranks} else {discount}"
     gain = c.gain if isinstance(c.gain, str) else "table(" + ",".join(f"{g:g}" for g in c.gain) + ")"
     name = preset if isinstance(preset, str) else "custom"
     if overrides:
@@ -293,6 +363,8 @@ def describe_conventions(preset: str | Conventions = "ltr", **overrides: Any) ->
         "err_gmax": str(c.err_gmax),
         "no_relevant_by_metric": ",".join(f"{f}={v}" for f, v in c.no_relevant_by_metric) or "-",
         "default_k": "all" if c.default_k is None else str(c.default_k),
+        "discount_flat_ranks": str(c.discount_flat_ranks),
+        "zero_beyond_list": ",".join(c.zero_beyond_list) or "-",
     }
 
 

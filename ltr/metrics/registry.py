@@ -40,6 +40,9 @@ class MetricFamily:
 _FAMILIES = (
     MetricFamily("ndcg", "DCG@k / IDCG@k", binary=False),
     MetricFamily("dcg", "sum_{i<=k} G(l_i) D(i)", binary=False),
+    MetricFamily(
+        "meanndcg", "(1/m) sum_{j=1..m} NDCG@j, m = min(k, n) (LETOR's MeanNDCG)", False, ("mean_ndcg",)
+    ),
     MetricFamily("err", "sum_{r<=k} (1/r) R_r prod_{i<r} (1 - R_i), R = (2^l - 1)/2^gmax", binary=False),
     MetricFamily("map", "AP(@k) = (1/denominator) sum_{relevant i<=k} P@i", binary=True, aliases=("ap",)),
     MetricFamily(

@@ -30,6 +30,7 @@ import numpy as np
 from ltr.errors import DataError, MetricError
 from ltr.metrics.compute import evaluate
 from ltr.metrics.registry import parse_metric, registry_listing
+from ltr.predictions import parse_score
 from ltr.textlines import FIELD_SPACE, check_no_bom, read_lines, split_fields
 
 #: trec_eval's default cutoffs for measures given without one (``-m P`` → P_5 … P_1000).
@@ -143,13 +144,7 @@ def read_run(path: str | Path) -> TrecTable:
             int(rank)
         except ValueError:
             raise DataError(f"{path}:{number}: rank must be an integer, got {rank!r}") from None
-        try:
-            value = float(score)
-        except ValueError:
-            raise DataError(f"{path}:{number}: score must be a number, got {score!r}") from None
-        if not math.isfinite(value):
-            raise DataError(f"{path}:{number}: score must be finite, got {score!r}")
-        rows.append((number, topic, docno, value))
+        rows.append((number, topic, docno, parse_score(path, number, score)))
         tags.add(tag)
     if not rows:
         raise DataError(f"{path}: no ranked documents found")

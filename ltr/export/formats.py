@@ -1,0 +1,80 @@
+"""The export targets by ``--format`` name: each one's writer, checker and default file suffix.
+
+Every target module has ``write(model, out, names, **options) -> Written`` and
+``score(out, X, names) -> scores``: ``score`` reads the *written file* back with the target
+engine's documented semantics (onnxruntime for ONNX, the engine itself for native files), which is
+what the parity check (:mod:`ltr.export.parity`) compares with the model's own predictions.
+
+>>> sorted(FORMATS)
+['elasticsearch', 'lightgbm', 'onnx', 'opensearch', 'solr', 'vespa', 'xgboost']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ltr.errors import ConfigError
+from ltr.export import native, onnx, searchltr, solr, vespa
+from ltr.export.reading import MCRANK_REFUSED, from_ranker
+from ltr.export.trees import ExpectedGrade, Exportable, LinearScorer, TreeEnsemble, Written
+
+
+@dataclass(frozen=True)
+class Target:
+    """One ``--format``: how to write the file and how to score it back."""
+
+    name: str
+    suffix: str
+    write: Callable[..., Written]
+    score: Callable[[Path, np.ndarray, list[str]], np.ndarray]
+    native: bool = False  # writes the ranker's own engine file (no canonical model)
+
+
+FORMATS: dict[str, Target] = {
+    "onnx": Target("onnx", onnx.SUFFIX, onnx.write, onnx.score),
+    "opensearch": Target("opensearch", searchltr.SUFFIX, searchltr.writer("opensearch"), searchltr.score),
+    "elasticsearch": Target(
+        "elasticsearch", searchltr.SUFFIX, searchltr.writer("elasticsearch"), searchltr.score
+    ),
+    "solr": Target("solr", solr.SUFFIX, solr.write, solr.score),
+    "vespa": Target("vespa", vespa.SUFFIX, vespa.write, vespa.score),
+    "lightgbm": Target(
+        "lightgbm", native.SUFFIX["lightgbm"], native.writer("lightgbm"), native.scorer("lightgbm"), True
+    ),
+    "xgboost": Target(
+        "xgboost", native.SUFFIX["xgboost"], native.writer("xgboost"), native.scorer("xgboost"), True
+    ),
+}
+
+
+def get_target(name: str) -> Target:
+    """The target called ``name`` (a ConfigError listing the formats otherwise)."""
+    if name not in FORMATS:
+        raise ConfigError(f"--format: expected one of {', '.join(sorted(FORMATS))}, got {name!r}")
+    return FORMATS[name]
+
+
+def export(ranker: Any, target: Target, out: Path, names: list[str], **options: Any) -> Written:
+    """Write ``ranker`` to ``out`` in ``target``'s format; a model it cannot express is a ConfigError."""
+    model: Exportable | None = None if target.native else from_ranker(ranker, f"--format {target.name}")
+    if isinstance(model, ExpectedGrade) and target.name != "onnx":
+        raise ConfigError(f"--format {target.name}: " + MCRANK_REFUSED)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    written = target.write(model, out, names, ranker=ranker, **options)
+    return replace(written, how_to_load=(*written.how_to_load, score_statement(model, ranker)))
+
+
+def score_statement(model: Exportable | None, ranker: Any) -> str:
+    """What the exported scores are (the output transform stated, since none is applied)."""
+    if isinstance(model, TreeEnsemble):
+        return f"scores: raw margins of {model.objective} (base score folded in); no output transform"
+    if isinstance(model, LinearScorer):
+        return "scores: bias + Σ w_j·x_j (the linear model's own score)"
+    if isinstance(model, ExpectedGrade):
+        return f"scores: Σ_k k·softmax_k over {len(model.classes)} classes (McRank's expected grade)"
+    return f"scores: the {getattr(ranker, 'engine', 'engine')} file's own predict (its objective's transform)"
