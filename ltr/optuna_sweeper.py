@@ -3,22 +3,27 @@
 Selected by ``defaults: [override /hydra/sweeper: ltr_optuna]`` (``conf/hparams_search/*.yaml``); Hydra
 finds it through ``hydra_plugins/ltr_optuna_sweeper`` (Hydra instantiates plugins only from the
 ``hydra_plugins`` namespace package), which registers :class:`OptunaSweeperConf` and subclasses
-:class:`OptunaSweeper`. The loop, per batch of ``n_jobs`` trials until ``n_trials`` are done:
+:class:`OptunaSweeper`. The study is opened or continued and recovered first (:mod:`ltr.study`:
+storage, one search per study, interrupted trials failed and retried once); then, per batch of
+``n_jobs`` trials until the study holds ``n_trials`` counted trials (finished or running):
 
-1. ``study.ask`` each trial with the search space (:mod:`ltr.search_space`: ``params`` plus the
-   command line), suggesting the parameters in that order — so a seeded sampler proposes exactly what
-   ``optuna.create_study(sampler=…)`` with ``trial.suggest_*`` in the same order would;
+1. ``study.ask`` each trial (enqueued ones first) with the search space (:mod:`ltr.search_space`:
+   ``params`` plus the command line), suggesting the parameters in that order; with a seeded sampler
+   each trial is sampled by a sampler seeded ``seed + position`` (:class:`ltr.study.PositionSeededSampler`);
 2. compose every trial's config (a bad override fails here, before the batch runs), then launch the
-   batch through the configured launcher (``launcher=joblib`` runs it in parallel);
-3. ``study.tell`` each trial its job's return value; a job that raised or returned a non-finite or
-   non-numeric value is told ``FAIL`` and the sweep goes on while failed / finished trials ≤
-   ``max_failure_rate`` (default 0: the first failure stops the sweep after its batch, like
-   hydra-optuna-sweeper).
+   batch through the configured launcher (``launcher=joblib`` runs it in parallel), telling each job
+   its trial through ``hydra.job.env_set`` (:mod:`ltr.pruning`: the job reports its validation curve
+   and is pruned by ``pruner``; :mod:`ltr.sweep_runs`: its MLflow run is a child of the sweep's parent
+   run) while a heartbeat marks the batch's trials alive;
+3. ``study.tell`` each trial its job's return value, or ``PRUNED`` when the job was pruned; a job that
+   raised or returned a non-finite or non-numeric value is told ``FAIL`` and the sweep goes on while
+   failed / finished trials ≤ ``max_failure_rate`` (default 0: the first failure stops the sweep
+   after its batch, like hydra-optuna-sweeper); a progress line shows the best value so far.
 
 At the end ``<sweep dir>/optimization_results.yaml`` holds the best trial (``best_params``,
-``best_value``, its number and overrides) and the count of trials per state; ``multirun.yaml`` holds
-the multirun's config. With ``storage`` set (an Optuna RDB URL such as ``sqlite:///optuna.db``) the
-study named ``study_name`` is created or, when it exists, continued: each run adds ``n_trials`` trials.
+``best_value``, its number, overrides and rerun command), the count of trials per state and what
+pruning saved; ``multirun.yaml`` holds the multirun's config; the best trial and Optuna's plots are
+promoted to the parent MLflow run (:func:`ltr.sweep_runs.promote`).
 
 >>> checked_settings(direction="maximize", n_trials=3, n_jobs=1, max_failure_rate=0.0).direction
 'maximize'
@@ -30,9 +35,13 @@ ltr.errors.ConfigError: hydra.sweeper.direction='up': expected 'maximize' or 'mi
 
 from __future__ import annotations
 
+import datetime
+import json
 import logging
 import math
 import sys
+import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -45,6 +54,34 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from ltr.config_check import Constraint, check_value
 from ltr.errors import ConfigError, LtrError
+from ltr.pruning import (
+    ENV_PRUNER,
+    ENV_SHARE,
+    ENV_STORAGE,
+    ENV_STUDY,
+    ENV_TRIAL,
+    IN_MEMORY,
+    LIVE_STUDIES,
+    TrainingStopped,
+    time_saved,
+)
+from ltr.study import (
+    FAILURE_ATTR,
+    INTERRUPTED,
+    OWNER_ATTR,
+    Heartbeat,
+    check_same_search,
+    claimed,
+    hand_back,
+    is_surplus,
+    make_storage,
+    owner_id,
+    recover,
+    search_identity,
+    seeded_sampler,
+)
+from ltr.sweep_runs import COMMAND_ATTR, ENV_PARENT, PARENT_ATTR, open_parent_run, parent_tracker, promote
+from ltr.tracking import mask_secrets
 
 if TYPE_CHECKING:
     import optuna
@@ -69,11 +106,18 @@ class OptunaSweeperConf:
     direction: str = MISSING  # maximize | minimize (ltr's configs: ${ltr_direction:<metric>})
     study_name: str | None = None  # None: Optuna names it
     storage: str | None = None  # None: in memory; an Optuna RDB URL keeps and continues the study
-    n_trials: int = 20  # trials this run adds
+    n_trials: int = 20  # size of the study: trials finished (COMPLETE, PRUNED) or running when a run ends
     n_jobs: int = 1  # trials per batch, launched together (in parallel with launcher=joblib)
     max_failure_rate: float = 0.0  # stop once failed / finished trials exceeds this
     sampler: Any = field(default_factory=lambda: {"_target_": "optuna.samplers.TPESampler"})
+    pruner: Any = (
+        None  # None: no pruning; else an Optuna pruner, e.g. {_target_: optuna.pruners.MedianPruner}
+    )
     params: dict[str, str] | None = None  # key → Hydra sweep value, e.g. tag(log, interval(0.01, 0.3))
+    enqueue_trials: list[dict[str, Any]] | None = None  # trials to run first ({key: value}), once per study
+    heartbeat_interval: int | None = 10  # seconds between a stored trial's heartbeats (None: none)
+    grace_period: int | None = None  # a heartbeat older than this fails the trial (None: 2 × interval)
+    share_data: bool = True  # trials in one process share the loaded data and LightGBM's binned Datasets
 
 
 def checked_settings(**values: Any) -> OptunaSweeperConf:
@@ -91,6 +135,13 @@ def checked_settings(**values: Any) -> OptunaSweeperConf:
         raise ConfigError(
             f"hydra.sweeper.direction={settings.direction!r}: expected 'maximize' or 'minimize'"
         )
+    for key in ("heartbeat_interval", "grace_period"):
+        if getattr(settings, key) is not None:
+            setattr(
+                settings,
+                key,
+                check_value(getattr(settings, key), int, Constraint(low=1), f"hydra.sweeper.{key}"),
+            )
     for key in ("n_trials", "n_jobs"):
         setattr(
             settings, key, check_value(getattr(settings, key), int, Constraint(low=1), f"hydra.sweeper.{key}")
@@ -146,6 +197,12 @@ class FailureTally:
         return error
 
 
+def was_pruned(job: JobReturn) -> bool:
+    """The job stopped because its trial was pruned (it raised :class:`ltr.pruning.TrainingStopped`)."""
+    # the stored exception itself: JobReturn.return_value would log it as an error and re-raise
+    return isinstance(getattr(job, "_return_value", None), TrainingStopped)
+
+
 def trial_value(job: JobReturn) -> tuple[float | None, BaseException | str | None]:
     """The job's return as the trial's value, or ``None`` and why not (the job's exception, or a text)."""
     try:
@@ -169,6 +226,7 @@ class OptunaSweeper(Sweeper):
         self.config: DictConfig | None = None
         self.hydra_context: HydraContext | None = None
         self.launcher: Any = None
+        self.parent_run: str | None = None  # the sweep's MLflow parent run (ltr.sweep_runs)
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config = config
@@ -192,38 +250,75 @@ class OptunaSweeper(Sweeper):
         from ltr.search_space import parse_search_space
 
         assert self.config is not None and self.hydra_context is not None, "setup() runs before sweep()"
-        space = parse_search_space(
-            self.settings.params, arguments, config_loader=self.hydra_context.config_loader
+        settings = self.settings
+        space = parse_search_space(settings.params, arguments, config_loader=self.hydra_context.config_loader)
+        study = open_study(settings, build_sampler(settings.sampler), build_pruner(settings.pruner))
+        check_same_search(
+            study, search_identity(space.distributions, space.fixed), settings.storage or "memory"
         )
-        study = open_study(self.settings, build_sampler(self.settings.sampler))
+        retried = recover(study)
+        for params in settings.enqueue_trials or []:
+            study.enqueue_trial(dict(params), skip_if_exists=True)
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         log.info(
-            "Optuna study %r (storage %s), sampler %s, direction %s, %d trials in batches of %d",
+            "Optuna study %r (storage %s), sampler %s, pruner %s, direction %s: %d of %d trials done or "
+            "running, batches of %d%s",
             study.study_name,
-            self.settings.storage or "in memory",
+            mask_secrets(settings.storage) if settings.storage else "in memory",
             type(study.sampler).__name__,
-            self.settings.direction,
-            self.settings.n_trials,
-            self.settings.n_jobs,
+            type(study.pruner).__name__,
+            settings.direction,
+            claimed(study),
+            settings.n_trials,
+            settings.n_jobs,
+            f"; interrupted trials {retried} enqueued again" if retried else "",
         )
-        tally = FailureTally(self.settings.max_failure_rate)
-        job_idx = 0
-        for batch_size in batch_sizes(self.settings.n_trials, self.settings.n_jobs):
-            trials = [study.ask(space.distributions) for _ in range(batch_size)]
+        tracker = parent_tracker(self.config)
+        self.parent_run = open_parent_run(study, tracker, settings.storage) if tracker is not None else None
+        tally = FailureTally(settings.max_failure_rate)
+        progress = SweepProgress(settings.n_trials, settings.direction)
+        while (size := min(settings.n_jobs, settings.n_trials - claimed(study))) > 0:
+            trials = self._ask(study, space, size)
+            if not trials:
+                continue
+            job_idx = trials[0].number  # job folders named by trial number: no clash across reruns/workers
             overrides = self._trial_overrides(study, trials, space, job_idx)
             try:
-                jobs = self.launcher.launch(overrides, initial_job_idx=job_idx)
-            except BaseException:  # Ctrl-C, a job's sys.exit, a dead worker: no trial stays RUNNING
-                fail_all(study, trials)
+                with Heartbeat(study, trials, settings.heartbeat_interval if settings.storage else None):
+                    jobs = self.launcher.launch(overrides, initial_job_idx=job_idx)
+            except BaseException as exc:  # Ctrl-C, a job's sys.exit, a dead worker: no trial stays RUNNING
+                why = INTERRUPTED if isinstance(exc, KeyboardInterrupt) else f"launch: {type(exc).__name__}"
+                fail_all(study, trials, why)
                 raise
-            job_idx += len(jobs)
             tally.add(finished=len(jobs), failures=tell_results(study, trials, jobs))
+            log.info("%s", progress.line(study))
             if tally.exceeded():
                 write_results(study, sweep_dir / RESULTS_FILE)
                 raise tally.error()
-        write_results(study, sweep_dir / RESULTS_FILE)
+        results = write_results(study, sweep_dir / RESULTS_FILE)
+        if tracker is not None and self.parent_run is not None:
+            promote(study, tracker, self.parent_run, sweep_dir)
+            log.info("Sweep logged as MLflow parent run %s (%s)", self.parent_run, tracker.uri)
+        if results["best_command"]:
+            log.info("Rerun the best trial: %s", results["best_command"])
+
+    def _ask(self, study: optuna.Study, space: SearchSpace, size: int) -> list[optuna.Trial]:
+        """Ask ``size`` trials (enqueued ones first), each owned by this process; surplus ones handed back."""
+        trials = []
+        for _ in range(size):
+            with warnings.catch_warnings():  # ltr records the heartbeats of asked trials itself (Heartbeat)
+                warnings.filterwarnings(
+                    "ignore", "Heartbeat of storage is supposed to be used with Study.optimize"
+                )
+                trial = study.ask(space.distributions)
+            trial.set_user_attr(OWNER_ATTR, owner_id())
+            if is_surplus(study, trial, self.settings.n_trials):
+                hand_back(study, trial)
+                break
+            trials.append(trial)
+        return trials
 
     def _trial_overrides(
         self, study: optuna.Study, trials: list[optuna.Trial], space: SearchSpace, job_idx: int
@@ -234,22 +329,59 @@ class OptunaSweeper(Sweeper):
             trial_overrides = space.trial_overrides(trial.params)
             trial.set_user_attr("hydra_overrides", trial_overrides)
             trial.set_user_attr("hydra_job", job_idx + offset)
-            overrides.append(trial_overrides)
+            link = trial_link_overrides(
+                study, trial, self.settings.storage, self.settings.pruner, self.parent_run
+            )
+            share = f"+hydra.job.env_set.{ENV_SHARE}={int(bool(self.settings.share_data))}"
+            overrides.append([*trial_overrides, *link, share])
         try:
             self.validate_batch_is_legal(overrides)
         except Exception as exc:  # Hydra's composition errors have no common base class
-            fail_all(study, trials)
+            fail_all(study, trials, "overrides do not compose")
             raise ConfigError(
                 f"a trial's overrides do not compose ({' '.join(overrides[0])}): {exc}"
             ) from exc
         return overrides
 
 
-def fail_all(study: optuna.Study, trials: Sequence[optuna.Trial]) -> None:
-    """Tell every trial of a batch that did not finish ``FAIL`` (a stored study keeps no RUNNING trial)."""
+def trial_link_overrides(
+    study: optuna.Study,
+    trial: optuna.Trial,
+    storage: str | None,
+    pruner: dict[str, Any] | None = None,
+    parent_run: str | None = None,
+) -> list[str]:
+    """Hydra overrides that tell the job which trial it runs (environment of that job only; see
+    :mod:`ltr.pruning`), so it can report its curve and be pruned.
+
+    >>> from types import SimpleNamespace
+    >>> trial_link_overrides(SimpleNamespace(study_name="s"), SimpleNamespace(_trial_id=4), "sqlite:///o.db")[0]
+    "+hydra.job.env_set.LTR_OPTUNA_STORAGE='sqlite:///o.db'"
+    """
+    values = {
+        ENV_STORAGE: storage or IN_MEMORY,
+        ENV_STUDY: study.study_name,
+        ENV_TRIAL: str(trial._trial_id),
+        ENV_PRUNER: json.dumps(pruner),
+    }
+    if parent_run:
+        values[ENV_PARENT] = parent_run
+    return [f"+hydra.job.env_set.{key}={_quoted(value)}" for key, value in values.items()]
+
+
+def _quoted(text: str) -> str:
+    """``text`` as a single-quoted Hydra override value (quotes and backslashes escaped)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def fail_all(study: optuna.Study, trials: Sequence[optuna.Trial], why: str) -> None:
+    """Tell every trial of a batch that did not finish ``FAIL`` with ``ltr.failure=why`` (a stored study
+    keeps no RUNNING trial; ``interrupted`` ones are retried once by the next run)."""
     from optuna.trial import TrialState  # deferred: Optuna loads only when a sweep runs (see sweep)
 
     for trial in trials:
+        if study._storage.get_trial(trial._trial_id).state == TrialState.RUNNING:
+            trial.set_user_attr(FAILURE_ATTR, why)
         study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
 
 
@@ -258,56 +390,102 @@ def _plain(node: Any) -> Any:
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
 
 
-def batch_sizes(n_trials: int, n_jobs: int) -> list[int]:
-    """Trials per batch: ``n_jobs`` at a time, the rest last.
+@dataclass
+class SweepProgress:
+    """The progress line logged after each batch: trials done, their states, the best value so far."""
 
-    >>> batch_sizes(5, 2)
-    [2, 2, 1]
-    """
-    return [min(n_jobs, n_trials - start) for start in range(0, n_trials, n_jobs)]
+    n_trials: int
+    direction: str
+    start: float = field(default_factory=time.monotonic)
+
+    def line(self, study: optuna.Study) -> str:
+        """E.g. ``trials 6/20 done (4 complete, 2 pruned, 0 failed); best 0.8506 (trial 3); elapsed 0:01:02``."""
+        from optuna.trial import TrialState  # deferred: Optuna loads only when a sweep runs (see sweep)
+
+        trials = study.get_trials(deepcopy=False)
+        count = {state: sum(t.state == state for t in trials) for state in TrialState}
+        done = count[TrialState.COMPLETE] + count[TrialState.PRUNED]
+        complete = [t for t in trials if t.state == TrialState.COMPLETE]
+        sign = 1.0 if self.direction == "maximize" else -1.0
+        best = max(complete, key=lambda t: sign * t.value, default=None)
+        best_text = f"best {best.value:.4f} (trial {best.number})" if best else "no trial complete yet"
+        elapsed = datetime.timedelta(seconds=round(time.monotonic() - self.start))
+        return (
+            f"trials {done}/{self.n_trials} done ({count[TrialState.COMPLETE]} complete, "
+            f"{count[TrialState.PRUNED]} pruned, {count[TrialState.FAIL]} failed); {best_text}; elapsed {elapsed}"
+        )
 
 
 def build_sampler(sampler_config: dict[str, Any]) -> optuna.samplers.BaseSampler:
-    """The Optuna sampler ``_target_`` with its keyword arguments (e.g. ``seed``); a bad one → ConfigError."""
-    import optuna  # deferred: loaded only when a sweep runs (Hydra imports every plugin in every app)
+    """The Optuna sampler ``_target_`` with its keyword arguments; a bad one → ConfigError.
 
-    target = sampler_config.get("_target_") if isinstance(sampler_config, dict) else None
-    if not target:
-        raise ConfigError(
-            f"hydra.sweeper.sampler={sampler_config!r}: expected a mapping with _target_ "
-            "(e.g. optuna.samplers.TPESampler) and its keyword arguments"
-        )
-    try:
-        sampler = instantiate(sampler_config)
-    except Exception as exc:  # Hydra wraps import and signature errors in InstantiationException
-        why = " ".join(str(exc).split())  # Hydra's message spans lines: keep the error on one
-        raise ConfigError(f"hydra.sweeper.sampler: cannot build {target}: {why}") from exc
-    if not isinstance(sampler, optuna.samplers.BaseSampler):
-        raise ConfigError(f"hydra.sweeper.sampler._target_={target}: not an Optuna sampler")
-    return sampler
-
-
-def open_study(settings: OptunaSweeperConf, sampler: optuna.samplers.BaseSampler) -> optuna.Study:
-    """Create the study, or continue the one named ``study_name`` in ``storage``.
-
-    Trials report no intermediate values, so the study has no pruner (``NopPruner``).
+    With a ``seed``, each trial is sampled by a fresh sampler seeded ``seed + position``
+    (:class:`ltr.study.PositionSeededSampler`), so resumed and parallel searches propose the same trials.
     """
     import optuna  # deferred: loaded only when a sweep runs (Hydra imports every plugin in every app)
 
+    sampler = _build(sampler_config, "sampler", optuna.samplers.BaseSampler, "optuna.samplers.TPESampler")
+    if sampler_config.get("seed") is None:
+        return sampler
+    return seeded_sampler(sampler_config)  # seed + each trial's position (ltr.study), checked above
+
+
+def build_pruner(pruner_config: dict[str, Any] | None) -> optuna.pruners.BasePruner:
+    """The Optuna pruner ``_target_`` with its keyword arguments (``None``: ``NopPruner``, no pruning);
+    a bad one → ConfigError naming ``hydra.sweeper.pruner``."""
+    import optuna  # deferred: loaded only when a sweep runs (Hydra imports every plugin in every app)
+
+    if pruner_config is None:
+        return optuna.pruners.NopPruner()
+    return _build(pruner_config, "pruner", optuna.pruners.BasePruner, "optuna.pruners.MedianPruner")
+
+
+def _build(config: Any, key: str, base: type, example: str) -> Any:
+    """Instantiate ``hydra.sweeper.<key>`` (a mapping with ``_target_``) and check it is a ``base``."""
+    target = config.get("_target_") if isinstance(config, dict) else None
+    if not target:
+        raise ConfigError(
+            f"hydra.sweeper.{key}={config!r}: expected a mapping with _target_ "
+            f"(e.g. {example}) and its keyword arguments"
+        )
     try:
-        return optuna.create_study(
+        built = instantiate(config)
+    except Exception as exc:  # Hydra wraps import and signature errors in InstantiationException
+        why = " ".join(str(exc).split())  # Hydra's message spans lines: keep the error on one
+        raise ConfigError(f"hydra.sweeper.{key}: cannot build {target}: {why}") from exc
+    if not isinstance(built, base):
+        raise ConfigError(f"hydra.sweeper.{key}._target_={target}: not an Optuna {key}")
+    return built
+
+
+def open_study(
+    settings: OptunaSweeperConf, sampler: optuna.samplers.BaseSampler, pruner: optuna.pruners.BasePruner
+) -> optuna.Study:
+    """Create the study, or continue the one named ``study_name`` in ``storage``.
+
+    A study in memory is registered in :data:`ltr.pruning.LIVE_STUDIES`, where a job of the basic
+    launcher (same process) finds its trial to report to.
+    """
+    import optuna  # deferred: loaded only when a sweep runs (Hydra imports every plugin in every app)
+    from sqlalchemy.exc import SQLAlchemyError  # deferred: Optuna's storage layer, loaded with it
+
+    try:
+        study = optuna.create_study(
             study_name=settings.study_name,
-            storage=settings.storage,
+            storage=make_storage(settings.storage, settings.heartbeat_interval, settings.grace_period),
             sampler=sampler,
-            pruner=optuna.pruners.NopPruner(),
+            pruner=pruner,
             direction=settings.direction,
             load_if_exists=True,
         )
-    except (ValueError, ImportError, optuna.exceptions.OptunaError) as exc:
+    except (ValueError, ImportError, optuna.exceptions.OptunaError, SQLAlchemyError) as exc:
         raise ConfigError(
-            f"hydra.sweeper.storage={settings.storage!r}, study_name={settings.study_name!r}: "
+            f"hydra.sweeper.storage={mask_secrets(settings.storage)!r}, study_name={settings.study_name!r}: "
             f"cannot open the study: {exc}"
         ) from exc
+    if settings.storage is None:
+        LIVE_STUDIES[study.study_name] = study
+    return study
 
 
 def tell_results(
@@ -318,12 +496,17 @@ def tell_results(
 
     failures = []
     for trial, job in zip(trials, jobs, strict=True):
+        if was_pruned(job):
+            study.tell(trial, state=TrialState.PRUNED)
+            log.info("Pruned trial %d (job %s)", trial.number, trial.user_attrs["hydra_job"])
+            continue
         value, error = trial_value(job)
         if value is not None:
             study.tell(trial, value)
             continue
-        study.tell(trial, state=TrialState.FAIL)
         reason = f"raised {type(error).__name__}: {error}" if isinstance(error, BaseException) else error
+        trial.set_user_attr(FAILURE_ATTR, str(reason)[:2000])
+        study.tell(trial, state=TrialState.FAIL)
         failure = TrialFailure(f"trial {trial.number} (job {trial.user_attrs['hydra_job']}) {reason}", error)
         log.warning("Failed %s", failure.description)
         failures.append(failure)
@@ -343,9 +526,20 @@ def write_results(study: optuna.Study, path: Path) -> dict[str, Any]:
         "best_value": best.value if best else None,
         "best_trial": best.number if best else None,
         "best_overrides": list(best.user_attrs.get("hydra_overrides", [])) if best else None,
+        "best_command": best.user_attrs.get(COMMAND_ATTR) if best else None,
+        "mlflow_parent_run": study.user_attrs.get(PARENT_ATTR),
         "n_trials": {state.name: sum(t.state == state for t in finished) for state in TrialState},
     }
+    saved = time_saved((t.state == TrialState.PRUNED, t.user_attrs) for t in finished)
+    results["pruning"] = {
+        "pruned": saved.pruned,
+        "rounds_skipped": saved.rounds_skipped,
+        "seconds_saved_estimate": round(saved.seconds, 3),
+        "seconds_per_round": saved.seconds_per_round,
+        "summary": saved.describe(),
+    }
     OmegaConf.save(OmegaConf.create(results), path)
+    log.info("Pruning: %s", saved.describe())
     if best:
         log.info("Best trial %d: value %s, params %s", best.number, best.value, best.params)
     else:

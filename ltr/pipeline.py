@@ -65,6 +65,7 @@ from ltr.models.dask_shards import (
 from ltr.models.ensemble import (  # re-exported: the entry points pass the run's hydra.searchpath to members
     member_search_path as member_search_path,
 )
+from ltr.pruning import TrainingStopped
 from ltr.stats import bootstrap_ci
 
 OnIteration = Callable[[int, dict[str, float]], None]
@@ -537,7 +538,8 @@ def fit_and_evaluate(
 ) -> Outcome:
     """Fit ``cfg.model`` on ``splits["train"]`` (early stopping on ``valid``) and evaluate it.
 
-    ``on_iteration(i, values)`` receives each round's monitored values (``{"valid/ndcg@10": v}``).
+    ``on_iteration(i, values)`` receives each round's monitored values (``{"valid/ndcg@10": v}``);
+    when it returns True the fit stops and :class:`ltr.pruning.TrainingStopped` is raised, unevaluated.
     Nothing is logged or printed; see the module docstring for what the :class:`Outcome` holds.
     """
     conventions = check_data_fits(cfg, splits)  # before the fit, which may take hours
@@ -545,6 +547,8 @@ def fit_and_evaluate(
     seed = int(cfg.seed)
     ranker = make_ranker(cfg)
     ranker.fit(splits["train"], splits.get("valid"), on_iteration=on_iteration)
+    if getattr(ranker, "stopped_at_", None) is not None:  # on_iteration stopped it (a pruned trial)
+        raise TrainingStopped(ranker.stopped_at_)
 
     curve_names = curve_metrics(cfg.eval)
     results: dict[str, SplitResult] = {}

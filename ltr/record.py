@@ -37,22 +37,34 @@ from omegaconf import OmegaConf
 from ltr.console import print_data_summary, print_training_start
 from ltr.data.registry import load_dataset, split_files
 from ltr.models.dask_shards import ShardedSplit
+from ltr.models.monitor import OnIteration
 from ltr.pipeline import Outcome, SplitResult, check_splits, fit_and_evaluate, load_splits
 from ltr.plots import feature_importance, plot_feature_importance, plot_learning_curves
 from ltr.progress import iteration_progress
+from ltr.pruning import TrainingStopped
+from ltr.shared_data import load_shared
 from ltr.tracking import SplitDataset, flatten_params, make_tracker, mlflow_metric_name
 
 log = logging.getLogger(__name__)
 
 
-def connect_and_load(cfg: Any, console: Any, client: Any = None) -> tuple[Any, dict[str, Any]]:
+def connect_and_load(
+    cfg: Any, console: Any, client: Any = None, *, shared: bool = False
+) -> tuple[Any, dict[str, Any]]:
     """The start of every entry point: the tracker, then the dataset's splits, summarised on the console.
 
     The tracker comes first so that an unreachable MLflow server fails before any data is read.
-    With a Dask ``client`` (:func:`ltr.pipeline.data_cluster`) the workers parse the splits.
+    With a Dask ``client`` (:func:`ltr.pipeline.data_cluster`) the workers parse the splits;
+    ``shared`` (a sweep's trial) reuses the splits this process loaded last for the same data config
+    (:func:`ltr.shared_data.load_shared`).
     """
     tracker = make_tracker(cfg.tracking, Path(cfg.paths.root).resolve())
-    splits = load_dataset(cfg.data) if client is None else load_splits(cfg, client)
+    if client is not None:
+        splits = load_splits(cfg, client)
+    elif shared:
+        splits = dict(load_shared(cfg.data, load_dataset))
+    else:
+        splits = load_dataset(cfg.data)
     check_splits(cfg.data, splits)
     print_data_summary(console, cfg.data, splits)
     return tracker, splits
@@ -265,12 +277,17 @@ def train_and_record(
     console: Any = None,
     plots_dir: Path | None = None,
     label: str | None = None,
+    stop: OnIteration | None = None,
 ) -> RecordedRun:
     """One system, start to finish: open the run, fit and evaluate with live curves, log the outcome.
 
     The run ends FINISHED, FAILED (traceback stored) or KILLED (Ctrl-C); what was logged before stays.
+    ``stop(i, values)`` (e.g. a search trial's :class:`ltr.pruning.PruningHook`) sees every round too;
+    when it returns True the fit stops, the run is tagged ``ltr.trial.state=PRUNED`` and ends KILLED
+    with its curves so far and no model, and :class:`ltr.pruning.TrainingStopped` is raised.
     """
     resolved = OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else dict(cfg)
+    stopped: TrainingStopped | None = None
     with tracker.start(run_name=run_name, tags=tags, parent_run_id=parent_run_id):
         tracker.log_params(flatten_params(resolved))
         tracker.log_datasets(split_datasets(cfg.data, splits, tags))
@@ -278,22 +295,40 @@ def train_and_record(
         if console is not None:
             print_training_start(console, cfg)
         total = (cfg.model.get("params") or {}).get("n_trees")
-        with (
-            iteration_progress(int(total) if total else None, f"training {cfg.model.name}") as tick,
-            CurveBuffer(tracker) as curves,
-        ):
+        try:
+            with (
+                iteration_progress(int(total) if total else None, f"training {cfg.model.name}") as tick,
+                CurveBuffer(tracker) as curves,
+            ):
 
-            def on_iteration(i: int, values: dict[str, float]) -> None:
-                curves(i, values)
-                tick(i, values)
+                def on_iteration(i: int, values: dict[str, float]) -> bool:
+                    curves(i, values)
+                    tick(i, values)
+                    return bool(stop(i, values)) if stop is not None else False
 
-            outcome = fit_and_evaluate(cfg, splits, on_iteration=on_iteration)
-        if console is not None and outcome.best_iteration is not None:
-            console.print(f"  best iteration {outcome.best_iteration}")
-        if console is not None:
-            for line in describe_learned(outcome.ranker):
-                console.print(f"  {line}")
-        log_outcome(
-            tracker, cfg, outcome, splits, curves_logged=bool(curves.seen), plots_dir=plots_dir, label=label
-        )
+                outcome = fit_and_evaluate(cfg, splits, on_iteration=on_iteration)
+        except TrainingStopped as exc:
+            stopped = exc
+            tracker.set_tags({"ltr.trial.state": "PRUNED", "ltr.trial.pruned_at": exc.step})
+        if stopped is None:
+            if stop is not None:
+                tracker.set_tags({"ltr.trial.state": "COMPLETE"})
+            if console is not None and outcome.best_iteration is not None:
+                console.print(f"  best iteration {outcome.best_iteration}")
+            if console is not None:
+                for line in describe_learned(outcome.ranker):
+                    console.print(f"  {line}")
+            log_outcome(
+                tracker,
+                cfg,
+                outcome,
+                splits,
+                curves_logged=bool(curves.seen),
+                plots_dir=plots_dir,
+                label=label,
+            )
+    if stopped is not None:
+        if tracker.run_id:
+            tracker.set_status(tracker.run_id, "KILLED")
+        raise stopped
     return RecordedRun(outcome, tracker.run_id, label or str(cfg.model.name))

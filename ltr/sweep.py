@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
@@ -38,6 +39,7 @@ from ltr.tracking import make_tracker, mlflow_metric_name, source_tags
 
 RESULT_FILE = "ltr_result.json"
 SUMMARY_FILE = "sweep_summary.json"
+OPTUNA_RESULTS = "optimization_results.yaml"  # ltr.optuna_sweeper.RESULTS_FILE (not imported: Optuna)
 
 
 def read_job_results(sweep_dir: str | Path) -> list[dict[str, Any]]:
@@ -94,6 +96,12 @@ def summary_table(rows: Sequence[dict[str, Any]], best: dict[str, Any] | None) -
     return table
 
 
+def read_optuna_results(sweep_dir: Path) -> dict[str, Any]:
+    """What ltr's Optuna sweeper wrote to ``optimization_results.yaml`` (``{}`` for other sweepers)."""
+    path = sweep_dir / OPTUNA_RESULTS
+    return (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
+
+
 def summarize_sweep(
     sweep_dir: str | Path, config: Any = None, *, console: Any = None
 ) -> dict[str, Any] | None:
@@ -108,6 +116,10 @@ def summarize_sweep(
         return None
     best = best_job(rows)
     console.print(summary_table(rows, best))
+    optuna_results = read_optuna_results(sweep_dir)
+    pruning = (optuna_results.get("pruning") or {}).get("summary")
+    if pruning:
+        console.print(f"[bold]Pruning[/bold] {pruning}", soft_wrap=True)
     summary = {"sweep_id": str(sweep_dir), "n_jobs": len(rows), "best": best, "jobs": rows}
     (sweep_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, allow_nan=True))
     if best is None:
@@ -119,7 +131,10 @@ def summarize_sweep(
         soft_wrap=True,
     )
     console.print(f"  rerun: {best['command']}", soft_wrap=True)
-    if config is not None and config.get("tracking") is not None and config.tracking.get("enabled", True):
+    parent = optuna_results.get("mlflow_parent_run")
+    if parent:  # ltr's Optuna sweeper logged the study and its best trial on its parent run
+        console.print(f"  logged under the MLflow parent run {parent}", soft_wrap=True)
+    elif config is not None and config.get("tracking") is not None and config.tracking.get("enabled", True):
         summary["summary_run_id"] = log_summary(summary, config)
         console.print(f"  logged as MLflow run {summary['summary_run_id']}", soft_wrap=True)
     return summary

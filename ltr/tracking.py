@@ -323,6 +323,7 @@ class NullTracker:
         return self
 
     def tag_run(self, run_id: str, tags: Mapping[str, Any]) -> None: ...
+    def set_status(self, run_id: str, status: str) -> None: ...
 
     def log_ranker(self, ranker: Any, example: Any = None) -> None: ...
 
@@ -525,6 +526,10 @@ class Tracker:
         for key, value in tags.items():
             _retry(self.client.set_tag, run_id, key, mask_secrets(str(value)))
 
+    def set_status(self, run_id: str, status: str) -> None:
+        """End a run of this store with ``status`` (FINISHED, FAILED or KILLED), e.g. a pruned trial's."""
+        _retry(self.client.set_terminated, run_id, status)
+
     def _record_error(self, text: str) -> None:
         """Store the traceback as ``error/traceback.txt`` and its last line as the ``error`` tag."""
         self.log_text(text, "error/traceback.txt")
@@ -693,12 +698,17 @@ def _open_store(
             return client, existing.experiment_id
         location = Path(artifact_root).resolve().as_uri() if artifact_root else None
         # the dashboard opens a "model training" experiment on its runs table (not the GenAI view)
-        experiment_id = _retry(
-            client.create_experiment,
-            experiment,
-            artifact_location=location,
-            tags={"mlflow.experimentKind": "custom_model_development"},
-        )
+        try:
+            experiment_id = _retry(
+                client.create_experiment,
+                experiment,
+                artifact_location=location,
+                tags={"mlflow.experimentKind": "custom_model_development"},
+            )
+        except mlflow.exceptions.MlflowException as exc:  # another process (a sweep worker) made it first
+            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+            experiment_id = _retry(client.get_experiment_by_name, experiment).experiment_id
         return client, experiment_id
 
 

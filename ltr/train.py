@@ -18,6 +18,7 @@ parent run holding the summary (per-fold values, mean ± sd over folds, pooled C
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,8 +39,11 @@ from ltr.entry import (
 )
 from ltr.errors import ConfigError, LtrError
 from ltr.provenance import command_line, run_tags
+from ltr.pruning import ENV_SHARE, ENV_TRIAL, hook_from_environment
 from ltr.resources import config_dir
 from ltr.schemas import register_configs, validate_config
+from ltr.shared_data import share_binned_datasets
+from ltr.sweep_runs import COMMAND_ATTR, ENV_PARENT, RUN_ATTR
 
 if TYPE_CHECKING:
     from ltr.folds import FoldsRun
@@ -87,12 +91,33 @@ def execute(cfg: Any) -> RecordedRun | FoldsRun:
         if plan is not None:
             return run_folds(cfg, plan, console)
         with data_cluster(cfg) as client:  # backend=dask + svmlight files: the workers hold the splits
-            tracker, splits = connect_and_load(cfg, console, client)  # an unreachable server fails here
+            # a trial of ltr's Optuna sweeper (hydra.sweeper.share_data): data and binned Datasets shared
+            in_sweep = ENV_TRIAL in os.environ and os.environ.get(ENV_SHARE) == "1"
+            binned = share_binned_datasets() if in_sweep else None
+            # an unreachable server fails here, before the data
+            tracker, splits = connect_and_load(cfg, console, client, shared=in_sweep)
             print_label_scale(console, check_data_fits(cfg, splits))  # labels vs conventions, before training
             run_name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
+            pruning = hook_from_environment(cfg)  # a trial of ltr's Optuna sweeper: report, maybe prune
             with interrupted_run(tracker):  # Ctrl-C: the tracker ends the run KILLED; one line says so
                 recorded = train_and_record(
-                    cfg, splits, tracker, run_name=run_name, tags=run_tags(cfg, splits), console=console
+                    cfg,
+                    splits,
+                    tracker,
+                    run_name=run_name,
+                    tags=run_tags(cfg, splits),
+                    console=console,
+                    stop=pruning,
+                    parent_run_id=os.environ.get(ENV_PARENT) if pruning is not None else None,
+                )
+            if pruning is not None:
+                built = binned.built if binned is not None else None  # LightGBM Datasets this process built
+                pruning.record(
+                    **{
+                        RUN_ATTR: recorded.run_id,
+                        COMMAND_ATTR: command_line()[0],
+                        "ltr.datasets_built": built,
+                    }
                 )
     print_run_summary(console, recorded.outcome, str(cfg.model.name))
     if tracker.enabled:

@@ -120,10 +120,12 @@ def write_letor(path: Path, n_queries: int, first_qid: int) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def start_mlflow_server(root: Path, *, timeout: float = 180) -> tuple[subprocess.Popen, str]:
+def start_mlflow_server(
+    root: Path, *, timeout: float = 180, backend_store: str | None = None
+) -> tuple[subprocess.Popen, str]:
     """``mlflow server`` on a free 127.0.0.1 port in its own process group; returns (process, url).
 
-    Store ``root/mlflow.db``, artifacts ``root/artifacts``, log ``root/server.log``; one worker and no
+    Store ``backend_store`` (an SQLAlchemy URL; default ``root/mlflow.db``), artifacts ``root/artifacts``, log ``root/server.log``; one worker and no
     job execution (2 processes). Waits for ``/health``; a server that does not come up within
     ``timeout`` seconds is killed (its whole group) and its log tail raised.
     """
@@ -132,7 +134,7 @@ def start_mlflow_server(root: Path, *, timeout: float = 180) -> tuple[subprocess
     cmd = [
         str(Path(sys.executable).with_name("mlflow")),
         "server",
-        "--backend-store-uri", f"sqlite:///{root}/mlflow.db",
+        "--backend-store-uri", backend_store or f"sqlite:///{root}/mlflow.db",
         "--artifacts-destination", str(root / "artifacts"),
         "--host", "127.0.0.1",
         "--port", str(port),

@@ -516,7 +516,9 @@ def test_on_iteration_reports_every_member_under_its_label(splits):
     cfg = {"name": "ensemble_mean", "members": members("lambdamart", "regression"), "n_jobs": 2}
     build_ranker(cfg, seed=1, num_threads=2).fit(splits["train"], splits["valid"], on_iteration=record)
     assert seen["lambdamart/valid/ndcg@10"] == seen["regression/valid/ndcg@10"] == 25  # one call per round
-    assert {key.split("/")[0] for key in seen} == {"lambdamart", "regression"}
+    # and, after each member, that member's best validation value unprefixed (what a search prunes on)
+    assert seen["valid/ndcg@10"] == 2
+    assert {key.split("/")[0] for key in seen} == {"lambdamart", "regression", "valid"}
 
 
 def test_sklearn_clone_rebuilds_an_unfitted_copy():

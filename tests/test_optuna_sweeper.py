@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import optuna
@@ -37,7 +39,7 @@ def objective(lr: float, leaves: int, m: int, c: str) -> float:
 
 APP = textwrap.dedent(
     """
-    import json, math, multiprocessing, sys
+    import json, math, multiprocessing, os, sys, time
     from pathlib import Path
 
     import hydra
@@ -51,6 +53,10 @@ APP = textwrap.dedent(
         params = OmegaConf.to_container(cfg)
         out = Path(HydraConfig.get().runtime.output_dir)
         (out / "params.json").write_text(json.dumps({**params, "in_worker": multiprocessing.parent_process() is not None}))
+        if os.environ.get("TOY_HANG_AT_JOB") == str(HydraConfig.get().job.num):
+            (out / "hanging").write_text("")
+            time.sleep(600)  # the test SIGKILLs the sweep here
+        time.sleep(float(os.environ.get("TOY_SLEEP", "0")))
         if cfg.raise_when == cfg.c:
             raise ValueError(f"toy failure for c={cfg.c}")
         if cfg.exit_when == cfg.c:
@@ -115,22 +121,27 @@ def _write_app(folder: Path, *, params: dict[str, str] | None = None, **sweeper:
     return folder
 
 
+def _app_env(**extra: str) -> dict[str, str]:
+    """The toy app's environment: this checkout's ``ltr`` and ``hydra_plugins`` first, plus ``extra``."""
+    path = os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
 def _run_app(folder: Path, *overrides: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
     """``python app.py -m OVERRIDES`` in ``folder``, with this checkout's ``ltr`` and ``hydra_plugins`` first."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])}
     return subprocess.run(
         [sys.executable, "app.py", "-m", *overrides],
         cwd=folder,
-        env=env,
+        env=_app_env(),
         capture_output=True,
         text=True,
         timeout=timeout,
     )
 
 
-def _jobs(folder: Path) -> list[dict]:
+def _jobs(folder: Path, sweep: str = "sweep") -> list[dict]:
     """Each job's config as the app saw it, in job order."""
-    paths = sorted((folder / "sweep").glob("*/params.json"), key=lambda p: int(p.parent.name))
+    paths = sorted((folder / sweep).glob("*/params.json"), key=lambda p: int(p.parent.name))
     return [json.loads(p.read_text()) for p in paths]
 
 
@@ -138,12 +149,21 @@ def _results(folder: Path) -> dict:
     return yaml.safe_load((folder / "sweep" / "optimization_results.yaml").read_text())
 
 
+def _tpe(seed: int) -> optuna.samplers.TPESampler:
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=3, multivariate=False)
+
+
+def _ask_seeded(study: optuna.Study, space: dict, position: int) -> optuna.Trial:
+    """Ask as ltr's sweeper does with a seeded sampler: a fresh sampler seeded 7 + the trial's position."""
+    study.sampler = _tpe(7 + position)
+    return study.ask(space)
+
+
 def _plain_optuna(space: dict, n_trials: int, *, n_jobs: int = 1, value=objective) -> optuna.Study:
     """The same search with Optuna's own ask/tell, ``n_jobs`` asked before the batch is told."""
-    sampler = optuna.samplers.TPESampler(seed=7, n_startup_trials=3, multivariate=False)
-    study = optuna.create_study(direction="maximize", sampler=sampler)
+    study = optuna.create_study(direction="maximize", sampler=_tpe(7))
     for start in range(0, n_trials, n_jobs):
-        batch = [study.ask(space) for _ in range(min(n_jobs, n_trials - start))]
+        batch = [_ask_seeded(study, space, start + i) for i in range(min(n_jobs, n_trials - start))]
         for trial in batch:
             study.tell(trial, value(**trial.params))
     return study
@@ -241,17 +261,31 @@ def test_a_sampler_that_cannot_be_built_is_named(tmp_path):
     assert not (app / "sweep").exists() or not list((app / "sweep").glob("*/params.json"))
 
 
-def test_a_study_in_storage_is_continued_by_the_next_run(tmp_path):
+def test_a_study_in_storage_is_continued_by_the_next_run_up_to_n_trials(tmp_path):
+    """n_trials is the size of the study: a rerun of a finished search adds nothing, a larger n_trials
+    adds the difference — and the four trials are those of one uninterrupted 4-trial search."""
     db = tmp_path / "optuna.db"
     app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=2)
-    for run in range(2):
-        proc = _run_app(app, f"hydra.sweep.dir={tmp_path}/sweep{run}")
+    for run, n_trials in enumerate((2, 2, 4)):
+        proc = _run_app(app, f"hydra.sweep.dir={tmp_path}/sweep{run}", f"hydra.sweeper.n_trials={n_trials}")
         assert proc.returncode == 0, proc.stderr[-3000:]
     study = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
     assert [t.state.name for t in study.trials] == ["COMPLETE"] * 4
-    second = yaml.safe_load((tmp_path / "sweep1" / "optimization_results.yaml").read_text())
-    assert second["n_trials"]["COMPLETE"] == 4
-    assert second["best_value"] == study.best_value
+    assert not list((tmp_path / "sweep1").glob("*/params.json"))  # the rerun of the finished search ran none
+    last = yaml.safe_load((tmp_path / "sweep2" / "optimization_results.yaml").read_text())
+    assert last["n_trials"]["COMPLETE"] == 4
+    assert last["best_value"] == study.best_value
+    truth = _plain_optuna(_truth_space(), 4)
+    assert [t.params for t in study.trials] == [t.params for t in truth.trials]
+
+
+def test_another_search_on_a_stored_study_is_refused_naming_what_differs(tmp_path):
+    db = tmp_path / "optuna.db"
+    app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=1)
+    assert _run_app(app).returncode == 0
+    proc = _run_app(app, "c=a,b", "hydra.sweeper.n_trials=2")
+    assert proc.returncode == 2
+    assert "hydra.sweeper.study_name='toy'" in proc.stderr and "differs in: c" in proc.stderr
 
 
 def test_a_job_that_ends_the_process_leaves_its_stored_trial_failed_not_running(tmp_path):
@@ -277,6 +311,142 @@ def test_batches_of_n_jobs_go_through_the_joblib_launcher_together(tmp_path):
     sequential = _plain_optuna(_truth_space(), 6)
     assert _proposed(jobs) != [tuple(t.params[k] for k in keys) for t in sequential.trials]
     assert all(j["in_worker"] for j in jobs)  # run by joblib's worker processes, not the sweeping one
+
+
+def _finished(db: Path, name: str = "toy") -> list[tuple]:
+    """(params, value, state) of the study's trials that count, in trial order (failed ones left out)."""
+    study = optuna.load_study(study_name=name, storage=f"sqlite:///{db}")
+    done = [t for t in study.trials if t.state.name in ("COMPLETE", "PRUNED")]
+    return [(tuple(sorted(t.params.items())), t.value, t.state.name) for t in done]
+
+
+def _interrupt_at_job(app: Path, tmp_path: Path, job: int, signum: int) -> None:
+    """Run the sweep into ``tmp_path/first``, send ``signum`` while job ``job`` runs, wait for the end."""
+    proc = subprocess.Popen(
+        [sys.executable, "app.py", "-m", f"hydra.sweep.dir={tmp_path}/first"],
+        cwd=app,
+        env=_app_env(TOY_HANG_AT_JOB=str(job)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for(f"first/{job}/hanging", tmp_path, proc)
+        proc.send_signal(signum)
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+
+
+def _wait_for(path_glob, root: Path, proc: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not list(root.glob(path_glob)):
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, f"{path_glob} never appeared under {root}"
+        time.sleep(0.1)
+
+
+def test_a_sweep_killed_mid_trial_resumes_to_the_trials_of_an_uninterrupted_run(tmp_path):
+    """SIGKILL while trial 3 runs; the same command again: trial 3 is FAIL (interrupted) and retried once
+    with its parameters, and the finished trials are exactly those of a sweep that was never killed."""
+    db = tmp_path / "killed.db"
+    app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=6)
+    _interrupt_at_job(app, tmp_path, 3, signal.SIGKILL)
+    stored = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
+    assert [t.state.name for t in stored.trials] == ["COMPLETE"] * 3 + ["RUNNING"]  # what SIGKILL leaves
+    again = _run_app(app, f"hydra.sweep.dir={tmp_path}/second")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "interrupted trials [3] enqueued again" in again.stdout + again.stderr
+    study = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
+    states = [t.state.name for t in study.trials]
+    assert states == ["COMPLETE"] * 3 + ["FAIL"] + ["COMPLETE"] * 3
+    killed, retry = study.trials[3], study.trials[4]
+    assert killed.user_attrs["ltr.failure"] == "interrupted"
+    assert retry.user_attrs["ltr.retry_of"] == 3 and retry.params == killed.params
+    # a third run of the same command has nothing left to do and retries nothing twice
+    third = _run_app(app, f"hydra.sweep.dir={tmp_path}/third")
+    assert (
+        third.returncode == 0
+        and len(optuna.load_study(study_name="toy", storage=f"sqlite:///{db}").trials) == 7
+    )
+    # the truth: the same search run through in one go
+    clean = tmp_path / "clean.db"
+    whole = _run_app(
+        _write_app(tmp_path / "clean", storage=f"sqlite:///{clean}", study_name="toy", n_trials=6),
+    )
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    assert _finished(db) == _finished(clean)
+    assert len(_finished(clean)) == 6
+
+
+def test_ctrl_c_fails_the_running_trial_as_interrupted_and_the_rerun_retries_it(tmp_path):
+    db = tmp_path / "optuna.db"
+    app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=4)
+    _interrupt_at_job(app, tmp_path, 1, signal.SIGINT)
+    study = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "FAIL"]
+    assert study.trials[1].user_attrs["ltr.failure"] == "interrupted"
+    assert _run_app(app, f"hydra.sweep.dir={tmp_path}/second").returncode == 0
+    study = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "FAIL"] + ["COMPLETE"] * 3
+    assert study.trials[2].params == study.trials[1].params
+
+
+def _two_workers(app: Path, tmp_path: Path, prefix: str, *, sleep: str) -> None:
+    """The same sweep command in two processes at once (sweep folders ``prefix0``, ``prefix1``); both succeed."""
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "app.py", "-m", f"hydra.sweep.dir={tmp_path}/{prefix}{i}"],
+            cwd=app,
+            env=_app_env(TOY_SLEEP=sleep),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    for worker in workers:
+        _, err = worker.communicate(timeout=600)
+        assert worker.returncode == 0, err[-3000:]
+
+
+def test_two_processes_on_one_sqlite_study_finish_n_distinct_trials(tmp_path):
+    """The same command twice at once: exactly n_trials trials complete, each once, run by both workers."""
+    db = tmp_path / "optuna.db"
+    app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=10)
+    _two_workers(app, tmp_path, "worker", sleep="0.5")
+    study = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
+    complete = [t for t in study.trials if t.state.name == "COMPLETE"]
+    assert len(complete) == 10
+    assert len({tuple(sorted(t.params.items())) for t in complete}) == 10  # no trial run twice
+    assert len({t.user_attrs["ltr.owner"] for t in complete}) == 2  # both workers took trials
+    assert all(t.user_attrs.get("ltr.failure") == "surplus" for t in study.trials if t.state.name == "FAIL")
+    jobs = _jobs(tmp_path, "worker0") + _jobs(tmp_path, "worker1")
+    assert len(jobs) == 10
+
+
+def test_enqueued_trials_give_the_same_results_with_two_workers_as_serially(tmp_path):
+    fixed = [{"lr": 0.01 * (i + 1), "leaves": 10 + i, "m": 20 + i, "c": "abc"[i % 3]} for i in range(6)]
+    serial_db, shared_db = tmp_path / "serial.db", tmp_path / "shared.db"
+    serial = _write_app(
+        tmp_path / "serial",
+        storage=f"sqlite:///{serial_db}",
+        study_name="toy",
+        n_trials=6,
+        enqueue_trials=fixed,
+    )
+    assert _run_app(serial).returncode == 0
+    shared = _write_app(
+        tmp_path / "shared",
+        storage=f"sqlite:///{shared_db}",
+        study_name="toy",
+        n_trials=6,
+        enqueue_trials=fixed,
+    )
+    _two_workers(shared, tmp_path, "w", sleep="0.3")
+    truth = {tuple(sorted(p.items())): objective(**p) for p in fixed}
+    assert dict((params, value) for params, value, _ in _finished(serial_db)) == truth
+    assert dict((params, value) for params, value, _ in _finished(shared_db)) == truth
 
 
 def test_glob_searches_the_options_of_a_config_group(tmp_path):

@@ -8,7 +8,9 @@ Contract (``docs/architecture.md``, ``docs/models.md``)::
 
 Fitted attributes end in ``_`` (scikit-learn style): ``best_iteration_`` (0-based index of the best
 round on the validation metric, so ``evals_result_["valid"][metric][best_iteration_]`` is its score;
-``None`` without early stopping, and the model then uses every round), ``evals_result_``
+``None`` without early stopping, and the model then uses every round), ``stopped_at_`` (the round
+after which ``on_iteration`` returned ``True`` and training stopped, e.g. a pruned search trial;
+``None`` when it never did), ``evals_result_``
 (``{"train": {"ndcg@10": [...]}, "valid": {...}}``, one value per round), ``engine_params_`` (the
 engine parameters translated from the vocabulary by :mod:`ltr.models.vocabulary`, plus
 ``engine_params``; for logging), ``params_`` / ``early_stopping_`` (the
@@ -29,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -42,7 +44,7 @@ from ltr.config_check import check_block, check_value, defaults, join, plain, se
 from ltr.data import RankingData
 from ltr.errors import ConfigError, DataError, NotFittedError
 from ltr.models.checks import check_features
-from ltr.models.monitor import watch
+from ltr.models.monitor import OnIteration, StopRecorder, watch
 from ltr.models.params import MODEL_CONFIGS, resolve_early_stopping, resolve_params
 
 MANIFEST = "manifest.json"
@@ -53,9 +55,6 @@ FORMAT_VERSION = 1
 
 class OneQueryWarning(UserWarning):
     """Rows without query ids given to a per-query model: they were scored as one query."""
-
-
-OnIteration = Callable[[int, dict[str, float]], None]
 
 
 @dataclass(frozen=True)
@@ -251,7 +250,10 @@ class BaseRanker:
         self.best_iteration_: int | None = None
         self.evals_result_: dict[str, dict[str, list[float]]] = {}
         self.engine_params_: dict[str, Any] = {}
-        self._fit(train, valid, cfg, on_iteration)
+        stop = StopRecorder(on_iteration) if on_iteration is not None else None
+        self._fit(train, valid, cfg, stop)
+        #: the round after which ``on_iteration`` returned True and training stopped (None: it ran out)
+        self.stopped_at_: int | None = stop.stopped_at if stop is not None else None
         return self
 
     def predict(self, data: RankingData | Any) -> np.ndarray:

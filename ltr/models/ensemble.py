@@ -314,41 +314,58 @@ class Ensemble(BaseRanker):
     def _fit(
         self, train: RankingData, valid: RankingData | None, cfg: Resolved, on_iteration: OnIteration | None
     ) -> None:
-        """Train every member (in parallel), then fit the combination on ``valid`` when it learns one."""
+        """Train every member (in parallel), then fit the combination on ``valid`` when it learns one.
+
+        ``on_iteration`` gets each member's rounds (keys prefixed with the member's label) and, after
+        each member, that member's best validation value of its early-stopping metric as
+        ``{"valid/<metric>": value}`` at step = members finished − 1 (what a search prunes on). When it
+        returns True the members not started yet are skipped and no combination is fitted.
+        """
         if self.needs_valid and (valid is None or valid.n_queries == 0):
             raise ConfigError(
                 f"model {self.name}: fitting the combination needs a validation split (valid=None given)"
             )
         jobs, threads = split_threads(len(self.member_specs), int(self.n_jobs), int(self.num_threads))
         lock = threading.Lock()
+        finished: list[int] = []  # members done so far (the step of the after-member report)
+        stopped = threading.Event()  # on_iteration asked to stop: members not started yet are skipped
 
         def train_one(spec: MemberSpec) -> Any:
+            if stopped.is_set():
+                return None
             ranker = build_ranker(spec.config, seed=spec.seed, num_threads=threads, where=spec.where)
             callback = None
             if on_iteration is not None:
 
-                def callback(i: int, values: dict[str, float], label: str = spec.label) -> None:
+                def callback(i: int, values: dict[str, float], label: str = spec.label) -> bool:
                     with lock:
-                        on_iteration(i, {f"{label}/{k}": v for k, v in values.items()})
+                        return bool(on_iteration(i, {f"{label}/{k}": v for k, v in values.items()}))
 
-            return ranker.fit(
-                query_sample(train, spec.query_fraction, spec.seed), valid, on_iteration=callback
-            )
+            ranker.fit(query_sample(train, spec.query_fraction, spec.seed), valid, on_iteration=callback)
+            if on_iteration is not None:
+                with lock:
+                    finished.append(len(finished))
+                    if ranker.stopped_at_ is not None or on_iteration(finished[-1], member_report(ranker)):
+                        stopped.set()
+            return ranker
 
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             fitted = list(pool.map(train_one, self.member_specs))
-        self.rankers_ = fitted
+        members = [(spec, r) for spec, r in zip(self.member_specs, fitted, strict=True) if r is not None]
+        self.rankers_ = [ranker for _, ranker in members]
         self.jobs_, self.threads_per_job_ = jobs, threads
         self.evals_result_ = {
             f"{spec.label}/{split}": curves
-            for spec, ranker in zip(self.member_specs, fitted, strict=True)
+            for spec, ranker in members
             for split, curves in (getattr(ranker, "evals_result_", None) or {}).items()
         }
         self.engine_params_ = {
             f"{spec.label}.{key}": value
-            for spec, ranker in zip(self.member_specs, fitted, strict=True)
+            for spec, ranker in members
             for key, value in (getattr(ranker, "engine_params_", None) or {}).items()
         }
+        if stopped.is_set():  # a caller's stop: no combination; the members trained so far are kept
+            return
         if self.needs_valid:
             self._fit_combination(valid)  # type: ignore[arg-type]
 
@@ -595,3 +612,20 @@ ENSEMBLE_MODELS: dict[str, type[Ensemble]] = {
     cls.name: cls
     for cls in (MeanEnsemble, BaggingEnsemble, RRFEnsemble, BordaEnsemble, BlendEnsemble, StackEnsemble)
 }
+
+
+def member_report(ranker: Any) -> dict[str, float]:
+    """A fitted member's best validation value of its early-stopping metric, ``{"valid/<metric>": v}``
+    (the value at ``best_iteration_``, else the last round's; ``{}`` without a validation curve).
+
+    >>> from types import SimpleNamespace
+    >>> member_report(SimpleNamespace(early_stopping_={"metric": "ndcg@10"}, best_iteration_=1,
+    ...                               evals_result_={"valid": {"ndcg@10": [0.2, 0.5, 0.4]}}))
+    {'valid/ndcg@10': 0.5}
+    """
+    metric = (getattr(ranker, "early_stopping_", None) or {}).get("metric")
+    curve = (getattr(ranker, "evals_result_", None) or {}).get("valid", {}).get(metric)
+    if not curve:
+        return {}
+    best = getattr(ranker, "best_iteration_", None)
+    return {f"valid/{metric}": float(curve[best if best is not None else -1])}

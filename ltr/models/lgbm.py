@@ -139,11 +139,7 @@ class LightGBMRanker(BaseRanker):
             params, cfg.engine_params, max_label=w.max_label, metric=w.metric
         )
 
-        dtrain = self._dataset(train, None)
-        dsets = {
-            role: dtrain if role == "train" else self._dataset(data, dtrain)
-            for role, data in w.splits.items()
-        }
+        dtrain, dsets = BINNED.datasets(self, train, w.splits, self.engine_params_)
         by_set = w.by_id({id(d): role for role, d in dsets.items()})
         metric = w.metric
         feval = None
@@ -204,8 +200,68 @@ class LightGBMRanker(BaseRanker):
         self.booster_ = lgb.Booster(model_file=str(path / manifest["files"]["model"]))
 
 
+#: LightGBM parameters that shape a binned Dataset (LightGBM refuses to change them on a built one);
+#: ``min_data_in_leaf`` / ``min_sum_hessian_in_leaf`` too, because ``feature_pre_filter`` (default on)
+#: drops the features they make unsplittable when the Dataset is built
+DATASET_PARAMS = (
+    "max_bin", "max_bin_by_feature", "min_data_in_bin", "bin_construct_sample_cnt", "data_random_seed",
+    "seed", "is_enable_sparse", "enable_bundle", "use_missing", "zero_as_missing", "feature_pre_filter",
+    "categorical_feature", "forcedbins_filename", "linear_tree", "min_data_in_leaf",
+    "min_sum_hessian_in_leaf", "precise_float_parser",
+)  # fmt: skip
+
+
+class BinnedDatasets:
+    """LightGBM's binned Datasets, built once and reused by later fits on the same data objects whose
+    binning parameters (:data:`DATASET_PARAMS`) are equal — what a hyper-parameter search does trial
+    after trial. Off until :meth:`enable` (the sweep's jobs turn it on); keeps the ``size`` most recent.
+
+    A reused Dataset gives the same model as a new one: LightGBM bins from the data and these
+    parameters only (``tests/test_pruning.py`` compares the predictions).
+    """
+
+    def __init__(self, size: int = 4) -> None:
+        self.size = size
+        self.enabled = False
+        self.built = 0  # Datasets built while enabled (a reuse builds none)
+        self._entries: list[tuple[tuple[Any, ...], dict[str, RankingData], Any, dict[str, Any]]] = []
+
+    def enable(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        if not enabled:
+            self._entries.clear()
+
+    def datasets(
+        self,
+        ranker: LightGBMRanker,
+        train: RankingData,
+        splits: dict[str, RankingData],
+        params: dict[str, Any],
+    ) -> tuple[Any, dict[str, Any]]:
+        """The train Dataset and one Dataset per evaluated split (train's own for ``"train"``)."""
+        key = (type(ranker), tuple((k, repr(params.get(k))) for k in DATASET_PARAMS))
+        data = {"train": train, **splits}
+        if self.enabled:
+            for entry_key, entry_data, dtrain, dsets in self._entries:
+                same_data = entry_data.keys() == data.keys() and all(entry_data[r] is data[r] for r in data)
+                if entry_key == key and same_data:
+                    return dtrain, dsets
+        dtrain = ranker._dataset(train, None)
+        dsets = {
+            role: dtrain if role == "train" else ranker._dataset(d, dtrain) for role, d in splits.items()
+        }
+        if self.enabled:
+            self.built += len({id(d) for d in dsets.values()} | {id(dtrain)})
+            self._entries = [*self._entries[-(self.size - 1) :], (key, data, dtrain, dsets)]
+        return dtrain, dsets
+
+
+BINNED = BinnedDatasets()
+
+
 def _monitor_callback(monitor: IterationMonitor, lgb: Any) -> Any:
-    """A LightGBM callback feeding ``monitor``; raises EarlyStopException with the best round."""
+    """A LightGBM callback feeding ``monitor``; raises EarlyStopException with the best round (or, when
+    ``on_iteration`` asked to stop without early stopping, with this round)."""
     best_list: list[Any] = []
 
     def callback(env: Any) -> None:
@@ -220,6 +276,8 @@ def _monitor_callback(monitor: IterationMonitor, lgb: Any) -> Any:
         last = env.iteration == env.end_iteration - 1
         if monitor.patience is not None and monitor.best_iteration is not None and (stop or last):
             raise lgb.callback.EarlyStopException(monitor.best_iteration, best_list)
+        if monitor.stopped_at is not None:  # on_iteration asked to stop (no early stopping to pick a round)
+            raise lgb.callback.EarlyStopException(iteration, list(env.evaluation_result_list or []))
 
     callback.order = 30  # after LightGBM's own recording callbacks
     return callback

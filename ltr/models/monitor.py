@@ -5,7 +5,9 @@ An engine adapter computes, after each boosting round ``i`` (0-based), a mapping
 
 1. appends every value to ``history[split][metric]`` (so ``history["valid"]["ndcg@10"][i]`` is the
    value after round ``i``; this becomes the ranker's ``evals_result_``),
-2. calls ``on_iteration(i, {"split/metric": value, ...})`` (e.g. to log curves live),
+2. calls ``on_iteration(i, {"split/metric": value, ...})`` (e.g. to log curves live); when it returns
+   ``True`` training stops after this round and :attr:`IterationMonitor.stopped_at` is ``i`` (how a
+   caller such as a hyper-parameter search prunes a trial without the models layer knowing why),
 3. tracks the best round of the early-stopping metric on the ``valid`` split (strictly greater is
    better; the earliest round wins ties) and returns ``True`` once ``patience`` rounds passed
    without improvement.
@@ -15,6 +17,12 @@ An engine adapter computes, after each boosting round ``i`` (0-based), a mapping
 [False, False, False, True]
 >>> m.best_iteration, m.best_score, m.history["valid"]["ndcg@10"]
 (1, 0.7, [0.5, 0.7, 0.7, 0.6])
+
+A callback that asks to stop ends training at that round, whatever the patience:
+
+>>> m = IterationMonitor("ndcg@10", patience=None, on_iteration=lambda i, values: i == 1)
+>>> [m.update(i, {("valid", "ndcg@10"): 0.5}) for i in range(2)], m.stopped_at
+([False, True], 1)
 """
 
 from __future__ import annotations
@@ -30,7 +38,8 @@ from ltr.data import RankingData
 from ltr.errors import DataError
 from ltr.models.evaluation import RankingMetric
 
-OnIteration = Callable[[int, dict[str, float]], None]
+#: ``on_iteration(round, {"valid/ndcg@10": value, ...})``; a ``True`` return stops training after this round
+OnIteration = Callable[[int, dict[str, float]], bool | None]
 
 #: prefix of the metric name an engine callback reports for ltr's own metric (custom feval/metric)
 LTR_PREFIX = "ltr-"  # no ":" (XGBoost splits its evaluation strings on it)
@@ -66,16 +75,20 @@ class IterationMonitor:
         self.best_iteration: int | None = None
         self.best_score = -math.inf
         self.best_values: dict[tuple[str, str], float] = {}
+        #: the round after which ``on_iteration`` asked to stop (``None``: it never did)
+        self.stopped_at: int | None = None
 
     def update(self, iteration: int, values: Mapping[tuple[str, str], float]) -> bool:
-        """Record round ``iteration``; return ``True`` when early stopping says stop now."""
+        """Record round ``iteration``; return ``True`` when early stopping or ``on_iteration`` says stop now."""
         for (split, name), value in values.items():
             self.history.setdefault(split, {}).setdefault(name, []).append(float(value))
-        if self.on_iteration is not None:
-            self.on_iteration(iteration, {f"{split}/{name}": float(v) for (split, name), v in values.items()})
+        if self.on_iteration is not None and self.on_iteration(
+            iteration, {f"{split}/{name}": float(v) for (split, name), v in values.items()}
+        ):
+            self.stopped_at = iteration
         target = values.get((self.split, self.metric))
         if target is None:
-            return False
+            return self.stopped_at is not None
         if not math.isfinite(target):
             raise DataError(
                 f"early stopping: {self.split} {self.metric} is {target} after round {iteration}; with the "
@@ -86,7 +99,28 @@ class IterationMonitor:
             self.best_score = float(target)
             self.best_iteration = iteration
             self.best_values = dict(values)
-        return self.patience is not None and iteration - self.best_iteration >= self.patience
+        patience_over = self.patience is not None and iteration - self.best_iteration >= self.patience
+        return patience_over or self.stopped_at is not None
+
+
+class StopRecorder:
+    """``on_iteration`` as handed to an engine: calls the caller's callback and remembers the first
+    round after which it asked to stop (``stopped_at``), so every engine reports it the same way.
+
+    >>> stop = StopRecorder(lambda i, values: values["valid/ndcg@10"] < 0.3)
+    >>> [stop(i, {"valid/ndcg@10": v}) for i, v in enumerate([0.5, 0.2, 0.1])], stop.stopped_at
+    ([False, True, True], 1)
+    """
+
+    def __init__(self, callback: OnIteration) -> None:
+        self.callback = callback
+        self.stopped_at: int | None = None
+
+    def __call__(self, iteration: int, values: dict[str, float]) -> bool:
+        stop = bool(self.callback(iteration, values))
+        if stop and self.stopped_at is None:
+            self.stopped_at = iteration
+        return stop
 
 
 @dataclass

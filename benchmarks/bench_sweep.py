@@ -1,0 +1,147 @@
+"""Benchmark: a LambdaMART search with and without pruning, and per-trial setup with and without the
+shared binned Dataset, on MSLR-WEB30K-shaped synthetic data (``bench_training_overhead.synthetic_split``).
+
+Both searches run in this process, one after the other, with the same search space as
+``conf/hparams_search/lambdamart_optuna.yaml`` and the same seeded sampler as ``ltr``'s sweeper
+(``ltr.study.seeded_sampler``: TPE seeded ``seed + position``); each trial is a real ``ltr`` LambdaMART
+fit whose ``on_iteration`` is ``ltr.pruning.PruningHook`` on the trial (the pruned search uses the
+shipped median pruner: 5 startup trials, 10 warm-up rounds). Reported:
+
+* wall time of each search, and the wall time at which each first reached the unpruned search's best
+  validation NDCG@10 within ``--tolerance`` (0.002);
+* per-trial data setup — building LightGBM's train + valid Datasets — when every trial builds its own
+  (``BINNED`` off) and when trials with equal binning reuse the first one (``BINNED`` on): median seconds.
+
+    OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/bench_sweep.py --scale 0.02 --trials 40 --trees 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import optuna
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_training_overhead import MSLR_TRAIN, MSLR_VALID, synthetic_split  # noqa: E402
+
+from ltr.models.lgbm import BINNED, LambdaMART  # noqa: E402
+from ltr.pruning import PruningHook  # noqa: E402
+from ltr.search_space import parse_search_space  # noqa: E402
+from ltr.study import seeded_sampler  # noqa: E402
+
+SPACE = {  # conf/hparams_search/lambdamart_optuna.yaml
+    "learning_rate": "tag(log, interval(0.01, 0.3))",
+    "num_leaves": "int(tag(log, interval(8, 255)))",
+    "min_data_in_leaf": "int(interval(5, 100))",
+    "feature_fraction": "interval(0.5, 1.0)",
+    "lambda_l2": "tag(log, interval(0.001, 10.0))",
+}
+SAMPLER = {"_target_": "optuna.samplers.TPESampler", "n_startup_trials": 5, "multivariate": False}
+
+
+def search(train, valid, args, pruner) -> list[tuple[float, float, str]]:
+    """Run ``args.trials`` trials; returns (seconds since start, value, state) per trial."""
+    space = parse_search_space(SPACE, [])
+    study = optuna.create_study(
+        direction="maximize", sampler=seeded_sampler({**SAMPLER, "seed": args.seed}), pruner=pruner
+    )
+    start, rows = time.perf_counter(), []
+    for _ in range(args.trials):
+        trial = study.ask(space.distributions)
+        hook = PruningHook(trial, "valid/ndcg@10", args.trees)
+        params = {"n_trees": args.trees, **trial.params}
+        ranker = LambdaMART(params, early_stopping={"patience": 50}, num_threads=args.threads, seed=args.seed)
+        ranker.fit(train, valid, on_iteration=hook)
+        if ranker.stopped_at_ is not None:
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+            rows.append((time.perf_counter() - start, float("nan"), "PRUNED"))
+        else:
+            value = ranker.evals_result_["valid"]["ndcg@10"][ranker.best_iteration_]
+            study.tell(trial, value)
+            rows.append((time.perf_counter() - start, value, "COMPLETE"))
+    return rows
+
+
+def time_to_reach(rows, target: float) -> float | None:
+    return next((t for t, v, state in rows if state == "COMPLETE" and v >= target), None)
+
+
+def setup_times(train, valid, args) -> dict[str, float]:
+    """Median seconds to get the train + valid Datasets built, per trial, without and with sharing."""
+    import lightgbm as lgb
+
+    params = {"n_trees": 1, "min_data_in_leaf": 20}
+    results = {}
+    for shared in (False, True):
+        BINNED.enable(shared)
+        seconds = []
+        for _ in range(args.setup_trials):
+            ranker = LambdaMART(params, num_threads=args.threads)
+            ranker.engine_params_ = ranker.translate(
+                ranker._resolve().params | params, {}, max_label=4, metric=None
+            )
+            t0 = time.perf_counter()
+            dtrain, dsets = BINNED.datasets(ranker, train, {"valid": valid}, ranker.engine_params_)
+            for d in {id(d): d for d in (dtrain, *dsets.values())}.values():
+                d.construct() if isinstance(d, lgb.Dataset) else None
+            seconds.append(time.perf_counter() - t0)
+        # shared: the first trial builds, the later ones reuse (their median is the per-trial setup)
+        results["shared" if shared else "per trial"] = statistics.median(seconds[1:] if shared else seconds)
+    BINNED.enable(False)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=0.02, help="fraction of the MSLR-WEB30K Fold 1 sizes")
+    parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument("--trees", type=int, default=200)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tolerance", type=float, default=0.002)
+    parser.add_argument("--setup-trials", type=int, default=5)
+    args = parser.parse_args()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    train = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_TRAIN), seed=1, name="train")
+    valid = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_VALID), seed=2, name="valid")
+    print(
+        f"data: train {train.n_queries} queries / {train.n_docs} rows, valid {valid.n_queries} / {valid.n_docs}"
+    )
+    print(f"machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}")
+    unpruned = search(train, valid, args, optuna.pruners.NopPruner())
+    pruned = search(train, valid, args, optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=10))
+    best = max(v for _, v, s in unpruned if s == "COMPLETE")
+    target = best - args.tolerance
+    print(
+        f"\n{args.trials} trials, {args.trees} trees, patience 50, seed {args.seed}; unpruned best {best:.4f}"
+    )
+    print(
+        "| search | wall time (s) | pruned trials | best valid NDCG@10 | time to reach unpruned best − tol (s) |"
+    )
+    print("|---|---|---|---|---|")
+    for name, rows in (("unpruned", unpruned), ("pruned (median)", pruned)):
+        reach = time_to_reach(rows, target)
+        best_here = max((v for _, v, s in rows if s == "COMPLETE"), default=float("nan"))
+        n_pruned = sum(s == "PRUNED" for _, _, s in rows)
+        print(
+            f"| {name} | {rows[-1][0]:.1f} | {n_pruned} | {best_here:.4f} | "
+            f"{'not reached' if reach is None else f'{reach:.1f}'} |"
+        )
+    setup = setup_times(train, valid, args)
+    saved = 1 - setup["shared"] / setup["per trial"]
+    print("\n| per-trial Dataset setup | median seconds |\n|---|---|")
+    print(
+        f"| built every trial | {setup['per trial']:.3f} |\n| shared (equal binning) | {setup['shared']:.5f} |"
+    )
+    print(f"shared binning removes {saved:.1%} of per-trial Dataset setup")
+    np.seterr(all="ignore")
+
+
+if __name__ == "__main__":
+    main()
