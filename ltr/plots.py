@@ -6,7 +6,8 @@ Every function draws one figure from plain arrays, writes it to ``path`` and ret
 - :func:`plot_ndcg_at_k` — mean NDCG@k for k = 1..K per system with its bootstrap CI band;
 - :func:`plot_difference_histogram` — per-query ``system − baseline`` differences of one metric;
 - :func:`plot_forest` — the leaderboard's paired differences against the baseline with their CIs;
-- :func:`plot_feature_importance` — the top features by gain (:func:`feature_importance`).
+- :func:`plot_feature_importance` — the top features by gain (:func:`feature_importance`);
+- :func:`plot_asl_curves` — Sakai's achieved-significance-level curves, one line per metric.
 
 >>> import tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -193,3 +194,29 @@ def plot_feature_importance(
     ax.set_xlabel("gain")
     ax.set_title(title)
     return _save(fig, path)
+
+
+def plot_asl_curves(curves: Mapping[str, np.ndarray], path: str | Path, *, alpha: float = 0.05) -> Path:
+    """``curves[metric]`` = p-values of all system pairs sorted ascending, plotted against the pair's rank
+    (1 = most significant), with a line at ``alpha``: the further right a curve crosses it, the more
+    pairs the metric separates (Sakai 2006). The y axis is logarithmic."""
+    fig = _figure()
+    ax = fig.add_subplot()
+    for metric, pvalues in curves.items():
+        p = np.asarray(pvalues, dtype=float)
+        ax.plot(np.arange(1, p.shape[0] + 1), np.maximum(p, 1e-5), marker="o", markersize=3, label=metric)
+    ax.axhline(alpha, color="grey", linestyle="--", linewidth=1, label=f"alpha = {alpha:g}")
+    ax.set_yscale("log")
+    _integer_ticks(ax.xaxis)
+    ax.set_xlabel("system pair (sorted by p-value)")
+    ax.set_ylabel("achieved significance level (p)")
+    ax.set_title("discriminative power: ASL curves")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def _integer_ticks(axis: Any) -> None:
+    from matplotlib.ticker import MaxNLocator  # deferred: matplotlib loads only when a plot is drawn
+
+    axis.set_major_locator(MaxNLocator(integer=True))
