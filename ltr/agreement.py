@@ -86,7 +86,9 @@ def tau_ap(reference: Sequence[float], other: Sequence[float]) -> float:
     """
     ref, oth = np.asarray(reference, dtype=float), np.asarray(other, dtype=float)
     if ref.shape != oth.shape or ref.ndim != 1 or ref.shape[0] < 2:
-        raise DataError(f"tau_ap: need two 1-D arrays of ≥ 2 equal-length scores, got {ref.shape}, {oth.shape}")
+        raise DataError(
+            f"tau_ap: need two 1-D arrays of ≥ 2 equal-length scores, got {ref.shape}, {oth.shape}"
+        )
     n = ref.shape[0]
     ref_pos = _positions(ref)
     listed = np.argsort(-oth, kind="stable")
@@ -171,7 +173,11 @@ class MetricAgreement:
             "## Metric agreement",
             "",
             f"{len(self.systems)} systems, {self.n_queries} queries"
-            + (f" ({self.n_dropped} dropped: not scored by every system and metric)" if self.n_dropped else "")
+            + (
+                f" ({self.n_dropped} dropped: not scored by every system and metric)"
+                if self.n_dropped
+                else ""
+            )
             + f". τ = Kendall's τ-b between the system rankings by mean; τ_AP (a→b) takes a's ranking as "
             f"the reference (Yilmaz et al. 2008). Pearson/Spearman over all (system, query) values with "
             f"{pct} percentile bootstrap CIs over queries (B = {self.B:,}, seed {self.seed}).",
@@ -207,9 +213,7 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|")
 
 
-def _common_values(
-    per_query: Mapping[str, pd.DataFrame], metrics: Sequence[str]
-) -> tuple[np.ndarray, int]:
+def _common_values(per_query: Mapping[str, pd.DataFrame], metrics: Sequence[str]) -> tuple[np.ndarray, int]:
     """``values[system, query, metric]`` over the queries every system scored under every metric."""
     systems = list(per_query)
     order = per_query[systems[0]].index
@@ -217,7 +221,9 @@ def _common_values(
     for s in systems:
         frame = per_query[s]
         if not isinstance(frame, pd.DataFrame):
-            raise DataError(f"system {s!r}: expected a DataFrame indexed by query id, got {type(frame).__name__}")
+            raise DataError(
+                f"system {s!r}: expected a DataFrame indexed by query id, got {type(frame).__name__}"
+            )
         if set(frame.index) != set(order) or frame.index.has_duplicates:
             raise DataError(
                 f"system {s!r} was not scored on the same (unique) query ids as {systems[0]!r}; "
@@ -225,7 +231,9 @@ def _common_values(
             )
         missing = [m for m in metrics if m not in frame.columns]
         if missing:
-            raise DataError(f"system {s!r} has no values for metric {missing[0]!r}; it has: {', '.join(map(str, frame.columns))}")
+            raise DataError(
+                f"system {s!r} has no values for metric {missing[0]!r}; it has: {', '.join(map(str, frame.columns))}"
+            )
         cubes.append(frame.loc[order, list(metrics)].to_numpy(dtype=float, na_value=np.nan))
     cube = np.stack(cubes)
     scored = ~np.isnan(cube).any(axis=(0, 2))
@@ -266,7 +274,9 @@ def metric_agreement(
     cube, dropped = _common_values(per_query, names)
     n_sys, n_q, n_m = cube.shape
     if n_q < 2:
-        raise DataError(f"metric agreement: only {n_q} queries are scored by every system and metric; need ≥ 2")
+        raise DataError(
+            f"metric agreement: only {n_q} queries are scored by every system and metric; need ≥ 2"
+        )
     sign = np.array([-1.0 if m in lower_is_better else 1.0 for m in names])
     means = cube.mean(axis=1)
     oriented = means * sign

@@ -46,12 +46,13 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
 
+from ltr.agreement import metric_agreement
 from ltr.comparison import compare
 from ltr.config_check import defaults
 from ltr.console import print_tracker_location
 from ltr.entry import configure_process_environment
 from ltr.errors import ConfigError, LtrError
-from ltr.plots import plot_difference_histogram, plot_forest, plot_ndcg_at_k
+from ltr.plots import plot_asl_curves, plot_difference_histogram, plot_forest, plot_ndcg_at_k
 from ltr.progress import task_progress
 from ltr.provenance import command_line, rerun_command, run_tags
 from ltr.resources import config_dir, experiments_dir, work_root
@@ -229,13 +230,45 @@ def at_k_curves(frames: Mapping[str, Any], stats: Any, seed: int, metric: str = 
     return curves
 
 
+#: bootstrap resamples of the per-query metric correlations' CIs (the paired tests use ``stats.B``)
+AGREEMENT_B = 1000
+
+
+def build_agreement(frames: Mapping[str, Any], exp: Any, *, seed: int) -> Any:
+    """:func:`ltr.agreement.metric_agreement` over the compared metrics (``None`` with fewer than 2)."""
+    metrics = list(exp.metrics)
+    if len(metrics) < 2:
+        return None
+    stats = exp.stats
+    return metric_agreement(
+        {s: frames[s].set_index("qid")[metrics] for s in frames},
+        metrics=metrics,
+        alpha=float(stats.alpha),
+        confidence=float(stats.confidence),
+        test=str(stats.test),
+        B=AGREEMENT_B,
+        test_B=int(stats.B),
+        seed=seed,
+    )
+
+
 def write_outputs(
-    report: Any, frames: Mapping[str, Any], exp: Any, out_dir: Path, *, seed: int, note: str = ""
+    report: Any,
+    frames: Mapping[str, Any],
+    exp: Any,
+    out_dir: Path,
+    *,
+    seed: int,
+    note: str = "",
+    agreement: Any = None,
 ) -> list[Path]:
-    """Leaderboard (Markdown, CSV, LaTeX) and comparison plots in ``out_dir``; returns the files."""
+    """Leaderboard (Markdown, CSV, LaTeX), metric agreement and comparison plots in ``out_dir``; returns
+    the files."""
     out_dir.mkdir(parents=True, exist_ok=True)
     title = exp.get("title") or exp.name
     markdown = f"# {title}\n\nSorted by {exp.primary} (primary). {note}\n\n" + report.to_markdown(detail=True)
+    if agreement is not None:
+        markdown += "\n" + agreement.to_markdown()
     files = [
         out_dir / "leaderboard.md",
         report.to_csv(out_dir / "leaderboard.csv"),
@@ -255,6 +288,11 @@ def write_outputs(
         )
     )
     files.append(plot_forest(report, plots / "ci_forest.png"))
+    if agreement is not None:
+        (out_dir / "agreement.md").write_text(agreement.to_markdown())
+        agreement.to_frame().to_csv(out_dir / "agreement.csv", index=False)
+        files += [out_dir / "agreement.md", out_dir / "agreement.csv"]
+        files.append(plot_asl_curves(agreement.asl_curves(), plots / "asl_curves.png", alpha=agreement.alpha))
     return files
 
 
@@ -382,7 +420,10 @@ def run_comparison(
         if plan is not None:
             note += f" Test queries of {plan.description}, pooled (per fold: folds.md)."
         report = build_report(frames, exp, seed=int(first.seed))
-        files = write_outputs(report, frames, exp, out_dir, seed=int(first.seed), note=note)
+        agreement = build_agreement(frames, exp, seed=int(first.seed))
+        files = write_outputs(
+            report, frames, exp, out_dir, seed=int(first.seed), note=note, agreement=agreement
+        )
         extra = extra_tables(report, exp, summaries, float(first.eval.bootstrap.confidence))
         for name, text in extra.items():
             (out_dir / name).write_text(text)
@@ -400,7 +441,7 @@ def run_comparison(
         for path in files:
             tracker.log_artifact(path, "plots" if path.parent.name == "plots" else "leaderboard")
         parent_id = tracker.run_id
-    print_leaderboard(console, report, exp, out_dir)
+    print_leaderboard(console, report, exp, out_dir, agreement)
     for text in extra.values():
         console.print(f"\n{text}", markup=False, highlight=False, soft_wrap=True)
     if tracker.enabled:
@@ -463,10 +504,12 @@ def extra_tables(report: Any, exp: Any, summaries: Mapping[str, Any], confidence
     return out
 
 
-def print_leaderboard(console: Any, report: Any, exp: Any, out_dir: Path) -> None:
-    """The Markdown leaderboard on the console, and where the files are."""
+def print_leaderboard(console: Any, report: Any, exp: Any, out_dir: Path, agreement: Any = None) -> None:
+    """The Markdown leaderboard (and metric agreement) on the console, and where the files are."""
     console.print(f"\n[bold]Leaderboard[/bold] {exp.get('title') or exp.name} — sorted by {exp.primary}\n")
     console.print(report.to_markdown(), markup=False, highlight=False, soft_wrap=True)
+    if agreement is not None:
+        console.print(agreement.to_markdown(), markup=False, highlight=False, soft_wrap=True)
     console.print(f"Written: {out_dir}/leaderboard.{{md,csv,tex}} and {out_dir}/plots/*.png", soft_wrap=True)
 
 
@@ -560,9 +603,10 @@ def report_from_mlflow(
             f"run {missing[0][0]!r} has no per-query values of {missing[0][1]!r}; logged: {', '.join(frames[missing[0][0]].columns)}"
         )
     report = build_report(frames, exp, seed=seed)
+    agreement = build_agreement(frames, exp, seed=seed)
     note = "Rebuilt from MLflow runs " + ", ".join(f"{s}={ids[s]}" for s in frames) + "."
-    files = write_outputs(report, frames, exp, out_dir, seed=seed, note=note)
-    print_leaderboard(console, report, exp, out_dir)
+    files = write_outputs(report, frames, exp, out_dir, seed=seed, note=note, agreement=agreement)
+    print_leaderboard(console, report, exp, out_dir, agreement)
     return ComparisonResult(report, out_dir, files, None, dict(ids))
 
 

@@ -105,7 +105,12 @@ def test_correlation_ci_width_agrees_with_scipy_bootstrap_over_queries() -> None
         return float(np.corrcoef(a, b)[0, 1])
 
     res = stats.bootstrap(
-        (np.arange(200),), pearson_over, vectorized=False, n_resamples=2000, method="percentile", random_state=9
+        (np.arange(200),),
+        pearson_over,
+        vectorized=False,
+        n_resamples=2000,
+        method="percentile",
+        random_state=9,
     )
     ours = agr.pearson_ci[1][0, 1] - agr.pearson_ci[0][0, 1]
     theirs = res.confidence_interval.high - res.confidence_interval.low

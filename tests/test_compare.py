@@ -25,6 +25,7 @@ from ltr.compare import (
     run_comparison,
 )
 from ltr.errors import ConfigError
+from ltr.schemas import DEFAULT_METRICS
 
 TINY_DATA = [
     "data.n_queries.train=60",
@@ -193,9 +194,16 @@ def test_comparison_writes_leaderboard_plots_and_mlflow_parent_with_children(com
     leaderboard_files = {
         Path(a.path).name for a in client.list_artifacts(result.parent_run_id, "leaderboard")
     }
-    assert leaderboard_files == {"leaderboard.md", "leaderboard.csv", "leaderboard.tex"}
+    assert leaderboard_files == {
+        "leaderboard.md",
+        "leaderboard.csv",
+        "leaderboard.tex",
+        "agreement.md",
+        "agreement.csv",
+    }
     plot_files = {Path(a.path).name for a in client.list_artifacts(result.parent_run_id, "plots")}
-    assert {"ndcg_at_k.png", "ci_forest.png", "difference_histogram.png"} <= plot_files
+    assert {"ndcg_at_k.png", "ci_forest.png", "difference_histogram.png", "asl_curves.png"} <= plot_files
+    assert "## Metric agreement" in md and "Discriminative power" in md
 
 
 @pytest.mark.slow
@@ -303,6 +311,37 @@ def test_from_mlflow_refuses_runs_of_different_test_data(tmp_path, capsys):
     # the same name twice (all runs of the experiment): the collision is still refused by data
     code, err = _from_mlflow(uri, tmp_path, "--experiment", "ltr", capsys=capsys)
     assert code == 2 and "different test data" in err and "regression-synthetic" in err
+
+
+def test_from_mlflow_report_has_the_metric_agreement_section(tmp_path, capsys):
+    """Three logged runs: leaderboard.md, agreement.md/csv, the ASL plot and the console all carry the
+    agreement, and its numbers are metric_agreement's on the runs' per-query values."""
+    from ltr.agreement import metric_agreement
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    ids = [_logged_run(uri, name, range(30), "fp", seed) for seed, name in enumerate(("a", "b", "c"), 1)]
+    code, out = _from_mlflow(uri, tmp_path, "--run-ids", *ids, capsys=capsys)
+    assert code == 0, out
+    folder = tmp_path / "out"
+    assert "## Metric agreement" in out and "Discriminative power" in out
+    assert "## Metric agreement" in (folder / "leaderboard.md").read_text()
+    assert (folder / "plots" / "asl_curves.png").stat().st_size > 5000
+    table = pd.read_csv(folder / "agreement.csv")
+    metrics = list(DEFAULT_METRICS)  # the --from-mlflow default without experiment=
+    assert len(table) == len(metrics) * (len(metrics) - 1) // 2
+    from mlflow.tracking import MlflowClient
+
+    frames = {}
+    for rid in ids:
+        path = MlflowClient(uri).download_artifacts(rid, "per_query/test.parquet", str(tmp_path / rid))
+        frames[MlflowClient(uri).get_run(rid).info.run_name] = pd.read_parquet(path).set_index("qid")
+    # the CLI ranks the systems by the primary metric first; τ does not depend on the order of systems
+    expected = metric_agreement(frames, metrics=metrics, B=1000, test_B=10_000, seed=42)
+    i, j = metrics.index("err@10"), metrics.index("ndcg@10")
+    row = table[(table.metric_a == "err@10") & (table.metric_b == "ndcg@10")].iloc[0]
+    assert row["kendall_tau"] == pytest.approx(expected.kendall_tau[i, j])
+    assert row["pearson"] == pytest.approx(expected.pearson[i, j])
+    assert row["spearman_ci_low"] == pytest.approx(expected.spearman_ci[0][i, j])
 
 
 def test_from_mlflow_without_fingerprints_compares_query_ids(tmp_path, capsys):
