@@ -7,7 +7,8 @@ Every function draws one figure from plain arrays, writes it to ``path`` and ret
 - :func:`plot_difference_histogram` — per-query ``system − baseline`` differences of one metric;
 - :func:`plot_forest` — the leaderboard's paired differences against the baseline with their CIs;
 - :func:`plot_feature_importance` — the top features by gain (:func:`feature_importance`);
-- :func:`plot_asl_curves` — Sakai's achieved-significance-level curves, one line per metric.
+- :func:`plot_asl_curves` — Sakai's achieved-significance-level curves, one line per metric;
+- :func:`plot_segments` — Δ against the baseline with its CI per query segment and system.
 
 >>> import tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -214,6 +215,40 @@ def plot_asl_curves(curves: Mapping[str, np.ndarray], path: str | Path, *, alpha
     ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
     return _save(fig, path)
+
+
+def plot_segments(table: Any, path: str | Path, *, metric: str, baseline: str) -> Path:
+    """A :func:`ltr.segments.segment_table` as one panel per segment family: per segment, one marker per
+    system at its Δ with the CI as a horizontal bar (systems offset vertically), a line at Δ = 0."""
+    families = list(dict.fromkeys(table["family"]))
+    systems = list(dict.fromkeys(table["system"]))
+    heights = [table.loc[table["family"] == f, "segment"].nunique() for f in families]
+    fig = _figure(7.0, sum(0.45 * h + 0.9 for h in heights) + 0.4)
+    axes = fig.subplots(max(len(families), 1), 1, squeeze=False, height_ratios=heights or None)[:, 0]
+    colors = [f"C{i % 10}" for i in range(len(systems))]
+    step = 0.7 / max(len(systems), 1)
+    for ax, family in zip(axes, families, strict=False):
+        part = table[table["family"] == family]
+        segments = sorted(part["segment"].unique())
+        for j, (system, color) in enumerate(zip(systems, colors, strict=True)):
+            rows = part[part["system"] == system].set_index("segment").reindex(segments)
+            y = np.arange(len(segments))[::-1] + 0.35 - step * (j + 0.5)
+            ax.errorbar(
+                rows["diff"], y,
+                xerr=[rows["diff"] - rows["ci_low"], rows["ci_high"] - rows["diff"]],
+                fmt="o", color=color, markersize=4, capsize=2, label=system if ax is axes[0] else None,
+            )  # fmt: skip
+        ax.axvline(0.0, color="black", linewidth=1)
+        ax.set_yticks(np.arange(len(segments))[::-1], [f"{s} (n={_n(part, s)})" for s in segments])
+        ax.set_title(f"{family}: {metric} difference vs {baseline}", fontsize="medium")
+        ax.grid(axis="x", alpha=0.3)
+    if systems:
+        axes[0].legend(fontsize="small", loc="best")
+    return _save(fig, path)
+
+
+def _n(part: Any, segment: str) -> int:
+    return int(part.loc[part["segment"] == segment, "n_queries"].max())
 
 
 def _integer_ticks(axis: Any) -> None:

@@ -52,7 +52,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("statistics", ("ltr.stats",)),
     ("click simulation", ("ltr.clicks",)),
     ("models", ("ltr.models",)),
-    ("reporting", ("ltr.comparison", "ltr.agreement", "ltr.report", "ltr.plots", "ltr.progress")),
+    (
+        "reporting",
+        ("ltr.comparison", "ltr.agreement", "ltr.segments", "ltr.report", "ltr.plots", "ltr.progress"),
+    ),
     ("tracking", ("ltr.tracking",)),
     (
         "application",
@@ -319,6 +322,7 @@ IMPORT_ALLOWS: dict[str, frozenset[str]] = {
     "ltr.models": frozenset({"numba"}),  # engines load when a model is fitted (below)
     "ltr.comparison": frozenset({"numba", "pandas"}),
     "ltr.agreement": frozenset({"numba", "pandas"}),
+    "ltr.segments": frozenset({"numba", "pandas"}),
     "ltr.report": frozenset(),
     "ltr.plots": frozenset(),
     "ltr.progress": frozenset(),
