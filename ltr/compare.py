@@ -52,7 +52,13 @@ from ltr.config_check import defaults
 from ltr.console import print_tracker_location
 from ltr.entry import configure_process_environment
 from ltr.errors import ConfigError, LtrError
-from ltr.plots import plot_asl_curves, plot_difference_histogram, plot_forest, plot_ndcg_at_k
+from ltr.plots import (
+    plot_asl_curves,
+    plot_difference_histogram,
+    plot_forest,
+    plot_ndcg_at_k,
+    plot_segments,
+)
 from ltr.progress import task_progress
 from ltr.provenance import command_line, rerun_command, run_tags
 from ltr.resources import config_dir, experiments_dir, work_root
@@ -62,6 +68,15 @@ from ltr.schemas import (
     check_experiment_block,
     register_configs,
     validate_config,
+)
+from ltr.segments import (
+    builtin_segments,
+    query_attributes,
+    ranked_labels,
+    segment_table,
+    segments_markdown,
+    worst_markdown,
+    worst_queries,
 )
 from ltr.tracking import (
     check_server_reachable,
@@ -252,6 +267,66 @@ def build_agreement(frames: Mapping[str, Any], exp: Any, *, seed: int) -> Any:
     )
 
 
+#: how many of each system's worst queries the failure analysis lists
+WORST_K = 5
+
+
+@dataclass
+class FailureAnalysis:
+    """The segment table (:func:`ltr.segments.segment_table`) and the worst queries of every system."""
+
+    table: Any
+    worst: list[Any]
+    metric: str
+    baseline: str
+
+    def to_markdown(self, confidence: float) -> str:
+        return (
+            segments_markdown(self.table, metric=self.metric, baseline=self.baseline, confidence=confidence)
+            + "\n"
+            + worst_markdown(self.worst, metric=self.metric, baseline=self.baseline)
+        )
+
+
+def build_failure_analysis(
+    frames: Mapping[str, Any],
+    exp: Any,
+    *,
+    seed: int,
+    attributes: Any = None,
+    ranked: Mapping[str, Mapping[Any, Any]] | None = None,
+) -> FailureAnalysis | None:
+    """Segments of the primary metric against the baseline, and each system's worst queries.
+
+    ``attributes`` (:func:`ltr.segments.query_attributes` of the test data) gives every built-in segment;
+    without it only ``documents per query`` (from the frames' ``n_docs``), and none without that column.
+    ``ranked[system]`` (:func:`ltr.segments.ranked_labels`) adds the ranked labels to the worst queries.
+    """
+    baseline, primary = str(exp.baseline), str(exp.primary)
+    base_frame = frames[baseline].set_index("qid")
+    if attributes is None:
+        if "n_docs" not in base_frame.columns:
+            return None
+        attributes = base_frame[["n_docs"]]
+    values = {s: frames[s].set_index("qid")[primary] for s in frames}
+    stats = exp.stats
+    table = segment_table(
+        values,
+        baseline=baseline,
+        segments=builtin_segments(attributes.loc[base_frame.index]),
+        B=int(stats.B),
+        confidence=float(stats.confidence),
+        seed=seed,
+    )
+    worst = []
+    for system in frames:
+        if system != baseline:
+            worst += worst_queries(
+                values[system], values[baseline], (ranked or {}).get(system, {}), system=system, k=WORST_K
+            )
+    return FailureAnalysis(table, worst, primary, baseline)
+
+
 def write_outputs(
     report: Any,
     frames: Mapping[str, Any],
@@ -261,14 +336,18 @@ def write_outputs(
     seed: int,
     note: str = "",
     agreement: Any = None,
+    failures: FailureAnalysis | None = None,
 ) -> list[Path]:
-    """Leaderboard (Markdown, CSV, LaTeX), metric agreement and comparison plots in ``out_dir``; returns
-    the files."""
+    """Leaderboard (Markdown, CSV, LaTeX), metric agreement, failure analysis and comparison plots in
+    ``out_dir``; returns the files."""
     out_dir.mkdir(parents=True, exist_ok=True)
     title = exp.get("title") or exp.name
+    confidence = float(exp.stats.confidence)
     markdown = f"# {title}\n\nSorted by {exp.primary} (primary). {note}\n\n" + report.to_markdown(detail=True)
     if agreement is not None:
         markdown += "\n" + agreement.to_markdown()
+    if failures is not None:
+        markdown += "\n" + failures.to_markdown(confidence)
     files = [
         out_dir / "leaderboard.md",
         report.to_csv(out_dir / "leaderboard.csv"),
@@ -293,7 +372,26 @@ def write_outputs(
         agreement.to_frame().to_csv(out_dir / "agreement.csv", index=False)
         files += [out_dir / "agreement.md", out_dir / "agreement.csv"]
         files.append(plot_asl_curves(agreement.asl_curves(), plots / "asl_curves.png", alpha=agreement.alpha))
+    if failures is not None:
+        (out_dir / "segments.md").write_text(failures.to_markdown(confidence))
+        failures.table.to_csv(out_dir / "segments.csv", index=False)
+        files += [out_dir / "segments.md", out_dir / "segments.csv"]
+        files.append(
+            plot_segments(
+                failures.table, plots / "segments.png", metric=failures.metric, baseline=failures.baseline
+            )
+        )
     return files
+
+
+def split_attributes(data: Any) -> Any:
+    """:func:`ltr.segments.query_attributes` of a split (relevant = label ≥ 1)."""
+    return query_attributes(data.y, data.offsets, data.query_ids)
+
+
+def ranked_labels_of(ranker: Any, data: Any) -> dict[Any, Any]:
+    """qid → (top-10 labels in the ranker's order, top-10 ideal labels) on ``data``."""
+    return ranked_labels(data.y, np.asarray(ranker.predict(data), dtype=float), data.offsets, data.query_ids)
 
 
 def leaderboard_metrics(report: Any) -> dict[str, float]:
@@ -369,6 +467,7 @@ def run_comparison(
     children: dict[str, str | None] = {}
     conventions: dict[str, str] = {}
     summaries: dict[str, Any] = {}  # system → FoldSummary (fold protocols)
+    ranked: dict[str, Any] = {}  # system → qid → (ranked labels, ideal labels) on the test split
     with tracker.start(run_name=f"compare-{exp.name}", tags=parent_tags):
         settings = OmegaConf.to_container(exp, resolve=True)
         published = settings.pop("published", None)  # metric names with '@' are no MLflow param keys
@@ -414,6 +513,7 @@ def run_comparison(
                         )
                         frames[system], children[system] = recorded.outcome.frames["test"], recorded.run_id
                         outcome = recorded.outcome
+                        ranked[system] = ranked_labels_of(outcome.ranker, splits["test"])
                 conventions = conventions or outcome.conventions.describe()
                 advance(system)
         note = "Metric conventions: " + ", ".join(f"{k}={v}" for k, v in conventions.items()) + "."
@@ -421,8 +521,19 @@ def run_comparison(
             note += f" Test queries of {plan.description}, pooled (per fold: folds.md)."
         report = build_report(frames, exp, seed=int(first.seed))
         agreement = build_agreement(frames, exp, seed=int(first.seed))
+        attributes = split_attributes(splits["test"]) if "test" in splits else None
+        failures = build_failure_analysis(
+            frames, exp, seed=int(first.seed), attributes=attributes, ranked=ranked
+        )
         files = write_outputs(
-            report, frames, exp, out_dir, seed=int(first.seed), note=note, agreement=agreement
+            report,
+            frames,
+            exp,
+            out_dir,
+            seed=int(first.seed),
+            note=note,
+            agreement=agreement,
+            failures=failures,
         )
         extra = extra_tables(report, exp, summaries, float(first.eval.bootstrap.confidence))
         for name, text in extra.items():
@@ -441,7 +552,7 @@ def run_comparison(
         for path in files:
             tracker.log_artifact(path, "plots" if path.parent.name == "plots" else "leaderboard")
         parent_id = tracker.run_id
-    print_leaderboard(console, report, exp, out_dir, agreement)
+    print_leaderboard(console, report, exp, out_dir, agreement, failures)
     for text in extra.values():
         console.print(f"\n{text}", markup=False, highlight=False, soft_wrap=True)
     if tracker.enabled:
@@ -504,12 +615,22 @@ def extra_tables(report: Any, exp: Any, summaries: Mapping[str, Any], confidence
     return out
 
 
-def print_leaderboard(console: Any, report: Any, exp: Any, out_dir: Path, agreement: Any = None) -> None:
-    """The Markdown leaderboard (and metric agreement) on the console, and where the files are."""
+def print_leaderboard(
+    console: Any,
+    report: Any,
+    exp: Any,
+    out_dir: Path,
+    agreement: Any = None,
+    failures: FailureAnalysis | None = None,
+) -> None:
+    """The Markdown leaderboard (metric agreement, failure analysis) on the console, and where the files are."""
     console.print(f"\n[bold]Leaderboard[/bold] {exp.get('title') or exp.name} — sorted by {exp.primary}\n")
     console.print(report.to_markdown(), markup=False, highlight=False, soft_wrap=True)
     if agreement is not None:
         console.print(agreement.to_markdown(), markup=False, highlight=False, soft_wrap=True)
+    if failures is not None:
+        text = failures.to_markdown(float(exp.stats.confidence))
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
     console.print(f"Written: {out_dir}/leaderboard.{{md,csv,tex}} and {out_dir}/plots/*.png", soft_wrap=True)
 
 
@@ -604,9 +725,12 @@ def report_from_mlflow(
         )
     report = build_report(frames, exp, seed=seed)
     agreement = build_agreement(frames, exp, seed=seed)
+    failures = build_failure_analysis(frames, exp, seed=seed)
     note = "Rebuilt from MLflow runs " + ", ".join(f"{s}={ids[s]}" for s in frames) + "."
-    files = write_outputs(report, frames, exp, out_dir, seed=seed, note=note, agreement=agreement)
-    print_leaderboard(console, report, exp, out_dir, agreement)
+    files = write_outputs(
+        report, frames, exp, out_dir, seed=seed, note=note, agreement=agreement, failures=failures
+    )
+    print_leaderboard(console, report, exp, out_dir, agreement, failures)
     return ComparisonResult(report, out_dir, files, None, dict(ids))
 
 

@@ -277,6 +277,7 @@ def _logged_run(
     run = client.create_run(exp.experiment_id, run_name=name, tags=tags)
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame({"qid": np.asarray(qids, dtype=np.int64)})
+    frame["n_docs"] = 5 + frame["qid"] % 7
     for metric in ("ndcg@10", "ndcg@5", "ndcg@1", "err@10", "map", "mrr@10", "p@10"):
         frame[metric] = rng.random(len(frame))
     with tempfile.TemporaryDirectory() as tmp:
@@ -342,6 +343,66 @@ def test_from_mlflow_report_has_the_metric_agreement_section(tmp_path, capsys):
     assert row["kendall_tau"] == pytest.approx(expected.kendall_tau[i, j])
     assert row["pearson"] == pytest.approx(expected.pearson[i, j])
     assert row["spearman_ci_low"] == pytest.approx(expected.spearman_ci[0][i, j])
+
+
+def test_from_mlflow_report_has_the_failure_analysis_by_documents_per_query(tmp_path, capsys):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    ids = [_logged_run(uri, name, range(30), "fp", seed) for seed, name in enumerate(("a", "b", "c"), 1)]
+    code, out = _from_mlflow(uri, tmp_path, "--run-ids", *ids, "--baseline", "a", capsys=capsys)
+    assert code == 0, out
+    folder = tmp_path / "out"
+    assert "## Failure analysis by segment" in out and "## Worst queries" in out
+    table = pd.read_csv(folder / "segments.csv")
+    # n_docs = 5 + qid % 7 over qid 0..29: tertile cuts at 7 and 9 → 5–7, 8–9, 10–11
+    assert set(table["family"]) == {"documents per query"}
+    counts = table[table.system == "b"].set_index("segment")["n_queries"].to_dict()
+    assert counts == {"n_docs 5–7": 14, "n_docs 8–9": 8, "n_docs 10–11": 8}
+    assert set(table["system"]) == {"b", "c"}
+    assert (folder / "plots" / "segments.png").stat().st_size > 5000
+    assert "## Failure analysis by segment" in (folder / "leaderboard.md").read_text()
+
+
+def test_failure_analysis_with_labels_lists_every_segment_and_the_worst_queries(tmp_path):
+    from ltr.compare import build_failure_analysis, write_outputs
+    from ltr.segments import query_attributes, ranked_labels
+
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(3, 12, 40)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    labels = rng.integers(0, 3, offsets[-1]).astype(float)
+    qid = np.arange(100, 140)
+    frames = {
+        s: pd.DataFrame({"qid": qid, "n_docs": sizes, "err@10": rng.random(40)}) for s in ("base", "x", "y")
+    }
+    exp = check_experiment(
+        OmegaConf.create(
+            {"name": "t", "baseline": "base", "primary": "err@10", "metrics": ["err@10"],
+             "stats": {"B": 500}, "systems": {s: {"model": "m"} for s in frames}}
+        ),
+        "t.yaml",
+    )  # fmt: skip
+    ranked = {s: ranked_labels(labels, rng.random(offsets[-1]), offsets, qid) for s in ("x", "y")}
+    failures = build_failure_analysis(
+        frames, exp, seed=1, attributes=query_attributes(labels, offsets, qid), ranked=ranked
+    )
+    table = failures.table
+    assert set(table["family"]) == {"documents per query", "relevant documents", "highest label"}
+    for (_system, _family), part in table.groupby(["system", "family"]):
+        assert part["n_queries"].sum() == 40
+    diff = frames["x"]["err@10"] - frames["base"]["err@10"]
+    expected = qid[np.argsort(diff.to_numpy(), kind="stable")[:5]].tolist()
+    assert [w.qid for w in failures.worst if w.system == "x"] == expected
+    w = failures.worst[0]
+    i = int(np.flatnonzero(qid == w.qid)[0])
+    own = labels[offsets[i] : offsets[i + 1]]
+    assert w.ranked_labels == ranked["x"][w.qid][0]
+    assert w.ideal_labels == tuple(sorted(own.tolist(), reverse=True)[:10])
+    report = build_report(frames, exp, seed=1)
+    files = write_outputs(report, frames, exp, tmp_path, seed=1, failures=failures)
+    names = {f.name for f in files}
+    assert {"segments.md", "segments.csv", "segments.png"} <= names
+    text = (tmp_path / "segments.md").read_text()
+    assert "**relevant documents**" in text and "## Worst queries" in text
 
 
 def test_from_mlflow_without_fingerprints_compares_query_ids(tmp_path, capsys):
