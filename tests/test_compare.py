@@ -200,10 +200,17 @@ def test_comparison_writes_leaderboard_plots_and_mlflow_parent_with_children(com
         "leaderboard.tex",
         "agreement.md",
         "agreement.csv",
+        "segments.md",
+        "segments.csv",
     }
     plot_files = {Path(a.path).name for a in client.list_artifacts(result.parent_run_id, "plots")}
     assert {"ndcg_at_k.png", "ci_forest.png", "difference_histogram.png", "asl_curves.png"} <= plot_files
     assert "## Metric agreement" in md and "Discriminative power" in md
+    assert {"segments.png", "asl_curves.png"} <= plot_files
+    segments = pd.read_csv(out / "segments.csv")
+    assert set(segments["family"]) == {"documents per query", "relevant documents", "highest label"}
+    # worst queries carry the labels in each system's order (from its test predictions)
+    assert "## Worst queries" in md and "| lambdamart |" in md.split("## Worst queries")[1]
 
 
 @pytest.mark.slow
