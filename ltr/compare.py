@@ -45,6 +45,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
+from rich.markdown import Markdown
 
 from ltr.agreement import metric_agreement
 from ltr.comparison import compare
@@ -61,6 +62,7 @@ from ltr.plots import (
 )
 from ltr.progress import task_progress
 from ltr.provenance import command_line, rerun_command, run_tags
+from ltr.report import leaderboard_table
 from ltr.resources import config_dir, experiments_dir, work_root
 from ltr.schemas import (
     DEFAULT_METRICS,
@@ -183,6 +185,42 @@ def system_search_path(exp: Any, system: str, cli_overrides: Sequence[str]) -> l
 
 
 # --- the report ----------------------------------------------------------------------------------------
+
+
+def data_label(data_cfg: Any) -> str:
+    """What the data is called in titles: its config name, or for your own files ``svmlight <train file>``.
+
+    >>> data_label({"name": "synthetic", "kind": "synthetic"})
+    'synthetic'
+    >>> data_label({"name": "svmlight", "kind": "svmlight", "train": "/data/rank.train"})
+    'svmlight rank.train'
+    """
+    name = str(data_cfg.get("name"))
+    if str(data_cfg.get("kind")) == "svmlight" and data_cfg.get("train"):
+        return f"{name} {Path(str(data_cfg.get('train'))).name}"
+    return name
+
+
+def titled_for_data(exp: Any, used: str, own: str) -> tuple[Any, str]:
+    """The experiment with a title true to the data ``used``, and the parent run's name.
+
+    On the experiment's ``own`` data its title and ``compare-NAME`` stand; on other data (a command-line
+    override) the title is ``NAME on <used>`` and the run ``compare-NAME-<used>``, since the experiment's
+    own title describes other data.
+
+    >>> from omegaconf import OmegaConf
+    >>> exp = OmegaConf.create({"name": "synthetic_challenge", "title": "Comparison on synthetic data"})
+    >>> titled_for_data(exp, "synthetic", "synthetic")[0].title, titled_for_data(exp, "synthetic", "synthetic")[1]
+    ('Comparison on synthetic data', 'compare-synthetic_challenge')
+    >>> e, run = titled_for_data(exp, "svmlight rank.train", "synthetic")
+    >>> e.title, run, exp.title
+    ('synthetic_challenge on svmlight rank.train', 'compare-synthetic_challenge-svmlight_rank.train', 'Comparison on synthetic data')
+    """
+    if used == own:
+        return exp, f"compare-{exp.name}"
+    out = exp.copy()
+    out.title = f"{exp.name} on {used}"
+    return out, f"compare-{exp.name}-{used.replace(' ', '_')}"
 
 
 def rank_systems(frames: Mapping[str, Any], primary: str, baseline: str) -> list[str]:
@@ -440,6 +478,9 @@ def run_comparison(
             raise ConfigError(
                 f"system {s!r} uses different data than {systems[0]!r}; a comparison needs the same queries"
             )
+    exp, run_name = titled_for_data(
+        exp, data_label(first.data), data_label(compose_system(exp, systems[0], ()).data)
+    )
     root = Path(first.paths.root).resolve()
     out_dir = Path(out_dir) if out_dir is not None else root / "reports" / str(exp.name)
     plan = fold_plan(first.data)
@@ -468,7 +509,7 @@ def run_comparison(
     conventions: dict[str, str] = {}
     summaries: dict[str, Any] = {}  # system → FoldSummary (fold protocols)
     ranked: dict[str, Any] = {}  # system → qid → (ranked labels, ideal labels) on the test split
-    with tracker.start(run_name=f"compare-{exp.name}", tags=parent_tags):
+    with tracker.start(run_name=run_name, tags=parent_tags):
         settings = OmegaConf.to_container(exp, resolve=True)
         published = settings.pop("published", None)  # metric names with '@' are no MLflow param keys
         tracker.log_params(flatten_params(settings))
@@ -556,7 +597,7 @@ def run_comparison(
     for text in extra.values():
         console.print(f"\n{text}", markup=False, highlight=False, soft_wrap=True)
     if tracker.enabled:
-        print_tracker_location(console, f"parent run {parent_id} ('compare-{exp.name}')", tracker.uri)
+        print_tracker_location(console, f"parent run {parent_id} ('{run_name}')", tracker.uri)
     return ComparisonResult(report, out_dir, files, parent_id, children)
 
 
@@ -623,14 +664,15 @@ def print_leaderboard(
     agreement: Any = None,
     failures: FailureAnalysis | None = None,
 ) -> None:
-    """The Markdown leaderboard (metric agreement, failure analysis) on the console, and where the files are."""
-    console.print(f"\n[bold]Leaderboard[/bold] {exp.get('title') or exp.name} — sorted by {exp.primary}\n")
-    console.print(report.to_markdown(), markup=False, highlight=False, soft_wrap=True)
+    """The leaderboard as a terminal table (metric agreement and failure analysis rendered from their
+    Markdown), and where the files are. The files keep the Markdown."""
+    title = f"Leaderboard: {exp.get('title') or exp.name} — sorted by {exp.primary}"
+    console.print()
+    console.print(leaderboard_table(report, title=title))
     if agreement is not None:
-        console.print(agreement.to_markdown(), markup=False, highlight=False, soft_wrap=True)
+        console.print(Markdown(agreement.to_markdown()))
     if failures is not None:
-        text = failures.to_markdown(float(exp.stats.confidence))
-        console.print(text, markup=False, highlight=False, soft_wrap=True)
+        console.print(Markdown(failures.to_markdown(float(exp.stats.confidence))))
     console.print(f"Written: {out_dir}/leaderboard.{{md,csv,tex}} and {out_dir}/plots/*.png", soft_wrap=True)
 
 
@@ -714,6 +756,9 @@ def report_from_mlflow(
             console.print(
                 f"[yellow]warning:[/yellow] run {label!r} ({run['run_id']}): {leak}", soft_wrap=True
             )
+    data_names = {run["tags"].get("ltr.data") for run in runs}
+    if exp.name == FROM_MLFLOW["name"] and len(data_names) == 1 and None not in data_names:
+        exp.title = f"{FROM_MLFLOW['title']} on {data_names.pop()}"
     chosen = baseline or (exp.baseline if exp.get("baseline") in frames else next(iter(frames)))
     if chosen not in frames:
         raise ConfigError(f"--baseline {chosen!r} is not one of the runs: {', '.join(frames)}")

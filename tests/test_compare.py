@@ -331,7 +331,9 @@ def test_from_mlflow_report_has_the_metric_agreement_section(tmp_path, capsys):
     code, out = _from_mlflow(uri, tmp_path, "--run-ids", *ids, capsys=capsys)
     assert code == 0, out
     folder = tmp_path / "out"
-    assert "## Metric agreement" in out and "Discriminative power" in out
+    assert "Metric agreement" in out and "Discriminative power" in out
+    # the console renders the Markdown: tables, no escapes or emphasis markers
+    assert "\\_" not in out and "**" not in out and "|---" not in out
     assert "## Metric agreement" in (folder / "leaderboard.md").read_text()
     assert (folder / "plots" / "asl_curves.png").stat().st_size > 5000
     table = pd.read_csv(folder / "agreement.csv")
@@ -358,7 +360,7 @@ def test_from_mlflow_report_has_the_failure_analysis_by_documents_per_query(tmp_
     code, out = _from_mlflow(uri, tmp_path, "--run-ids", *ids, "--baseline", "a", capsys=capsys)
     assert code == 0, out
     folder = tmp_path / "out"
-    assert "## Failure analysis by segment" in out and "## Worst queries" in out
+    assert "Failure analysis by segment" in out and "Worst queries" in out and "**" not in out
     table = pd.read_csv(folder / "segments.csv")
     # n_docs = 5 + qid % 7 over qid 0..29: tertile cuts at 7 and 9 → 5–7, 8–9, 10–11
     assert set(table["family"]) == {"documents per query"}
@@ -478,3 +480,62 @@ def test_an_experiment_with_a_yaml_syntax_error_is_a_config_error(tmp_path):
         ConfigError, match=r"broken.yaml: not a valid experiment YAML \(while parsing .* expected ','"
     ):
         load_experiment(str(path))
+
+
+# --- a report people want to look at ---------------------------------------------------------------------
+
+
+def test_console_leaderboard_is_a_terminal_table_without_markdown_escapes(tmp_path):
+    """Names with underscores print as they are: no ``\\_``, no ``**``, no Markdown rule rows; the files
+    keep their Markdown."""
+    import io
+
+    from rich.console import Console
+
+    from ltr.compare import build_agreement, build_failure_analysis, print_leaderboard
+
+    rng = np.random.default_rng(1)
+    qid = np.arange(30)
+    frames = {
+        s: pd.DataFrame(
+            {"qid": qid, "n_docs": 5 + qid % 4, "err@10": rng.random(30), "ndcg@10": rng.random(30)}
+        )
+        for s in ("reg_base", "lambda_mart", "lambdamart_xgb")
+    }
+    exp = check_experiment(
+        OmegaConf.create(
+            {"name": "t", "title": "Title_with_underscores", "baseline": "reg_base", "primary": "err@10",
+             "metrics": ["err@10", "ndcg@10"], "stats": {"B": 500}, "systems": {s: {"model": "m"} for s in frames}}
+        ),
+        "t.yaml",
+    )  # fmt: skip
+    report = build_report(frames, exp, seed=1)
+    console = Console(width=160, record=True, file=io.StringIO(), force_terminal=True)
+    failures = build_failure_analysis(frames, exp, seed=1)
+    print_leaderboard(console, report, exp, tmp_path, build_agreement(frames, exp, seed=1), failures)
+    text = console.export_text(clear=False)
+    assert "lambda_mart" in text and "lambdamart_xgb" in text and "reg_base (baseline)" in text
+    assert "Title_with_underscores" in text and "Metric agreement" in text and "Failure analysis" in text
+    assert "\\_" not in text and "**" not in text and "| ---" not in text and "|---" not in text
+    # the best mean is bold on the terminal (a style, not asterisks)
+    best = report.best("err@10")
+    styled = console.export_text(styles=True)
+    assert f"\x1b[1m{report.row(best, 'err@10').mean:.4f}" in styled
+    assert "lambda\\_mart" in report.to_markdown()  # the Markdown file keeps its escapes
+
+
+def test_title_and_parent_run_name_follow_the_data_actually_used():
+    from ltr.compare import data_label, titled_for_data
+
+    exp = load_experiment("synthetic_challenge")
+    own = data_label(compose_system(exp, "regression", []).data)
+    used = data_label(
+        compose_system(
+            exp, "regression", ["data=svmlight", "data.train=/x/rank.train", "data.test=/x/rank.test"]
+        ).data
+    )
+    assert (own, used) == ("synthetic", "svmlight rank.train")
+    titled, run_name = titled_for_data(exp, used, own)
+    assert "synthetic" not in titled.title.replace("synthetic_challenge", "")
+    assert "rank.train" in titled.title and run_name == "compare-synthetic_challenge-svmlight_rank.train"
+    assert titled_for_data(exp, own, own) == (exp, "compare-synthetic_challenge")
