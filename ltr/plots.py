@@ -66,6 +66,10 @@ def plot_learning_curves(
     return _save(fig, path)
 
 
+#: with more systems than this, :func:`plot_ndcg_at_k` draws one panel per system (small multiples)
+OVERLAY_MAX_SYSTEMS = 3
+
+
 def plot_ndcg_at_k(
     curves: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
     path: str | Path,
@@ -73,18 +77,52 @@ def plot_ndcg_at_k(
     metric: str = "ndcg",
     confidence: float = 0.95,
 ) -> Path:
-    """``curves[system] = (mean, low, high)`` over k = 1..K (arrays of length K) as lines with CI bands."""
-    fig = _figure()
-    ax = fig.add_subplot()
-    for system, (mean, low, high) in curves.items():
-        k = np.arange(1, len(mean) + 1)
-        (line,) = ax.plot(k, mean, marker="o", markersize=3, label=system)
-        ax.fill_between(k, low, high, color=line.get_color(), alpha=0.18, linewidth=0)
-    ax.set_xlabel("k")
-    ax.set_ylabel(f"mean {metric}@k")
-    ax.set_title(f"{metric}@k with {confidence:.0%} bootstrap CI")
-    ax.legend(fontsize="small")
-    ax.grid(alpha=0.3)
+    """``curves[system] = (mean, low, high)`` over k = 1..K (arrays of length K) as lines with CI bands.
+
+    Up to :data:`OVERLAY_MAX_SYSTEMS` systems share one panel; with more, overlapping bands would blur
+    into one, so each system gets its own panel (shared axes) with its band, the other systems' means
+    as thin grey lines for reference. The k axis has integer ticks only."""
+    systems = list(curves)
+    colors = {s: f"C{i % 10}" for i, s in enumerate(systems)}
+    if len(systems) <= OVERLAY_MAX_SYSTEMS:
+        fig = _figure()
+        axes = [fig.add_subplot()]
+        panels = [systems]
+    else:
+        ncols = 2 if len(systems) <= 4 else 3
+        nrows = -(-len(systems) // ncols)
+        fig = _figure(3.2 * ncols, 2.6 * nrows + 0.5)
+        grid = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False).ravel()
+        for ax in grid[len(systems) :]:
+            ax.remove()
+        axes = list(grid[: len(systems)])
+        panels = [[s] for s in systems]
+    for ax, shown in zip(axes, panels, strict=True):
+        if len(panels) > 1:
+            for other in systems:
+                if other not in shown:
+                    mean = curves[other][0]
+                    ax.plot(np.arange(1, len(mean) + 1), mean, color="0.75", linewidth=0.8)
+        for system in shown:
+            mean, low, high = curves[system]
+            k = np.arange(1, len(mean) + 1)
+            ax.plot(k, mean, marker="o", markersize=3, color=colors[system], label=system)
+            ax.fill_between(k, low, high, color=colors[system], alpha=0.2, linewidth=0)
+        _integer_ticks(ax.xaxis)
+        ax.grid(alpha=0.3)
+        if len(panels) > 1:
+            ax.set_title(shown[0], fontsize="medium")
+        else:
+            ax.legend(fontsize="small")
+    title = f"{metric}@k with {confidence:.0%} bootstrap CI"
+    if len(panels) > 1:
+        fig.suptitle(title)
+        fig.supxlabel("k")
+        fig.supylabel(f"mean {metric}@k")
+    else:
+        axes[0].set_title(title)
+        axes[0].set_xlabel("k")
+        axes[0].set_ylabel(f"mean {metric}@k")
     return _save(fig, path)
 
 

@@ -8,6 +8,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import captured_figures
 from scipy import stats
 
 from ltr.agreement import kendall_tau, metric_agreement, tau_ap
@@ -188,23 +189,11 @@ def test_bad_input_is_named() -> None:
 
 
 def test_asl_plot_has_integer_pair_ticks(tmp_path) -> None:  # noqa: ANN001 - pytest fixture
-    from matplotlib.figure import Figure
-
     from ltr.plots import plot_asl_curves
 
     agr = metric_agreement(_frames(n_queries=20), B=20, test_B=100)
-    captured: list[Figure] = []
-    original = Figure.savefig
-
-    def keep(self: Figure, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        captured.append(self)
-        return original(self, *args, **kwargs)
-
-    Figure.savefig = keep
-    try:
+    with captured_figures() as captured:
         path = plot_asl_curves(agr.asl_curves(), tmp_path / "asl.png", alpha=agr.alpha)
-    finally:
-        Figure.savefig = original
     assert path.is_file() and path.stat().st_size > 1000
     ax = captured[0].axes[0]
     ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import captured_figures
 from scipy import stats
 
 from ltr.errors import ConfigError, DataError
@@ -134,8 +135,6 @@ def test_ranked_labels_and_worst_queries_by_hand() -> None:
 
 
 def test_segment_plot_has_a_panel_per_family(tmp_path) -> None:  # noqa: ANN001 - pytest fixture
-    from matplotlib.figure import Figure
-
     from ltr.plots import plot_segments
 
     systems, length = _systems()
@@ -145,18 +144,8 @@ def test_segment_plot_has_a_panel_per_family(tmp_path) -> None:  # noqa: ANN001 
         "half": pd.Series(np.where(np.arange(60) < 30, "first", "second"), index=length.index),
     }
     table = segment_table(systems, baseline="base", segments=segs, B=200)
-    captured: list[Figure] = []
-    original = Figure.savefig
-
-    def keep(self: Figure, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        captured.append(self)
-        return original(self, *args, **kwargs)
-
-    Figure.savefig = keep
-    try:
+    with captured_figures() as captured:
         path = plot_segments(table, tmp_path / "seg.png", metric="ndcg@10", baseline="base")
-    finally:
-        Figure.savefig = original
     assert path.stat().st_size > 5000
     axes = captured[0].axes
     assert len(axes) == 2
