@@ -44,11 +44,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from ltr.comparison import PAIRED_TESTS, paired_pvalue
 from ltr.errors import ConfigError, DataError
-from ltr.stats import paired_t_test, randomization_test
 from ltr.stats._validate import check_B, check_choice, check_level, check_seed
-
-AGREEMENT_TESTS = ("randomization", "t")
 
 
 def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float:
@@ -260,7 +258,7 @@ def metric_agreement(
     """
     if not isinstance(per_query, Mapping) or len(per_query) < 2:
         raise DataError("metric agreement needs a mapping of at least 2 systems to their per-query frames")
-    check_choice("test", test, AGREEMENT_TESTS)
+    check_choice("test", test, PAIRED_TESTS)
     alpha, confidence = check_level("alpha", alpha), check_level("confidence", confidence)
     B, test_B, seed = check_B(B), check_B(test_B), check_seed(seed)
     first = next(iter(per_query.values()))
@@ -303,10 +301,7 @@ def metric_agreement(
     pvalues = np.empty((n_m, len(pairs)))
     for i in range(n_m):
         for k, (a, b) in enumerate(pairs):
-            if test == "t":
-                pvalues[i, k] = paired_t_test(cube[a, :, i], cube[b, :, i]).pvalue
-            else:
-                pvalues[i, k] = randomization_test(cube[a, :, i], cube[b, :, i], B=test_B, seed=seed).pvalue
+            pvalues[i, k] = paired_pvalue(cube[a, :, i], cube[b, :, i], test=test, B=test_B, seed=seed)
     return MetricAgreement(
         systems=systems,
         metrics=tuple(names),

@@ -512,6 +512,13 @@ def compare(
     )
 
 
+def paired_pvalue(a: np.ndarray, b: np.ndarray, *, test: str, B: int, seed: int) -> float:
+    """Two-sided p-value of ``a`` vs ``b`` paired by query: the ``t``-test or the randomisation test."""
+    if test == "t":
+        return paired_t_test(a, b).pvalue
+    return randomization_test(a, b, B=B, seed=seed).pvalue
+
+
 def _metric_rows(
     metric: str,
     columns: Mapping[str, np.ndarray],
@@ -529,12 +536,7 @@ def _metric_rows(
 ) -> list[ComparisonRow]:
     base = columns[baseline]
     others = [s for s in columns if s != baseline]
-    pvalues = []
-    for s in others:
-        if test == "t":
-            pvalues.append(paired_t_test(columns[s], base).pvalue)
-        else:
-            pvalues.append(randomization_test(columns[s], base, B=B, seed=seed).pvalue)
+    pvalues = [paired_pvalue(columns[s], base, test=test, B=B, seed=seed) for s in others]
     adjusted = dict(zip(others, adjust_pvalues(pvalues, correction).tolist(), strict=True))
     raw = dict(zip(others, pvalues, strict=True))
     rows = []
