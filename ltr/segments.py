@@ -79,7 +79,9 @@ def _docs_bins(n_docs: pd.Series) -> pd.Series:
     out = pd.Series("", index=n_docs.index, dtype=object)
     for low, high, name in labels:
         out[(n_docs >= low) & (n_docs <= high)] = name
-    return out
+    return pd.Series(
+        pd.Categorical(out, categories=[name for _, _, name in labels], ordered=True), index=out.index
+    )
 
 
 def builtin_segments(attributes: pd.DataFrame) -> dict[str, pd.Series]:
@@ -90,9 +92,17 @@ def builtin_segments(attributes: pd.DataFrame) -> dict[str, pd.Series]:
         bins = pd.Series("", index=rel.index, dtype=object)
         for low, high, name in RELEVANT_BINS:
             bins[(rel >= low) & (rel <= high)] = name
-        out["relevant documents"] = bins
+        order = [name for _, _, name in RELEVANT_BINS]
+        out["relevant documents"] = pd.Series(
+            pd.Categorical(bins, categories=order, ordered=True), index=rel.index
+        )
     if "max_label" in attributes:
-        out["highest label"] = attributes["max_label"].map(lambda g: f"max label = {g:g}")
+        grades = attributes["max_label"]
+        names = {g: f"max label = {g:g}" for g in sorted(grades.unique())}
+        out["highest label"] = pd.Series(
+            pd.Categorical(grades.map(names), categories=list(names.values()), ordered=True),
+            index=grades.index,
+        )
     return out
 
 
@@ -131,7 +141,8 @@ def segment_table(
     tie_tolerance: float = 0.0,
 ) -> pd.DataFrame:
     """Δ against ``baseline`` per system and segment (see the module docstring); one row per
-    (system, family, segment), segments in sorted order."""
+    (system, family, segment), segments in their natural order (a categorical's categories, else sorted);
+    a segment none of whose queries both sides scored is left out."""
     if baseline not in per_query:
         raise ConfigError(
             f"baseline={baseline!r} is not one of the systems: {', '.join(map(repr, per_query))}"
@@ -148,33 +159,35 @@ def segment_table(
         for family, labels in segments.items():
             if set(labels.index) != set(base.index):
                 raise DataError(f"segment {family!r} does not assign every query a segment")
-            for name in sorted(labels.unique()):
+            for name in _segment_order(labels):
                 qids = labels.index[labels == name]
                 a = values.loc[qids].to_numpy(float)
                 b = base.loc[qids].to_numpy(float)
                 keep = ~(np.isnan(a) | np.isnan(b))
                 a, b = a[keep], b[keep]
                 n = int(a.shape[0])
+                if n == 0:
+                    continue  # no query of the segment is scored by both
                 if n >= 2:
                     ci = paired_bootstrap_ci(a, b, method="percentile", B=B, confidence=confidence, seed=seed)
                     low, high = ci.low, ci.high
                 else:
                     low = high = float("nan")
-                wtl = win_tie_loss(a, b, tie_tolerance=tie_tolerance) if n else None
+                wtl = win_tie_loss(a, b, tie_tolerance=tie_tolerance)
                 rows.append(
                     {
                         "system": str(system),
                         "family": str(family),
                         "segment": str(name),
                         "n_queries": n,
-                        "mean": float(a.mean()) if n else float("nan"),
-                        "baseline_mean": float(b.mean()) if n else float("nan"),
-                        "diff": float((a - b).mean()) if n else float("nan"),
+                        "mean": float(a.mean()),
+                        "baseline_mean": float(b.mean()),
+                        "diff": float((a - b).mean()),
                         "ci_low": low,
                         "ci_high": high,
-                        "wins": wtl.wins if wtl else 0,
-                        "ties": wtl.ties if wtl else 0,
-                        "losses": wtl.losses if wtl else 0,
+                        "wins": wtl.wins,
+                        "ties": wtl.ties,
+                        "losses": wtl.losses,
                     }
                 )
     return pd.DataFrame.from_records(
@@ -182,6 +195,14 @@ def segment_table(
         columns=["system", "family", "segment", "n_queries", "mean", "baseline_mean", "diff", "ci_low",
                  "ci_high", "wins", "ties", "losses"],
     )  # fmt: skip
+
+
+def _segment_order(labels: pd.Series) -> list[object]:
+    """The segments in their natural order: a categorical's category order (empty ones left out), else sorted."""
+    if isinstance(labels.dtype, pd.CategoricalDtype):
+        present = set(labels.dropna().unique())
+        return [c for c in labels.cat.categories if c in present]
+    return sorted(labels.dropna().unique(), key=str)
 
 
 def segments_markdown(table: pd.DataFrame, *, metric: str, baseline: str, confidence: float = 0.95) -> str:

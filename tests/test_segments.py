@@ -53,6 +53,32 @@ def test_builtin_bins() -> None:
     assert list(same) == ["documents per query"] and set(same["documents per query"]) == {"n_docs 5"}
 
 
+def test_segments_keep_their_natural_order_and_empty_ones_are_left_out() -> None:
+    """Bins read small to large (``n_docs 5–19`` before ``n_docs 20–63``, not string order), and a bin
+    whose queries every system skipped (NaN: no relevant document) is not a row of NaNs."""
+    n = 12
+    q = [f"q{i}" for i in range(n)]
+    attrs = pd.DataFrame(
+        {"n_docs": [5, 6, 7, 8, 20, 30, 40, 50, 100, 150, 190, 196], "n_relevant": [0, 0, 1, 1, 3, 3, 3, 3, 12, 12, 12, 12],
+         "max_label": [0, 0, 1, 1, 2, 2, 2, 2, 10, 10, 10, 10]},
+        index=q,
+    )  # fmt: skip
+    base = pd.Series(np.r_[np.nan, np.nan, np.linspace(0.1, 0.9, n - 2)], index=q)
+    new = base + 0.01
+    table = segment_table({"b": base, "n": new}, baseline="b", segments=builtin_segments(attrs), B=50)
+    docs = table[table.family == "documents per query"]["segment"].tolist()
+    assert [int(s.split()[1].split("–")[0]) for s in docs] == sorted(
+        int(s.split()[1].split("–")[0]) for s in docs
+    )
+    assert table[table.family == "relevant documents"]["segment"].tolist() == ["1", "2–4", "≥ 10"]
+    assert table[table.family == "highest label"]["segment"].tolist() == [
+        "max label = 1",
+        "max label = 2",
+        "max label = 10",
+    ]
+    assert not table["diff"].isna().any()
+
+
 def test_user_segments_from_lists_and_column() -> None:
     ids = ["a", "b", "c", "d"]
     lists = user_segments({"head": ["a", "b"], "tail": ["d", "zz"]}, ids)
