@@ -267,7 +267,7 @@ def plot_segments(table: Any, path: str | Path, *, metric: str, baseline: str) -
     step = 0.7 / max(len(systems), 1)
     for ax, family in zip(axes, families, strict=False):
         part = table[table["family"] == family]
-        segments = sorted(part["segment"].unique())
+        segments = list(dict.fromkeys(part["segment"]))  # the table's (natural) order
         for j, (system, color) in enumerate(zip(systems, colors, strict=True)):
             rows = part[part["system"] == system].set_index("segment").reindex(segments)
             y = np.arange(len(segments))[::-1] + 0.35 - step * (j + 0.5)
@@ -279,6 +279,7 @@ def plot_segments(table: Any, path: str | Path, *, metric: str, baseline: str) -
         ax.axvline(0.0, color="black", linewidth=1)
         ax.set_yticks(np.arange(len(segments))[::-1], [f"{s} (n={_n(part, s)})" for s in segments])
         ax.set_title(f"{family}: {metric} difference vs {baseline}", fontsize="medium")
+        ax.set_xlabel(f"Δ {metric} (CI)", fontsize="small")
         ax.grid(axis="x", alpha=0.3)
     if systems:
         axes[0].legend(fontsize="small", loc="best")

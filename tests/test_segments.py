@@ -53,7 +53,7 @@ def test_builtin_bins() -> None:
     assert list(same) == ["documents per query"] and set(same["documents per query"]) == {"n_docs 5"}
 
 
-def test_segments_keep_their_natural_order_and_empty_ones_are_left_out() -> None:
+def test_segments_keep_their_natural_order_and_empty_ones_are_left_out(tmp_path) -> None:  # noqa: ANN001
     """Bins read small to large (``n_docs 5–19`` before ``n_docs 20–63``, not string order), and a bin
     whose queries every system skipped (NaN: no relevant document) is not a row of NaNs."""
     n = 12
@@ -77,6 +77,16 @@ def test_segments_keep_their_natural_order_and_empty_ones_are_left_out() -> None
         "max label = 10",
     ]
     assert not table["diff"].isna().any()
+    from ltr.plots import plot_segments
+
+    with captured_figures() as figures:
+        plot_segments(table, tmp_path / "s.png", metric="m", baseline="b")
+    for ax, family in zip(
+        figures[0].axes, ["documents per query", "relevant documents", "highest label"], strict=True
+    ):
+        ticks = sorted(zip(ax.get_yticks(), (t.get_text() for t in ax.get_yticklabels())), reverse=True)
+        shown = [label.rsplit(" (n=", 1)[0] for _, label in ticks]
+        assert shown == table[table.family == family]["segment"].tolist()
 
 
 def test_user_segments_from_lists_and_column() -> None:
@@ -175,5 +185,7 @@ def test_segment_plot_has_a_panel_per_family(tmp_path) -> None:  # noqa: ANN001 
     assert path.stat().st_size > 5000
     axes = captured[0].axes
     assert len(axes) == 2
-    assert sorted(t.get_text() for t in axes[0].get_yticklabels()) == ["long (n=30)", "short (n=30)"]
+    # top to bottom in the table's order
+    ticks = sorted(zip(axes[0].get_yticks(), (t.get_text() for t in axes[0].get_yticklabels())), reverse=True)
+    assert [label for _, label in ticks] == ["long (n=30)", "short (n=30)"]
     assert [t.get_text() for t in axes[0].get_legend().get_texts()] == ["new", "other"]
