@@ -84,7 +84,9 @@ def test_segments_keep_their_natural_order_and_empty_ones_are_left_out(tmp_path)
     for ax, family in zip(
         figures[0].axes, ["documents per query", "relevant documents", "highest label"], strict=True
     ):
-        ticks = sorted(zip(ax.get_yticks(), (t.get_text() for t in ax.get_yticklabels())), reverse=True)
+        ticks = sorted(
+            zip(ax.get_yticks(), (t.get_text() for t in ax.get_yticklabels()), strict=True), reverse=True
+        )
         shown = [label.rsplit(" (n=", 1)[0] for _, label in ticks]
         assert shown == table[table.family == family]["segment"].tolist()
 
@@ -186,6 +188,9 @@ def test_segment_plot_has_a_panel_per_family(tmp_path) -> None:  # noqa: ANN001 
     axes = captured[0].axes
     assert len(axes) == 2
     # top to bottom in the table's order
-    ticks = sorted(zip(axes[0].get_yticks(), (t.get_text() for t in axes[0].get_yticklabels())), reverse=True)
+    ticks = sorted(
+        zip(axes[0].get_yticks(), (t.get_text() for t in axes[0].get_yticklabels()), strict=True),
+        reverse=True,
+    )
     assert [label for _, label in ticks] == ["long (n=30)", "short (n=30)"]
     assert [t.get_text() for t in axes[0].get_legend().get_texts()] == ["new", "other"]
