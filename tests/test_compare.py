@@ -371,6 +371,32 @@ def test_from_mlflow_report_has_the_failure_analysis_by_documents_per_query(tmp_
     assert "## Failure analysis by segment" in (folder / "leaderboard.md").read_text()
 
 
+def test_experiment_segment_file_is_a_user_segment(tmp_path, capsys):
+    """``segments: {traffic: file.csv}`` in an experiment: the CSV's column (qid, segment) becomes a
+    segment family; a file missing a query or a column is an error naming ``segments.traffic``."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    ids = [_logged_run(uri, name, range(30), "fp", seed) for seed, name in enumerate(("a", "b"), 1)]
+    csv_path = tmp_path / "traffic.csv"
+    pd.DataFrame({"qid": range(30), "segment": ["head"] * 10 + ["tail"] * 20}).to_csv(csv_path, index=False)
+    spec = {"name": "seg", "baseline": "a", "metrics": ["err@10", "ndcg@10"], "stats": {"B": 500},
+            "systems": {"a": {"model": "m"}, "b": {"model": "m"}}, "segments": {"traffic": str(csv_path)}}  # fmt: skip
+    exp_path = tmp_path / "seg.yaml"
+    exp_path.write_text(yaml.safe_dump(spec))
+    code, out = _from_mlflow(uri, tmp_path, f"experiment={exp_path}", "--run-ids", *ids, capsys=capsys)
+    assert code == 0, out
+    table = pd.read_csv(tmp_path / "out" / "segments.csv")
+    traffic = table[table.family == "traffic"].set_index("segment")
+    assert traffic["n_queries"].to_dict() == {"head": 10, "tail": 20}
+    pd.DataFrame({"qid": range(29), "segment": "x"}).to_csv(csv_path, index=False)
+    code, err = _from_mlflow(uri, tmp_path, f"experiment={exp_path}", "--run-ids", *ids, capsys=capsys)
+    assert (
+        code == 2 and "segments.traffic" in err and "no value for 1 queries" in err and "Traceback" not in err
+    )
+    pd.DataFrame({"query": range(30)}).to_csv(csv_path, index=False)
+    code, err = _from_mlflow(uri, tmp_path, f"experiment={exp_path}", "--run-ids", *ids, capsys=capsys)
+    assert code == 2 and "segments.traffic" in err and "needs columns qid and segment" in err
+
+
 def test_failure_analysis_with_labels_lists_every_segment_and_the_worst_queries(tmp_path):
     from ltr.compare import build_failure_analysis, write_outputs
     from ltr.segments import query_attributes, ranked_labels
