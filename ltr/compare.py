@@ -45,7 +45,9 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
+from rich.markdown import Markdown
 
+from ltr.agreement import metric_agreement
 from ltr.comparison import compare
 from ltr.config_check import defaults
 from ltr.console import print_tracker_location
@@ -57,10 +59,17 @@ from ltr.entry import (
     run_cli,
     spelled_as,
 )
-from ltr.errors import ConfigError, LtrError
-from ltr.plots import plot_difference_histogram, plot_forest, plot_ndcg_at_k
+from ltr.errors import ConfigError, DataError, LtrError
+from ltr.plots import (
+    plot_asl_curves,
+    plot_difference_histogram,
+    plot_forest,
+    plot_ndcg_at_k,
+    plot_segments,
+)
 from ltr.progress import task_progress
 from ltr.provenance import command_line, rerun_command, run_tags
+from ltr.report import leaderboard_table
 from ltr.resources import config_dir, experiments_dir, work_root
 from ltr.schemas import (
     DEFAULT_METRICS,
@@ -68,6 +77,16 @@ from ltr.schemas import (
     check_experiment_block,
     register_configs,
     validate_config,
+)
+from ltr.segments import (
+    builtin_segments,
+    query_attributes,
+    ranked_labels,
+    segment_table,
+    segments_markdown,
+    user_segments,
+    worst_markdown,
+    worst_queries,
 )
 from ltr.tracking import (
     check_server_reachable,
@@ -178,6 +197,42 @@ def system_search_path(exp: Any, system: str, cli_overrides: Sequence[str]) -> l
 # --- the report ----------------------------------------------------------------------------------------
 
 
+def data_label(data_cfg: Any) -> str:
+    """What the data is called in titles: its config name, or for your own files ``svmlight <train file>``.
+
+    >>> data_label({"name": "synthetic", "kind": "synthetic"})
+    'synthetic'
+    >>> data_label({"name": "svmlight", "kind": "svmlight", "train": "/data/rank.train"})
+    'svmlight rank.train'
+    """
+    name = str(data_cfg.get("name"))
+    if str(data_cfg.get("kind")) == "svmlight" and data_cfg.get("train"):
+        return f"{name} {Path(str(data_cfg.get('train'))).name}"
+    return name
+
+
+def titled_for_data(exp: Any, used: str, own: str) -> tuple[Any, str]:
+    """The experiment with a title true to the data ``used``, and the parent run's name.
+
+    On the experiment's ``own`` data its title and ``compare-NAME`` stand; on other data (a command-line
+    override) the title is ``NAME on <used>`` and the run ``compare-NAME-<used>``, since the experiment's
+    own title describes other data.
+
+    >>> from omegaconf import OmegaConf
+    >>> exp = OmegaConf.create({"name": "synthetic_challenge", "title": "Comparison on synthetic data"})
+    >>> titled_for_data(exp, "synthetic", "synthetic")[0].title, titled_for_data(exp, "synthetic", "synthetic")[1]
+    ('Comparison on synthetic data', 'compare-synthetic_challenge')
+    >>> e, run = titled_for_data(exp, "svmlight rank.train", "synthetic")
+    >>> e.title, run, exp.title
+    ('synthetic_challenge on svmlight rank.train', 'compare-synthetic_challenge-svmlight_rank.train', 'Comparison on synthetic data')
+    """
+    if used == own:
+        return exp, f"compare-{exp.name}"
+    out = exp.copy()
+    out.title = f"{exp.name} on {used}"
+    return out, f"compare-{exp.name}-{used.replace(' ', '_')}"
+
+
 def rank_systems(frames: Mapping[str, Any], primary: str, baseline: str) -> list[str]:
     """Systems by mean ``primary`` over the queries every system scored, best first (stable on ties)."""
     common = np.logical_and.reduce([frames[s][primary].notna().to_numpy() for s in frames])
@@ -238,13 +293,135 @@ def at_k_curves(frames: Mapping[str, Any], stats: Any, seed: int, metric: str = 
     return curves
 
 
+#: bootstrap resamples of the per-query metric correlations' CIs (the paired tests use ``stats.B``)
+AGREEMENT_B = 1000
+
+
+def build_agreement(frames: Mapping[str, Any], exp: Any, *, seed: int) -> Any:
+    """:func:`ltr.agreement.metric_agreement` over the compared metrics (``None`` with fewer than 2)."""
+    metrics = list(exp.metrics)
+    if len(metrics) < 2:
+        return None
+    stats = exp.stats
+    return metric_agreement(
+        {s: frames[s].set_index("qid")[metrics] for s in frames},
+        metrics=metrics,
+        alpha=float(stats.alpha),
+        confidence=float(stats.confidence),
+        test=str(stats.test),
+        B=AGREEMENT_B,
+        test_B=int(stats.B),
+        seed=seed,
+    )
+
+
+#: how many of each system's worst queries the failure analysis lists
+WORST_K = 5
+
+
+@dataclass
+class FailureAnalysis:
+    """The segment table (:func:`ltr.segments.segment_table`) and the worst queries of every system."""
+
+    table: Any
+    worst: list[Any]
+    metric: str
+    baseline: str
+
+    def to_markdown(self, confidence: float) -> str:
+        return (
+            segments_markdown(self.table, metric=self.metric, baseline=self.baseline, confidence=confidence)
+            + "\n"
+            + worst_markdown(self.worst, metric=self.metric, baseline=self.baseline)
+        )
+
+
+def segment_column(name: str, path: Path, query_ids: Any) -> Any:
+    """The user's segment ``name`` from a CSV with columns ``qid`` and ``segment`` (one row per query)."""
+    import pandas as pd  # deferred: pandas (~0.3 s) only when an experiment names a segment file
+
+    where = f"segments.{name} ({path})"
+    try:
+        table = pd.read_csv(path, dtype={"segment": str})
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{where}: cannot read the CSV ({exc})") from exc
+    if not {"qid", "segment"} <= set(table.columns):
+        raise ConfigError(f"{where}: needs columns qid and segment, has {', '.join(map(str, table.columns))}")
+    try:
+        ids = table["qid"].astype(query_ids.dtype)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: qid values do not match the data's query ids ({exc})") from exc
+    if ids.duplicated().any():
+        raise ConfigError(f"{where}: query {ids[ids.duplicated()].iloc[0]!r} is listed twice")
+    try:
+        return user_segments(pd.Series(table["segment"].to_numpy(), index=ids), query_ids)
+    except DataError as exc:
+        raise DataError(f"{where}: {exc}") from exc
+
+
+def build_failure_analysis(
+    frames: Mapping[str, Any],
+    exp: Any,
+    *,
+    seed: int,
+    attributes: Any = None,
+    ranked: Mapping[str, Mapping[Any, Any]] | None = None,
+) -> FailureAnalysis | None:
+    """Segments of the primary metric against the baseline, and each system's worst queries.
+
+    ``attributes`` (:func:`ltr.segments.query_attributes` of the test data) gives every built-in segment;
+    without it only ``documents per query`` (from the frames' ``n_docs``), and none without that column.
+    ``ranked[system]`` (:func:`ltr.segments.ranked_labels`) adds the ranked labels to the worst queries.
+    """
+    baseline, primary = str(exp.baseline), str(exp.primary)
+    base_frame = frames[baseline].set_index("qid")
+    if attributes is None:
+        if "n_docs" not in base_frame.columns:
+            return None
+        attributes = base_frame[["n_docs"]]
+    values = {s: frames[s].set_index("qid")[primary] for s in frames}
+    stats = exp.stats
+    segments = builtin_segments(attributes.loc[base_frame.index])
+    for name, path in (exp.get("segments") or {}).items():
+        segments[str(name)] = segment_column(str(name), Path(str(path)), base_frame.index)
+    table = segment_table(
+        values,
+        baseline=baseline,
+        segments=segments,
+        B=int(stats.B),
+        confidence=float(stats.confidence),
+        seed=seed,
+    )
+    worst = []
+    for system in frames:
+        if system != baseline:
+            worst += worst_queries(
+                values[system], values[baseline], (ranked or {}).get(system, {}), system=system, k=WORST_K
+            )
+    return FailureAnalysis(table, worst, primary, baseline)
+
+
 def write_outputs(
-    report: Any, frames: Mapping[str, Any], exp: Any, out_dir: Path, *, seed: int, note: str = ""
+    report: Any,
+    frames: Mapping[str, Any],
+    exp: Any,
+    out_dir: Path,
+    *,
+    seed: int,
+    note: str = "",
+    agreement: Any = None,
+    failures: FailureAnalysis | None = None,
 ) -> list[Path]:
-    """Leaderboard (Markdown, CSV, LaTeX) and comparison plots in ``out_dir``; returns the files."""
+    """Leaderboard (Markdown, CSV, LaTeX), metric agreement, failure analysis and comparison plots in
+    ``out_dir``; returns the files."""
     out_dir.mkdir(parents=True, exist_ok=True)
     title = exp.get("title") or exp.name
+    confidence = float(exp.stats.confidence)
     markdown = f"# {title}\n\nSorted by {exp.primary} (primary). {note}\n\n" + report.to_markdown(detail=True)
+    if agreement is not None:
+        markdown += "\n" + agreement.to_markdown()
+    if failures is not None:
+        markdown += "\n" + failures.to_markdown(confidence)
     files = [
         out_dir / "leaderboard.md",
         report.to_csv(out_dir / "leaderboard.csv"),
@@ -264,7 +441,31 @@ def write_outputs(
         )
     )
     files.append(plot_forest(report, plots / "ci_forest.png"))
+    if agreement is not None:
+        (out_dir / "agreement.md").write_text(agreement.to_markdown())
+        agreement.to_frame().to_csv(out_dir / "agreement.csv", index=False)
+        files += [out_dir / "agreement.md", out_dir / "agreement.csv"]
+        files.append(plot_asl_curves(agreement.asl_curves(), plots / "asl_curves.png", alpha=agreement.alpha))
+    if failures is not None:
+        (out_dir / "segments.md").write_text(failures.to_markdown(confidence))
+        failures.table.to_csv(out_dir / "segments.csv", index=False)
+        files += [out_dir / "segments.md", out_dir / "segments.csv"]
+        files.append(
+            plot_segments(
+                failures.table, plots / "segments.png", metric=failures.metric, baseline=failures.baseline
+            )
+        )
     return files
+
+
+def split_attributes(data: Any) -> Any:
+    """:func:`ltr.segments.query_attributes` of a split (relevant = label ≥ 1)."""
+    return query_attributes(data.y, data.offsets, data.query_ids)
+
+
+def ranked_labels_of(ranker: Any, data: Any) -> dict[Any, Any]:
+    """qid → (top-10 labels in the ranker's order, top-10 ideal labels) on ``data``."""
+    return ranked_labels(data.y, np.asarray(ranker.predict(data), dtype=float), data.offsets, data.query_ids)
 
 
 def leaderboard_metrics(report: Any) -> dict[str, float]:
@@ -322,6 +523,9 @@ def _run_comparison(
             raise ConfigError(
                 f"system {s!r} uses different data than {systems[0]!r}; a comparison needs the same queries"
             )
+    exp, run_name = titled_for_data(
+        exp, data_label(first.data), data_label(compose_system(exp, systems[0], ()).data)
+    )
     root = Path(first.paths.root).resolve()
     out_dir = Path(out_dir) if out_dir is not None else root / "reports" / str(exp.name)
     plan = fold_plan(first.data)
@@ -354,7 +558,8 @@ def _run_comparison(
     children: dict[str, str | None] = {}
     conventions: dict[str, str] = {}
     summaries: dict[str, Any] = {}  # system → FoldSummary (fold protocols)
-    with tracker.start(run_name=f"compare-{exp.name}", tags=parent_tags):
+    ranked: dict[str, Any] = {}  # system → qid → (ranked labels, ideal labels) on the test split
+    with tracker.start(run_name=run_name, tags=parent_tags):
         settings = OmegaConf.to_container(exp, resolve=True)
         published = settings.pop("published", None)  # metric names with '@' are no MLflow param keys
         tracker.log_params(flatten_params(settings))
@@ -400,13 +605,28 @@ def _run_comparison(
                         )
                         frames[system], children[system] = recorded.outcome.frames["test"], recorded.run_id
                         outcome = recorded.outcome
+                        ranked[system] = ranked_labels_of(outcome.ranker, splits["test"])
                 conventions = conventions or outcome.conventions.describe()
                 advance(system)
         note = "Metric conventions: " + ", ".join(f"{k}={v}" for k, v in conventions.items()) + "."
         if plan is not None:
             note += f" Test queries of {plan.description}, pooled (per fold: folds.md)."
         report = build_report(frames, exp, seed=int(first.seed))
-        files = write_outputs(report, frames, exp, out_dir, seed=int(first.seed), note=note)
+        agreement = build_agreement(frames, exp, seed=int(first.seed))
+        attributes = split_attributes(splits["test"]) if "test" in splits else None
+        failures = build_failure_analysis(
+            frames, exp, seed=int(first.seed), attributes=attributes, ranked=ranked
+        )
+        files = write_outputs(
+            report,
+            frames,
+            exp,
+            out_dir,
+            seed=int(first.seed),
+            note=note,
+            agreement=agreement,
+            failures=failures,
+        )
         extra = extra_tables(report, exp, summaries, float(first.eval.bootstrap.confidence))
         for name, text in extra.items():
             (out_dir / name).write_text(text)
@@ -424,11 +644,11 @@ def _run_comparison(
         for path in files:
             tracker.log_artifact(path, "plots" if path.parent.name == "plots" else "leaderboard")
         parent_id = tracker.run_id
-    print_leaderboard(console, report, exp, out_dir)
+    print_leaderboard(console, report, exp, out_dir, agreement, failures)
     for text in extra.values():
         console.print(f"\n{text}", markup=False, highlight=False, soft_wrap=True)
     if tracker.enabled:
-        print_tracker_location(console, f"parent run {parent_id} ('compare-{exp.name}')", tracker.uri)
+        print_tracker_location(console, f"parent run {parent_id} ('{run_name}')", tracker.uri)
     return ComparisonResult(report, out_dir, files, parent_id, children)
 
 
@@ -487,10 +707,23 @@ def extra_tables(report: Any, exp: Any, summaries: Mapping[str, Any], confidence
     return out
 
 
-def print_leaderboard(console: Any, report: Any, exp: Any, out_dir: Path) -> None:
-    """The Markdown leaderboard on the console, and where the files are."""
-    console.print(f"\n[bold]Leaderboard[/bold] {exp.get('title') or exp.name} — sorted by {exp.primary}\n")
-    console.print(report.to_markdown(), markup=False, highlight=False, soft_wrap=True)
+def print_leaderboard(
+    console: Any,
+    report: Any,
+    exp: Any,
+    out_dir: Path,
+    agreement: Any = None,
+    failures: FailureAnalysis | None = None,
+) -> None:
+    """The leaderboard as a terminal table (metric agreement and failure analysis rendered from their
+    Markdown), and where the files are. The files keep the Markdown."""
+    title = f"Leaderboard: {exp.get('title') or exp.name} — sorted by {exp.primary}"
+    console.print()
+    console.print(leaderboard_table(report, title=title))
+    if agreement is not None:
+        console.print(Markdown(agreement.to_markdown()))
+    if failures is not None:
+        console.print(Markdown(failures.to_markdown(float(exp.stats.confidence))))
     console.print(f"Written: {out_dir}/leaderboard.{{md,csv,tex}} and {out_dir}/plots/*.png", soft_wrap=True)
 
 
@@ -574,6 +807,9 @@ def report_from_mlflow(
             console.print(
                 f"[yellow]warning:[/yellow] run {label!r} ({run['run_id']}): {leak}", soft_wrap=True
             )
+    data_names = {run["tags"].get("ltr.data") for run in runs}
+    if exp.name == FROM_MLFLOW["name"] and len(data_names) == 1 and None not in data_names:
+        exp.title = f"{FROM_MLFLOW['title']} on {data_names.pop()}"
     chosen = baseline or (exp.baseline if exp.get("baseline") in frames else next(iter(frames)))
     if chosen not in frames:
         raise ConfigError(f"--baseline {chosen!r} is not one of the runs: {', '.join(frames)}")
@@ -584,9 +820,13 @@ def report_from_mlflow(
             f"run {missing[0][0]!r} has no per-query values of {missing[0][1]!r}; logged: {', '.join(frames[missing[0][0]].columns)}"
         )
     report = build_report(frames, exp, seed=seed)
+    agreement = build_agreement(frames, exp, seed=seed)
+    failures = build_failure_analysis(frames, exp, seed=seed)
     note = "Rebuilt from MLflow runs " + ", ".join(f"{s}={ids[s]}" for s in frames) + "."
-    files = write_outputs(report, frames, exp, out_dir, seed=seed, note=note)
-    print_leaderboard(console, report, exp, out_dir)
+    files = write_outputs(
+        report, frames, exp, out_dir, seed=seed, note=note, agreement=agreement, failures=failures
+    )
+    print_leaderboard(console, report, exp, out_dir, agreement, failures)
     return ComparisonResult(report, out_dir, files, None, dict(ids))
 
 

@@ -138,7 +138,8 @@ class ComparisonReport:
         self.to_frame().reset_index().to_csv(path, index=False, quoting=csv.QUOTE_MINIMAL)
         return path
 
-    def _best_marks(self, metric: str, decimals: int) -> set[str]:
+    def best_systems(self, metric: str, decimals: int) -> set[str]:
+        """Systems whose mean of ``metric``, rounded to ``decimals``, equals the best one's (the bold cells)."""
         best = round(self.row(self.best(metric), metric).mean, decimals)
         return {s for s in self.systems if round(self.row(s, metric).mean, decimals) == best}
 
@@ -177,7 +178,7 @@ class ComparisonReport:
             cells = [_md_escape(s) + (" (baseline)" if s == self.baseline else "")]
             for m in self.metrics:
                 r = self.row(s, m)
-                mean = f"**{f(r.mean)}**" if s in self._best_marks(m, decimals) else f(r.mean)
+                mean = f"**{f(r.mean)}**" if s in self.best_systems(m, decimals) else f(r.mean)
                 cells.append(f"{mean}{'†' if r.significant else ''} [{f(r.ci_low)}, {f(r.ci_high)}]")
             lines.append(_md_row(cells))
         lines += ["", self.legend()]
@@ -213,7 +214,7 @@ class ComparisonReport:
             cells = [latex_escape(s) + (" (baseline)" if s == self.baseline else "")]
             for m in self.metrics:
                 r = self.row(s, m)
-                mean = f"\\textbf{{{f(r.mean)}}}" if s in self._best_marks(m, decimals) else f(r.mean)
+                mean = f"\\textbf{{{f(r.mean)}}}" if s in self.best_systems(m, decimals) else f(r.mean)
                 cell = mean + ("$^{\\dagger}$" if r.significant else "")
                 if ci:
                     cell += f" {{\\scriptsize [{f(r.ci_low)}, {f(r.ci_high)}]}}"
@@ -511,6 +512,13 @@ def compare(
     )
 
 
+def paired_pvalue(a: np.ndarray, b: np.ndarray, *, test: str, B: int, seed: int) -> float:
+    """Two-sided p-value of ``a`` vs ``b`` paired by query: the ``t``-test or the randomisation test."""
+    if test == "t":
+        return paired_t_test(a, b).pvalue
+    return randomization_test(a, b, B=B, seed=seed).pvalue
+
+
 def _metric_rows(
     metric: str,
     columns: Mapping[str, np.ndarray],
@@ -528,12 +536,7 @@ def _metric_rows(
 ) -> list[ComparisonRow]:
     base = columns[baseline]
     others = [s for s in columns if s != baseline]
-    pvalues = []
-    for s in others:
-        if test == "t":
-            pvalues.append(paired_t_test(columns[s], base).pvalue)
-        else:
-            pvalues.append(randomization_test(columns[s], base, B=B, seed=seed).pvalue)
+    pvalues = [paired_pvalue(columns[s], base, test=test, B=B, seed=seed) for s in others]
     adjusted = dict(zip(others, adjust_pvalues(pvalues, correction).tolist(), strict=True))
     raw = dict(zip(others, pvalues, strict=True))
     rows = []

@@ -36,7 +36,9 @@ the comparisons, effect sizes and win/tie/loss counts. Systems evaluated on diff
 (TREC runs that retrieve different topics) are refused with an error naming them. System names are
 the run tags (TREC), file names (``--scores``) or model names (``--model``), or the arguments as
 given when those are not distinct; the ``--scores`` files come first, then the ``--model`` sources,
-each in command-line order.
+each in command-line order. With ≥ 2 measures the metric agreement of :mod:`ltr.agreement` follows
+(Kendall's τ/τ_AP between the system rankings, per-query correlations, discriminative power; ``--json``:
+the ``agreement`` key).
 """
 
 from __future__ import annotations
@@ -324,6 +326,28 @@ def _leaderboard(systems: list[System], args: argparse.Namespace) -> Any:
     return compare(frames, baseline=baseline, B=args.B, seed=args.seed, test=args.test)
 
 
+def _agreement(systems: list[System], args: argparse.Namespace) -> Any:
+    """:func:`ltr.agreement.metric_agreement` of the measures (``None`` with fewer than 2 measures)."""
+    import pandas as pd  # deferred: pandas (~0.3 s) only for --compare
+
+    from ltr.agreement import metric_agreement  # deferred: imports pandas; only --compare needs it
+
+    frames = {s.name: pd.DataFrame(s.result.values, index=s.result.topics) for s in systems}
+    if len(next(iter(frames.values())).columns) < 2:
+        return None
+    return metric_agreement(frames, test=args.test, test_B=args.B, seed=args.seed)
+
+
+def _agreement_json(agreement: Any) -> dict[str, Any]:
+    rows = agreement.to_frame().to_dict("records")
+    return {
+        "pairs": [{k: (_plain(v) if isinstance(v, float) else v) for k, v in r.items()} for r in rows],
+        "discriminative_power": agreement.discriminative_power,
+        "alpha": agreement.alpha,
+        "n_queries": agreement.n_queries,
+    }
+
+
 def _report_json(report: Any) -> list[dict[str, Any]]:
     rows = report.to_frame().reset_index().to_dict("records")
     return [{k: (_plain(v) if isinstance(v, float) else v) for k, v in r.items()} for r in rows]
@@ -338,6 +362,7 @@ def run(args: argparse.Namespace) -> str:
     systems = (_trec_systems if trec else _letor_systems)(args, measures, preset)
     conventions = describe_conventions(preset)
     report = _leaderboard(systems, args) if args.compare else None
+    agreement = _agreement(systems, args) if args.compare else None
     if args.json:
         per_system = {s.name: result_json(s.result, conventions) for s in systems}
         if len(systems) == 1:
@@ -346,9 +371,11 @@ def run(args: argparse.Namespace) -> str:
             out = {"systems": per_system}
         if report is not None:
             out["comparison"] = _report_json(report)
+        if agreement is not None:
+            out["agreement"] = _agreement_json(agreement)
         return json.dumps(out, indent=1, allow_nan=False) + "\n"
     if report is not None:
-        return report.to_markdown(detail=True)
+        return report.to_markdown(detail=True) + ("\n" + agreement.to_markdown() if agreement else "")
     return "".join(format_trec(s.result, per_topic=args.per_topic) for s in systems)
 
 

@@ -6,7 +6,9 @@ Every function draws one figure from plain arrays, writes it to ``path`` and ret
 - :func:`plot_ndcg_at_k` — mean NDCG@k for k = 1..K per system with its bootstrap CI band;
 - :func:`plot_difference_histogram` — per-query ``system − baseline`` differences of one metric;
 - :func:`plot_forest` — the leaderboard's paired differences against the baseline with their CIs;
-- :func:`plot_feature_importance` — the top features by gain (:func:`feature_importance`).
+- :func:`plot_feature_importance` — the top features by gain (:func:`feature_importance`);
+- :func:`plot_asl_curves` — Sakai's achieved-significance-level curves, one line per metric;
+- :func:`plot_segments` — Δ against the baseline with its CI per query segment and system.
 
 >>> import tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -64,6 +66,10 @@ def plot_learning_curves(
     return _save(fig, path)
 
 
+#: with more systems than this, :func:`plot_ndcg_at_k` draws one panel per system (small multiples)
+OVERLAY_MAX_SYSTEMS = 3
+
+
 def plot_ndcg_at_k(
     curves: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
     path: str | Path,
@@ -71,18 +77,52 @@ def plot_ndcg_at_k(
     metric: str = "ndcg",
     confidence: float = 0.95,
 ) -> Path:
-    """``curves[system] = (mean, low, high)`` over k = 1..K (arrays of length K) as lines with CI bands."""
-    fig = _figure()
-    ax = fig.add_subplot()
-    for system, (mean, low, high) in curves.items():
-        k = np.arange(1, len(mean) + 1)
-        (line,) = ax.plot(k, mean, marker="o", markersize=3, label=system)
-        ax.fill_between(k, low, high, color=line.get_color(), alpha=0.18, linewidth=0)
-    ax.set_xlabel("k")
-    ax.set_ylabel(f"mean {metric}@k")
-    ax.set_title(f"{metric}@k with {confidence:.0%} bootstrap CI")
-    ax.legend(fontsize="small")
-    ax.grid(alpha=0.3)
+    """``curves[system] = (mean, low, high)`` over k = 1..K (arrays of length K) as lines with CI bands.
+
+    Up to :data:`OVERLAY_MAX_SYSTEMS` systems share one panel; with more, overlapping bands would blur
+    into one, so each system gets its own panel (shared axes) with its band, the other systems' means
+    as thin grey lines for reference. The k axis has integer ticks only."""
+    systems = list(curves)
+    colors = {s: f"C{i % 10}" for i, s in enumerate(systems)}
+    if len(systems) <= OVERLAY_MAX_SYSTEMS:
+        fig = _figure()
+        axes = [fig.add_subplot()]
+        panels = [systems]
+    else:
+        ncols = 2 if len(systems) <= 4 else 3
+        nrows = -(-len(systems) // ncols)
+        fig = _figure(3.2 * ncols, 2.6 * nrows + 0.5)
+        grid = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False).ravel()
+        for ax in grid[len(systems) :]:
+            ax.remove()
+        axes = list(grid[: len(systems)])
+        panels = [[s] for s in systems]
+    for ax, shown in zip(axes, panels, strict=True):
+        if len(panels) > 1:
+            for other in systems:
+                if other not in shown:
+                    mean = curves[other][0]
+                    ax.plot(np.arange(1, len(mean) + 1), mean, color="0.75", linewidth=0.8)
+        for system in shown:
+            mean, low, high = curves[system]
+            k = np.arange(1, len(mean) + 1)
+            ax.plot(k, mean, marker="o", markersize=3, color=colors[system], label=system)
+            ax.fill_between(k, low, high, color=colors[system], alpha=0.2, linewidth=0)
+        _integer_ticks(ax.xaxis)
+        ax.grid(alpha=0.3)
+        if len(panels) > 1:
+            ax.set_title(shown[0], fontsize="medium")
+        else:
+            ax.legend(fontsize="small")
+    title = f"{metric}@k with {confidence:.0%} bootstrap CI"
+    if len(panels) > 1:
+        fig.suptitle(title)
+        fig.supxlabel("k")
+        fig.supylabel(f"mean {metric}@k")
+    else:
+        axes[0].set_title(title)
+        axes[0].set_xlabel("k")
+        axes[0].set_ylabel(f"mean {metric}@k")
     return _save(fig, path)
 
 
@@ -193,3 +233,64 @@ def plot_feature_importance(
     ax.set_xlabel("gain")
     ax.set_title(title)
     return _save(fig, path)
+
+
+def plot_asl_curves(curves: Mapping[str, np.ndarray], path: str | Path, *, alpha: float = 0.05) -> Path:
+    """``curves[metric]`` = p-values of all system pairs sorted ascending, plotted against the pair's rank
+    (1 = most significant), with a line at ``alpha``: the further right a curve crosses it, the more
+    pairs the metric separates (Sakai 2006). The y axis is logarithmic."""
+    fig = _figure()
+    ax = fig.add_subplot()
+    for metric, pvalues in curves.items():
+        p = np.asarray(pvalues, dtype=float)
+        ax.plot(np.arange(1, p.shape[0] + 1), np.maximum(p, 1e-5), marker="o", markersize=3, label=metric)
+    ax.axhline(alpha, color="grey", linestyle="--", linewidth=1, label=f"alpha = {alpha:g}")
+    ax.set_yscale("log")
+    _integer_ticks(ax.xaxis)
+    ax.set_xlabel("system pair (sorted by p-value)")
+    ax.set_ylabel("achieved significance level (p)")
+    ax.set_title("discriminative power: ASL curves")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_segments(table: Any, path: str | Path, *, metric: str, baseline: str) -> Path:
+    """A :func:`ltr.segments.segment_table` as one panel per segment family: per segment, one marker per
+    system at its Δ with the CI as a horizontal bar (systems offset vertically), a line at Δ = 0."""
+    families = list(dict.fromkeys(table["family"]))
+    systems = list(dict.fromkeys(table["system"]))
+    heights = [table.loc[table["family"] == f, "segment"].nunique() for f in families]
+    fig = _figure(7.0, sum(0.45 * h + 0.9 for h in heights) + 0.4)
+    axes = fig.subplots(max(len(families), 1), 1, squeeze=False, height_ratios=heights or None)[:, 0]
+    colors = [f"C{i % 10}" for i in range(len(systems))]
+    step = 0.7 / max(len(systems), 1)
+    for ax, family in zip(axes, families, strict=False):
+        part = table[table["family"] == family]
+        segments = list(dict.fromkeys(part["segment"]))  # the table's (natural) order
+        for j, (system, color) in enumerate(zip(systems, colors, strict=True)):
+            rows = part[part["system"] == system].set_index("segment").reindex(segments)
+            y = np.arange(len(segments))[::-1] + 0.35 - step * (j + 0.5)
+            ax.errorbar(
+                rows["diff"], y,
+                xerr=[rows["diff"] - rows["ci_low"], rows["ci_high"] - rows["diff"]],
+                fmt="o", color=color, markersize=4, capsize=2, label=system if ax is axes[0] else None,
+            )  # fmt: skip
+        ax.axvline(0.0, color="black", linewidth=1)
+        ax.set_yticks(np.arange(len(segments))[::-1], [f"{s} (n={_n(part, s)})" for s in segments])
+        ax.set_title(f"{family}: {metric} difference vs {baseline}", fontsize="medium")
+        ax.set_xlabel(f"Δ {metric} (CI)", fontsize="small")
+        ax.grid(axis="x", alpha=0.3)
+    if systems:
+        axes[0].legend(fontsize="small", loc="best")
+    return _save(fig, path)
+
+
+def _n(part: Any, segment: str) -> int:
+    return int(part.loc[part["segment"] == segment, "n_queries"].max())
+
+
+def _integer_ticks(axis: Any) -> None:
+    from matplotlib.ticker import MaxNLocator  # deferred: matplotlib loads only when a plot is drawn
+
+    axis.set_major_locator(MaxNLocator(integer=True))

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 
 def results_table(model: Any, baseline: Any, *, model_name: str) -> Table:
@@ -51,3 +52,39 @@ def conventions_note(model: Any, conventions: Mapping[str, str]) -> str:
     if skipped:
         note += f"; {skipped} of {model.n_queries} queries have no relevant document and are not averaged"
     return note
+
+
+def leaderboard_table(report: Any, *, title: str | None = None, decimals: int = 4) -> Table:
+    """A :class:`ltr.comparison.ComparisonReport` as a terminal table: systems × metrics, each cell
+    ``mean [CI]``, the best mean per metric in bold, ``†`` = significantly different from the baseline.
+    The legend (:meth:`~ltr.comparison.ComparisonReport.legend`) is the caption.
+
+    >>> import io, numpy as np, pandas as pd
+    >>> from rich.console import Console
+    >>> from ltr.comparison import compare
+    >>> q = [f"q{i}" for i in range(30)]
+    >>> rng = np.random.default_rng(0)
+    >>> rep = compare({"bm25_base": pd.DataFrame({"ndcg@10": rng.random(30)}, index=q),
+    ...                "lambda_mart": pd.DataFrame({"ndcg@10": rng.random(30) + 0.3}, index=q)},
+    ...               baseline="bm25_base", B=500)
+    >>> console = Console(width=120, record=True, file=io.StringIO())
+    >>> console.print(leaderboard_table(rep, title="demo"))
+    >>> text = console.export_text()
+    >>> "lambda_mart" in text and "bm25_base (baseline)" in text and "\\_" not in text and "**" not in text
+    True
+    """
+    table = Table(title=title, caption=report.legend(), caption_justify="left", title_justify="left")
+    table.add_column("system")
+    for metric in report.metrics:
+        table.add_column(metric, justify="right")
+    for system in report.systems:
+        cells: list[Text] = [Text(system + (" (baseline)" if system == report.baseline else ""))]
+        for metric in report.metrics:
+            r = report.row(system, metric)
+            best = system in report.best_systems(metric, decimals)
+            cell = Text(f"{r.mean:.{decimals}f}", style="bold" if best else "")
+            cell.append("†" if r.significant else " ")
+            cell.append(f" [{r.ci_low:.{decimals}f}, {r.ci_high:.{decimals}f}]", style="dim")
+            cells.append(cell)
+        table.add_row(*cells)
+    return table

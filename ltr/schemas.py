@@ -180,6 +180,7 @@ class ExperimentSchema:
     metrics: list[str] = setting(DEFAULT_METRICS)
     stats: StatsSchema = field(default_factory=StatsSchema)
     published: PublishedSchema | None = None  # published numbers printed beside ours
+    segments: dict[str, str] = setting({})  # failure-analysis segment name -> CSV (qid, segment)
 
 
 def check_experiment_block(given: Any, where: str) -> dict[str, Any]:

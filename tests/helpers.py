@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -240,3 +241,22 @@ def write_fold_standin(
         for split, file in (("train", "train.txt"), ("valid", "vali.txt"), ("test", "test.txt")):
             write_svmlight(fold[split], directory / f"Fold{k}" / file)
     return directory
+
+
+@contextlib.contextmanager
+def captured_figures() -> Iterator[list]:
+    """The matplotlib Figures saved inside the block (to read their axes, ticks and labels)."""
+    from matplotlib.figure import Figure
+
+    figures: list = []
+    original = Figure.savefig
+
+    def keep(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        figures.append(self)
+        return original(self, *args, **kwargs)
+
+    Figure.savefig = keep
+    try:
+        yield figures
+    finally:
+        Figure.savefig = original

@@ -53,7 +53,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("statistics", ("ltr.stats",)),
     ("click simulation", ("ltr.clicks",)),
     ("models", ("ltr.models",)),
-    ("reporting", ("ltr.comparison", "ltr.report", "ltr.plots", "ltr.progress")),
+    (
+        "reporting",
+        ("ltr.comparison", "ltr.agreement", "ltr.segments", "ltr.report", "ltr.plots", "ltr.progress"),
+    ),
     ("tracking", ("ltr.tracking",)),
     ("export", ("ltr.export",)),
     (
@@ -336,6 +339,8 @@ IMPORT_ALLOWS: dict[str, frozenset[str]] = {
     "ltr.clicks": frozenset({"numba"}),
     "ltr.models": frozenset({"numba"}),  # engines load when a model is fitted (below)
     "ltr.comparison": frozenset({"numba", "pandas"}),
+    "ltr.agreement": frozenset({"numba", "pandas"}),
+    "ltr.segments": frozenset({"numba", "pandas"}),
     "ltr.report": frozenset(),
     "ltr.plots": frozenset(),
     "ltr.progress": frozenset(),

@@ -25,6 +25,7 @@ from ltr.compare import (
     run_comparison,
 )
 from ltr.errors import ConfigError
+from ltr.schemas import DEFAULT_METRICS
 
 TINY_DATA = [
     "data.n_queries.train=60",
@@ -193,9 +194,23 @@ def test_comparison_writes_leaderboard_plots_and_mlflow_parent_with_children(com
     leaderboard_files = {
         Path(a.path).name for a in client.list_artifacts(result.parent_run_id, "leaderboard")
     }
-    assert leaderboard_files == {"leaderboard.md", "leaderboard.csv", "leaderboard.tex"}
+    assert leaderboard_files == {
+        "leaderboard.md",
+        "leaderboard.csv",
+        "leaderboard.tex",
+        "agreement.md",
+        "agreement.csv",
+        "segments.md",
+        "segments.csv",
+    }
     plot_files = {Path(a.path).name for a in client.list_artifacts(result.parent_run_id, "plots")}
-    assert {"ndcg_at_k.png", "ci_forest.png", "difference_histogram.png"} <= plot_files
+    assert {"ndcg_at_k.png", "ci_forest.png", "difference_histogram.png", "asl_curves.png"} <= plot_files
+    assert "## Metric agreement" in md and "Discriminative power" in md
+    assert {"segments.png", "asl_curves.png"} <= plot_files
+    segments = pd.read_csv(out / "segments.csv")
+    assert set(segments["family"]) == {"documents per query", "relevant documents", "highest label"}
+    # worst queries carry the labels in each system's order (from its test predictions)
+    assert "## Worst queries" in md and "| lambdamart |" in md.split("## Worst queries")[1]
 
 
 @pytest.mark.slow
@@ -269,6 +284,7 @@ def _logged_run(
     run = client.create_run(exp.experiment_id, run_name=name, tags=tags)
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame({"qid": np.asarray(qids, dtype=np.int64)})
+    frame["n_docs"] = 5 + frame["qid"] % 7
     for metric in ("ndcg@10", "ndcg@5", "ndcg@1", "err@10", "map", "mrr@10", "p@10"):
         frame[metric] = rng.random(len(frame))
     with tempfile.TemporaryDirectory() as tmp:
@@ -303,6 +319,125 @@ def test_from_mlflow_refuses_runs_of_different_test_data(tmp_path, capsys):
     # the same name twice (all runs of the experiment): the collision is still refused by data
     code, err = _from_mlflow(uri, tmp_path, "--experiment", "ltr", capsys=capsys)
     assert code == 2 and "different test data" in err and "regression-synthetic" in err
+
+
+def test_from_mlflow_report_has_the_metric_agreement_section(tmp_path, capsys):
+    """Three logged runs: leaderboard.md, agreement.md/csv, the ASL plot and the console all carry the
+    agreement, and its numbers are metric_agreement's on the runs' per-query values."""
+    from ltr.agreement import metric_agreement
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    ids = [_logged_run(uri, name, range(30), "fp", seed) for seed, name in enumerate(("a", "b", "c"), 1)]
+    code, out = _from_mlflow(uri, tmp_path, "--run-ids", *ids, capsys=capsys)
+    assert code == 0, out
+    folder = tmp_path / "out"
+    assert "Metric agreement" in out and "Discriminative power" in out
+    # the console renders the Markdown: tables, no escapes or emphasis markers
+    assert "\\_" not in out and "**" not in out and "|---" not in out
+    assert "## Metric agreement" in (folder / "leaderboard.md").read_text()
+    assert (folder / "plots" / "asl_curves.png").stat().st_size > 5000
+    table = pd.read_csv(folder / "agreement.csv")
+    metrics = list(DEFAULT_METRICS)  # the --from-mlflow default without experiment=
+    assert len(table) == len(metrics) * (len(metrics) - 1) // 2
+    from mlflow.tracking import MlflowClient
+
+    frames = {}
+    for rid in ids:
+        path = MlflowClient(uri).download_artifacts(rid, "per_query/test.parquet", str(tmp_path / rid))
+        frames[MlflowClient(uri).get_run(rid).info.run_name] = pd.read_parquet(path).set_index("qid")
+    # the CLI ranks the systems by the primary metric first; τ does not depend on the order of systems
+    expected = metric_agreement(frames, metrics=metrics, B=1000, test_B=10_000, seed=42)
+    i, j = metrics.index("err@10"), metrics.index("ndcg@10")
+    row = table[(table.metric_a == "err@10") & (table.metric_b == "ndcg@10")].iloc[0]
+    assert row["kendall_tau"] == pytest.approx(expected.kendall_tau[i, j])
+    assert row["pearson"] == pytest.approx(expected.pearson[i, j])
+    assert row["spearman_ci_low"] == pytest.approx(expected.spearman_ci[0][i, j])
+
+
+def test_from_mlflow_report_has_the_failure_analysis_by_documents_per_query(tmp_path, capsys):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    ids = [_logged_run(uri, name, range(30), "fp", seed) for seed, name in enumerate(("a", "b", "c"), 1)]
+    code, out = _from_mlflow(uri, tmp_path, "--run-ids", *ids, "--baseline", "a", capsys=capsys)
+    assert code == 0, out
+    folder = tmp_path / "out"
+    assert "Failure analysis by segment" in out and "Worst queries" in out and "**" not in out
+    table = pd.read_csv(folder / "segments.csv")
+    # n_docs = 5 + qid % 7 over qid 0..29: tertile cuts at 7 and 9 → 5–7, 8–9, 10–11
+    assert set(table["family"]) == {"documents per query"}
+    counts = table[table.system == "b"].set_index("segment")["n_queries"].to_dict()
+    assert counts == {"n_docs 5–7": 14, "n_docs 8–9": 8, "n_docs 10–11": 8}
+    assert set(table["system"]) == {"b", "c"}
+    assert (folder / "plots" / "segments.png").stat().st_size > 5000
+    assert "## Failure analysis by segment" in (folder / "leaderboard.md").read_text()
+
+
+def test_experiment_segment_file_is_a_user_segment(tmp_path, capsys):
+    """``segments: {traffic: file.csv}`` in an experiment: the CSV's column (qid, segment) becomes a
+    segment family; a file missing a query or a column is an error naming ``segments.traffic``."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    ids = [_logged_run(uri, name, range(30), "fp", seed) for seed, name in enumerate(("a", "b"), 1)]
+    csv_path = tmp_path / "traffic.csv"
+    pd.DataFrame({"qid": range(30), "segment": ["head"] * 10 + ["tail"] * 20}).to_csv(csv_path, index=False)
+    spec = {"name": "seg", "baseline": "a", "metrics": ["err@10", "ndcg@10"], "stats": {"B": 500},
+            "systems": {"a": {"model": "m"}, "b": {"model": "m"}}, "segments": {"traffic": str(csv_path)}}  # fmt: skip
+    exp_path = tmp_path / "seg.yaml"
+    exp_path.write_text(yaml.safe_dump(spec))
+    code, out = _from_mlflow(uri, tmp_path, f"experiment={exp_path}", "--run-ids", *ids, capsys=capsys)
+    assert code == 0, out
+    table = pd.read_csv(tmp_path / "out" / "segments.csv")
+    traffic = table[table.family == "traffic"].set_index("segment")
+    assert traffic["n_queries"].to_dict() == {"head": 10, "tail": 20}
+    pd.DataFrame({"qid": range(29), "segment": "x"}).to_csv(csv_path, index=False)
+    code, err = _from_mlflow(uri, tmp_path, f"experiment={exp_path}", "--run-ids", *ids, capsys=capsys)
+    assert (
+        code == 2 and "segments.traffic" in err and "no value for 1 queries" in err and "Traceback" not in err
+    )
+    pd.DataFrame({"query": range(30)}).to_csv(csv_path, index=False)
+    code, err = _from_mlflow(uri, tmp_path, f"experiment={exp_path}", "--run-ids", *ids, capsys=capsys)
+    assert code == 2 and "segments.traffic" in err and "needs columns qid and segment" in err
+
+
+def test_failure_analysis_with_labels_lists_every_segment_and_the_worst_queries(tmp_path):
+    from ltr.compare import build_failure_analysis, write_outputs
+    from ltr.segments import query_attributes, ranked_labels
+
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(3, 12, 40)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    labels = rng.integers(0, 3, offsets[-1]).astype(float)
+    qid = np.arange(100, 140)
+    frames = {
+        s: pd.DataFrame({"qid": qid, "n_docs": sizes, "err@10": rng.random(40)}) for s in ("base", "x", "y")
+    }
+    exp = check_experiment(
+        OmegaConf.create(
+            {"name": "t", "baseline": "base", "primary": "err@10", "metrics": ["err@10"],
+             "stats": {"B": 500}, "systems": {s: {"model": "m"} for s in frames}}
+        ),
+        "t.yaml",
+    )  # fmt: skip
+    ranked = {s: ranked_labels(labels, rng.random(offsets[-1]), offsets, qid) for s in ("x", "y")}
+    failures = build_failure_analysis(
+        frames, exp, seed=1, attributes=query_attributes(labels, offsets, qid), ranked=ranked
+    )
+    table = failures.table
+    assert set(table["family"]) == {"documents per query", "relevant documents", "highest label"}
+    for (_system, _family), part in table.groupby(["system", "family"]):
+        assert part["n_queries"].sum() == 40
+    diff = frames["x"]["err@10"] - frames["base"]["err@10"]
+    expected = qid[np.argsort(diff.to_numpy(), kind="stable")[:5]].tolist()
+    assert [w.qid for w in failures.worst if w.system == "x"] == expected
+    w = failures.worst[0]
+    i = int(np.flatnonzero(qid == w.qid)[0])
+    own = labels[offsets[i] : offsets[i + 1]]
+    assert w.ranked_labels == ranked["x"][w.qid][0]
+    assert w.ideal_labels == tuple(sorted(own.tolist(), reverse=True)[:10])
+    report = build_report(frames, exp, seed=1)
+    files = write_outputs(report, frames, exp, tmp_path, seed=1, failures=failures)
+    names = {f.name for f in files}
+    assert {"segments.md", "segments.csv", "segments.png"} <= names
+    text = (tmp_path / "segments.md").read_text()
+    assert "**relevant documents**" in text and "## Worst queries" in text
 
 
 def test_from_mlflow_without_fingerprints_compares_query_ids(tmp_path, capsys):
@@ -372,3 +507,62 @@ def test_an_experiment_with_a_yaml_syntax_error_is_a_config_error(tmp_path):
         ConfigError, match=r"broken.yaml: not a valid experiment YAML \(while parsing .* expected ','"
     ):
         load_experiment(str(path))
+
+
+# --- a report people want to look at ---------------------------------------------------------------------
+
+
+def test_console_leaderboard_is_a_terminal_table_without_markdown_escapes(tmp_path):
+    """Names with underscores print as they are: no ``\\_``, no ``**``, no Markdown rule rows; the files
+    keep their Markdown."""
+    import io
+
+    from rich.console import Console
+
+    from ltr.compare import build_agreement, build_failure_analysis, print_leaderboard
+
+    rng = np.random.default_rng(1)
+    qid = np.arange(30)
+    frames = {
+        s: pd.DataFrame(
+            {"qid": qid, "n_docs": 5 + qid % 4, "err@10": rng.random(30), "ndcg@10": rng.random(30)}
+        )
+        for s in ("reg_base", "lambda_mart", "lambdamart_xgb")
+    }
+    exp = check_experiment(
+        OmegaConf.create(
+            {"name": "t", "title": "Title_with_underscores", "baseline": "reg_base", "primary": "err@10",
+             "metrics": ["err@10", "ndcg@10"], "stats": {"B": 500}, "systems": {s: {"model": "m"} for s in frames}}
+        ),
+        "t.yaml",
+    )  # fmt: skip
+    report = build_report(frames, exp, seed=1)
+    console = Console(width=160, record=True, file=io.StringIO(), force_terminal=True)
+    failures = build_failure_analysis(frames, exp, seed=1)
+    print_leaderboard(console, report, exp, tmp_path, build_agreement(frames, exp, seed=1), failures)
+    text = console.export_text(clear=False)
+    assert "lambda_mart" in text and "lambdamart_xgb" in text and "reg_base (baseline)" in text
+    assert "Title_with_underscores" in text and "Metric agreement" in text and "Failure analysis" in text
+    assert "\\_" not in text and "**" not in text and "| ---" not in text and "|---" not in text
+    # the best mean is bold on the terminal (a style, not asterisks)
+    best = report.best("err@10")
+    styled = console.export_text(styles=True)
+    assert f"\x1b[1m{report.row(best, 'err@10').mean:.4f}" in styled
+    assert "lambda\\_mart" in report.to_markdown()  # the Markdown file keeps its escapes
+
+
+def test_title_and_parent_run_name_follow_the_data_actually_used():
+    from ltr.compare import data_label, titled_for_data
+
+    exp = load_experiment("synthetic_challenge")
+    own = data_label(compose_system(exp, "regression", []).data)
+    used = data_label(
+        compose_system(
+            exp, "regression", ["data=svmlight", "data.train=/x/rank.train", "data.test=/x/rank.test"]
+        ).data
+    )
+    assert (own, used) == ("synthetic", "svmlight rank.train")
+    titled, run_name = titled_for_data(exp, used, own)
+    assert "synthetic" not in titled.title.replace("synthetic_challenge", "")
+    assert "rank.train" in titled.title and run_name == "compare-synthetic_challenge-svmlight_rank.train"
+    assert titled_for_data(exp, own, own) == (exp, "compare-synthetic_challenge")

@@ -303,6 +303,49 @@ def test_compare_runs_matches_scipy_and_holm(tmp_path, capsys, test):
     assert f"{r['wins']}/{r['ties']}/{r['losses']}" in text.split("**map** vs bm25")[1]
 
 
+def test_compare_prints_metric_agreement_checked_against_scipy(tmp_path, capsys):
+    """``--compare`` with ≥ 2 measures adds the metric agreement: τ between the system rankings, pooled
+    per-query Pearson/Spearman (scipy) and discriminative power (exact sign-flip, scipy's permutation test)."""
+    from itertools import combinations
+
+    from scipy import stats
+
+    runs = write_trec(tmp_path)
+    args = ["--qrels", str(tmp_path / "qrels"), *(a for r in runs for a in ("--run", r)), "-m", "ndcg_cut_10",
+            "-m", "map", "--compare"]  # fmt: skip
+    assert main([*args, "--json"]) == 0
+    agreement = json.loads(capsys.readouterr().out)["agreement"]
+    per_query = {Path(r).stem: pytrec_per_query(tmp_path, r, {"ndcg_cut_10", "map"}) for r in runs}
+    topics = sorted(per_query["bm25"])
+    v = {
+        m: {s: np.array([per_query[s][t][m] for t in topics]) for s in per_query}
+        for m in ("ndcg_cut_10", "map")
+    }
+    (pair,) = agreement["pairs"]
+    assert (pair["metric_a"], pair["metric_b"]) == ("ndcg_cut_10", "map")
+    means = {m: [v[m][s].mean() for s in per_query] for m in v}
+    assert pair["kendall_tau"] == pytest.approx(
+        stats.kendalltau(means["ndcg_cut_10"], means["map"]).statistic
+    )
+    pooled = {m: np.concatenate(list(v[m].values())) for m in v}
+    assert pair["pearson"] == pytest.approx(stats.pearsonr(pooled["ndcg_cut_10"], pooled["map"]).statistic)
+    assert pair["spearman"] == pytest.approx(stats.spearmanr(pooled["ndcg_cut_10"], pooled["map"]).statistic)
+    for metric in v:
+        significant = 0
+        for a, b in combinations(per_query, 2):
+            p = stats.permutation_test(
+                (v[metric][a], v[metric][b]), lambda x, y, axis: np.mean(x - y, axis=axis),
+                permutation_type="samples", n_resamples=np.inf, vectorized=True,
+            ).pvalue  # fmt: skip
+            significant += p < 0.05
+        assert agreement["discriminative_power"][metric] == pytest.approx(significant / 3)
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert (
+        "## Metric agreement" in text and "| ndcg_cut_10 | map |" in text and "Discriminative power" in text
+    )
+
+
 def test_compare_baseline_option_and_different_query_sets(tmp_path, capsys):
     runs = write_trec(tmp_path)
     base = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import captured_figures
 from matplotlib.image import imread
 
 from ltr.comparison import compare
@@ -17,6 +18,33 @@ from ltr.plots import (
     plot_learning_curves,
     plot_ndcg_at_k,
 )
+
+
+def _curves(n_systems: int, K: int = 20) -> dict:
+    k = np.arange(1, K + 1)
+    return {
+        f"system_{i}": (0.5 + 0.01 * k - 0.01 * i, 0.45 + 0.01 * k - 0.01 * i, 0.55 + 0.01 * k - 0.01 * i)
+        for i in range(n_systems)
+    }
+
+
+@pytest.mark.parametrize("n_systems", [2, 5])
+def test_ndcg_at_k_has_integer_k_ticks_and_one_panel_per_system_when_many(tmp_path, n_systems):
+    with captured_figures() as figures:
+        _png(plot_ndcg_at_k(_curves(n_systems, K=7), tmp_path / "k.png"))
+    axes = figures[0].axes
+    assert len(axes) == (1 if n_systems <= 3 else n_systems)
+    for ax in axes:
+        low, high = ax.get_xlim()
+        ticks = [t for t in ax.get_xticks() if low <= t <= high]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+        assert max(ticks) <= 7 and min(ticks) >= 1
+    if n_systems > 3:
+        # each panel: its own band (one PolyCollection) and its system as the coloured line
+        assert [ax.get_title() for ax in axes] == [f"system_{i}" for i in range(5)]
+        assert all(len(ax.collections) == 1 for ax in axes)
+        # the other systems drawn thin and grey for reference
+        assert sum(1 for line in axes[0].get_lines() if line.get_color() == "0.75") == 4
 
 
 @pytest.fixture(scope="module")
