@@ -93,6 +93,23 @@ def run_cli(main: Callable[[], int | None], *, spelling: Spelling | None = None)
     sys.exit(_ended(main, spelling))
 
 
+def print_result(produce: Callable[[Any], str], args: Any) -> int:
+    """A text command's ``main`` body: ``produce(args)``'s text on stdout and exit status 0, or for a
+    user error (:class:`~ltr.errors.LtrError`) one ``error:`` line on stderr and status 2.
+
+    >>> print_result(lambda args: f"{args}\\n", "ok")
+    ok
+    0
+    """
+    try:
+        text = produce(args)
+    except LtrError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
+    return 0
+
+
 def run_hydra_app(app: Callable[[], Any]) -> NoReturn:
     """Run a ``@hydra.main`` function under :func:`run_cli`, with Hydra's composition errors as one line.
 

@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,8 +56,8 @@ import numpy as np
 from ltr.data import RankingData
 from ltr.data.registry import REGISTRY, default_dir, load_dataset
 from ltr.data.svmlight import load_svmlight
-from ltr.entry import run_cli
-from ltr.errors import ConfigError, LtrError
+from ltr.entry import print_result, run_cli
+from ltr.errors import ConfigError
 from ltr.metrics.compute import evaluate
 from ltr.metrics.conventions import PRESETS, describe_conventions
 from ltr.metrics.trec import TrecResult, evaluate_trec, format_trec, read_qrels, read_run, trec_measures
@@ -381,14 +380,7 @@ def run(args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (2 for bad input, with the error on stderr)."""
-    args = build_parser().parse_args(argv)
-    try:
-        text = run(args)
-    except LtrError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    sys.stdout.write(text)
-    return 0
+    return print_result(run, build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

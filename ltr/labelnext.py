@@ -23,15 +23,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ltr.data.svmlight import load_svmlight
-from ltr.entry import run_cli
-from ltr.errors import ConfigError, DataError, LtrError
+from ltr.entry import print_result, run_cli
+from ltr.errors import ConfigError, DataError
 from ltr.model_source import load_model
 from ltr.predictions import read_scores
 from ltr.resources import work_root
@@ -139,14 +138,7 @@ def run(args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (2 for bad input, with the error on stderr)."""
-    args = build_parser().parse_args(argv)
-    try:
-        text = run(args)
-    except LtrError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    sys.stdout.write(text)
-    return 0
+    return print_result(run, build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 
 from ltr.clicks import simulate_log_table
@@ -33,8 +32,7 @@ from ltr.clicks.propensity import (
     write_propensities,
 )
 from ltr.data.synthetic import generate
-from ltr.entry import run_cli
-from ltr.errors import LtrError
+from ltr.entry import print_result, run_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,14 +103,7 @@ def run(args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (2 for bad input, with the error on stderr)."""
-    args = build_parser().parse_args(argv)
-    try:
-        text = run(args)
-    except LtrError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    sys.stdout.write(text)
-    return 0
+    return print_result(run, build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":
