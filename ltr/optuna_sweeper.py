@@ -73,6 +73,7 @@ from ltr.study import (
     check_same_search,
     claimed,
     drop_duplicate,
+    drop_waiting_duplicates,
     hand_back,
     is_duplicate,
     is_surplus,
@@ -299,6 +300,7 @@ class OptunaSweeper(Sweeper):
             if tally.exceeded():
                 write_results(study, sweep_dir / RESULTS_FILE)
                 raise tally.error()
+        drop_waiting_duplicates(study)
         results = write_results(study, sweep_dir / RESULTS_FILE)
         if tracker is not None and self.parent_run is not None:
             promote(study, tracker, self.parent_run, sweep_dir)

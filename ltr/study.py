@@ -23,7 +23,8 @@
   enqueued parameters enqueued again). Optuna's ``enqueue_trial(skip_if_exists=True)`` checks the
   study, then adds the trial: two workers starting at once (or recovering the same interrupted trial)
   can both enqueue one parameter set. Such a copy is dropped when asked (:func:`is_duplicate`: FAIL
-  ``ltr.failure=duplicate``, not counted, not enqueued again), so each enqueued parameter set runs once.
+  ``ltr.failure=duplicate``, not counted, not enqueued again), so each enqueued parameter set runs once;
+  a copy still waiting when the study is full is dropped at the end of the run.
 
 >>> position_of(5, [1, 3, 7])
 3
@@ -268,7 +269,7 @@ def is_surplus(study: optuna.Study, trial: optuna.Trial, n_trials: int) -> bool:
     return sum(counts(t) for t in study.get_trials(deepcopy=False) if t.number < trial.number) >= n_trials
 
 
-def is_duplicate(study: optuna.Study, trial: optuna.Trial) -> bool:
+def is_duplicate(study: optuna.Study, trial: optuna.Trial | FrozenTrial) -> bool:
     """True when ``trial`` was enqueued and a trial numbered before it holds the same parameters and is
     waiting, running, or counts (:func:`counts`): the same parameter set was enqueued twice, by two
     workers at once. The lowest-numbered live copy is the one kept; a copy is dropped only while an
@@ -287,12 +288,33 @@ def is_duplicate(study: optuna.Study, trial: optuna.Trial) -> bool:
     )
 
 
-def drop_duplicate(study: optuna.Study, trial: optuna.Trial) -> None:
-    """End a duplicate trial (:func:`is_duplicate`): FAIL (``ltr.failure=duplicate``), not enqueued again."""
+def drop_duplicate(study: optuna.Study, trial: optuna.Trial | FrozenTrial) -> None:
+    """End a duplicate trial (:func:`is_duplicate`) this process holds RUNNING: FAIL
+    (``ltr.failure=duplicate``), not enqueued again."""
     from optuna.trial import TrialState  # deferred: Optuna loads only when a sweep runs
 
-    trial.set_user_attr(FAILURE_ATTR, DUPLICATE)
-    study.tell(trial, state=TrialState.FAIL)
+    study._storage.set_trial_user_attr(trial._trial_id, FAILURE_ATTR, DUPLICATE)
+    study.tell(trial.number, state=TrialState.FAIL)
+
+
+def drop_waiting_duplicates(study: optuna.Study) -> int:
+    """Drop the duplicate trials still WAITING (a full study never asks them); returns how many."""
+    import optuna  # deferred: Optuna loads only when a sweep runs
+    from optuna.trial import TrialState  # deferred: as above
+
+    dropped = 0
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+        if not is_duplicate(study, trial):
+            continue
+        try:  # claimed like Optuna's own pop of a waiting trial: False when another process took it
+            if not study._storage.set_trial_state_values(trial._trial_id, state=TrialState.RUNNING):
+                continue
+        except optuna.exceptions.UpdateFinishedTrialError:
+            continue
+        study._storage.set_trial_user_attr(trial._trial_id, OWNER_ATTR, owner_id())
+        drop_duplicate(study, trial)
+        dropped += 1
+    return dropped
 
 
 def hand_back(study: optuna.Study, trial: optuna.Trial) -> None:

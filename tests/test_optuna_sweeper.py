@@ -450,11 +450,16 @@ def test_enqueued_trials_give_the_same_results_with_two_workers_as_serially(tmp_
     assert len(_finished(shared_db)) == len(fixed)  # each enqueued parameter set completed once
 
 
-@pytest.mark.parametrize("copy_of_retry", [False, True])
-def test_a_parameter_set_enqueued_twice_by_racing_workers_runs_once(tmp_path, copy_of_retry):
+@pytest.mark.parametrize(
+    ("copy_of_retry", "copy_last"),
+    [(False, False), (True, False), (False, True)],
+    ids=["enqueued", "retry", "last"],
+)
+def test_a_parameter_set_enqueued_twice_by_racing_workers_runs_once(tmp_path, copy_of_retry, copy_last):
     """Optuna's enqueue_trial(skip_if_exists=True) checks, then adds: two workers starting at once (or
     recovering the same interrupted trial) can enqueue one parameter set twice. The storage is built
-    in that state; the copy is dropped, every parameter set completes once, n_trials are filled."""
+    in that state; the copy is dropped (when asked, or at the end when the study filled before it),
+    every parameter set completes once, n_trials are filled."""
     fixed = [{"lr": 0.01 * (i + 1), "leaves": 10 + i, "m": 20 + i, "c": "abc"[i % 3]} for i in range(5)]
     db = tmp_path / "optuna.db"
     study = optuna.create_study(study_name="toy", storage=f"sqlite:///{db}", direction="maximize")
@@ -468,15 +473,16 @@ def test_a_parameter_set_enqueued_twice_by_racing_workers_runs_once(tmp_path, co
         )
         study.add_trial(interrupted)
         retry = {"ltr.retry_of": 0}
-    for params in [fixed[0], fixed[1], fixed[0], *fixed[2:]]:
+    n_trials = len(fixed) if copy_last else len(fixed) + 1
+    for params in [*fixed, fixed[0]] if copy_last else [fixed[0], fixed[1], fixed[0], *fixed[2:]]:
         study.enqueue_trial(params, user_attrs=retry if params == fixed[0] else {})
     app = _write_app(
-        tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=6, enqueue_trials=fixed
+        tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=n_trials, enqueue_trials=fixed
     )
     proc = _run_app(app)
     assert proc.returncode == 0, proc.stderr[-3000:]
     done = _finished(db)
-    assert len(done) == 6  # n_trials, no more
+    assert len(done) == n_trials  # no more
     assert [(params, value) for params, value, _ in done[:5]] == [
         (tuple(sorted(p.items())), objective(**p)) for p in fixed
     ]
