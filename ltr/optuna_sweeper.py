@@ -72,7 +72,10 @@ from ltr.study import (
     Heartbeat,
     check_same_search,
     claimed,
+    drop_duplicate,
+    drop_waiting_duplicates,
     hand_back,
+    is_duplicate,
     is_surplus,
     make_storage,
     owner_id,
@@ -297,6 +300,7 @@ class OptunaSweeper(Sweeper):
             if tally.exceeded():
                 write_results(study, sweep_dir / RESULTS_FILE)
                 raise tally.error()
+        drop_waiting_duplicates(study)
         results = write_results(study, sweep_dir / RESULTS_FILE)
         if tracker is not None and self.parent_run is not None:
             promote(study, tracker, self.parent_run, sweep_dir)
@@ -305,7 +309,8 @@ class OptunaSweeper(Sweeper):
             log.info("Rerun the best trial: %s", results["best_command"])
 
     def _ask(self, study: optuna.Study, space: SearchSpace, size: int) -> list[optuna.Trial]:
-        """Ask ``size`` trials (enqueued ones first), each owned by this process; surplus ones handed back."""
+        """Ask up to ``size`` trials (enqueued ones first), each owned by this process; duplicate ones
+        dropped, surplus ones handed back."""
         trials = []
         for _ in range(size):
             with warnings.catch_warnings():  # ltr records the heartbeats of asked trials itself (Heartbeat)
@@ -314,6 +319,9 @@ class OptunaSweeper(Sweeper):
                 )
                 trial = study.ask(space.distributions)
             trial.set_user_attr(OWNER_ATTR, owner_id())
+            if is_duplicate(study, trial):  # its parameters were enqueued twice (two workers at once)
+                drop_duplicate(study, trial)
+                continue
             if is_surplus(study, trial, self.settings.n_trials):
                 hand_back(study, trial)
                 break

@@ -20,7 +20,11 @@
 * **Several workers** (processes, ``launcher=joblib``, machines on one RDB) run the same command on one
   study; each asks its trials from the storage (enqueued trials first, see ``enqueue_trials``), and a
   trial asked when the study was already full is handed back (FAIL ``ltr.failure=surplus``, its
-  enqueued parameters enqueued again).
+  enqueued parameters enqueued again). Optuna's ``enqueue_trial(skip_if_exists=True)`` checks the
+  study, then adds the trial: two workers starting at once (or recovering the same interrupted trial)
+  can both enqueue one parameter set. Such a copy is dropped when asked (:func:`is_duplicate`: FAIL
+  ``ltr.failure=duplicate``, not counted, not enqueued again), so each enqueued parameter set runs once;
+  a copy still waiting when the study is full is dropped at the end of the run.
 
 >>> position_of(5, [1, 3, 7])
 3
@@ -53,6 +57,7 @@ FAILURE_ATTR = "ltr.failure"
 RETRY_ATTR = "ltr.retry_of"
 INTERRUPTED = "interrupted"
 SURPLUS = "surplus"
+DUPLICATE = "duplicate"
 
 
 def owner_id() -> str:
@@ -240,17 +245,17 @@ def recover(study: optuna.Study) -> list[int]:
 def counts(trial: FrozenTrial) -> bool:
     """Whether a trial counts towards ``n_trials``: finished (COMPLETE, PRUNED), running, or failed for
     good (its job failed, or it was the retry of an interrupted trial). An interrupted trial (retried
-    instead) and a surplus one (handed back) do not count."""
+    instead), a surplus one (handed back) and a duplicate one (dropped) do not count."""
     from optuna.trial import TrialState  # deferred: Optuna loads only when a sweep runs
 
     if trial.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING):
         return True
     if trial.state != TrialState.FAIL:
         return False
-    replaced = trial.user_attrs.get(FAILURE_ATTR, INTERRUPTED) in (INTERRUPTED, SURPLUS)
-    return not replaced or (
-        trial.user_attrs.get(RETRY_ATTR) is not None and trial.user_attrs.get(FAILURE_ATTR) != SURPLUS
-    )
+    failure = trial.user_attrs.get(FAILURE_ATTR, INTERRUPTED)
+    if failure in (SURPLUS, DUPLICATE):
+        return False
+    return failure != INTERRUPTED or trial.user_attrs.get(RETRY_ATTR) is not None
 
 
 def claimed(study: optuna.Study) -> int:
@@ -262,6 +267,54 @@ def is_surplus(study: optuna.Study, trial: optuna.Trial, n_trials: int) -> bool:
     """True when ``n_trials`` counted trials were numbered before ``trial`` (another worker filled the
     study between the count and the ask)."""
     return sum(counts(t) for t in study.get_trials(deepcopy=False) if t.number < trial.number) >= n_trials
+
+
+def is_duplicate(study: optuna.Study, trial: optuna.Trial | FrozenTrial) -> bool:
+    """True when ``trial`` was enqueued and a trial numbered before it holds the same parameters and is
+    waiting, running, or counts (:func:`counts`): the same parameter set was enqueued twice, by two
+    workers at once. The lowest-numbered live copy is the one kept; a copy is dropped only while an
+    earlier one is live, and an earlier copy that stops being live without counting (surplus,
+    interrupted) is enqueued again, so each enqueued parameter set still runs."""
+    from optuna.trial import TrialState  # deferred: Optuna loads only when a sweep runs
+
+    fixed = study._storage.get_trial_system_attrs(trial._trial_id).get("fixed_params")
+    if not fixed:
+        return False
+    return any(
+        t.number < trial.number
+        and (t.state == TrialState.WAITING or counts(t))
+        and t.system_attrs.get("fixed_params", t.params) == fixed
+        for t in study.get_trials(deepcopy=False)
+    )
+
+
+def drop_duplicate(study: optuna.Study, trial: optuna.Trial | FrozenTrial) -> None:
+    """End a duplicate trial (:func:`is_duplicate`) this process holds RUNNING: FAIL
+    (``ltr.failure=duplicate``), not enqueued again."""
+    from optuna.trial import TrialState  # deferred: Optuna loads only when a sweep runs
+
+    study._storage.set_trial_user_attr(trial._trial_id, FAILURE_ATTR, DUPLICATE)
+    study.tell(trial.number, state=TrialState.FAIL)
+
+
+def drop_waiting_duplicates(study: optuna.Study) -> int:
+    """Drop the duplicate trials still WAITING (a full study never asks them); returns how many."""
+    import optuna  # deferred: Optuna loads only when a sweep runs
+    from optuna.trial import TrialState  # deferred: as above
+
+    dropped = 0
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+        if not is_duplicate(study, trial):
+            continue
+        try:  # claimed like Optuna's own pop of a waiting trial: False when another process took it
+            if not study._storage.set_trial_state_values(trial._trial_id, state=TrialState.RUNNING):
+                continue
+        except optuna.exceptions.UpdateFinishedTrialError:
+            continue
+        study._storage.set_trial_user_attr(trial._trial_id, OWNER_ATTR, owner_id())
+        drop_duplicate(study, trial)
+        dropped += 1
+    return dropped
 
 
 def hand_back(study: optuna.Study, trial: optuna.Trial) -> None:

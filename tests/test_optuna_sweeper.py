@@ -447,6 +447,49 @@ def test_enqueued_trials_give_the_same_results_with_two_workers_as_serially(tmp_
     truth = {tuple(sorted(p.items())): objective(**p) for p in fixed}
     assert dict((params, value) for params, value, _ in _finished(serial_db)) == truth
     assert dict((params, value) for params, value, _ in _finished(shared_db)) == truth
+    assert len(_finished(shared_db)) == len(fixed)  # each enqueued parameter set completed once
+
+
+@pytest.mark.parametrize(
+    ("copy_of_retry", "copy_last"),
+    [(False, False), (True, False), (False, True)],
+    ids=["enqueued", "retry", "last"],
+)
+def test_a_parameter_set_enqueued_twice_by_racing_workers_runs_once(tmp_path, copy_of_retry, copy_last):
+    """Optuna's enqueue_trial(skip_if_exists=True) checks, then adds: two workers starting at once (or
+    recovering the same interrupted trial) can enqueue one parameter set twice. The storage is built
+    in that state; the copy is dropped (when asked, or at the end when the study filled before it),
+    every parameter set completes once, n_trials are filled."""
+    fixed = [{"lr": 0.01 * (i + 1), "leaves": 10 + i, "m": 20 + i, "c": "abc"[i % 3]} for i in range(5)]
+    db = tmp_path / "optuna.db"
+    study = optuna.create_study(study_name="toy", storage=f"sqlite:///{db}", direction="maximize")
+    retry = {}
+    if copy_of_retry:  # an interrupted trial, whose retry both workers enqueued (ltr.study.recover)
+        interrupted = optuna.trial.create_trial(
+            state=optuna.trial.TrialState.FAIL,
+            params=fixed[0],
+            distributions=parse_search_space(PARAMS, []).distributions,
+            user_attrs={"ltr.failure": "interrupted"},
+        )
+        study.add_trial(interrupted)
+        retry = {"ltr.retry_of": 0}
+    n_trials = len(fixed) if copy_last else len(fixed) + 1
+    for params in [*fixed, fixed[0]] if copy_last else [fixed[0], fixed[1], fixed[0], *fixed[2:]]:
+        study.enqueue_trial(params, user_attrs=retry if params == fixed[0] else {})
+    app = _write_app(
+        tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=n_trials, enqueue_trials=fixed
+    )
+    proc = _run_app(app)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    done = _finished(db)
+    assert len(done) == n_trials  # no more
+    assert [(params, value) for params, value, _ in done[:5]] == [
+        (tuple(sorted(p.items())), objective(**p)) for p in fixed
+    ]
+    trials = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}").trials
+    dropped = [t for t in trials if t.user_attrs.get("ltr.failure") == "duplicate"]
+    assert [(t.state.name, t.system_attrs["fixed_params"]) for t in dropped] == [("FAIL", fixed[0])]
+    assert not [t for t in trials if t.state.name == "WAITING"]
 
 
 def test_glob_searches_the_options_of_a_config_group(tmp_path):
