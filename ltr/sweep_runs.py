@@ -18,6 +18,7 @@ import contextlib
 import logging
 import time
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,11 +64,23 @@ def open_parent_run(study: optuna.Study, tracker: Any, storage: str | None) -> s
         "ltr.sweep.storage": mask_secrets(storage or "in memory"),
     }
     run = client.create_run(tracker.experiment_id, run_name=f"sweep-{study.study_name}", tags=tags)
-    study.set_user_attr(PARENT_ATTR, run.info.run_id)
-    winner = study.user_attrs.get(PARENT_ATTR)  # two workers starting at once: one parent wins
+    winner = first_parent(client, tracker.experiment_id, tags)  # two workers starting at once: one wins
     if winner != run.info.run_id:
         client.delete_run(run.info.run_id)
-    return str(winner)
+    study.set_user_attr(PARENT_ATTR, winner)
+    return winner
+
+
+def first_parent(client: Any, experiment_id: str, tags: Mapping[str, str]) -> str:
+    """The earliest RUNNING parent run with these tags (study name and storage).
+
+    Workers that start at once each create a parent run; a study user attribute cannot arbitrate
+    (Optuna writes it last-writer-wins), but every worker searches only after creating its own run, so
+    each sees the earliest candidate and all agree on it (ties in start time: the smaller run id).
+    """
+    query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items()) + " and attributes.status = 'RUNNING'"
+    runs = client.search_runs([experiment_id], filter_string=query, max_results=1000)
+    return str(min(runs, key=lambda r: (r.info.start_time, r.info.run_id)).info.run_id)
 
 
 def save_plots(study: optuna.Study, folder: Path) -> list[Path]:
