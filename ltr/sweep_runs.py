@@ -78,7 +78,9 @@ def first_parent(client: Any, experiment_id: str, tags: Mapping[str, str]) -> st
     (Optuna writes it last-writer-wins), but every worker searches only after creating its own run, so
     each sees the earliest candidate and all agree on it (ties in start time: the smaller run id).
     """
-    query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items()) + " and attributes.status = 'RUNNING'"
+    query = (
+        " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items()) + " and attributes.status = 'RUNNING'"
+    )
     runs = client.search_runs([experiment_id], filter_string=query, max_results=1000)
     return str(min(runs, key=lambda r: (r.info.start_time, r.info.run_id)).info.run_id)
 
