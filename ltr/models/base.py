@@ -243,13 +243,7 @@ class BaseRanker:
             raise DataError(f"{train.name} (train): no documents")
         if valid is not None:
             check_features(train, valid, "valid")
-        cfg = self._resolve()
-        self.params_ = cfg.params
-        self.early_stopping_ = cfg.early_stopping
-        self.n_features_in_ = train.n_features
-        self.best_iteration_: int | None = None
-        self.evals_result_: dict[str, dict[str, list[float]]] = {}
-        self.engine_params_: dict[str, Any] = {}
+        cfg = self._begin_fit(train.n_features)
         stop = StopRecorder(on_iteration) if on_iteration is not None else None
         self._fit(train, valid, cfg, stop)
         #: the round after which ``on_iteration`` returned True and training stopped (None: it ran out)
@@ -371,6 +365,17 @@ class BaseRanker:
         ranker.params_ = manifest["params"]
         ranker.early_stopping_ = manifest["early_stopping"]
         return ranker
+
+    def _begin_fit(self, n_features: int) -> Resolved:
+        """The resolved config of a new fit, with what a previous fit learned reset (every backend)."""
+        cfg = self._resolve()
+        self.params_ = cfg.params
+        self.early_stopping_ = cfg.early_stopping
+        self.n_features_in_ = n_features
+        self.best_iteration_: int | None = None
+        self.evals_result_: dict[str, dict[str, list[float]]] = {}
+        self.engine_params_: dict[str, Any] = {}
+        return cfg
 
     def _fit(
         self, train: RankingData, valid: RankingData | None, cfg: Resolved, on_iteration: OnIteration | None

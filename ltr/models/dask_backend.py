@@ -221,13 +221,7 @@ class DaskTraining:
                 f"{valid.name} (valid): has {valid.n_features} feature columns but train has "
                 f"{train.n_features}; set n_features so the splits align"
             )
-        cfg = self._resolve()  # type: ignore[attr-defined]
-        self.params_ = cfg.params
-        self.early_stopping_ = cfg.early_stopping
-        self.n_features_in_ = train.n_features
-        self.best_iteration_: int | None = None
-        self.evals_result_: dict[str, dict[str, list[float]]] = {}
-        self.engine_params_: dict[str, Any] = {}
+        cfg = self._begin_fit(train.n_features)  # type: ignore[attr-defined]
         self._train_sharded(train.client, train, valid, cfg, on_iteration)
         return self
 
