@@ -34,7 +34,7 @@ from ltr.errors import ConfigError, DataError
 from ltr.model_source import load_model
 from ltr.predictions import read_scores
 from ltr.resources import work_root
-from ltr.stats.labelnext import LabelPriorities, label_priorities
+from ltr.stats.labelnext import ORDERINGS, LabelPriorities, label_priorities
 from ltr.tracking import resolve_tracking_uri
 
 
@@ -48,9 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--scores", action="append", required=True, help="prediction file of system A (then B)"
     )
     parser.add_argument("-m", "--metric", default="ndcg@10")
-    parser.add_argument(
-        "--by", choices=("variance", "expected_change", "flip_probability"), default="variance"
-    )
+    parser.add_argument("--by", choices=ORDERINGS, default="variance")
     parser.add_argument("--samples", type=int, default=2000, help="Monte-Carlo label draws per query")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(

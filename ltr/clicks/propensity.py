@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ltr.config_check import Constraint, check_value
 from ltr.errors import ConfigError, DataError
 
 LOG_COLUMNS = ("session", "qid", "doc", "position", "click")
@@ -217,14 +218,10 @@ def estimate_propensities(
     max_iter: int = 1000,
 ) -> Propensities:
     """θ_r/θ_1 for every position r <= ``max_position`` (default: all) the log shows, and its CI."""
-    if method not in METHODS:
-        raise ConfigError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
-    if not (isinstance(n_bootstrap, int) and n_bootstrap >= 1):
-        raise ConfigError(f"n_bootstrap: expected an integer >= 1, got {n_bootstrap!r}")
-    if not 0 < confidence < 1:
-        raise ConfigError(f"confidence: expected a number in (0, 1), got {confidence!r}")
-    if max_position is not None and not (isinstance(max_position, int) and max_position >= 1):
-        raise ConfigError(f"max_position: expected an integer >= 1, got {max_position!r}")
+    check_value(method, str, Constraint(choices=METHODS), "method")
+    n_bootstrap = check_value(n_bootstrap, int, Constraint(low=1), "n_bootstrap")
+    check_value(confidence, float, Constraint(low=0.0, high=1.0, open_low=True, open_high=True), "confidence")
+    max_position = check_value(max_position, int | None, Constraint(low=1), "max_position")
     keep = log.position <= (max_position or int(log.position.max()))
     # the positions the log shows (a swap-k log restricted to positions 1 and k has just those two)
     shown = np.unique(log.position[keep])

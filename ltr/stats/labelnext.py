@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ltr.config_check import Constraint, check_value
 from ltr.errors import MetricError
 from ltr.metrics import evaluate
 from ltr.metrics.conventions import resolve_conventions
@@ -46,6 +47,10 @@ from ltr.metrics.uncertain import _as_probs, sample_labels
 from ltr.ranking import check_offsets, descending_ranks
 
 METHODS = ("closed", "enumeration", "monte-carlo")
+
+
+#: what :meth:`LabelPriorities.order` can rank queries by
+ORDERINGS = ("variance", "expected_change", "flip_probability")
 
 
 @dataclass(frozen=True)
@@ -64,8 +69,7 @@ class LabelPriorities:
     def order(self, by: str = "variance") -> np.ndarray:
         """Query positions, most worth labelling first (``by`` = ``variance`` | ``expected_change``;
         ties keep query order)."""
-        if by not in ("variance", "expected_change", "flip_probability"):
-            raise MetricError(f"by: expected variance, expected_change or flip_probability, got {by!r}")
+        check_value(by, str, Constraint(choices=ORDERINGS), "by", error=MetricError)
         values = getattr(self, by)
         if by != "variance" and np.all(np.isnan(values)):
             raise MetricError(f"ordering by {by} needs a second system (scores_b)")
@@ -110,8 +114,7 @@ def label_priorities(
     for name, s in zip(("scores_a", "scores_b"), systems, strict=False):
         if s.shape != (n_docs,) or not np.all(np.isfinite(s)):
             raise MetricError(f"{name}: expected {n_docs} finite scores, got shape {s.shape}")
-    if not (isinstance(n_samples, int) and n_samples >= 2):
-        raise MetricError(f"n_samples: expected an integer >= 2, got {n_samples!r}")
+    n_samples = check_value(n_samples, int, Constraint(low=2), "n_samples", error=MetricError)
     spec = parse_metric(metric)
     conventions = {**conventions, "no_relevant": "zero"}
     n_q = off.shape[0] - 1
