@@ -150,8 +150,6 @@ def split_datasets(data_cfg: Any, splits: Mapping[str, Any], tags: Mapping[str, 
     once for the tags), else :meth:`~ltr.data.RankingData.fingerprint`; the source is the file the
     split was read from (:func:`ltr.data.registry.split_files`), else the split's own name.
     """
-    if not splits:  # a fold protocol's parent run: every fold logs its own splits
-        return []
     files = split_files(data_cfg)
     out = []
     for split, data in splits.items():

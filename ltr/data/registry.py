@@ -343,7 +343,7 @@ def split_files(data_cfg: Mapping[str, Any]) -> dict[str, Path]:
     """The file each split of a data config is read from (absolute), as :func:`load_dataset` reads it.
 
     What a run records as its datasets' source (:meth:`ltr.tracking.Tracker.log_datasets`). A kind
-    whose splits are not one file each gives ``{}``.
+    whose splits are not one file each, or a fold protocol (``data.fold=all`` or a list), gives ``{}``.
 
     >>> split_files({"kind": "svmlight", "train": "data/x/train.txt"})["train"].name
     'train.txt'
@@ -357,6 +357,8 @@ def split_files(data_cfg: Mapping[str, Any]) -> dict[str, Path]:
         files = {s: Path(str(data_cfg["train"])) for s in SPLITS}
     elif kind == "svmlight":
         files = {s: Path(str(data_cfg[s])) for s in SPLITS if data_cfg.get(s)}
+    elif kind in REGISTRY and not isinstance(data_cfg.get("fold") or 1, int):  # a fold protocol: no one file
+        return {}
     elif kind in REGISTRY:
         spec = REGISTRY[str(kind)]
         directory = Path(str(data_cfg.get("dir") or default_dir(spec.name)))
