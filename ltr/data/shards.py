@@ -13,8 +13,10 @@ reading the data:
 :func:`read_shard` parses one shard into a :class:`~ltr.data.RankingData`, with the same
 strictness and the same ``DataError`` text as :func:`~ltr.data.svmlight.load_svmlight`: a bad line
 in a byte range is reported as ``FILE:LINE`` with the line's number *in the file* (the newlines
-before it are counted only when there is an error). A whole-file shard is read through the binary
-cache when ``cache_dir`` is given (one cache entry per file); byte ranges are parsed every time.
+before it are counted only when there is an error). With ``cache_dir`` every shard is read through
+the binary cache (:mod:`ltr.data.cache`): one entry per file, or per byte range of a file (keyed on
+the file's identity, the range and the parse options). The cuts are a function of the file and
+``n_parts`` only, so the same file cut into the same number of parts hits the same entries.
 
 The shards of a split must not share a query: :func:`check_disjoint_queries` names the two files
 (or byte ranges) that hold the same qid.
@@ -224,7 +226,8 @@ def read_shard(
     """Parse one shard with ``load_svmlight`` ``options`` (``engine``, ``cache_dir``, parse options).
 
     A whole file goes through :func:`~ltr.data.svmlight.load_svmlight` itself (sidecars, cache);
-    a byte range through the same parser, with errors at the file's own line numbers.
+    a byte range through the same parser, with errors at the file's own line numbers, and through
+    the cache's entry for that range when ``cache_dir`` is given (``verify_cache``: keyed on every byte).
     """
     options = dict(options or {})
     if shard.whole:
@@ -235,17 +238,31 @@ def read_shard(
             f"{shard.path}: {', '.join(refused)} need(s) the whole file; split the data into one file "
             "per shard instead of byte ranges"
         )
-    for key in ("cache_dir", "verify_cache", *_WHOLE_FILE_ONLY):
+    for key in _WHOLE_FILE_ONLY:
         options.pop(key, None)
+    cache_dir = options.pop("cache_dir", None)
+    full_hash = bool(options.pop("verify_cache", False))
     engine = str(options.pop("engine", "auto"))
     n_threads = options.pop("n_threads", None)
     opts = _parse_options(options)
-    raw = _parse_range(shard, opts, engine, n_threads)
-    if raw.qid is None:
-        raise DataError(
-            f"{shard.path}: byte-range shards need qid: tokens (a .query sidecar covers the whole file)"
-        )
-    return build_dataset(shard.path, raw, opts, None, None, False, name)
+
+    def parse() -> _pyparse.RawParse:
+        raw = _parse_range(shard, opts, engine, n_threads)
+        if raw.qid is None:
+            raise DataError(
+                f"{shard.path}: byte-range shards need qid: tokens (a .query sidecar covers the whole file)"
+            )
+        return raw
+
+    if cache_dir is None:
+        return build_dataset(shard.path, parse(), opts, None, None, False, name)
+    # deferred: the cache's numba checksum (~0.4 s to import) loads only when a cache is used
+    from ltr.data.cache import load_cached_range
+
+    start, stop = shard.start, int(shard.stop or 0)
+    return load_cached_range(
+        shard.path, start, stop, opts, parse, cache_dir=cache_dir, name=name, full_hash=full_hash
+    )
 
 
 def widen(data: RankingData, n_features: int) -> RankingData:
