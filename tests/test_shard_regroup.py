@@ -188,3 +188,16 @@ def test_training_on_regrouped_shards_matches_local_training_on_the_concatenatio
     dask = build_dask_ranker(cfg, {"name": "dask"}, seed=1, num_threads=1).fit(train)
     local = build_ranker(cfg, seed=1, num_threads=1).fit(local_train)
     assert abs(_ndcg10(test, dask.predict(test)) - _ndcg10(test, local.predict(test))) <= 0.01
+
+
+def test_regroup_shard_carries_weights_positions_and_refuses_conflicting_weights():
+    own = RankingData(X=np.ones((3, 1)), y=[1, 0, 2], qid=[8, 8, 2], weight=[0.5, 2.0], position=[1, 2, 1])
+    later = RankingData(X=np.zeros((2, 1)), y=[3, 3], qid=[8, 8], weight=[0.5], position=[3, 4])
+    r = regroup_shard(own, [], [later])
+    assert r.qid.tolist() == [8, 8, 8, 8, 2] and r.weight.tolist() == [0.5, 2.0]
+    assert r.position.tolist() == [1, 2, 3, 4, 1]
+    other = RankingData(X=np.zeros((1, 1)), y=[1], qid=[8], weight=[0.7])
+    with pytest.raises(DataError, match="qid 8 has different weights"):
+        regroup_shard(own, [], [other])
+    with pytest.raises(DataError, match="with and without a .weight sidecar"):
+        regroup_shard(own, [], [RankingData(X=np.zeros((1, 1)), y=[1], qid=[8])])
