@@ -201,3 +201,21 @@ def test_regroup_shard_carries_weights_positions_and_refuses_conflicting_weights
         regroup_shard(own, [], [other])
     with pytest.raises(DataError, match="with and without a .weight sidecar"):
         regroup_shard(own, [], [RankingData(X=np.zeros((1, 1)), y=[1], qid=[8])])
+
+
+@pytest.mark.slow
+def test_worker_processes_regroup_straddling_queries(tmp_path):
+    """The same on a 2-process ``LocalCluster``: the pieces travel between worker processes."""
+    from ltr.models.dask_shards import gather_split, load_sharded
+
+    paths = _straddling_files(tmp_path, "train", 30, seed=3)
+    want = load_svmlight(_concatenated(paths, tmp_path / "all.bin"), regroup=True, engine="python")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as lc,
+        distributed.Client(lc) as client,
+    ):
+        split = load_sharded(client, str(tmp_path / "train-*.txt"), {"engine": "python", "regroup": True})
+        assert len(set(split.workers)) == 2
+        _assert_same_queries(gather_split(client, split), want)
