@@ -22,7 +22,8 @@ own: :func:`load_cached_range` keys bytes ``[start, stop)`` of a file on the sam
 the range and the parse options, and stores the range in the manifest; everything else (layout,
 verification, atomic writes, the per-user fallback) is the whole file's. The planner cuts a file
 the same way for the same number of parts, so a second run hits; another number of parts gives
-other ranges and so other entries.
+other ranges and so other entries. The key hashes the file's identity, not the range's bytes: with
+``verify_cache=True`` every worker reads the whole file once to hash it (reading, not parsing).
 
 ``verify_cache=True`` (``load_svmlight``; ``data.verify_cache`` in a config; ``--verify-cache`` in
 ``python -m ltr.data``) keys on a hash of every byte instead, for tools that rewrite files in place
