@@ -28,12 +28,9 @@ SENTINEL = "1.79769e+308"  # Istella's "missing" value, above parse.huge
 
 @pytest.fixture(scope="module")
 def client():
-    from distributed import Client, LocalCluster
+    from helpers import in_process_dask_client
 
-    with (
-        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
-        Client(cluster) as c,
-    ):
+    with in_process_dask_client() as c:
         yield c
 
 
