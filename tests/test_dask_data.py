@@ -179,6 +179,29 @@ def test_the_synthetic_files_are_generated_and_parsed_on_the_workers(client, tmp
     assert driver_builds  # (the watcher sees driver-side loads: the local load above)
 
 
+@pytest.mark.parametrize("protocol", ["registry folds [2,4]", "data.cv 3 folds"])
+def test_every_fold_of_a_protocol_is_loaded_on_the_workers(
+    client, standin, tmp_path, driver_builds, protocol
+):
+    from ltr.folds import fold_plan, load_fold
+
+    letor = standin / "letor"
+    data = {
+        "registry folds [2,4]": ["data=mq2008", f"data.dir={letor}", "data.fold=[2,4]"],
+        "data.cv 3 folds": ["data=svmlight", f"data.train={letor}/Fold3/test.txt", "data.cv.folds=3"],
+    }[protocol]
+    cfg = compose_config(
+        ["+model=lambdamart", "backend=dask", "data.cache_dir=null", f"paths.root={tmp_path}", *data]
+    )
+    plan = fold_plan(cfg.data)
+    assert len(plan.folds) in (2, 3)
+    for fold in plan.folds:
+        sharded = load_fold(plan, cfg, fold, client)
+        assert driver_builds == []
+        _assert_same_rows(client, sharded, load_dataset(plan.fold_config(cfg, fold).data))
+        driver_builds.clear()  # (the local reference load above)
+
+
 def test_every_file_kind_has_the_workers_read_the_data_with_backend_dask():
     from omegaconf import OmegaConf
 
