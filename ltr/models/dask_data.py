@@ -28,6 +28,9 @@ What a local load does to the rows besides parsing, and how it is done here:
 
 No other transformation exists in the loading path (``ltr.data.normalize`` is a library function a
 run does not call), so the workers' splits are row for row those of a local load.
+
+>>> data_kind({"name": "mq2008", "fold": 2}), [k for k in WORKER_KINDS if k.startswith("mslr")]
+('mq2008', ['mslr_web10k', 'mslr_web30k'])
 """
 
 from __future__ import annotations
