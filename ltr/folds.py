@@ -46,9 +46,9 @@ from omegaconf import OmegaConf, open_dict
 from ltr.config_check import plain
 from ltr.console import print_data_summary, print_tracker_location
 from ltr.data.config import letor_fold_choice
-from ltr.data.registry import check_cv_inputs, default_dir, get_spec, load_dataset, placement_hint
+from ltr.data.registry import check_cv_inputs, default_dir, get_spec, placement_hint
 from ltr.errors import ConfigError, DataError
-from ltr.pipeline import SplitResult, check_splits, ci_bounds
+from ltr.pipeline import SplitResult, check_splits, ci_bounds, load_splits
 from ltr.provenance import command_line, rerun_command, run_tags
 from ltr.record import RecordedRun, train_and_record
 from ltr.tracking import flatten_params, make_tracker, mlflow_metric_name
@@ -312,10 +312,12 @@ def child_overrides(plan: FoldPlan, fold: int, overrides: Sequence[str]) -> list
     return [*kept, plan.fold_override(fold)]
 
 
-def load_fold(plan: FoldPlan, cfg: Any, fold: int) -> dict[str, Any]:
-    """The splits of one fold (its single-run config's ``load_dataset``), with the ``test`` split the summary needs."""
-    data_cfg = plan.fold_config(cfg, fold).data
-    splits = load_dataset(data_cfg)
+def load_fold(plan: FoldPlan, cfg: Any, fold: int, client: Any = None) -> dict[str, Any]:
+    """The splits of one fold (its single-run config's :func:`~ltr.pipeline.load_splits`: read here, or
+    with a Dask ``client`` parsed by its workers), with the ``test`` split the summary needs."""
+    fold_cfg = plan.fold_config(cfg, fold)
+    data_cfg = fold_cfg.data
+    splits = load_splits(fold_cfg, client)
     check_splits(data_cfg, splits)
     if SUMMARY_SPLIT not in splits:
         raise ConfigError(
@@ -334,6 +336,7 @@ def run_folds(
     parent_run_id: str | None = None,
     run_name: str | None = None,
     tags: Mapping[str, str] | None = None,
+    client: Any = None,
 ) -> FoldsRun:
     """Train and evaluate every fold of ``plan`` as child runs of one run; log and print the summary.
 
@@ -341,7 +344,8 @@ def run_folds(
     files are checked, the tracker is opened (an unreachable server fails before any data is read)
     and the first fold is loaded before the run starts, so a bad file or split fails first.
     ``tracker``/``parent_run_id``/``run_name``/``tags``: the protocol's own run inside a larger one
-    (``ltr.compare``: one per system, under the comparison's parent run).
+    (``ltr.compare``: one per system, under the comparison's parent run). ``client``: a Dask client
+    (:func:`ltr.pipeline.data_cluster`) whose workers parse every fold's files (``backend=dask``).
     """
     if SUMMARY_SPLIT not in cfg.eval.splits:
         raise ConfigError(
@@ -364,14 +368,14 @@ def run_folds(
     confidence = float((cfg.eval.get("bootstrap") or {}).get("confidence", 0.95))
     console.print(f"[bold]Fold protocol[/bold] {plan.description}", soft_wrap=True)
     # the first fold is read before the run opens: a bad file or split fails without a FAILED run
-    loaded = {plan.folds[0]: load_fold(plan, cfg, plan.folds[0])}
+    loaded = {plan.folds[0]: load_fold(plan, cfg, plan.folds[0], client)}
     with tracker.start(run_name=run_name, tags=parent_tags, parent_run_id=parent_run_id):
         tracker.log_params(flatten_params(resolved))
         tracker.log_dict(resolved, "config/resolved.yaml")
         for fold, label in zip(plan.folds, plan.labels, strict=True):
             fold_cfg = plan.fold_config(cfg, fold)
             console.print(f"\n[bold]{label}[/bold] ({plan.fold_override(fold)})")
-            splits = loaded.pop(fold) if fold in loaded else load_fold(plan, cfg, fold)
+            splits = loaded.pop(fold) if fold in loaded else load_fold(plan, cfg, fold, client)
             print_data_summary(console, fold_cfg.data, splits)
             child_tags = run_tags(fold_cfg, splits) | {
                 "ltr.folds.fold": label,

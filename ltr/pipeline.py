@@ -56,9 +56,9 @@ from ltr.metrics.conventions import MAX_EXP2_LABEL
 from ltr.metrics.registry import REGISTRY as METRICS
 from ltr.models import build_ranker
 from ltr.models.dask_backend import build_dask_ranker, cluster_workers, dask_client, resolve_backend
+from ltr.models.dask_data import WORKER_KINDS, data_kind, load_worker_dataset
 from ltr.models.dask_shards import (
     ShardedSplit,
-    load_sharded_dataset,
     per_query_metrics,
     random_baseline_metrics,
 )
@@ -281,17 +281,17 @@ def make_ranker(cfg: Any) -> Any:
 
 
 def workers_read_data(cfg: Any) -> bool:
-    """``backend=dask`` with ``data`` of kind ``svmlight``: the Dask workers parse the files."""
+    """``backend=dask`` with data read from files (every kind ``ltr`` loads: your own ``svmlight`` files,
+    the registry datasets, the built-in synthetic data): the Dask workers parse the files."""
     backend = cfg.get("backend")
-    kind = cfg.data.get("kind") or cfg.data.get("name")
-    return backend is not None and str(backend.get("name", "local")) == "dask" and kind == "svmlight"
+    dask = backend is not None and str(backend.get("name", "local")) == "dask"
+    return dask and data_kind(cfg.data) in WORKER_KINDS
 
 
 @contextmanager
 def data_cluster(cfg: Any) -> Iterator[Any]:
     """A Dask client for the whole run when :func:`workers_read_data` (the splits live on its
-    workers from loading to evaluation), else ``None``: then ``backend=dask`` starts a cluster for
-    the fit alone and scatters the in-memory splits (synthetic data, registry datasets)."""
+    workers from loading to evaluation), else ``None``."""
     if not workers_read_data(cfg):
         yield None
         return
@@ -302,13 +302,13 @@ def data_cluster(cfg: Any) -> Iterator[Any]:
 def load_splits(cfg: Any, client: Any = None) -> dict[str, Any]:
     """The dataset's splits: read here (:func:`~ltr.data.registry.load_dataset`), or with a
     ``client`` from :func:`data_cluster`, parsed on its workers as
-    :class:`~ltr.models.dask_shards.ShardedSplit`\\ s (a single file is cut into ``workers ×
-    partitions_per_worker`` byte ranges)."""
+    :class:`~ltr.models.dask_shards.ShardedSplit`\\ s (:func:`~ltr.models.dask_data.load_worker_dataset`;
+    a single file is cut into ``workers × partitions_per_worker`` byte ranges)."""
     if client is None:
         return load_dataset(cfg.data)
     backend = resolve_backend(cfg.backend)
     n_parts = len(cluster_workers(client, backend)) * backend["partitions_per_worker"]
-    return load_sharded_dataset(client, cfg.data, n_parts)
+    return load_worker_dataset(client, cfg.data, n_parts)
 
 
 def optimised_metric(cfg: Any) -> str:

@@ -89,8 +89,9 @@ def execute(cfg: Any) -> RecordedRun | FoldsRun:
         console = Console(highlight=False)
         plan = fold_plan(cfg.data)
         if plan is not None:
-            return run_folds(cfg, plan, console)
-        with data_cluster(cfg) as client:  # backend=dask + svmlight files: the workers hold the splits
+            with data_cluster(cfg) as client:  # backend=dask: the workers parse every fold's files
+                return run_folds(cfg, plan, console, client=client)
+        with data_cluster(cfg) as client:  # backend=dask: the workers parse the files and hold the splits
             # a trial of ltr's Optuna sweeper (hydra.sweeper.share_data): data and binned Datasets shared
             in_sweep = ENV_TRIAL in os.environ and os.environ.get(ENV_SHARE) == "1"
             binned = share_binned_datasets() if in_sweep else None

@@ -218,6 +218,19 @@ class ForwardingProxy:
         self.server.server_close()
 
 
+@contextlib.contextmanager
+def in_process_dask_client() -> Iterator[Any]:
+    """A client of a 2-worker ``LocalCluster`` whose workers are threads of this process (fast to start;
+    tests/test_dask_shards.py, tests/test_dask_data.py)."""
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
 # --- stand-ins for the LETOR-layout datasets (tests/test_folds.py, tests/test_recipes.py) ---
 
 

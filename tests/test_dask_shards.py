@@ -48,12 +48,9 @@ def configs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client():
-    from distributed import Client, LocalCluster
+    from helpers import in_process_dask_client
 
-    with (
-        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
-        Client(cluster) as c,
-    ):
+    with in_process_dask_client() as c:
         yield c
 
 
@@ -343,21 +340,3 @@ def test_the_pipeline_evaluates_worker_shards_into_the_same_outcome_form(
     np.testing.assert_array_equal(outcome.frames["test"]["n_docs"], reference.frames["test"]["n_docs"])
     assert set(outcome.history) == set(reference.history) == {"valid"}
     assert outcome.value_split == reference.value_split == "valid"
-
-
-def test_only_dask_with_svmlight_files_has_the_workers_read_the_data():
-    from omegaconf import OmegaConf
-
-    from ltr.models.dask_backend import resolve_backend
-    from ltr.pipeline import data_cluster, workers_read_data
-
-    def cfg(backend: str, kind: str):
-        return OmegaConf.create({"backend": {"name": backend}, "data": {"name": kind}})
-
-    assert workers_read_data(cfg("dask", "svmlight"))
-    assert not workers_read_data(cfg("local", "svmlight"))
-    assert not workers_read_data(cfg("dask", "synthetic"))  # in memory: scattered at fit time
-    assert not workers_read_data(cfg("dask", "mslr_web30k"))
-    with data_cluster(cfg("dask", "synthetic")) as client:
-        assert client is None  # no cluster for the whole run
-    assert resolve_backend({"memory_limit": "2GB"})["memory_limit"] == "2GB"

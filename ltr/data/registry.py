@@ -321,16 +321,21 @@ def _parse_kwargs(section: Mapping[str, Any] | None, where: str) -> dict[str, An
     return out | {k: checked[k] for k in out if k in declared and out[k] is not None}
 
 
+def cache_options(data_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The binary-cache keywords of ``load_svmlight`` a data config sets (``cache_dir``, ``verify_cache``).
+
+    >>> cache_options({"cache_dir": "c"})
+    {'cache_dir': 'c', 'verify_cache': False}
+    """
+    return {"cache_dir": data_cfg.get("cache_dir"), "verify_cache": bool(data_cfg.get("verify_cache", False))}
+
+
 def _load_files(
     paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], name: str
 ) -> dict:
-    cache = {
-        "cache_dir": data_cfg.get("cache_dir"),
-        "verify_cache": bool(data_cfg.get("verify_cache", False)),
-    }
     out: dict[str, RankingData] = {}
     for split, path in paths.items():
-        out[split] = load_svmlight(path, name=f"{name}/{split}", **cache, **kwargs)
+        out[split] = load_svmlight(path, name=f"{name}/{split}", **cache_options(data_cfg), **kwargs)
     widths = {s: d.n_features for s, d in out.items()}
     if len(set(widths.values())) > 1:
         raise DataError(
@@ -388,16 +393,23 @@ def check_cv_inputs(data_cfg: Mapping[str, Any]) -> dict[str, Any]:
     return cv
 
 
-def _cv_fold(
-    paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], cv: Mapping[str, Any]
-) -> dict:
-    """One fold (``data.cv.fold``) of the k-fold split of ``data.train`` (:func:`ltr.data.splits.cv_folds`)."""
+def single_cv_fold(data_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """``data.cv`` of a config that loads one fold of the k-fold split (:func:`check_cv_inputs`); without
+    ``data.cv.fold`` it is the fold protocol, which no single load returns (a ``ConfigError`` says so)."""
     cv = check_cv_inputs(data_cfg)
     if cv.get("fold") is None:
         raise ConfigError(
             f"data.cv.folds={cv['folds']} with no data.cv.fold is the fold protocol, which loads every fold: "
             "run it with python -m ltr.train (ltr.folds), or load one fold with data.cv.fold=K"
         )
+    return cv
+
+
+def _cv_fold(
+    paths: Mapping[str, Path], kwargs: dict[str, Any], data_cfg: Mapping[str, Any], cv: Mapping[str, Any]
+) -> dict:
+    """One fold (``data.cv.fold``) of the k-fold split of ``data.train`` (:func:`ltr.data.splits.cv_folds`)."""
+    cv = single_cv_fold(data_cfg)
     name = str(data_cfg.get("name", "svmlight"))
     data = _load_files({"train": paths["train"]}, kwargs, data_cfg, name)["train"]
     fold = cv_folds(data, int(cv["folds"]), seed=int(cv["seed"]), valid=bool(cv["valid"]))[
@@ -470,7 +482,19 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
         if wanted:
             paths = {s: p for s, p in paths.items() if s in wanted}
         return _load_files(paths, kwargs, data_cfg, str(data_cfg.get("name", "svmlight")))
-    spec = get_spec(str(kind))
+    spec, paths, kwargs = registry_sources(data_cfg)
+    return _load_files(paths, kwargs, data_cfg, spec.name)
+
+
+def registry_sources(data_cfg: Mapping[str, Any]) -> tuple[DatasetSpec, dict[str, Path], dict[str, Any]]:
+    """For a registry dataset: its entry, the file of each wanted split (``dir`` + the fold's or
+    variant's layout, restricted to ``data.splits``) and the strict ``load_svmlight`` options (the
+    entry's ``n_features``, the declared ``label_range``, ``data.parse`` overrides); a missing file is a
+    ``DataError`` saying how to obtain the data. What :func:`load_dataset` reads, and what the Dask
+    workers parse (:mod:`ltr.models.dask_data`)."""
+    check_data_block(data_cfg)
+    spec = get_spec(str(data_cfg.get("kind") or data_cfg.get("name")))
+    wanted = data_cfg.get("splits")
     directory = Path(data_cfg.get("dir") or default_dir(spec.name))
     rel = spec.files(data_cfg)
     if wanted:
@@ -492,4 +516,4 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
         raise DataError(
             f"{spec.name}: expected file(s) not found: {', '.join(missing)}. {placement_hint(spec, directory)}"
         )
-    return _load_files(paths, kwargs, data_cfg, spec.name)
+    return spec, paths, kwargs

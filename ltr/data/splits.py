@@ -75,28 +75,43 @@ def stratified_query_folds(group_sizes: Sequence[int] | np.ndarray, k: int, *, s
     return fold_of
 
 
-def cv_folds(data: RankingData, k: int, *, seed: int, valid: bool = True) -> list[dict[str, RankingData]]:
-    """``k`` query-level folds of ``data`` (:func:`stratified_query_folds`), each a train/valid/test dict.
+def cv_fold_queries(
+    group_sizes: Sequence[int] | np.ndarray, k: int, *, seed: int, valid: bool = True
+) -> list[dict[str, np.ndarray]]:
+    """The query positions (sorted) of each split of each of ``k`` folds, as :func:`cv_folds` cuts them.
 
-    Fold i (1-based) tests on part i; with ``valid`` it validates on part i+1 (mod k) and trains on
-    the other k-2 parts (needs k ≥ 3), else it trains on the other k-1 parts. Every split keeps the
-    file's query order; every query is in exactly one test split.
+    Needs only the query sizes, so data held in pieces (Dask workers) is cut exactly as a whole copy.
+
+    >>> [{s: p.tolist() for s, p in f.items()} for f in cv_fold_queries([1, 1, 2, 2, 9, 9], 3, seed=0)][:1]
+    [{'train': [3, 4], 'valid': [0, 2], 'test': [1, 5]}]
     """
     if valid and k == 2:
         raise ConfigError(
             "data.cv.folds=2 leaves no part to train on besides the validation part; "
             "use data.cv.folds>=3 or data.cv.valid=false"
         )
-    fold_of = stratified_query_folds(data.group_sizes, k, seed=seed)
+    fold_of = stratified_query_folds(group_sizes, k, seed=seed)
     parts = [np.flatnonzero(fold_of == i) for i in range(k)]
     out = []
     for i in range(k):
         held = {"test": i, "valid": (i + 1) % k} if valid else {"test": i}
-        rest = np.sort(np.concatenate([parts[j] for j in range(k) if j not in held.values()]))
-        fold = {"train": data.subset(rest, name=f"{data.name}[cv{i + 1}/train]")}
-        fold |= {s: data.subset(parts[j], name=f"{data.name}[cv{i + 1}/{s}]") for s, j in held.items()}
+        fold = {"train": np.sort(np.concatenate([parts[j] for j in range(k) if j not in held.values()]))}
+        fold |= {s: parts[j] for s, j in held.items()}
         out.append({s: fold[s] for s in ("train", "valid", "test") if s in fold})
     return out
+
+
+def cv_folds(data: RankingData, k: int, *, seed: int, valid: bool = True) -> list[dict[str, RankingData]]:
+    """``k`` query-level folds of ``data`` (:func:`stratified_query_folds`), each a train/valid/test dict.
+
+    Fold i (1-based) tests on part i; with ``valid`` it validates on part i+1 (mod k) and trains on
+    the other k-2 parts (needs k ≥ 3), else it trains on the other k-1 parts. Every split keeps the
+    file's query order; every query is in exactly one test split (:func:`cv_fold_queries`).
+    """
+    return [
+        {s: data.subset(q, name=f"{data.name}[cv{i + 1}/{s}]") for s, q in fold.items()}
+        for i, fold in enumerate(cv_fold_queries(data.group_sizes, k, seed=seed, valid=valid))
+    ]
 
 
 def split_queries(n_queries: int, fractions: Sequence[float], *, seed: int) -> list[np.ndarray]:

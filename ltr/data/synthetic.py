@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,8 @@ N_WEAK = 10
 N_NOISE = 20
 N_QUERY_LEVEL = 4
 N_FEATURES = N_INFORMATIVE + N_WEAK + N_NOISE + N_QUERY_LEVEL
+#: the ``load_svmlight`` options the synthetic files are read with (locally and on Dask workers)
+PARSE_OPTIONS = {"n_features": N_FEATURES}
 
 
 def generate(
@@ -220,11 +222,17 @@ def _generate(paths: Mapping[str, Path], manifest: Path, settings: Mapping[str, 
     os.replace(tmp_manifest, manifest)
 
 
-def load_synthetic(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
-    """Generate (first use) or reuse the synthetic SVMlight files, then load them with the strict parser.
+@contextlib.contextmanager
+def current_synthetic_files(
+    data_cfg: Mapping[str, Any],
+    ensure: Callable[[Path, Mapping[str, Any]], Mapping[str, Path]] = ensure_synthetic,
+) -> Iterator[dict[str, Path]]:
+    """The synthetic split files for ``data_cfg``, generated first when needed, held under a shared lock.
 
-    The files are read under a shared lock after checking they match ``data_cfg``, so a process that
-    regenerates them for other settings at the same moment waits until this one has read them.
+    ``ensure(directory, data_cfg)`` generates or reuses the files (:func:`ensure_synthetic`, here or in
+    another process, e.g. a Dask worker). The block runs while this process holds a shared lock on
+    ``data.dir`` and the files match ``data_cfg``, so a process that regenerates them for other settings
+    at the same moment waits until the block is done reading them.
     """
     directory = data_cfg.get("dir")
     if not directory:
@@ -232,7 +240,15 @@ def load_synthetic(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
     directory = Path(directory)
     settings = _settings(data_cfg)
     while True:
-        paths = ensure_synthetic(directory, data_cfg)
+        paths = dict(ensure(directory, data_cfg))
         with _locked(directory, shared=True):
             if _current(paths, directory / "manifest.json", settings):
-                return {split: load_svmlight(path, n_features=N_FEATURES) for split, path in paths.items()}
+                yield paths
+                return
+
+
+def load_synthetic(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
+    """Generate (first use) or reuse the synthetic SVMlight files, then load them with the strict parser
+    (:data:`PARSE_OPTIONS`) under the shared lock of :func:`current_synthetic_files`."""
+    with current_synthetic_files(data_cfg) as paths:
+        return {split: load_svmlight(path, **PARSE_OPTIONS) for split, path in paths.items()}

@@ -3,10 +3,12 @@
 * :class:`BackendSchema` / :func:`resolve_backend`: the ``backend`` config group;
 * :func:`dask_client`: a client to ``backend.scheduler_address``, or to a ``LocalCluster`` that is
   closed on exit;
-* :class:`DaskTraining`: the ``fit`` of a Dask ranker. It takes either ordinary
-  :class:`~ltr.data.RankingData` splits (cut into query-aligned chunks and scattered to the
-  workers of a cluster started for the fit) or :class:`~ltr.models.dask_shards.ShardedSplit`\\ s
-  that the workers parsed themselves (trained on the cluster that holds them; nothing is gathered).
+* :class:`DaskTraining`: the ``fit`` of a Dask ranker. It takes either
+  :class:`~ltr.models.dask_shards.ShardedSplit`\\ s that the workers parsed themselves (what
+  ``ltr.train`` gives it for every data kind, :mod:`ltr.models.dask_data`; trained on the cluster
+  that holds them, nothing is gathered) or in-memory :class:`~ltr.data.RankingData` splits given
+  through the Python API (cut into query-aligned chunks and scattered to the workers of a cluster
+  started for the fit: the one case in which the driver holds the data).
   The engine data checks run on the workers, shard by shard. Early stopping is applied after
   training ``n_trees`` rounds: every validation shard computes, on its worker, per round the sum
   and count of ``early_stopping.metric`` over its queries (ltr conventions); their totals are the

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ltr.data import RankingData
-from ltr.data.registry import svmlight_sources
+from ltr.data.registry import cache_options, svmlight_sources
 from ltr.data.shards import (
     Shard,
     check_disjoint_queries,
@@ -273,13 +273,18 @@ def load_sharded_dataset(client: Any, data_cfg: Mapping[str, Any], n_parts: int)
     :func:`~ltr.data.registry.load_dataset`. Splits of different widths are a ``DataError``.
     """
     sources, kwargs = svmlight_sources(data_cfg)
-    kwargs |= {
-        "cache_dir": data_cfg.get("cache_dir"),
-        "verify_cache": bool(data_cfg.get("verify_cache", False)),
-    }
-    name = str(data_cfg.get("name", "svmlight"))
+    kwargs |= cache_options(data_cfg)
+    return load_sharded_splits(client, str(data_cfg.get("name", "svmlight")), sources, kwargs, n_parts)
+
+
+def load_sharded_splits(
+    client: Any, name: str, sources: Mapping[str, Any], options: Mapping[str, Any], n_parts: int
+) -> dict[str, ShardedSplit]:
+    """Each split of ``sources`` (split → glob, directory, file or list) parsed by the workers with the
+    same ``load_svmlight`` ``options`` (:func:`load_sharded`, named ``NAME/SPLIT``); splits of different
+    widths are a ``DataError``, as :func:`~ltr.data.registry.load_dataset` says it."""
     out = {
-        split: load_sharded(client, spec, kwargs, name=f"{name}/{split}", n_parts=n_parts)
+        split: load_sharded(client, spec, options, name=f"{name}/{split}", n_parts=n_parts)
         for split, spec in sources.items()
     }
     widths = {s: d.n_features for s, d in out.items()}
