@@ -140,8 +140,7 @@ class LightGBMRanker(BaseRanker):
             params, cfg.engine_params, max_label=w.max_label, metric=w.metric
         )
 
-        key = binning_key(self, self.engine_params_, DATASET_PARAMS)
-        dtrain, dsets = BINNED.matrices(key, train, w.splits, self._dataset)
+        dtrain, dsets = self._binned(train, w.splits)
         by_set = w.by_id({id(d): role for role, d in dsets.items()})
         metric = w.metric
         feval = None
@@ -167,6 +166,12 @@ class LightGBMRanker(BaseRanker):
         self, train: RankingData, valid: RankingData | None, params: dict[str, Any], max_label: int
     ) -> None:
         """Fitted state needed before translation (e.g. the number of classes)."""
+
+    def _binned(self, train: RankingData, splits: dict[str, RankingData]) -> tuple[Any, dict[str, Any]]:
+        """The train Dataset and one per evaluated split (``reference`` = train's): shared through
+        :data:`ltr.models.binned.BINNED` by fits with the same data objects and :data:`DATASET_PARAMS`."""
+        key = binning_key(self, self.engine_params_, DATASET_PARAMS)
+        return BINNED.matrices(key, train, splits, self._dataset)
 
     def _dataset(self, data: RankingData, reference: Any) -> Any:
         import lightgbm as lgb  # deferred: engine loads only when a LightGBM model is fitted or loaded

@@ -130,6 +130,18 @@ class XGBoostLambdaMART(BaseRanker):
             nthread=nthread,
         )
 
+    def _binned(self, train: RankingData, splits: dict[str, RankingData]) -> tuple[Any, dict[str, Any]]:
+        """The train QuantileDMatrix and one per evaluated split (binned against train's): shared through
+        :data:`ltr.models.binned.BINNED` by fits with the same data objects, ``max_bin`` and threads.
+
+        A QuantileDMatrix is built from the data and these arguments only (training parameters never
+        reach it; XGBoost >= 2.0 refuses a training ``max_bin`` other than the matrix's): they are the key.
+        """
+        args = {"max_bin": int(self.engine_params_["max_bin"]), "nthread": int(self.num_threads)}
+        return BINNED.matrices(
+            binning_key(self, args, args), train, splits, lambda d, ref: self._matrix(d, ref, **args)
+        )
+
     def _fit(
         self, train: RankingData, valid: RankingData | None, cfg: Resolved, on_iteration: OnIteration | None
     ) -> None:
@@ -138,12 +150,7 @@ class XGBoostLambdaMART(BaseRanker):
         self.engine_params_ = self.translate(params, cfg.engine_params, w.metric)
         train_params = dict(self.engine_params_)
         rounds = int(train_params.pop("num_boost_round"))
-        # a QuantileDMatrix is built from the data and these arguments only (training parameters never reach
-        # it; XGBoost >= 2.0 refuses a training max_bin other than the matrix's): they are the sharing key
-        args = {"max_bin": int(train_params["max_bin"]), "nthread": int(self.num_threads)}
-        dtrain, dsets = BINNED.matrices(
-            binning_key(self, args, args), train, w.splits, lambda d, ref: self._matrix(d, ref, **args)
-        )
+        dtrain, dsets = self._binned(train, w.splits)
         by_set = w.by_id({id(d): role for role, d in dsets.items()})
         roles = {id(d): role for role, d in dsets.items()}
         metric = w.metric
