@@ -17,7 +17,7 @@ bin edges), found again only by a fit with
 
 Off until :meth:`BinnedCache.enable` (a sweep's jobs turn it on, :mod:`ltr.shared_data`); keeps the
 ``size`` most recently built entries (4), whichever engine built them; ``built`` counts the matrices
-built while on. A reused matrix gives the same model as a new one (``tests/test_pruning.py`` and
+built since it was turned on. A reused matrix gives the same model as a new one (``tests/test_pruning.py`` and
 ``tests/test_binned.py`` compare the predictions with fits on fresh matrices).
 
 >>> import numpy as np
@@ -66,10 +66,11 @@ class BinnedCache:
         self._entries: list[tuple[tuple[Any, ...], dict[str, RankingData], Any, dict[str, Any]]] = []
 
     def enable(self, enabled: bool = True) -> None:
-        """Turn reuse on (or off: the entries are dropped)."""
+        """Turn reuse on (or off: the entries are dropped and ``built`` restarts from 0)."""
         self.enabled = enabled
         if not enabled:
             self._entries.clear()
+            self.built = 0
 
     def matrices(
         self, key: tuple[Any, ...], train: RankingData, splits: Mapping[str, RankingData], make: MakeMatrix
