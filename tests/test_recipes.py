@@ -40,6 +40,7 @@ def test_letor_recipes_follow_the_letor_protocol(name):
     if name == "letor4_mq2008":  # no number bundled that could not be cited (the note says so)
         assert exp.published.systems == {}
         assert "arXiv:1306.2597" in exp.published.source and "No baseline number" in exp.published.note
+        assert "Table 11.10" in exp.published.source  # where the four baselines are printed for MQ2008
     else:  # the four LETOR 4.0 baselines as Liu (2011) prints them, each on metrics of the experiment
         assert "Table 11.9" in exp.published.source
         assert set(exp.published.systems) == {"RankSVM", "RankBoost", "ListNet", "AdaRank"}

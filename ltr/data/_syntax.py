@@ -106,7 +106,8 @@ class ParseOptions:
     density: threshold for ``output="auto"``.
     dtype: feature dtype, ``"float32"`` (default) or ``"float64"``.
     regroup: when a qid appears in several separate blocks, gather its rows (stable: queries in
-        order of first appearance, rows in file order). Default: error naming both row ranges.
+        order of first appearance, rows in file order). Default: error naming both row ranges. On
+        Dask it also gathers a qid found in several shards of a split (:mod:`ltr.models.dask_shards`).
     """
 
     n_features: int | None = setting(None, low=0)

@@ -17,6 +17,14 @@ content hash would cost about as much as the reload it protects. Pass ``full_has
 every byte), the same identity of every sidecar used, and every parse option. Any edit of the file
 changes its mtime, and a different file put in its place differs in size or sampled bytes.
 
+**Byte ranges** (the shards :mod:`ltr.data.shards` cuts one large file into) have entries of their
+own: :func:`load_cached_range` keys bytes ``[start, stop)`` of a file on the same file identity,
+the range and the parse options, and stores the range in the manifest; everything else (layout,
+verification, atomic writes, the per-user fallback) is the whole file's. The planner cuts a file
+the same way for the same number of parts, so a second run hits; another number of parts gives
+other ranges and so other entries. The key hashes the file's identity, not the range's bytes: with
+``verify_cache=True`` every worker reads the whole file once to hash it (reading, not parsing).
+
 ``verify_cache=True`` (``load_svmlight``; ``data.verify_cache`` in a config; ``--verify-cache`` in
 ``python -m ltr.data``) keys on a hash of every byte instead, for tools that rewrite files in place
 keeping their size and mtime.
@@ -64,12 +72,14 @@ import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
 from ltr.data._checksum import checksum
+from ltr.data._pyparse import RawParse
 from ltr.data._syntax import ParseOptions
 from ltr.data.dataset import RankingData
 from ltr.data.reading import build_dataset, parse_file
@@ -121,8 +131,12 @@ def cache_key(
     docid: bool = False,
     full_hash: bool = False,
     position_file: Path | None = None,
+    byte_range: tuple[int, int] | None = None,
 ) -> tuple[str, dict]:
-    """The entry key (32 hex digits) and the JSON-able description it hashes."""
+    """The entry key (32 hex digits) and the JSON-able description it hashes.
+
+    ``byte_range=(start, stop)``: the key of the bytes ``[start, stop)`` of ``path`` (a shard).
+    """
     desc = {
         "format": FORMAT_VERSION,
         "source": file_identity(path, full_hash=full_hash),
@@ -133,6 +147,8 @@ def cache_key(
     }
     if position_file is not None:  # only present when used, so older keys stay valid
         desc["position_file"] = file_identity(position_file, full_hash=full_hash)
+    if byte_range is not None:  # likewise: whole-file keys are unchanged
+        desc["range"] = [int(byte_range[0]), int(byte_range[1])]
     blob = json.dumps(desc, sort_keys=True).encode()
     return hashlib.blake2b(blob, digest_size=16).hexdigest(), desc
 
@@ -372,16 +388,18 @@ def _remove_entry(entry: Path) -> None:
         shutil.rmtree(trash, ignore_errors=True)
 
 
-def drop_entries_of(cache_dir: Path, source: Path) -> list[Path]:
-    """Remove every entry of ``cache_dir`` made from the file ``source`` (any key); return them.
+def drop_entries_of(cache_dir: Path, source: Path, byte_range: list[int] | None = None) -> list[Path]:
+    """Remove every entry of ``cache_dir`` made from the file ``source`` (any key) — of its bytes
+    ``byte_range`` when given, of the whole file otherwise; return them.
 
     Used on the per-user cache once ``source``'s own ``cache_dir`` holds its entry: the per-user
-    entries of that file are then either older versions (another key) or superseded copies.
+    entries of that file (or range) are then either older versions (another key) or superseded copies.
     """
     removed = []
     for entry in sorted(Path(cache_dir).glob(f"{glob.escape(entry_dir(cache_dir, source, '').name)}*")):
         try:
-            if json.loads((entry / "manifest.json").read_text()).get("source_path") != str(source):
+            manifest = json.loads((entry / "manifest.json").read_text())
+            if manifest.get("source_path") != str(source) or manifest.get("range") != byte_range:
                 continue
         except (OSError, ValueError, AttributeError):
             continue
@@ -417,7 +435,8 @@ def promote_entry(
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     log.info("cache entry moved from the per-user cache %s to %s", user_entry, target)
-    drop_entries_of(user_entry.parent, Path(read_manifest(target, key)["source_path"]))
+    manifest = read_manifest(target, key)
+    drop_entries_of(user_entry.parent, Path(manifest["source_path"]), manifest.get("range"))
     return promoted
 
 
@@ -447,9 +466,63 @@ def load_cached(
     that accepts it (one warning when ``cache_dir`` does not), or nowhere (one warning) when neither does.
     """
     path = Path(path)
-    cache_dir = Path(cache_dir)
     key, desc = cache_key(path, opts, query_file=query_file, weight_file=weight_file, docid=docid,
                           full_hash=full_hash, position_file=position_file)  # fmt: skip
+
+    def build() -> RankingData:
+        raw = parse_file(path, opts, engine, n_threads)
+        return build_dataset(
+            path, raw, opts, query_file, weight_file, docid, name, position_file=position_file
+        )
+
+    return _through_cache(path, key, desc, Path(cache_dir), build, name or str(path))
+
+
+def load_cached_range(
+    path: Path,
+    start: int,
+    stop: int,
+    opts: ParseOptions,
+    parse: Callable[[], RawParse],
+    *,
+    cache_dir: str | Path,
+    name: str | None = None,
+    full_hash: bool = False,
+) -> RankingData:
+    """Bytes ``[start, stop)`` of ``path`` through the cache: a verified entry of that range, or
+    ``parse()`` (the range's parser output) built into ``RankingData`` and written as a new entry.
+
+    The key is :func:`cache_key` with ``byte_range``; lookups, checks and writes are
+    :func:`load_cached`'s.
+
+    >>> import tempfile, pathlib
+    >>> from ltr.data import _pyparse
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (tmp / "a.txt").write_bytes(b"1 qid:1 1:0.5\\n0 qid:2 2:1\\n")
+    >>> parse = lambda: _pyparse.parse_bytes(b"0 qid:2 2:1\\n", ParseOptions())
+    >>> d = load_cached_range(tmp / "a.txt", 14, 26, ParseOptions(), parse, cache_dir=tmp / "c")
+    >>> again = load_cached_range(tmp / "a.txt", 14, 26, ParseOptions(), parse, cache_dir=tmp / "c")
+    >>> [json.loads((e / "manifest.json").read_text())["range"] for e in (tmp / "c").iterdir()]
+    [[14, 26]]
+    >>> again.qid.tolist(), again.fingerprint() == d.fingerprint()
+    ([2], True)
+    """
+    path = Path(path)
+    key, desc = cache_key(path, opts, full_hash=full_hash, byte_range=(start, stop))
+    label = name or f"{path} (bytes {start}-{stop})"
+
+    def build() -> RankingData:
+        return build_dataset(path, parse(), opts, None, None, False, label)
+
+    return _through_cache(path, key, desc, Path(cache_dir), build, label)
+
+
+def _through_cache(
+    path: Path, key: str, desc: dict, cache_dir: Path, build: Callable[[], RankingData], name: str
+) -> RankingData:
+    """The verified entry ``key`` of ``path`` from ``cache_dir`` or the per-user cache, or ``build()``
+    written as that entry (the first folder that accepts it)."""
+    byte_range = desc.get("range")
     folders = [cache_dir]
     if user_cache_dir().absolute() != cache_dir.absolute():
         folders.append(user_cache_dir())
@@ -458,23 +531,14 @@ def load_cached(
         entry = entry_dir(folder, path, key)
         if entry.exists():
             try:
-                found = read_entry(entry, key, name=name or str(path))
+                found = read_entry(entry, key, name=name)
             except CacheInvalid as why:
                 _warn_once(entry, "cache entry %s is not usable (%s); rebuilding it", entry, why)
                 continue
             if folder != cache_dir:  # the per-user stopgap: cache_dir takes it over once writable
-                found = promote_entry(entry, found, cache_dir, key, name=name or str(path))
+                found = promote_entry(entry, found, cache_dir, key, name=name)
             return found
-    data = build_dataset(
-        path,
-        parse_file(path, opts, engine, n_threads),
-        opts,
-        query_file,
-        weight_file,
-        docid,
-        name,
-        position_file=position_file,
-    )
+    data = build()
     failures: list[tuple[Path, str]] = []
     for folder in folders:
         try:
@@ -486,7 +550,7 @@ def load_cached(
             _warn_once(cache_dir, "cannot write the cache in %s (%s); caching in %s instead (set LTR_CACHE_DIR "
                        "to choose another place)", cache_dir, failures[0][1], folder)  # fmt: skip
         elif len(folders) > 1:
-            drop_entries_of(folders[1], path)  # per-user entries of this file: other versions, superseded
+            drop_entries_of(folders[1], path, byte_range)  # per-user entries of this shard: other versions
         return data
     reasons = "; ".join(f"{folder}: {reason}" for folder, reason in failures)
     _warn_once(cache_dir, "cannot write the cache (%s); using the data without a cache", reasons)

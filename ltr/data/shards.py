@@ -13,11 +13,17 @@ reading the data:
 :func:`read_shard` parses one shard into a :class:`~ltr.data.RankingData`, with the same
 strictness and the same ``DataError`` text as :func:`~ltr.data.svmlight.load_svmlight`: a bad line
 in a byte range is reported as ``FILE:LINE`` with the line's number *in the file* (the newlines
-before it are counted only when there is an error). A whole-file shard is read through the binary
-cache when ``cache_dir`` is given (one cache entry per file); byte ranges are parsed every time.
+before it are counted only when there is an error). With ``cache_dir`` every shard is read through
+the binary cache (:mod:`ltr.data.cache`): one entry per file, or per byte range of a file (keyed on
+the file's identity, the range and the parse options). The cuts are a function of the file and
+``n_parts`` only, so the same file cut into the same number of parts hits the same entries.
 
 The shards of a split must not share a query: :func:`check_disjoint_queries` names the two files
-(or byte ranges) that hold the same qid.
+(or byte ranges) that hold the same qid. With ``regroup=True`` such a query is gathered instead,
+as a local parse of the concatenated files with ``regroup=True`` would: :func:`straddling_moves`
+gives each straddling qid to its *owner*, the first shard holding it; :func:`take_queries` cuts
+its rows out of the later shards and :func:`regroup_shard` drops them there and appends them to
+the owner's rows of that query (rows in shard order, queries in order of first appearance).
 
 >>> import tempfile, pathlib
 >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.txt"
@@ -46,7 +52,7 @@ import scipy.sparse as sp
 from ltr.data import _pyparse
 from ltr.data._syntax import ParseOptions
 from ltr.data.dataset import RankingData
-from ltr.data.reading import _failure_to_error, _fast_available, build_dataset, check_data_file
+from ltr.data.reading import _failure_to_error, _fast_available, build_dataset, check_data_file, regroup_order
 from ltr.data.svmlight import load_svmlight
 from ltr.errors import ConfigError, DataError
 
@@ -224,7 +230,8 @@ def read_shard(
     """Parse one shard with ``load_svmlight`` ``options`` (``engine``, ``cache_dir``, parse options).
 
     A whole file goes through :func:`~ltr.data.svmlight.load_svmlight` itself (sidecars, cache);
-    a byte range through the same parser, with errors at the file's own line numbers.
+    a byte range through the same parser, with errors at the file's own line numbers, and through
+    the cache's entry for that range when ``cache_dir`` is given (``verify_cache``: keyed on every byte).
     """
     options = dict(options or {})
     if shard.whole:
@@ -235,17 +242,31 @@ def read_shard(
             f"{shard.path}: {', '.join(refused)} need(s) the whole file; split the data into one file "
             "per shard instead of byte ranges"
         )
-    for key in ("cache_dir", "verify_cache", *_WHOLE_FILE_ONLY):
+    for key in _WHOLE_FILE_ONLY:
         options.pop(key, None)
+    cache_dir = options.pop("cache_dir", None)
+    full_hash = bool(options.pop("verify_cache", False))
     engine = str(options.pop("engine", "auto"))
     n_threads = options.pop("n_threads", None)
     opts = _parse_options(options)
-    raw = _parse_range(shard, opts, engine, n_threads)
-    if raw.qid is None:
-        raise DataError(
-            f"{shard.path}: byte-range shards need qid: tokens (a .query sidecar covers the whole file)"
-        )
-    return build_dataset(shard.path, raw, opts, None, None, False, name)
+
+    def parse() -> _pyparse.RawParse:
+        raw = _parse_range(shard, opts, engine, n_threads)
+        if raw.qid is None:
+            raise DataError(
+                f"{shard.path}: byte-range shards need qid: tokens (a .query sidecar covers the whole file)"
+            )
+        return raw
+
+    if cache_dir is None:
+        return build_dataset(shard.path, parse(), opts, None, None, False, name)
+    # deferred: the cache's numba checksum (~0.4 s to import) loads only when a cache is used
+    from ltr.data.cache import load_cached_range
+
+    start, stop = shard.start, int(shard.stop or 0)
+    return load_cached_range(
+        shard.path, start, stop, opts, parse, cache_dir=cache_dir, name=name, full_hash=full_hash
+    )
 
 
 def widen(data: RankingData, n_features: int) -> RankingData:
@@ -284,5 +305,97 @@ def check_disjoint_queries(sources: Sequence[str], query_ids: Sequence[np.ndarra
             if j != i:
                 raise DataError(
                     f"qid {q} has rows in {sources[j]} and in {sources[i]}: a query must lie in one shard "
-                    "(write each query's rows into one file; shards are not regrouped)"
+                    "(write each query's rows into one file, or load with regroup=True "
+                    "(data.regroup=true) to gather them)"
                 )
+
+
+def straddling_moves(query_ids: Sequence[np.ndarray]) -> dict[int, dict[int, list[int]]]:
+    """``moves[j][i]``: the qids whose rows shard ``j`` hands to shard ``i``, the first shard holding
+    them (each shard's ``query_ids`` given in shard order; shards without straddling queries are absent).
+
+    >>> straddling_moves([np.array([1, 2]), np.array([2, 3]), np.array([2, 3, 4])])
+    {1: {0: [2]}, 2: {0: [2], 1: [3]}}
+    >>> straddling_moves([np.array([1]), np.array([2])])
+    {}
+    """
+    shard_of = np.repeat(np.arange(len(query_ids)), [len(q) for q in query_ids])
+    every = np.concatenate([np.asarray(q, dtype=np.int64) for q in query_ids]) if query_ids else shard_of
+    _, first, inverse = np.unique(every, return_index=True, return_inverse=True)
+    owner = shard_of[first][inverse]
+    moves: dict[int, dict[int, list[int]]] = {}
+    for at in np.flatnonzero(owner != shard_of).tolist():
+        moves.setdefault(int(shard_of[at]), {}).setdefault(int(owner[at]), []).append(int(every[at]))
+    return moves
+
+
+def take_queries(data: RankingData, qids: Sequence[int]) -> RankingData:
+    """The rows of the queries ``qids`` of ``data``, in ``data``'s order (on the worker holding it)."""
+    return data.subset(np.flatnonzero(np.isin(data.query_ids, np.asarray(qids, dtype=np.int64))))
+
+
+def _stack(parts: Sequence[RankingData]) -> dict[str, Any]:
+    """The row arrays of ``parts`` one after another, widened to the widest (qids may repeat)."""
+    width = max(p.n_features for p in parts)
+    parts = [widen(p, width) for p in parts]
+    if any(p.is_sparse for p in parts):
+        X: Any = sp.vstack([sp.csr_matrix(p.X) for p in parts], format="csr")
+    else:
+        X = np.concatenate([p.X for p in parts])
+    weighted = [p.weight is not None for p in parts]
+    if any(weighted) and not all(weighted):
+        raise DataError(
+            f"{parts[0].name}: a query straddles shards with and without a .weight sidecar; "
+            "give every file of the split its weights"
+        )
+    return {
+        "X": X,
+        "y": np.concatenate([p.y for p in parts]),
+        "qid": np.concatenate([p.qid for p in parts]),
+        "row_weight": np.concatenate([np.repeat(p.weight, p.group_sizes) for p in parts])
+        if all(weighted)
+        else None,
+        "docid": None if any(p.docid is None for p in parts) else np.concatenate([p.docid for p in parts]),
+        "position": None
+        if any(p.position is None for p in parts)
+        else np.concatenate([p.position for p in parts]),
+    }
+
+
+def regroup_shard(data: RankingData, give: Sequence[int], pieces: Sequence[RankingData]) -> RankingData:
+    """``data`` without the queries ``give`` (owned by earlier shards), with the rows of ``pieces``
+    (the rows of its own queries found in later shards, in shard order) appended to its rows of the
+    same qid: queries keep ``data``'s order, each query's rows are in shard order — ``regroup_order``
+    of the rows stacked in shard order.
+
+    >>> d = RankingData(X=np.eye(3, dtype=np.float32), y=[1, 0, 2], qid=[5, 5, 6])
+    >>> later = RankingData(X=np.ones((2, 2), np.float32), y=[3, 4], qid=[5, 5])
+    >>> r = regroup_shard(d, [6], [later])
+    >>> r.qid.tolist(), r.y.tolist(), r.X.tolist()
+    ([5, 5, 5, 5], [1.0, 0.0, 3.0, 4.0], [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    """
+    keep = np.flatnonzero(~np.isin(data.query_ids, np.asarray(list(give), dtype=np.int64)))
+    if not pieces:
+        return data.subset(keep)
+    rows = _stack([data.subset(keep), *pieces])
+    order = regroup_order(rows["qid"])
+    qid = rows["qid"][order]
+    weight = None
+    if rows["row_weight"] is not None:
+        row_weight = rows["row_weight"][order]
+        starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
+        weight = row_weight[starts]
+        differs = np.flatnonzero(row_weight != np.repeat(weight, np.diff(np.r_[starts, qid.shape[0]])))
+        if differs.size:
+            raise DataError(
+                f"{data.name}: qid {qid[differs[0]]} has different weights in the shards holding it"
+            )
+    return RankingData(
+        X=rows["X"][order],
+        y=rows["y"][order],
+        qid=qid,
+        name=data.name,
+        weight=weight,
+        docid=None if rows["docid"] is None else rows["docid"][order],
+        position=None if rows["position"] is None else rows["position"][order],
+    )

@@ -6,7 +6,9 @@ shard ``i`` with ``ltr``'s own parser, and returns a :class:`ShardedSplit`: futu
 :class:`~ltr.data.RankingData` per shard, pinned to their workers, plus the split's small
 per-query facts (query ids, group sizes, largest label, width). The rows never reach the driver:
 parse errors travel back as the worker's ``DataError`` (``FILE:LINE: …``), and two shards holding
-the same qid are an error naming both.
+the same qid are an error naming both — unless the options say ``regroup=True``
+(``data.regroup=true``): then :func:`regroup_straddling` moves the rows of every such query, worker
+to worker, to the first shard holding it, as a local parse of the concatenated files would group them.
 
 Features are aligned on the workers: when ``n_features`` is not given, every shard is widened to
 the largest width any shard inferred, which is the width a local parse of all the rows infers.
@@ -27,7 +29,16 @@ import scipy.sparse as sp
 
 from ltr.data import RankingData
 from ltr.data.registry import svmlight_sources
-from ltr.data.shards import Shard, check_disjoint_queries, plan_shards, read_shard, widen
+from ltr.data.shards import (
+    Shard,
+    check_disjoint_queries,
+    plan_shards,
+    read_shard,
+    regroup_shard,
+    straddling_moves,
+    take_queries,
+    widen,
+)
 from ltr.errors import ConfigError, DataError
 from ltr.metrics import evaluate
 
@@ -155,7 +166,10 @@ def load_sharded(
     ]
     split = ShardedSplit(name, [str(s) for s in shards], futures, placed, [])
     split.summaries = client.gather(split.map(client, summarize))  # a worker's DataError is raised here
-    check_disjoint_queries(split.sources, [s.query_ids for s in split.summaries])
+    if opts.get("regroup"):
+        split = regroup_straddling(client, split)
+    else:
+        check_disjoint_queries(split.sources, [s.query_ids for s in split.summaries])
     width = opts.get("n_features") or split.n_features
     if any(s.n_features != width for s in split.summaries):
         split.futures = split.map(client, widen, int(width))
@@ -164,6 +178,58 @@ def load_sharded(
             for s in split.summaries
         ]
     return split
+
+
+def regroup_straddling(client: Any, split: ShardedSplit) -> ShardedSplit:
+    """``split`` with every query that straddles shards gathered into its first shard.
+
+    The driver finds the straddling qids in the shards' summaries (:func:`~ltr.data.shards.straddling_moves`);
+    on each later shard's worker :func:`~ltr.data.shards.take_queries` cuts their rows out, Dask
+    sends them worker to worker to the owner shard's worker, where
+    :func:`~ltr.data.shards.regroup_shard` appends them to the owner's rows of that query; the
+    giving shards drop them. A shard left with no query is removed from the split. The rows never
+    pass through the driver; the owner's worker briefly holds its shard twice (old and regrouped).
+    """
+    moves = straddling_moves([s.query_ids for s in split.summaries])
+    if not moves:
+        return split
+    pieces: dict[int, list[Any]] = {}
+    for giver in sorted(moves):
+        for owner, qids in sorted(moves[giver].items()):
+            piece = client.submit(
+                take_queries,
+                split.futures[giver],
+                qids,
+                workers=[split.workers[giver]],
+                allow_other_workers=False,
+                pure=False,
+            )
+            pieces.setdefault(owner, []).append(piece)
+    kept: list[int] = []
+    futures: list[Any] = []
+    for k, (future, worker, summary) in enumerate(
+        zip(split.futures, split.workers, split.summaries, strict=True)
+    ):
+        give = [q for qids in moves.get(k, {}).values() for q in qids]
+        if len(give) == summary.query_ids.shape[0]:
+            continue  # every query of this shard belongs to an earlier one
+        if give or k in pieces:
+            future = client.submit(
+                regroup_shard,
+                future,
+                give,
+                pieces.get(k, []),
+                workers=[worker],
+                allow_other_workers=False,
+                pure=False,
+            )
+        kept.append(k)
+        futures.append(future)
+    out = ShardedSplit(
+        split.name, [split.sources[k] for k in kept], futures, [split.workers[k] for k in kept], []
+    )
+    out.summaries = client.gather(out.map(client, summarize))
+    return out
 
 
 def query_chunks(offsets: np.ndarray, n_parts: int) -> list[tuple[int, int]]:
