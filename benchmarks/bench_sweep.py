@@ -12,10 +12,12 @@ shipped median pruner: 5 startup trials, 10 warm-up rounds). Reported:
   trial of each in turn, each timing only its own trials, so a change of machine load hits both
   alike. Printed ratios: the pruned search's time to reach that value over the unpruned search's
   time to reach it (the issue's target: ≤ 1/3), and over the unpruned search's whole time;
-* per-trial data setup — building LightGBM's train + valid Datasets — when every trial builds its own
-  (``BINNED`` off) and when trials with equal binning reuse the first one (``BINNED`` on): median seconds.
+* per-trial data setup — building the train + valid binned data, LightGBM's Datasets and XGBoost's
+  QuantileDMatrix (``--engines``) — when every trial builds its own (``ltr.models.binned.BINNED`` off)
+  and when trials with equal binning reuse the first one's (``BINNED`` on): median seconds.
 
     OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/bench_sweep.py --scale 0.02 --trials 40 --trees 200
+    OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/bench_sweep.py --only-setup --engines xgboost
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ import optuna
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_training_overhead import MSLR_TRAIN, MSLR_VALID, synthetic_split  # noqa: E402
 
-from ltr.models.lgbm import BINNED, LambdaMART  # noqa: E402
+from ltr.models.binned import BINNED  # noqa: E402
+from ltr.models.lgbm import LambdaMART  # noqa: E402
+from ltr.models.xgb import XGBoostLambdaMART  # noqa: E402
 from ltr.pruning import PruningHook  # noqa: E402
 from ltr.search_space import parse_search_space  # noqa: E402
 from ltr.study import seeded_sampler  # noqa: E402
@@ -95,24 +99,34 @@ def time_to_reach(rows, target: float, clock: int) -> float | None:
     return next((row[clock] for row in rows if row[3] == "COMPLETE" and row[2] >= target), None)
 
 
-def setup_times(train, valid, args) -> dict[str, float]:
-    """Median seconds to get the train + valid Datasets built, per trial, without and with sharing."""
-    import lightgbm as lgb
+def trial_ranker(engine: str, threads: int):
+    """A trial's ranker as its fit holds it just before binning the data (engine parameters translated)."""
+    if engine == "lightgbm":
+        params = {"n_trees": 1, "min_data_in_leaf": 20}
+        ranker = LambdaMART(params, num_threads=threads)
+        ranker.engine_params_ = ranker.translate(
+            ranker._resolve().params | params, {}, max_label=4, metric=None
+        )
+    else:
+        params = {"n_trees": 1}
+        ranker = XGBoostLambdaMART(params, num_threads=threads)
+        ranker.engine_params_ = ranker.translate(ranker._resolve().params | params, {}, None)
+    return ranker
 
-    params = {"n_trees": 1, "min_data_in_leaf": 20}
+
+def setup_times(train, valid, args, engine: str) -> dict[str, float]:
+    """Median seconds to get the train + valid binned data of ``engine``, per trial, without and with sharing."""
     results = {}
     for shared in (False, True):
         BINNED.enable(shared)
         seconds = []
         for _ in range(args.setup_trials):
-            ranker = LambdaMART(params, num_threads=args.threads)
-            ranker.engine_params_ = ranker.translate(
-                ranker._resolve().params | params, {}, max_label=4, metric=None
-            )
+            ranker = trial_ranker(engine, args.threads)
             t0 = time.perf_counter()
-            dtrain, dsets = BINNED.datasets(ranker, train, {"valid": valid}, ranker.engine_params_)
+            dtrain, dsets = ranker._binned(train, {"valid": valid})
             for d in {id(d): d for d in (dtrain, *dsets.values())}.values():
-                d.construct() if isinstance(d, lgb.Dataset) else None
+                if hasattr(d, "construct"):  # LightGBM bins when a Dataset is constructed
+                    d.construct()
             seconds.append(time.perf_counter() - t0)
         # shared: the first trial builds, the later ones reuse (their median is the per-trial setup)
         results["shared" if shared else "per trial"] = statistics.median(seconds[1:] if shared else seconds)
@@ -120,23 +134,11 @@ def setup_times(train, valid, args) -> dict[str, float]:
     return results
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=float, default=0.02, help="fraction of the MSLR-WEB30K Fold 1 sizes")
-    parser.add_argument("--trials", type=int, default=40)
-    parser.add_argument("--trees", type=int, default=200)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--tolerance", type=float, default=0.002)
-    parser.add_argument("--setup-trials", type=int, default=5)
-    args = parser.parse_args()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    train = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_TRAIN), seed=1, name="train")
-    valid = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_VALID), seed=2, name="valid")
-    print(
-        f"data: train {train.n_queries} queries / {train.n_docs} rows, valid {valid.n_queries} / {valid.n_docs}"
-    )
-    print(f"machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}")
+SETUP_NAMES = {"lightgbm": "LightGBM Dataset", "xgboost": "XGBoost QuantileDMatrix"}
+
+
+def print_searches(train, valid, args) -> None:
+    """Run the unpruned and the pruned search, interleaved; print their table and ratios."""
     rows = interleaved(
         train,
         valid,
@@ -175,13 +177,49 @@ def main() -> None:
                 f"{label}: pruned time to reach / unpruned time to reach = {pruned_reach / unpruned_reach:.2f}; "
                 f"/ unpruned whole search = {pruned_reach / unpruned_total[clock]:.2f}"
             )
-    setup = setup_times(train, valid, args)
-    saved = 1 - setup["shared"] / setup["per trial"]
-    print("\n| per-trial Dataset setup | median seconds |\n|---|---|")
-    print(
-        f"| built every trial | {setup['per trial']:.3f} |\n| shared (equal binning) | {setup['shared']:.5f} |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=0.02, help="fraction of the MSLR-WEB30K Fold 1 sizes")
+    parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument("--trees", type=int, default=200)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tolerance", type=float, default=0.002)
+    parser.add_argument("--setup-trials", type=int, default=5)
+    parser.add_argument(
+        "--engines",
+        default="lightgbm,xgboost",
+        help="comma list of the engines whose per-trial setup is timed",
     )
-    print(f"shared binning removes {saved:.1%} of per-trial Dataset setup")
+    parser.add_argument(
+        "--only-setup", action="store_true", help="skip the two searches; time the setup only"
+    )
+    args = parser.parse_args()
+    engines = args.engines.split(",")
+    if unknown := sorted(set(engines) - set(SETUP_NAMES)):
+        parser.error(f"--engines: unknown {', '.join(unknown)}; choose from {', '.join(SETUP_NAMES)}")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    train = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_TRAIN), seed=1, name="train")
+    valid = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_VALID), seed=2, name="valid")
+    print(
+        f"data: train {train.n_queries} queries / {train.n_docs} rows, valid {valid.n_queries} / {valid.n_docs}"
+    )
+    print(f"machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}")
+    if not args.only_setup:
+        print_searches(train, valid, args)
+    for engine in engines:
+        setup = setup_times(train, valid, args, engine)
+        saved = 1 - setup["shared"] / setup["per trial"]
+        name = SETUP_NAMES[engine]
+        print(
+            f"\n| per-trial {name} setup (train + valid), {args.threads} thread(s) | median seconds |\n|---|---|"
+        )
+        print(
+            f"| built every trial | {setup['per trial']:.3f} |\n| shared (equal binning) | {setup['shared']:.5f} |"
+        )
+        print(f"shared binning removes {saved:.1%} of per-trial {name} setup")
     np.seterr(all="ignore")
 
 

@@ -120,7 +120,7 @@ class OptunaSweeperConf:
     enqueue_trials: list[dict[str, Any]] | None = None  # trials to run first ({key: value}), once per study
     heartbeat_interval: int | None = 10  # seconds between a stored trial's heartbeats (None: none)
     grace_period: int | None = None  # a heartbeat older than this fails the trial (None: 2 × interval)
-    share_data: bool = True  # trials in one process share the loaded data and LightGBM's binned Datasets
+    share_data: bool = True  # trials in one process share the loaded data and the binned matrices
 
 
 def checked_settings(**values: Any) -> OptunaSweeperConf:

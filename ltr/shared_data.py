@@ -3,8 +3,9 @@
 A hyper-parameter search runs many trials on the same data. The jobs of the basic launcher run in the
 sweeper's process, and a joblib worker process runs one trial after another; :func:`load_shared` keeps
 the splits of the last data config it loaded, so each process reads (or generates) the data once, and
-later trials get the very same :class:`~ltr.data.RankingData` objects — which is also what lets
-LightGBM's binned Datasets be reused (:class:`ltr.models.lgbm.BinnedDatasets` matches data by identity).
+later trials get the very same :class:`~ltr.data.RankingData` objects — which is also what lets the
+engines' binned data (LightGBM's Datasets, XGBoost's QuantileDMatrix) be reused:
+:data:`ltr.models.binned.BINNED` matches data by identity.
 
 >>> calls = []
 >>> load = lambda cfg: calls.append(cfg) or {"train": object()}
@@ -21,6 +22,8 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from ltr.models.binned import BINNED, BinnedCache
+
 _last: tuple[str, Mapping[str, Any]] | None = None  # (data config as JSON, its splits)
 
 
@@ -36,10 +39,8 @@ def load_shared(data_cfg: Any, load: Callable[[Any], Mapping[str, Any]]) -> Mapp
     return splits
 
 
-def share_binned_datasets() -> Any:
-    """Turn on the reuse of LightGBM's binned Datasets in this process; returns the cache
-    (:data:`ltr.models.lgbm.BINNED`, whose ``built`` counts the Datasets built)."""
-    from ltr.models.lgbm import BINNED  # deferred: imports the engines (after the process environment is set)
-
+def share_binned_datasets() -> BinnedCache:
+    """Turn on the reuse of binned training data (LightGBM's Datasets, XGBoost's QuantileDMatrix) in this
+    process; returns the cache (:data:`ltr.models.binned.BINNED`, whose ``built`` counts the matrices built)."""
     BINNED.enable()
     return BINNED

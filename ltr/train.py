@@ -112,7 +112,7 @@ def execute(cfg: Any) -> RecordedRun | FoldsRun:
                     parent_run_id=os.environ.get(ENV_PARENT) if pruning is not None else None,
                 )
             if pruning is not None:
-                built = binned.built if binned is not None else None  # LightGBM Datasets this process built
+                built = binned.built if binned is not None else None  # binned matrices this process built
                 pruning.record(
                     **{
                         RUN_ATTR: recorded.run_id,

@@ -36,6 +36,7 @@ from ltr.data import RankingData
 from ltr.errors import ConfigError
 from ltr.models import vocabulary
 from ltr.models.base import BaseRanker, OnIteration, Resolved
+from ltr.models.binned import BINNED, binning_key
 from ltr.models.checks import (
     LIGHTGBM_MAX_QUERY_ROWS,
     check_integer_labels,
@@ -139,7 +140,7 @@ class LightGBMRanker(BaseRanker):
             params, cfg.engine_params, max_label=w.max_label, metric=w.metric
         )
 
-        dtrain, dsets = BINNED.datasets(self, train, w.splits, self.engine_params_)
+        dtrain, dsets = self._binned(train, w.splits)
         by_set = w.by_id({id(d): role for role, d in dsets.items()})
         metric = w.metric
         feval = None
@@ -165,6 +166,12 @@ class LightGBMRanker(BaseRanker):
         self, train: RankingData, valid: RankingData | None, params: dict[str, Any], max_label: int
     ) -> None:
         """Fitted state needed before translation (e.g. the number of classes)."""
+
+    def _binned(self, train: RankingData, splits: dict[str, RankingData]) -> tuple[Any, dict[str, Any]]:
+        """The train Dataset and one per evaluated split (``reference`` = train's): shared through
+        :data:`ltr.models.binned.BINNED` by fits with the same data objects and :data:`DATASET_PARAMS`."""
+        key = binning_key(self, self.engine_params_, DATASET_PARAMS)
+        return BINNED.matrices(key, train, splits, self._dataset)
 
     def _dataset(self, data: RankingData, reference: Any) -> Any:
         import lightgbm as lgb  # deferred: engine loads only when a LightGBM model is fitted or loaded
@@ -200,7 +207,8 @@ class LightGBMRanker(BaseRanker):
         self.booster_ = lgb.Booster(model_file=str(path / manifest["files"]["model"]))
 
 
-#: LightGBM parameters that shape a binned Dataset (LightGBM refuses to change them on a built one);
+#: LightGBM parameters that shape a binned Dataset (LightGBM refuses to change them on a built one), the
+#: key under which a sweep's trials share Datasets (:data:`ltr.models.binned.BINNED`);
 #: ``min_data_in_leaf`` / ``min_sum_hessian_in_leaf`` too, because ``feature_pre_filter`` (default on)
 #: drops the features they make unsplittable when the Dataset is built
 DATASET_PARAMS = (
@@ -209,54 +217,6 @@ DATASET_PARAMS = (
     "categorical_feature", "forcedbins_filename", "linear_tree", "min_data_in_leaf",
     "min_sum_hessian_in_leaf", "precise_float_parser",
 )  # fmt: skip
-
-
-class BinnedDatasets:
-    """LightGBM's binned Datasets, built once and reused by later fits on the same data objects whose
-    binning parameters (:data:`DATASET_PARAMS`) are equal — what a hyper-parameter search does trial
-    after trial. Off until :meth:`enable` (the sweep's jobs turn it on); keeps the ``size`` most recent.
-
-    A reused Dataset gives the same model as a new one: LightGBM bins from the data and these
-    parameters only (``tests/test_pruning.py`` compares the predictions).
-    """
-
-    def __init__(self, size: int = 4) -> None:
-        self.size = size
-        self.enabled = False
-        self.built = 0  # Datasets built while enabled (a reuse builds none)
-        self._entries: list[tuple[tuple[Any, ...], dict[str, RankingData], Any, dict[str, Any]]] = []
-
-    def enable(self, enabled: bool = True) -> None:
-        self.enabled = enabled
-        if not enabled:
-            self._entries.clear()
-
-    def datasets(
-        self,
-        ranker: LightGBMRanker,
-        train: RankingData,
-        splits: dict[str, RankingData],
-        params: dict[str, Any],
-    ) -> tuple[Any, dict[str, Any]]:
-        """The train Dataset and one Dataset per evaluated split (train's own for ``"train"``)."""
-        key = (type(ranker), tuple((k, repr(params.get(k))) for k in DATASET_PARAMS))
-        data = {"train": train, **splits}
-        if self.enabled:
-            for entry_key, entry_data, dtrain, dsets in self._entries:
-                same_data = entry_data.keys() == data.keys() and all(entry_data[r] is data[r] for r in data)
-                if entry_key == key and same_data:
-                    return dtrain, dsets
-        dtrain = ranker._dataset(train, None)
-        dsets = {
-            role: dtrain if role == "train" else ranker._dataset(d, dtrain) for role, d in splits.items()
-        }
-        if self.enabled:
-            self.built += len({id(d) for d in dsets.values()} | {id(dtrain)})
-            self._entries = [*self._entries[-(self.size - 1) :], (key, data, dtrain, dsets)]
-        return dtrain, dsets
-
-
-BINNED = BinnedDatasets()
 
 
 def _monitor_callback(monitor: IterationMonitor, lgb: Any) -> Any:

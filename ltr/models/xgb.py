@@ -38,6 +38,7 @@ from ltr.data import RankingData
 from ltr.errors import ConfigError
 from ltr.models import vocabulary
 from ltr.models.base import BaseRanker, OnIteration, Resolved
+from ltr.models.binned import BINNED, binning_key
 from ltr.models.checks import check_integer_labels, check_label_limit
 from ltr.models.evaluation import RankingMetric
 from ltr.models.monitor import LTR_PREFIX, IterationMonitor, history_name, watch
@@ -118,7 +119,7 @@ class XGBoostLambdaMART(BaseRanker):
                 hint="set model.params.label_gain: linear (XGBoost ndcg_exp_gain=false)",
             )
 
-    def _matrix(self, data: RankingData, ref: Any, max_bin: int) -> Any:
+    def _matrix(self, data: RankingData, ref: Any, max_bin: int, nthread: int) -> Any:
         return xgb.QuantileDMatrix(
             data.X,
             label=data.y,
@@ -126,7 +127,19 @@ class XGBoostLambdaMART(BaseRanker):
             weight=data.weight,
             ref=ref,
             max_bin=max_bin,
-            nthread=int(self.num_threads),
+            nthread=nthread,
+        )
+
+    def _binned(self, train: RankingData, splits: dict[str, RankingData]) -> tuple[Any, dict[str, Any]]:
+        """The train QuantileDMatrix and one per evaluated split (binned against train's): shared through
+        :data:`ltr.models.binned.BINNED` by fits with the same data objects, ``max_bin`` and threads.
+
+        A QuantileDMatrix is built from the data and these arguments only (training parameters never
+        reach it; XGBoost >= 2.0 refuses a training ``max_bin`` other than the matrix's): they are the key.
+        """
+        args = {"max_bin": int(self.engine_params_["max_bin"]), "nthread": int(self.num_threads)}
+        return BINNED.matrices(
+            binning_key(self, args, args), train, splits, lambda d, ref: self._matrix(d, ref, **args)
         )
 
     def _fit(
@@ -137,13 +150,7 @@ class XGBoostLambdaMART(BaseRanker):
         self.engine_params_ = self.translate(params, cfg.engine_params, w.metric)
         train_params = dict(self.engine_params_)
         rounds = int(train_params.pop("num_boost_round"))
-        max_bin = int(train_params["max_bin"])
-
-        dtrain = self._matrix(train, None, max_bin)
-        dsets = {
-            role: dtrain if role == "train" else self._matrix(d, dtrain, max_bin)
-            for role, d in w.splits.items()
-        }
+        dtrain, dsets = self._binned(train, w.splits)
         by_set = w.by_id({id(d): role for role, d in dsets.items()})
         roles = {id(d): role for role, d in dsets.items()}
         metric = w.metric
