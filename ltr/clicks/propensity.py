@@ -46,7 +46,7 @@ import numpy as np
 
 from ltr.clicks.regression_em import (
     ITERATIONS,
-    TREES_PER_ITERATION,
+    TREES,
     RelevanceRegressor,
     pair_features,
     regression_em,
@@ -242,7 +242,7 @@ def estimate_propensities(
     max_iter: int = 1000,
     features: str | Path | None = None,
     iterations: int = ITERATIONS,
-    trees_per_iteration: int = TREES_PER_ITERATION,
+    trees: int = TREES,
     regressor_params: Mapping[str, Any] | None = None,
     num_threads: int = 1,
 ) -> Propensities:
@@ -251,7 +251,7 @@ def estimate_propensities(
     ``n_bootstrap`` defaults to :data:`DEFAULT_BOOTSTRAP` of the method. ``tol``/``max_iter``: the
     plain EM's stopping rule. ``features`` (required by ``regression-em``, refused by the others): a
     LETOR file with ``# docid = X`` rows (:func:`ltr.clicks.regression_em.pair_features`);
-    ``iterations``, ``trees_per_iteration``, ``regressor_params`` (LightGBM settings over
+    ``iterations``, ``trees``, ``regressor_params`` (LightGBM settings over
     :data:`~ltr.clicks.regression_em.REGRESSOR_PARAMS`) and ``num_threads`` (LightGBM's, pinned)
     are regression EM's.
     """
@@ -264,12 +264,16 @@ def estimate_propensities(
     )
     check_value(confidence, float, Constraint(low=0.0, high=1.0, open_low=True, open_high=True), "confidence")
     max_position = check_value(max_position, int | None, Constraint(low=1), "max_position")
-    if (features is None) == (method == "regression-em"):
-        need = "needs" if features is None else "is only for method regression-em, not"
-        raise ConfigError(f"features: {need} method {method} (a LETOR file with '# docid = X' rows)")
+    if features is None and method == "regression-em":
+        raise ConfigError(
+            "features: method regression-em needs the documents' features (--features FILE: an "
+            "SVMlight/LETOR file whose rows end with '# docid = X', X the click log's doc)"
+        )
+    if features is not None and method != "regression-em":
+        raise ConfigError(f"features: only method regression-em reads features, not method {method}")
     if method == "regression-em":
         iterations = check_value(iterations, int, Constraint(low=1), "iterations")
-        trees_per_iteration = check_value(trees_per_iteration, int, Constraint(low=1), "trees_per_iteration")
+        trees = check_value(trees, int, Constraint(low=1), "trees")
         num_threads = check_value(num_threads, int, Constraint(low=1), "num_threads")
     keep = log.position <= (max_position or int(log.position.max()))
     # the positions the log shows (a swap-k log restricted to positions 1 and k has just those two)
@@ -313,17 +317,18 @@ def estimate_propensities(
             regressor = RelevanceRegressor(
                 _log_pair_features(log, features), regressor_params, seed, num_threads
             )
-            settings = {"iterations": iterations, "trees_per_iteration": trees_per_iteration}
-            # one sampling stream per fit: the point estimate is the same whatever n_bootstrap is
-            theta = regression_em(
+            settings = {"iterations": iterations, "trees": trees}
+            # one sampling stream per fit: the point estimate is the same whatever n_bootstrap is;
+            # replicates start from the point estimate (θ and F), as the plain EM's do
+            theta, score = regression_em(
                 regressor, n, c, cell_pair, cell_pos, depth, np.ones_like(n),
                 np.random.default_rng([seed, 0]), **settings,
             )  # fmt: skip
             for b in range(n_bootstrap):
                 boot[b] = regression_em(
                     regressor, n, c, cell_pair, cell_pos, depth, weights[b][cell_query],
-                    np.random.default_rng([seed, b + 1]), **settings,
-                )  # fmt: skip
+                    np.random.default_rng([seed, b + 1]), **settings, start=(theta, score),
+                )[0]  # fmt: skip
         point = theta / theta[0]
     alpha = (1.0 - confidence) / 2.0
     low, high = np.nanquantile(boot, [alpha, 1.0 - alpha], axis=0)

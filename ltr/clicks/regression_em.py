@@ -19,7 +19,8 @@ all documents with similar features. Each iteration:
 4. **M-step for θ** (closed form): ``θ_k`` = mean over the impressions at ``k`` of
    ``c + (1−c)·P(E=1, R=0 | C=0)``.
 
-θ starts at ``[1, ½, ½, …]`` and F at 0 (γ = ½); ``θ_1 = 1`` stays 1 (its posterior of E is 1),
+θ starts at the click-through-rate ratio ``CTR_k/CTR_1`` (or ``start``; the bootstrap replicates start
+at the point estimate); ``θ_1 = 1`` stays 1 (its posterior of E is 1),
 which fixes θ's free scale. Sampling makes the iteration stochastic: it runs a fixed number of
 ``iterations`` and reports the final θ (seeded, so a seed gives identical output).
 
@@ -53,8 +54,8 @@ from ltr.textlines import bom_length
 #: LightGBM settings of the relevance regressor F (``regressor_params`` overrides any of them).
 REGRESSOR_PARAMS: dict[str, Any] = {
     "learning_rate": 0.1,
-    "num_leaves": 15,
-    "min_data_in_leaf": 20,  # pairs
+    "num_leaves": 7,
+    "min_data_in_leaf": 100,  # pairs: a smooth F pools many documents (a leaf per pair would be the plain EM)
     "min_sum_hessian_in_leaf": 1e-3,
     "lambda_l2": 1.0,
     "max_bin": 63,
@@ -62,8 +63,9 @@ REGRESSOR_PARAMS: dict[str, Any] = {
     "force_row_wise": True,
     "verbosity": -1,
 }
-ITERATIONS = 30
-TREES_PER_ITERATION = 5
+ITERATIONS = 40
+TREES = 30
+THETA_STEPS = 500  # M-step repetitions for θ per fit of F (cheap: no trees)
 
 
 def pair_features(
@@ -170,22 +172,23 @@ class RelevanceRegressor:
         return lgb.Booster(params=self.params, train_set=self.dataset)
 
 
-def fit_step(
-    regressor: RelevanceRegressor, booster: Any, score: np.ndarray, n: np.ndarray, s: np.ndarray, rounds: int
+def fit_relevance(
+    regressor: RelevanceRegressor, base: float, n: np.ndarray, s: np.ndarray, rounds: int
 ) -> np.ndarray:
-    """``rounds`` more trees of log loss for ``s`` of ``n`` sampled r = 1 per row; returns the new F."""
+    """F = ``base`` + ``rounds`` trees of log loss for ``s`` of ``n`` sampled r = 1 per pair (one row each).
+
+    The gradient and hessian are those of LightGBM's ``binary`` objective summed over a pair's
+    impressions: ``n·σ(F) − s`` and ``n·σ(F)(1 − σ(F))``.
+    """
+    booster = regressor.booster()
 
     def log_loss_gradients(raw: np.ndarray, _: Any) -> tuple[np.ndarray, np.ndarray]:
-        prob = 1.0 / (1.0 + np.exp(-raw))
+        prob = 1.0 / (1.0 + np.exp(-(base + raw)))
         return n * prob - s, n * prob * (1.0 - prob)
 
-    first = booster.current_iteration()
     for _ in range(rounds):
         booster.update(fobj=log_loss_gradients)
-    new_trees = booster.predict(
-        regressor.features, raw_score=True, start_iteration=first, num_iteration=rounds
-    )
-    return score + new_trees
+    return base + booster.predict(regressor.features, raw_score=True)
 
 
 def regression_em(
@@ -199,9 +202,10 @@ def regression_em(
     rng: np.random.Generator,
     *,
     iterations: int = ITERATIONS,
-    trees_per_iteration: int = TREES_PER_ITERATION,
-) -> np.ndarray:
-    """θ per position (θ_1 = 1) by regression EM on aggregated cells.
+    trees: int = TREES,
+    start: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """θ per position (θ_1 = 1) and F per pair by regression EM on aggregated cells.
 
     A cell is one pair at one position: ``n`` impressions, ``c`` clicks, weight ``w`` (the bootstrap
     count of its query; integers, so a weight-``w`` cell is ``w`` copies of its impressions and
@@ -212,18 +216,44 @@ def regression_em(
     wmiss = np.rint(wn - wc).astype(np.int64)
     pos_n = np.bincount(cell_pos, weights=wn, minlength=depth)
     pair_n = np.bincount(cell_pair, weights=wn, minlength=n_pairs)
-    booster = regressor.booster()
-    score = np.zeros(n_pairs)
-    theta = np.r_[1.0, np.full(depth - 1, 0.5)]
+    if start is None:  # θ: the click-through rate ratio (biased by relevance, but nearer than a constant)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ctr = np.bincount(cell_pos, weights=wc, minlength=depth) / pos_n
+        theta = np.clip(np.nan_to_num(ctr / ctr[0], nan=0.5, posinf=0.5), 1e-3, 1.0)
+        theta[0], score = 1.0, np.zeros(n_pairs)
+    else:
+        theta, score = start[0].copy(), start[1].copy()
     with np.errstate(invalid="ignore", divide="ignore"):
         for _ in range(iterations):
             t, g = theta[cell_pos], 1.0 / (1.0 + np.exp(-score[cell_pair]))
             unclicked = 1.0 - t * g
-            p_examined = t * (1.0 - g) / unclicked  # P(E=1, R=0 | C=0)
             p_relevant = (1.0 - t) * g / unclicked  # P(E=0, R=1 | C=0)
             sampled = wc + rng.binomial(wmiss, np.clip(p_relevant, 0.0, 1.0))
             s = np.bincount(cell_pair, weights=sampled, minlength=n_pairs)
-            score = fit_step(regressor, booster, score, pair_n, s, trees_per_iteration)
-            new_theta = np.bincount(cell_pos, weights=wc + (wn - wc) * p_examined, minlength=depth) / pos_n
-            theta = np.nan_to_num(new_theta, nan=1.0)
+            rate = np.clip(s.sum() / pair_n.sum(), 1e-6, 1.0 - 1e-6)
+            # boosting from the sampled labels' average, like LightGBM's binary boost_from_average
+            score = fit_relevance(regressor, float(np.log(rate / (1.0 - rate))), pair_n, s, trees)
+            theta = examination_given_relevance(
+                theta, 1.0 / (1.0 + np.exp(-score[cell_pair])), cell_pos, wn, wc
+            )
+    return theta, score
+
+
+def examination_given_relevance(
+    theta: np.ndarray, gamma: np.ndarray, cell_pos: np.ndarray, wn: np.ndarray, wc: np.ndarray
+) -> np.ndarray:
+    """θ maximising the likelihood for fixed γ: the M-step ``θ_k = mean(c + (1−c)·P(E=1, R=0 | C=0))``
+    repeated to its fixed point (an ECM step; one repetition is the paper's M-step)."""
+    depth = theta.shape[0]
+    pos_n = np.bincount(cell_pos, weights=wn, minlength=depth)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for _ in range(THETA_STEPS):
+            t = theta[cell_pos]
+            p_examined = t * (1.0 - gamma) / (1.0 - t * gamma)
+            new = np.bincount(cell_pos, weights=wc + (wn - wc) * p_examined, minlength=depth) / pos_n
+            new = np.nan_to_num(new, nan=1.0)
+            done = np.max(np.abs(new - theta)) < 1e-9
+            theta = new
+            if done:
+                break
     return theta
