@@ -93,19 +93,24 @@ def sparse_logs(tmp_path_factory):
     }, path
 
 
+#: largest error allowed at any position (measured 0.132 and 0.042: docs/position_bias.md)
+TOLERANCE = {1.0: 0.15, 2.0: 0.05}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("eta", [1.0, 2.0])
 def test_sparse_simulator_log_regression_em_beats_the_per_pair_em(sparse_logs, eta):
+    # the docs table: `simulate --queries 300 --rounds 3 --seed 0`, both methods at their defaults
     logs, path = sparse_logs
-    reg = estimate_propensities(logs[eta], method="regression-em", features=path, n_bootstrap=10, seed=0)
+    reg = estimate_propensities(logs[eta], method="regression-em", features=path, seed=0)
     em = estimate_propensities(logs[eta], method="em", n_bootstrap=1)
     true = (1.0 / reg.position) ** eta
-    reg_error, em_error = np.abs(reg.examination - true), np.abs(em.examination - true)
-    assert reg_error.mean() < em_error.mean() / 3, (reg.examination, em.examination)
-    assert reg_error.max() < TOLERANCE, reg.examination
-
-
-TOLERANCE = 0.15
+    reg_error, em_error = np.abs(reg.examination - true)[1:], np.abs(em.examination - true)[1:]
+    # measured mean errors: 0.042 vs 0.503 (eta 1), 0.011 vs 0.180 (eta 2)
+    assert reg_error.mean() < em_error.mean() / 5, (reg.examination, em.examination)
+    assert reg_error.max() < TOLERANCE[eta], reg.examination
+    inside = (reg.ci_low <= true) & (true <= reg.ci_high)
+    assert inside[1:].sum() >= 7, (reg.ci_low, reg.ci_high)
 
 
 def test_same_seed_same_output_other_seed_other_ci(tmp_path):

@@ -16,11 +16,15 @@ factor, so estimates are normalised to ``θ_1 = 1``.
   γ_{q,d} per (query, document): the E-step gives, for a non-click at r,
   ``P(E=1, R=0 | c=0) = θ_r(1−γ)/(1−θ_rγ)`` and ``P(E=0, R=1 | c=0) = (1−θ_r)γ/(1−θ_rγ)``
   (a click means E = R = 1); the M-step sets θ_r and γ_{q,d} to the mean posterior of E over the
-  impressions at r and of R over the impressions of (q, d). (Their *regression* EM replaces γ by a
-  feature model for logs whose (q, d) pairs repeat rarely; a click log has no features, so the
-  per-pair γ is used.) θ is identified only when documents move between positions (several rankers,
-  personalised or re-ranked orders): every position must be linked to position 1 through documents
-  shown at both, else a :class:`~ltr.errors.DataError` says which positions are not.
+  impressions at r and of R over the impressions of (q, d). θ is identified only when documents
+  move between positions (several rankers, personalised or re-ranked orders): every position must
+  be linked to position 1 through documents shown at both, else a :class:`~ltr.errors.DataError`
+  says which positions are not. With few impressions per pair the per-pair γ absorbs the clicks
+  (one click: γ large; none: γ → 0) and θ is driven towards 1: use ``regression-em``.
+* ``regression-em`` — the same paper's §4 *regression EM*: γ_{q,d} = σ(F(x_{q,d})) with F a
+  LightGBM model of the documents' features, fitted to relevance labels sampled from the posterior
+  each iteration (:mod:`ltr.clicks.regression_em`); needs ``features``, a LETOR file with a
+  ``# docid = X`` comment per row, matched to the log's (qid, doc).
 
 **Bootstrap over queries** (seeded): replicate b draws the log's queries with replacement (each
 query with all its sessions) and re-estimates θ; the CI is the percentile interval of θ_r/θ_1. The
