@@ -51,6 +51,7 @@ import numpy as np
 from ltr.clicks.regression_em import (
     ITERATIONS,
     TREES,
+    Cells,
     RelevanceRegressor,
     pair_features,
     regression_em,
@@ -305,17 +306,15 @@ def estimate_propensities(
         cells, cell_index = np.unique(pair.astype(np.int64) * depth + position, return_inverse=True)
         n = np.bincount(cell_index).astype(np.float64)
         c = np.bincount(cell_index, weights=click)
-        cell_pair, cell_pos = cells // depth, cells % depth
+        log_cells = Cells(n=n, c=c, pair=cells // depth, pos=cells % depth, depth=depth)
         cell_query = np.zeros(cells.shape[0], dtype=np.int64)
         cell_query[cell_index] = query
         boot = np.empty((n_bootstrap, depth))
         if method == "em":
             _check_linked(pair, position, shown, log.source)
-            theta, gamma = _em(n, c, cell_pair, cell_pos, depth, np.ones_like(n), tol, max_iter, None)
+            theta, gamma = _em(log_cells, np.ones_like(n), tol, max_iter, None)
             for b in range(n_bootstrap):
-                t, _ = _em(
-                    n, c, cell_pair, cell_pos, depth, weights[b][cell_query], tol, max_iter, (theta, gamma)
-                )
+                t, _ = _em(log_cells, weights[b][cell_query], tol, max_iter, (theta, gamma))
                 boot[b] = t / t[0] if t[0] > 0 else np.nan
         else:
             regressor = RelevanceRegressor(
@@ -325,12 +324,12 @@ def estimate_propensities(
             # one sampling stream per fit: the point estimate is the same whatever n_bootstrap is;
             # replicates start from the point estimate (θ and F), as the plain EM's do
             theta, score = regression_em(
-                regressor, n, c, cell_pair, cell_pos, depth, np.ones_like(n),
+                regressor, log_cells, np.ones_like(n),
                 np.random.default_rng([seed, 0]), **settings,
             )  # fmt: skip
             for b in range(n_bootstrap):
                 boot[b] = regression_em(
-                    regressor, n, c, cell_pair, cell_pos, depth, weights[b][cell_query],
+                    regressor, log_cells, weights[b][cell_query],
                     np.random.default_rng([seed, b + 1]), **settings, start=(theta, score),
                 )[0]  # fmt: skip
         point = theta / theta[0]
@@ -394,17 +393,14 @@ def _check_linked(pair: np.ndarray, position: np.ndarray, shown: np.ndarray, sou
 
 
 def _em(
-    n: np.ndarray,
-    c: np.ndarray,
-    cell_pair: np.ndarray,
-    cell_pos: np.ndarray,
-    depth: int,
+    cells: Cells,
     w: np.ndarray,
     tol: float,
     max_iter: int,
     start: tuple[np.ndarray, np.ndarray] | None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Wang et al.'s EM on aggregated cells (n impressions, c clicks of one pair at one position)."""
+    n, c, cell_pair, cell_pos, depth = cells.n, cells.c, cells.pair, cells.pos, cells.depth
     n_pairs = int(cell_pair.max()) + 1
     wn, wc = w * n, w * c
     pos_n = np.bincount(cell_pos, weights=wn, minlength=depth)

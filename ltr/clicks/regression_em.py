@@ -41,6 +41,7 @@ the log's ``(qid, doc)`` is matched to the file's ``(qid, docid)``; ``python -m 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,17 @@ REGRESSOR_PARAMS: dict[str, Any] = {
 ITERATIONS = 40
 TREES = 30
 THETA_STEPS = 500  # M-step repetitions for θ per fit of F (cheap: no trees)
+
+
+@dataclass(frozen=True)
+class Cells:
+    """A click log aggregated by (pair, position): ``n`` impressions and ``c`` clicks per cell."""
+
+    n: np.ndarray
+    c: np.ndarray
+    pair: np.ndarray  # 0-based pair code
+    pos: np.ndarray  # 0-based index of the position among the positions shown
+    depth: int  # number of positions shown
 
 
 def pair_features(
@@ -193,11 +205,7 @@ def fit_relevance(
 
 def regression_em(
     regressor: RelevanceRegressor,
-    n: np.ndarray,
-    c: np.ndarray,
-    cell_pair: np.ndarray,
-    cell_pos: np.ndarray,
-    depth: int,
+    cells: Cells,
     w: np.ndarray,
     rng: np.random.Generator,
     *,
@@ -207,12 +215,13 @@ def regression_em(
 ) -> tuple[np.ndarray, np.ndarray]:
     """θ per position (θ_1 = 1) and F per pair by regression EM on aggregated cells.
 
-    A cell is one pair at one position: ``n`` impressions, ``c`` clicks, weight ``w`` (the bootstrap
-    count of its query; integers, so a weight-``w`` cell is ``w`` copies of its impressions and
-    its non-clicks draw ``Binomial(w·(n−c), P(E=0, R=1 | C=0))`` relevant labels).
+    ``w``: the weight of each cell (the bootstrap count of its query; integers, so a weight-``w``
+    cell is ``w`` copies of its impressions and its non-clicks draw
+    ``Binomial(w·(n−c), P(E=0, R=1 | C=0))`` relevant labels).
     """
+    cell_pair, cell_pos, depth = cells.pair, cells.pos, cells.depth
     n_pairs = regressor.n_pairs
-    wn, wc = w * n, w * c
+    wn, wc = w * cells.n, w * cells.c
     wmiss = np.rint(wn - wc).astype(np.int64)
     pos_n = np.bincount(cell_pos, weights=wn, minlength=depth)
     pair_n = np.bincount(cell_pair, weights=wn, minlength=n_pairs)
@@ -243,7 +252,16 @@ def examination_given_relevance(
     theta: np.ndarray, gamma: np.ndarray, cell_pos: np.ndarray, wn: np.ndarray, wc: np.ndarray
 ) -> np.ndarray:
     """θ maximising the likelihood for fixed γ: the M-step ``θ_k = mean(c + (1−c)·P(E=1, R=0 | C=0))``
-    repeated to its fixed point (an ECM step; one repetition is the paper's M-step)."""
+    repeated to its fixed point (an ECM step; one repetition is the paper's M-step).
+
+    Two cells of γ = ½ documents, 100 impressions each: 50 clicks at position 1, 25 at position 2
+    (θ_2 = 25 / (100·½)):
+
+    >>> gamma, pos = np.array([0.5, 0.5]), np.array([0, 1])
+    >>> examination_given_relevance(np.array([1.0, 0.9]), gamma, pos, np.array([100.0, 100.0]),
+    ...                             np.array([50.0, 25.0])).round(6).tolist()
+    [1.0, 0.5]
+    """
     depth = theta.shape[0]
     pos_n = np.bincount(cell_pos, weights=wn, minlength=depth)
     with np.errstate(invalid="ignore", divide="ignore"):
