@@ -14,21 +14,25 @@ all documents with similar features. Each iteration:
    ``P(E=0, R=1 | C=0) = (1−θ_k)γ/(1−θ_kγ)``;
 2. **relevance labels are sampled**: ``r ~ Bernoulli(P(R=1 | c, q, d, k))``, i.e. ``r = 1`` for a
    click and ``r ~ Bernoulli(P(E=0, R=1 | C=0))`` for a non-click, one draw per impression;
-3. **F = GBDT(F, S)**: ``trees_per_iteration`` more boosting rounds of log loss on the sampled
-   set ``S = {(x_{q,d}, r)}``, continuing from the current ``F`` (the paper's incremental update);
+3. **F = GBDT(S)**: ``trees`` boosting rounds of log loss on the sampled set
+   ``S = {(x_{q,d}, r)}``, from the labels' average (LightGBM, :data:`REGRESSOR_PARAMS`);
 4. **M-step for θ** (closed form): ``θ_k`` = mean over the impressions at ``k`` of
-   ``c + (1−c)·P(E=1, R=0 | C=0)``.
+   ``c + (1−c)·P(E=1, R=0 | C=0)``, repeated for the new γ to its fixed point (the maximum of the
+   likelihood in θ given γ: an ECM step; a single repetition is the paper's update).
 
-θ starts at the click-through-rate ratio ``CTR_k/CTR_1`` (or ``start``; the bootstrap replicates start
-at the point estimate); ``θ_1 = 1`` stays 1 (its posterior of E is 1),
-which fixes θ's free scale. Sampling makes the iteration stochastic: it runs a fixed number of
-``iterations`` and reports the final θ (seeded, so a seed gives identical output).
+F is **refitted every iteration with a fixed number of trees**. Reading the paper's
+``F = GBDT(F, S)`` as adding trees to F at every iteration makes F grow until it memorises the
+pairs, and θ then drifts to the plain EM's answer as iterations go on (measured in
+docs/position_bias.md); a fixed-size F has a fixed point. θ starts at the click-through-rate ratio
+``CTR_k/CTR_1`` (or ``start``: the bootstrap replicates start at the point estimate); ``θ_1 = 1``
+stays 1 (its posterior of E is 1), which fixes θ's free scale. Sampling makes the iteration
+stochastic: it runs ``iterations`` iterations and reports the final θ (seeded, so a seed gives
+identical output).
 
 **Regressor: LightGBM** (the project's engine), not scikit-learn's ``GradientBoostingClassifier``:
 the feature matrix is binned once and reused by every iteration and bootstrap replicate (only the
-gradients change), boosting continues from the current F as the algorithm asks, sparse LETOR
-features are taken as they are, and with ``num_threads`` pinned and ``deterministic`` it is
-reproducible. The impressions of a pair share its features, so the log loss of ``S`` is computed
+gradients change), sparse LETOR features are taken as they are, and with ``num_threads`` pinned
+and ``deterministic`` it is reproducible. The impressions of a pair share its features, so the log loss of ``S`` is computed
 on one row per pair: with ``n_p`` impressions and ``s_p`` sampled ``r = 1`` the gradient is
 ``n_p·σ(F) − s_p`` and the hessian ``n_p·σ(F)(1−σ(F))`` — exactly LightGBM's ``binary`` objective
 on the per-impression rows (tested against it), at a fraction of the rows.
@@ -168,7 +172,7 @@ class RelevanceRegressor:
         self.params = {
             **REGRESSOR_PARAMS,
             **dict(params or {}),
-            "objective": "none",  # the log-loss gradients come from fit_step (one row per pair)
+            "objective": "none",  # the log-loss gradients come from fit_relevance (one row per pair)
             "seed": seed,
             "num_threads": num_threads,
         }
@@ -245,7 +249,8 @@ def regression_em(
             theta = examination_given_relevance(
                 theta, 1.0 / (1.0 + np.exp(-score[cell_pair])), cell_pos, wn, wc
             )
-    return theta, score
+    # a position no impression of this replicate shows has no estimate (the bootstrap skips NaN)
+    return np.where(pos_n > 0, theta, np.nan), score
 
 
 def examination_given_relevance(
