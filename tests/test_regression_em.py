@@ -188,3 +188,17 @@ def test_cli_simulated_log_joins_its_features_file(tmp_path):
     assert api.as_json() == result  # the same seed in another process: identical output
     bad = run_cli("propensity", str(log), "--method", "regression-em")
     assert bad.returncode == 2 and "method regression-em needs the documents' features" in bad.stderr
+
+
+def test_join_reads_integer_qids_as_numbers_and_ignores_documents_never_shown(tmp_path):
+    (tmp_path / "log.csv").write_text(GOOD_LOG.replace(",7,", ",007,"))
+    (tmp_path / "features.txt").write_text("0 qid:7 1:9 # docid = never-shown\n" + GOOD_FEATURES)
+    p = estimate_propensities(
+        read_click_log(tmp_path / "log.csv"),
+        method="regression-em",
+        features=tmp_path / "features.txt",
+        n_bootstrap=1,
+        iterations=2,
+        trees=1,
+    )
+    assert p.position.tolist() == [1, 2] and p.examination[0] == 1.0
