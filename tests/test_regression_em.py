@@ -202,3 +202,10 @@ def test_join_reads_integer_qids_as_numbers_and_ignores_documents_never_shown(tm
         trees=1,
     )
     assert p.position.tolist() == [1, 2] and p.examination[0] == 1.0
+    # 2 documents < 100 per leaf: no tree can split, γ is one constant (LightGBM must not fail)
+    constant = tmp_path / "constant.txt"
+    constant.write_text(GOOD_FEATURES.replace("1:0.25 2:0", "1:0.5 2:1"))
+    with pytest.raises(DataError, match=r"features: every feature has one value over the 2 documents"):
+        estimate_propensities(
+            read_click_log(tmp_path / "log.csv"), method="regression-em", features=constant, n_bootstrap=1
+        )

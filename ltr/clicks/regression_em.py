@@ -66,6 +66,7 @@ REGRESSOR_PARAMS: dict[str, Any] = {
     "max_bin": 63,
     "deterministic": True,
     "force_row_wise": True,
+    "feature_pre_filter": False,  # a small log: trees without splits (γ constant) instead of an error
     "verbosity": -1,
 }
 ITERATIONS = 40
@@ -176,6 +177,13 @@ class RelevanceRegressor:
             "seed": seed,
             "num_threads": num_threads,
         }
+        spread = features.max(axis=0) - features.min(axis=0)
+        spread = spread.toarray() if sp.issparse(spread) else np.asarray(spread)
+        if not np.any(spread > 0):
+            raise DataError(
+                f"features: every feature has one value over the {features.shape[0]} documents of the log; "
+                f"regression EM needs features that tell documents apart"
+            )
         self.features = features
         self.n_pairs = features.shape[0]
         self.dataset = lgb.Dataset(
