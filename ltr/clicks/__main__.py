@@ -1,20 +1,27 @@
 """``python -m ltr.clicks``: estimate examination propensities from a click log; simulate one.
 
-    python -m ltr.clicks propensity LOG --method randomization|em [--json] [--max-position K]
-                                        [--bootstrap 200] [--confidence 0.95] [--seed 0] [--output OUT.json]
+    python -m ltr.clicks propensity LOG --method randomization|em|regression-em [--json]
+                                        [--features FEATURES.txt] [--iterations 30] [--max-position K]
+                                        [--bootstrap B] [--confidence 0.95] [--seed 0] [--output OUT.json]
     python -m ltr.clicks simulate OUT.csv [--queries 300] [--rounds 20] [--sessions 1] [--rand-top N]
                                           [--eta 1.0] [--epsilon 0.1] [--top-k 10] [--seed 0]
+                                          [--features-out FEATURES.txt]
 
 ``propensity`` reads a CSV (header row) or Parquet click log with the columns ``session, qid, doc,
 position (1-based), click (0/1)`` and prints a table (position, θ_r/θ_1, CI), or with ``--json``
 exactly ``{"position": [1, 2, …], "examination": [1.0, …], "ci_low": […], "ci_high": […]}``;
 ``--output`` also writes that JSON to a file (the input of ``model.clicks.propensities``). Methods
-and the bootstrap (over queries, seeded) are described in :mod:`ltr.clicks.propensity`.
+and the bootstrap (over queries, seeded; ``--bootstrap`` defaults to 200 replicates, 20 for
+``regression-em``) are described in :mod:`ltr.clicks.propensity`; ``regression-em`` needs
+``--features``, an SVMlight/LETOR file whose rows end with ``# docid = X`` (the log's ``doc``), see
+:mod:`ltr.clicks.regression_em`.
 
 ``simulate`` writes such a log from the synthetic dataset under the position-based click model with
 examination ``(1/r)^η`` (:func:`ltr.clicks.simulate_log_table`): ``--rand-top N`` shuffles the top N
 of every session (a RandTop-n randomization experiment, for ``--method randomization``); without it
 each round's production ranker is redrawn, so documents move between positions (for ``--method em``).
+``--features-out`` also writes the simulated queries as a LETOR file with ``# docid = <doc>`` on
+every row, the ``--features`` input of ``--method regression-em``.
 """
 
 from __future__ import annotations
@@ -25,12 +32,14 @@ from collections.abc import Sequence
 
 from ltr.clicks import simulate_log_table
 from ltr.clicks.propensity import (
+    ITERATIONS,
     METHODS,
     Propensities,
     estimate_propensities,
     read_click_log,
     write_propensities,
 )
+from ltr.data.svmlight import write_svmlight
 from ltr.data.synthetic import generate
 from ltr.entry import print_result, run_cli
 
@@ -43,7 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=METHODS, required=True)
     p.add_argument("--json", action="store_true", help="print the estimate as JSON")
     p.add_argument("--max-position", type=int, default=None, help="deepest position (default: the log's)")
-    p.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates over queries")
+    p.add_argument("--features", default=None, help="regression-em: LETOR file, rows ending '# docid = DOC'")
+    p.add_argument("--iterations", type=int, default=ITERATIONS, help="regression-em: EM iterations")
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=None,
+        help="bootstrap replicates over queries (default: 200, regression-em 20)",
+    )
     p.add_argument("--confidence", type=float, default=0.95)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", default=None, help="also write the JSON estimate here")
@@ -57,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--epsilon", type=float, default=0.1)
     s.add_argument("--top-k", type=int, default=10)
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--features-out", default=None, help="also write the features, rows '# docid = DOC'")
     return parser
 
 
@@ -87,7 +104,11 @@ def run(args: argparse.Namespace) -> str:
         import pandas as pd  # deferred: pandas loads only when a log is written
 
         pd.DataFrame(table).to_csv(args.output, index=False)
-        return f"wrote {len(table['click'])} impressions to {args.output}\n"
+        done = f"wrote {len(table['click'])} impressions to {args.output}\n"
+        if args.features_out:  # the log's doc is the row of `data`: the docid that joins them
+            write_svmlight(data, args.features_out, comments=[f"docid = {i}" for i in range(data.n_docs)])
+            done += f"wrote the features of {data.n_docs} documents to {args.features_out}\n"
+        return done
     p = estimate_propensities(
         read_click_log(args.log),
         method=args.method,
@@ -95,6 +116,8 @@ def run(args: argparse.Namespace) -> str:
         n_bootstrap=args.bootstrap,
         confidence=args.confidence,
         seed=args.seed,
+        features=args.features,
+        iterations=args.iterations,
     )
     if args.output:
         write_propensities(p, args.output)

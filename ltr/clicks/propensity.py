@@ -16,11 +16,15 @@ factor, so estimates are normalised to ``θ_1 = 1``.
   γ_{q,d} per (query, document): the E-step gives, for a non-click at r,
   ``P(E=1, R=0 | c=0) = θ_r(1−γ)/(1−θ_rγ)`` and ``P(E=0, R=1 | c=0) = (1−θ_r)γ/(1−θ_rγ)``
   (a click means E = R = 1); the M-step sets θ_r and γ_{q,d} to the mean posterior of E over the
-  impressions at r and of R over the impressions of (q, d). (Their *regression* EM replaces γ by a
-  feature model for logs whose (q, d) pairs repeat rarely; a click log has no features, so the
-  per-pair γ is used.) θ is identified only when documents move between positions (several rankers,
-  personalised or re-ranked orders): every position must be linked to position 1 through documents
-  shown at both, else a :class:`~ltr.errors.DataError` says which positions are not.
+  impressions at r and of R over the impressions of (q, d). θ is identified only when documents
+  move between positions (several rankers, personalised or re-ranked orders): every position must
+  be linked to position 1 through documents shown at both, else a :class:`~ltr.errors.DataError`
+  says which positions are not. With few impressions per pair the per-pair γ absorbs the clicks
+  (one click: γ large; none: γ → 0) and θ is driven towards 1: use ``regression-em``.
+* ``regression-em`` — the same paper's §4 *regression EM*: γ_{q,d} = σ(F(x_{q,d})) with F a
+  LightGBM model of the documents' features, fitted to relevance labels sampled from the posterior
+  each iteration (:mod:`ltr.clicks.regression_em`); needs ``features``, a LETOR file with a
+  ``# docid = X`` comment per row, matched to the log's (qid, doc).
 
 **Bootstrap over queries** (seeded): replicate b draws the log's queries with replacement (each
 query with all its sessions) and re-estimates θ; the CI is the percentile interval of θ_r/θ_1. The
@@ -37,18 +41,28 @@ resampling sessions would treat the query sample as fixed and give too narrow in
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ltr.clicks.regression_em import (
+    ITERATIONS,
+    TREES,
+    Cells,
+    RelevanceRegressor,
+    pair_features,
+    regression_em,
+)
 from ltr.config_check import Constraint, check_value
 from ltr.errors import ConfigError, DataError
 
 LOG_COLUMNS = ("session", "qid", "doc", "position", "click")
-METHODS = ("randomization", "em")
+METHODS = ("randomization", "em", "regression-em")
+#: bootstrap replicates when ``n_bootstrap`` is not given (each regression-EM replicate fits a GBDT)
+DEFAULT_BOOTSTRAP = {"randomization": 200, "em": 200, "regression-em": 20}
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
@@ -61,6 +75,11 @@ class ImpressionLog:
     position: np.ndarray  # 1-based
     click: np.ndarray  # 0.0 / 1.0
     source: str = "click log"
+    # per pair: its qid and doc as the log spells them and the first 0-based row showing it
+    pair_qid: np.ndarray | None = None
+    pair_doc: np.ndarray | None = None
+    pair_row: np.ndarray | None = None
+    row_label: str = "row"
 
     @property
     def n_queries(self) -> int:
@@ -138,9 +157,19 @@ def impression_log(
             f"{source}: column 'position', {row_label} {dup + 1}: session {arrays['session'][dup]!r} "
             f"already shows a document at position {pos[dup]}"
         )
-    pair = np.unique(np.stack([query_codes, keys["doc"]], axis=1), axis=0, return_inverse=True)[1].ravel()
+    _, pair_row, pair = np.unique(
+        np.stack([query_codes, keys["doc"]], axis=1), axis=0, return_index=True, return_inverse=True
+    )
     return ImpressionLog(
-        query=query_codes, pair=pair, position=pos, click=clk.astype(np.float64), source=source
+        query=query_codes,
+        pair=pair.ravel(),
+        position=pos,
+        click=clk.astype(np.float64),
+        source=source,
+        pair_qid=arrays["qid"][pair_row],
+        pair_doc=arrays["doc"][pair_row],
+        pair_row=pair_row,
+        row_label=row_label,
     )
 
 
@@ -211,17 +240,46 @@ def estimate_propensities(
     *,
     method: str = "em",
     max_position: int | None = None,
-    n_bootstrap: int = 200,
+    n_bootstrap: int | None = None,
     confidence: float = 0.95,
     seed: int = 0,
     tol: float = 1e-6,
     max_iter: int = 1000,
+    features: str | Path | None = None,
+    iterations: int = ITERATIONS,
+    trees: int = TREES,
+    regressor_params: Mapping[str, Any] | None = None,
+    num_threads: int = 1,
 ) -> Propensities:
-    """θ_r/θ_1 for every position r <= ``max_position`` (default: all) the log shows, and its CI."""
+    """θ_r/θ_1 for every position r <= ``max_position`` (default: all) the log shows, and its CI.
+
+    ``n_bootstrap`` defaults to :data:`DEFAULT_BOOTSTRAP` of the method. ``tol``/``max_iter``: the
+    plain EM's stopping rule. ``features`` (required by ``regression-em``, refused by the others): a
+    LETOR file with ``# docid = X`` rows (:func:`ltr.clicks.regression_em.pair_features`);
+    ``iterations``, ``trees``, ``regressor_params`` (LightGBM settings over
+    :data:`~ltr.clicks.regression_em.REGRESSOR_PARAMS`) and ``num_threads`` (LightGBM's, pinned)
+    are regression EM's.
+    """
     check_value(method, str, Constraint(choices=METHODS), "method")
-    n_bootstrap = check_value(n_bootstrap, int, Constraint(low=1), "n_bootstrap")
+    n_bootstrap = check_value(
+        DEFAULT_BOOTSTRAP[method] if n_bootstrap is None else n_bootstrap,
+        int,
+        Constraint(low=1),
+        "n_bootstrap",
+    )
     check_value(confidence, float, Constraint(low=0.0, high=1.0, open_low=True, open_high=True), "confidence")
     max_position = check_value(max_position, int | None, Constraint(low=1), "max_position")
+    if features is None and method == "regression-em":
+        raise ConfigError(
+            "features: method regression-em needs the documents' features (--features FILE: an "
+            "SVMlight/LETOR file whose rows end with '# docid = X', X the click log's doc)"
+        )
+    if features is not None and method != "regression-em":
+        raise ConfigError(f"features: only method regression-em reads features, not method {method}")
+    if method == "regression-em":
+        iterations = check_value(iterations, int, Constraint(low=1), "iterations")
+        trees = check_value(trees, int, Constraint(low=1), "trees")
+        num_threads = check_value(num_threads, int, Constraint(low=1), "num_threads")
     keep = log.position <= (max_position or int(log.position.max()))
     # the positions the log shows (a swap-k log restricted to positions 1 and k has just those two)
     shown = np.unique(log.position[keep])
@@ -245,21 +303,36 @@ def estimate_propensities(
             ctr = (weights @ clicks) / (weights @ imps)
             boot = ctr / ctr[:, :1]
     else:
-        _check_linked(pair, position, shown, log.source)
         cells, cell_index = np.unique(pair.astype(np.int64) * depth + position, return_inverse=True)
         n = np.bincount(cell_index).astype(np.float64)
         c = np.bincount(cell_index, weights=click)
-        cell_pair, cell_pos = cells // depth, cells % depth
+        log_cells = Cells(n=n, c=c, pair=cells // depth, pos=cells % depth, depth=depth)
         cell_query = np.zeros(cells.shape[0], dtype=np.int64)
         cell_query[cell_index] = query
-        theta, gamma = _em(n, c, cell_pair, cell_pos, depth, np.ones_like(n), tol, max_iter, None)
-        point = theta / theta[0]
         boot = np.empty((n_bootstrap, depth))
-        for b in range(n_bootstrap):
-            t, _ = _em(
-                n, c, cell_pair, cell_pos, depth, weights[b][cell_query], tol, max_iter, (theta, gamma)
+        if method == "em":
+            _check_linked(pair, position, shown, log.source)
+            theta, gamma = _em(log_cells, np.ones_like(n), tol, max_iter, None)
+            for b in range(n_bootstrap):
+                t, _ = _em(log_cells, weights[b][cell_query], tol, max_iter, (theta, gamma))
+                boot[b] = t / t[0] if t[0] > 0 else np.nan
+        else:
+            regressor = RelevanceRegressor(
+                _log_pair_features(log, features), regressor_params, seed, num_threads
             )
-            boot[b] = t / t[0] if t[0] > 0 else np.nan
+            settings = {"iterations": iterations, "trees": trees}
+            # one sampling stream per fit: the point estimate is the same whatever n_bootstrap is;
+            # replicates start from the point estimate (θ and F), as the plain EM's do
+            theta, score = regression_em(
+                regressor, log_cells, np.ones_like(n),
+                np.random.default_rng([seed, 0]), **settings,
+            )  # fmt: skip
+            for b in range(n_bootstrap):
+                boot[b] = regression_em(
+                    regressor, log_cells, weights[b][cell_query],
+                    np.random.default_rng([seed, b + 1]), **settings, start=(theta, score),
+                )[0]  # fmt: skip
+        point = theta / theta[0]
     alpha = (1.0 - confidence) / 2.0
     low, high = np.nanquantile(boot, [alpha, 1.0 - alpha], axis=0)
     return Propensities(
@@ -271,6 +344,19 @@ def estimate_propensities(
         n_bootstrap=n_bootstrap,
         confidence=confidence,
         seed=seed,
+    )
+
+
+def _log_pair_features(log: ImpressionLog, path: str | Path) -> Any:
+    if log.pair_qid is None or log.pair_doc is None or log.pair_row is None:
+        raise ConfigError(f"{log.source}: build the log with impression_log() to match it to features")
+    return pair_features(
+        path,
+        pair_qid=log.pair_qid,
+        pair_doc=log.pair_doc,
+        pair_row=log.pair_row,
+        log_source=log.source,
+        row_label=log.row_label,
     )
 
 
@@ -307,17 +393,14 @@ def _check_linked(pair: np.ndarray, position: np.ndarray, shown: np.ndarray, sou
 
 
 def _em(
-    n: np.ndarray,
-    c: np.ndarray,
-    cell_pair: np.ndarray,
-    cell_pos: np.ndarray,
-    depth: int,
+    cells: Cells,
     w: np.ndarray,
     tol: float,
     max_iter: int,
     start: tuple[np.ndarray, np.ndarray] | None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Wang et al.'s EM on aggregated cells (n impressions, c clicks of one pair at one position)."""
+    n, c, cell_pair, cell_pos, depth = cells.n, cells.c, cells.pair, cells.pos, cells.depth
     n_pairs = int(cell_pair.max()) + 1
     wn, wc = w * n, w * c
     pos_n = np.bincount(cell_pos, weights=wn, minlength=depth)
