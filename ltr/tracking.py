@@ -772,19 +772,65 @@ def _is_lock_error(exc: BaseException) -> bool:
     return "database is locked" in text or "database table is locked" in text
 
 
+#: how each database MLflow supports words a unique-key violation (PostgreSQL, SQLite, MySQL, SQL Server)
+_DUPLICATE_KEY_SIGNS = (
+    "duplicate key value violates unique constraint",
+    "unique constraint failed",
+    "duplicate entry",
+    "cannot insert duplicate key",
+)
+
+
+def _is_concurrent_insert_error(exc: BaseException) -> bool:
+    """Another client inserted the same row between MLflow's look-up and its insert (a lost get-or-create).
+
+    MLflow's SQLAlchemy store looks rows up, then inserts the missing ones: two runs logging the same new
+    dataset (``log_inputs``; same name and digest), or two workers setting the same new tag or param
+    on a shared parent run, both insert, and on a server with several writers (PostgreSQL, MySQL) one
+    gets the database's unique-key error, e.g. ``RestException: BAD_REQUEST:
+    (psycopg2.errors.UniqueViolation) duplicate key value violates unique constraint "dataset_pk"``.
+    Its transaction was rolled back, so calling again finds the row and succeeds. An
+    ``RESOURCE_ALREADY_EXISTS`` answer (a name that is taken, e.g. ``create_experiment``) is MLflow's
+    final word, left to the caller.
+
+    >>> from mlflow.exceptions import MlflowException
+    >>> _is_concurrent_insert_error(MlflowException('(psycopg2.errors.UniqueViolation) duplicate key '
+    ...     'value violates unique constraint "dataset_pk"', error_code="BAD_REQUEST"))
+    True
+    >>> _is_concurrent_insert_error(MlflowException("Experiment(name=x) already exists. Error: "
+    ...     "duplicate key value violates unique constraint", error_code="RESOURCE_ALREADY_EXISTS"))
+    False
+    """
+    from mlflow.exceptions import MlflowException  # deferred: slow import (see the module docstring)
+
+    if not isinstance(exc, MlflowException) or exc.error_code == "RESOURCE_ALREADY_EXISTS":
+        return False
+    text = str(exc).lower()
+    return any(sign in text for sign in _DUPLICATE_KEY_SIGNS)
+
+
+#: calls again after a lost get-or-create insert (:func:`_is_concurrent_insert_error`); the retry finds
+#: the row, so a duplicate that persists beyond these is a real error and propagates
+_INSERT_RACE_RETRIES = 3
+
+
 def _retry(fn: Any, *args: Any, attempts: int = 12, **kwargs: Any) -> Any:
-    """Call ``fn``; on an SQLite lock error (parallel jobs on one store) retry with exponential backoff.
+    """Call ``fn``; retry with exponential backoff on an SQLite lock error (parallel jobs on one store)
+    and, at most :data:`_INSERT_RACE_RETRIES` times, on a lost get-or-create insert (parallel writers
+    on a server, :func:`_is_concurrent_insert_error`).
 
     Waits 0.05 s, 0.1 s, … capped at 2 s (≈ 15 s in total) plus a per-process offset so that
     concurrent jobs do not retry in lock-step; any other error propagates at once.
     """
-    delay = 0.05
+    delay, races = 0.05, 0
     for attempt in range(attempts):
         try:
             return fn(*args, **kwargs)
         except Exception as exc:
-            if attempt == attempts - 1 or not _is_lock_error(exc):
+            race = _is_concurrent_insert_error(exc) and races < _INSERT_RACE_RETRIES
+            if attempt == attempts - 1 or not (race or _is_lock_error(exc)):
                 raise
+            races += race
             time.sleep(delay + (os.getpid() % 17) / 1000)
             delay = min(delay * 2, 2.0)
     raise RuntimeError("unreachable")  # pragma: no cover

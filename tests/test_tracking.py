@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 import sqlite3
 import subprocess
 import sys
@@ -19,9 +20,12 @@ from mlflow.tracking import MlflowClient
 from ltr.errors import ConfigError, NotFittedError
 from ltr.models.pyfunc import as_frame
 from ltr.tracking import (
+    _INSERT_RACE_RETRIES,
     TAG_FALLBACK_FOR,
     NullTracker,
+    SplitDataset,
     Tracker,
+    _is_connection_error,
     _retry,
     download_frame,
     find_runs,
@@ -51,6 +55,104 @@ def test_retry_does_not_hide_other_errors():
     with pytest.raises(ValueError, match="bad value"):
         _retry(broken)
     assert len(calls) == 1
+
+
+#: what a PostgreSQL-backed ``mlflow server`` answered when two processes logged one new dataset at once
+#: (captured from a real server; the HTTP answer is 400 with this body)
+DATASET_RACE = {
+    "error_code": "BAD_REQUEST",
+    "message": (
+        '(psycopg2.errors.UniqueViolation) duplicate key value violates unique constraint "dataset_pk"\n'
+        "DETAIL:  Key (experiment_id, name, digest)=(1, d7-train, 9bb70c01) already exists.\n\n"
+        "[SQL: INSERT INTO datasets (dataset_uuid, experiment_id, name, digest, dataset_source_type, "
+        "dataset_source, dataset_schema, dataset_profile) VALUES (%(dataset_uuid__0)s, ...)]\n"
+        "(Background on this error at: https://sqlalche.me/e/21/gkpj)"
+    ),
+}
+
+
+def _failing(error: BaseException, times: int) -> tuple[Any, list[int]]:
+    calls: list[int] = []
+
+    def call() -> str:
+        calls.append(1)
+        if len(calls) <= times:
+            raise error
+        return "ok"
+
+    return call, calls
+
+
+def test_retry_calls_again_after_a_lost_get_or_create_insert():
+    from mlflow.exceptions import RestException
+
+    call, calls = _failing(RestException(DATASET_RACE), times=1)
+    assert _retry(call) == "ok" and len(calls) == 2
+    assert not _is_connection_error(RestException(DATASET_RACE))  # never a reason to leave the server
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        # the same unique-key text, but MLflow's final answer: the experiment name is taken
+        {
+            "error_code": "RESOURCE_ALREADY_EXISTS",
+            "message": "Experiment(name=x) already exists. " + DATASET_RACE["message"],
+        },
+        {"error_code": "INVALID_PARAMETER_VALUE", "message": "Changing param values is not allowed."},
+        {"error_code": "BAD_REQUEST", "message": "(psycopg2.errors.NotNullViolation) null value in column"},
+    ],
+    ids=["name taken", "param changed", "other database error"],
+)
+def test_retry_leaves_other_server_answers_to_the_caller(error):
+    from mlflow.exceptions import RestException
+
+    call, calls = _failing(RestException(error), times=1)
+    with pytest.raises(RestException, match=re.escape(error["message"][:20])):
+        _retry(call)
+    assert len(calls) == 1
+
+
+def test_retry_gives_up_on_a_duplicate_that_persists():
+    from mlflow.exceptions import RestException
+
+    call, calls = _failing(RestException(DATASET_RACE), times=100)
+    with pytest.raises(RestException, match="duplicate key value"):
+        _retry(call)
+    assert len(calls) == 1 + _INSERT_RACE_RETRIES == 4
+
+
+def test_a_lost_dataset_race_on_a_server_is_retried_and_the_run_stays_there(tmp_path, mlflow_server):
+    """A real server behind a proxy that answers the first ``log-inputs`` with the 400 a PostgreSQL-backed
+    server gave when another process inserted the same dataset first: the tracker calls again, the
+    datasets are on the server's run, and nothing moved to the fallback store."""
+    import json
+
+    _, upstream = mlflow_server
+    answered: list[str] = []
+
+    def lose_the_first_race(handler: Any, body: bytes | None) -> bool:
+        if not handler.path.endswith("/runs/log-inputs") or answered:
+            return False
+        answered.append(handler.path)
+        data = json.dumps(DATASET_RACE).encode()
+        handler.send_response(400)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+        return True
+
+    proxy = ForwardingProxy(upstream, intercept=lose_the_first_race)
+    try:
+        tracker = Tracker(proxy.url, "race", fallback_root=tmp_path / "fallback")
+        with tracker.start(run_name="racer"):
+            tracker.log_datasets([SplitDataset("tiny-train", "abc123", "/data/train.txt", "train")])
+    finally:
+        proxy.close()
+    assert answered and tracker.fallback_from is None and not (tmp_path / "fallback").exists()
+    (logged,) = MlflowClient(upstream).get_run(tracker.run_id).inputs.dataset_inputs
+    assert (logged.dataset.name, logged.dataset.digest) == ("tiny-train", "abc123")
 
 
 def test_null_tracker_has_every_public_method_of_tracker():
