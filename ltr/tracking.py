@@ -793,12 +793,12 @@ def _is_concurrent_insert_error(exc: BaseException) -> bool:
     ``RESOURCE_ALREADY_EXISTS`` answer (a name that is taken, e.g. ``create_experiment``) is MLflow's
     final word, left to the caller.
 
-    >>> from mlflow.exceptions import MlflowException
-    >>> _is_concurrent_insert_error(MlflowException('(psycopg2.errors.UniqueViolation) duplicate key '
-    ...     'value violates unique constraint "dataset_pk"', error_code="BAD_REQUEST"))
+    >>> from mlflow.exceptions import RestException
+    >>> _is_concurrent_insert_error(RestException({"error_code": "BAD_REQUEST", "message": "(psycopg2.errors."
+    ...     'UniqueViolation) duplicate key value violates unique constraint "dataset_pk"'}))
     True
-    >>> _is_concurrent_insert_error(MlflowException("Experiment(name=x) already exists. Error: "
-    ...     "duplicate key value violates unique constraint", error_code="RESOURCE_ALREADY_EXISTS"))
+    >>> _is_concurrent_insert_error(RestException({"error_code": "RESOURCE_ALREADY_EXISTS", "message":
+    ...     "Experiment(name=x) already exists. Error: duplicate key value violates unique constraint"}))
     False
     """
     from mlflow.exceptions import MlflowException  # deferred: slow import (see the module docstring)
