@@ -433,16 +433,18 @@ class Tracker:
     def _open_run(self) -> None:
         """Create the run on the current store and make it the fluent API's active run (log_model needs it)."""
         mlflow = self._mlflow
-        run = _retry(self.client.create_run, self.experiment_id, run_name=self._run_name, tags=self._run_tags)
+        run = retry_call(
+            self.client.create_run, self.experiment_id, run_name=self._run_name, tags=self._run_tags
+        )
         self.run_id = run.info.run_id
         # the caller restores the previous tracking URI, leaving the process-wide MLflow state as found
         mlflow.set_tracking_uri(self.uri)
-        _retry(mlflow.start_run, run_id=self.run_id, nested=mlflow.active_run() is not None)
+        retry_call(mlflow.start_run, run_id=self.run_id, nested=mlflow.active_run() is not None)
 
     def _end_run(self, status: str) -> None:
         """End the fluent run on this tracker's store (a child run may have moved it, see :meth:`_fall_back`)."""
         self._mlflow.set_tracking_uri(self.uri)
-        _retry(self._mlflow.end_run, status=status)
+        retry_call(self._mlflow.end_run, status=status)
 
     def _guarded(self, action: Any, *, journaled: bool) -> Any:
         """Run ``action``; when the server is gone, move the run to the fallback store and finish there.
@@ -462,7 +464,7 @@ class Tracker:
         """``client.<method>(run_id, *args)``, kept in the journal while a fallback is possible."""
         if self._journal is not None:
             self._journal.append((method, args))
-        self._guarded(lambda: _retry(getattr(self.client, method), self._run(), *args), journaled=True)
+        self._guarded(lambda: retry_call(getattr(self.client, method), self._run(), *args), journaled=True)
 
     def _fall_back(self, exc: BaseException) -> None:
         """Open a run in ``<fallback_root>/mlflow-fallback.db`` and replay the journal into it."""
@@ -497,7 +499,7 @@ class Tracker:
         self._follow_parent(exc)
         self._open_run()
         for method, args in journal:
-            _retry(getattr(self.client, method), self._run(), *args)
+            retry_call(getattr(self.client, method), self._run(), *args)
 
     def _follow_parent(self, exc: BaseException) -> None:
         """Keep a child run's parent link in the fallback store: its parent moves there too.
@@ -524,11 +526,11 @@ class Tracker:
     def tag_run(self, run_id: str, tags: Mapping[str, Any]) -> None:
         """Set tags on another (finished) run of this store, e.g. mark the best job of a sweep."""
         for key, value in tags.items():
-            _retry(self.client.set_tag, run_id, key, mask_secrets(str(value)))
+            retry_call(self.client.set_tag, run_id, key, mask_secrets(str(value)))
 
     def set_status(self, run_id: str, status: str) -> None:
         """End a run of this store with ``status`` (FINISHED, FAILED or KILLED), e.g. a pruned trial's."""
-        _retry(self.client.set_terminated, run_id, status)
+        retry_call(self.client.set_terminated, run_id, status)
 
     def _record_error(self, text: str) -> None:
         """Store the traceback as ``error/traceback.txt`` and its last line as the ``error`` tag."""
@@ -661,7 +663,7 @@ class Tracker:
         from ltr.models.pyfunc import log_pyfunc_model
 
         self._guarded(
-            lambda: _retry(log_pyfunc_model, model, name="model", input_example=example), journaled=False
+            lambda: retry_call(log_pyfunc_model, model, name="model", input_example=example), journaled=False
         )
 
     # --- helpers ---------------------------------------------------------------------------------
@@ -686,20 +688,20 @@ def _open_store(
     # and the fluent API's store (used by log_model) is created inside the lock too
     with _store_lock(uri):
         client = MlflowClient(tracking_uri=uri)
-        _retry(client.search_experiments, max_results=1)
+        retry_call(client.search_experiments, max_results=1)
         previous = mlflow.get_tracking_uri()
         mlflow.set_tracking_uri(uri)
         try:
-            _retry(mlflow.search_experiments, max_results=1)
+            retry_call(mlflow.search_experiments, max_results=1)
         finally:
             mlflow.set_tracking_uri(previous)
-        existing = _retry(client.get_experiment_by_name, experiment)
+        existing = retry_call(client.get_experiment_by_name, experiment)
         if existing is not None:
             return client, existing.experiment_id
         location = Path(artifact_root).resolve().as_uri() if artifact_root else None
         # the dashboard opens a "model training" experiment on its runs table (not the GenAI view)
         try:
-            experiment_id = _retry(
+            experiment_id = retry_call(
                 client.create_experiment,
                 experiment,
                 artifact_location=location,
@@ -708,7 +710,7 @@ def _open_store(
         except mlflow.exceptions.MlflowException as exc:  # another process (a sweep worker) made it first
             if exc.error_code != "RESOURCE_ALREADY_EXISTS":
                 raise
-            experiment_id = _retry(client.get_experiment_by_name, experiment).experiment_id
+            experiment_id = retry_call(client.get_experiment_by_name, experiment).experiment_id
         return client, experiment_id
 
 
@@ -814,7 +816,7 @@ def _is_concurrent_insert_error(exc: BaseException) -> bool:
 _INSERT_RACE_RETRIES = 3
 
 
-def _retry(fn: Any, *args: Any, attempts: int = 12, **kwargs: Any) -> Any:
+def retry_call(fn: Any, *args: Any, attempts: int = 12, **kwargs: Any) -> Any:
     """Call ``fn``; retry with exponential backoff on an SQLite lock error (parallel jobs on one store)
     and, at most :data:`_INSERT_RACE_RETRIES` times, on a lost get-or-create insert (parallel writers
     on a server, :func:`_is_concurrent_insert_error`).
