@@ -10,6 +10,9 @@ Servers: credentials in ``http://user:password@host`` move to MLflow's environme
 server that dies mid-run moves the run to a local fallback store, and
 ``python -m ltr.tracking import-fallback STORE --to URI`` (:func:`import_fallback`) copies it back.
 Bad schemes and unwritable stores fail in :func:`make_tracker` with one :class:`~ltr.errors.ConfigError`.
+Parallel writers: every store call goes through :func:`retry_call`, which waits out SQLite's
+``database is locked`` and calls again after a lost get-or-create insert (two processes adding the same
+new dataset, tag or param at once on a PostgreSQL- or MySQL-backed server).
 
 MLflow's own run-page panels: :meth:`Tracker.log_datasets` logs the splits as dataset inputs (digest =
 ltr's data fingerprint, :class:`SplitDataset`) and :func:`source_tags` names the entry point in the

@@ -1,4 +1,4 @@
-"""The MLflow tracker: retries on SQLite locks, child runs, Parquet artifacts, statuses, NullTracker parity."""
+"""The MLflow tracker: retries on SQLite locks and lost insert races, child runs, Parquet artifacts, statuses, NullTracker parity."""
 
 from __future__ import annotations
 
