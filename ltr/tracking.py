@@ -698,23 +698,35 @@ def _open_store(
             retry_call(mlflow.search_experiments, max_results=1)
         finally:
             mlflow.set_tracking_uri(previous)
-        existing = retry_call(client.get_experiment_by_name, experiment)
-        if existing is not None:
-            return client, existing.experiment_id
         location = Path(artifact_root).resolve().as_uri() if artifact_root else None
-        # the dashboard opens a "model training" experiment on its runs table (not the GenAI view)
-        try:
-            experiment_id = retry_call(
+        return client, _experiment_id(client, experiment, location)
+
+
+def _experiment_id(client: Any, experiment: str, location: str | None = None) -> str:
+    """The id of ``experiment`` on ``client``'s store, created (artifacts at ``location``) if missing.
+
+    Two processes creating it at once (sweep workers on a new server): the one that loses gets
+    ``RESOURCE_ALREADY_EXISTS`` and looks the experiment up by name.
+    """
+    from mlflow.exceptions import MlflowException  # deferred: slow import (see the module docstring)
+
+    existing = retry_call(client.get_experiment_by_name, experiment)
+    if existing is not None:
+        return str(existing.experiment_id)
+    # the dashboard opens a "model training" experiment on its runs table (not the GenAI view)
+    try:
+        return str(
+            retry_call(
                 client.create_experiment,
                 experiment,
                 artifact_location=location,
                 tags={"mlflow.experimentKind": "custom_model_development"},
             )
-        except mlflow.exceptions.MlflowException as exc:  # another process (a sweep worker) made it first
-            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
-                raise
-            experiment_id = retry_call(client.get_experiment_by_name, experiment).experiment_id
-        return client, experiment_id
+        )
+    except MlflowException as exc:  # another process (a sweep worker) made it first
+        if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+            raise
+        return str(retry_call(client.get_experiment_by_name, experiment).experiment_id)
 
 
 #: what an MLflow error says when the server did not answer (after the bounded retries)
@@ -1052,12 +1064,7 @@ def _import_run(
     from mlflow.entities import LoggedModelStatus, Metric, Param  # deferred: slow import
 
     old = run.info.run_id
-    exp = dst.get_experiment_by_name(experiment)
-    exp_id = (
-        exp.experiment_id
-        if exp is not None
-        else dst.create_experiment(experiment, tags={"mlflow.experimentKind": "custom_model_development"})
-    )
+    exp_id = _experiment_id(dst, experiment)
     for partial in dst.search_runs([exp_id], f"tags.`ltr.fallback.source_run_id` = '{old}'"):
         dst.delete_run(partial.info.run_id)  # a copy an interrupted import left half-done
     tags = {k: v for k, v in run.data.tags.items() if k != "mlflow.runName"}
@@ -1088,7 +1095,7 @@ def _import_run(
     if server_run := run.data.tags.get("ltr.fallback.server_run_id"):
         _adopt_children(dst, exp_id, server_run, new_id)
     if run.inputs is not None and run.inputs.dataset_inputs:
-        dst.log_inputs(new_id, datasets=list(run.inputs.dataset_inputs))
+        retry_call(dst.log_inputs, new_id, datasets=list(run.inputs.dataset_inputs))  # shared dataset rows
     with tempfile.TemporaryDirectory() as tmp:
         if src.list_artifacts(old):
             dst.log_artifacts(new_id, src.download_artifacts(old, "", tmp))
