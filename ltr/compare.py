@@ -45,7 +45,6 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
-from rich.markdown import Markdown
 
 from ltr.agreement import metric_agreement
 from ltr.comparison import compare
@@ -69,7 +68,7 @@ from ltr.plots import (
 )
 from ltr.progress import task_progress
 from ltr.provenance import command_line, rerun_command, run_tags
-from ltr.report import leaderboard_table
+from ltr.report import print_comparison
 from ltr.resources import config_dir, experiments_dir, work_root
 from ltr.schemas import (
     DEFAULT_METRICS,
@@ -718,12 +717,10 @@ def print_leaderboard(
     """The leaderboard as a terminal table (metric agreement and failure analysis rendered from their
     Markdown), and where the files are. The files keep the Markdown."""
     title = f"Leaderboard: {exp.get('title') or exp.name} — sorted by {exp.primary}"
-    console.print()
-    console.print(leaderboard_table(report, title=title))
-    if agreement is not None:
-        console.print(Markdown(agreement.to_markdown()))
+    sections = [agreement.to_markdown()] if agreement is not None else []
     if failures is not None:
-        console.print(Markdown(failures.to_markdown(float(exp.stats.confidence))))
+        sections.append(failures.to_markdown(float(exp.stats.confidence)))
+    print_comparison(console, report, title=title, sections=sections)
     console.print(f"Written: {out_dir}/leaderboard.{{md,csv,tex}} and {out_dir}/plots/*.png", soft_wrap=True)
 
 

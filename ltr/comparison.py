@@ -182,21 +182,26 @@ class ComparisonReport:
                 cells.append(f"{mean}{'†' if r.significant else ''} [{f(r.ci_low)}, {f(r.ci_high)}]")
             lines.append(_md_row(cells))
         lines += ["", self.legend()]
-        if detail:
-            lines += [
-                "",
-                f"Detail: Δ = system − baseline with its {_percent(self.confidence)} bootstrap CI; p raw and adjusted; "
-                f"d = paired Cohen's d (mean / sd of per-query differences); W/T/L = queries where the system "
-                f"beats the baseline by more than {self.tie_tolerance:g}, is within it, or loses by more.",
-            ]
-            for m in self.metrics:
-                lines += ["", f"**{_md_escape(m)}** vs {_md_escape(self.baseline)}", ""]
-                lines += [_md_row(_DETAIL_HEADER), _md_row(["---", *["---:"] * (len(_DETAIL_HEADER) - 1)])]
-                for s in self.systems:
-                    if s != self.baseline:
-                        lines.append(_md_row([_md_escape(s), *_detail_cells(self.row(s, m), f)]))
-                if m in self.hsd:
-                    lines += ["", *_hsd_table(self.hsd[m])]
+        leaderboard = "\n".join(lines) + "\n"
+        return leaderboard + "\n" + self.detail_markdown(decimals=decimals) if detail else leaderboard
+
+    def detail_markdown(self, *, decimals: int = 4) -> str:
+        """GitHub Markdown: per metric, each system against the baseline (difference and its CI, raw and
+        adjusted p-values, effect size, W/T/L, query counts), and the all-pairs HSD table when computed."""
+        f = _fmt(decimals)
+        lines = [
+            f"Detail: Δ = system − baseline with its {_percent(self.confidence)} bootstrap CI; p raw and adjusted; "
+            f"d = paired Cohen's d (mean / sd of per-query differences); W/T/L = queries where the system "
+            f"beats the baseline by more than {self.tie_tolerance:g}, is within it, or loses by more.",
+        ]
+        for m in self.metrics:
+            lines += ["", f"**{_md_escape(m)}** vs {_md_escape(self.baseline)}", ""]
+            lines += [_md_row(_DETAIL_HEADER), _md_row(["---", *["---:"] * (len(_DETAIL_HEADER) - 1)])]
+            for s in self.systems:
+                if s != self.baseline:
+                    lines.append(_md_row([_md_escape(s), *_detail_cells(self.row(s, m), f)]))
+            if m in self.hsd:
+                lines += ["", *_hsd_table(self.hsd[m])]
         return "\n".join(lines) + "\n"
 
     def to_latex(

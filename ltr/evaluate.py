@@ -352,6 +352,23 @@ def _report_json(report: Any) -> list[dict[str, Any]]:
     return [{k: (_plain(v) if isinstance(v, float) else v) for k, v in r.items()} for r in rows]
 
 
+def _terminal_leaderboard(report: Any, agreement: Any) -> str:
+    """The comparison as ``ltr.compare`` prints it (:func:`ltr.report.print_comparison`): the leaderboard
+    as a terminal table, the per-metric detail and the metric agreement rendered from their Markdown;
+    colours only on a terminal, plain text in a pipe or file."""
+    from rich.console import Console  # deferred: rich loads only for a printed --compare
+
+    from ltr.report import print_comparison  # deferred: as above
+
+    console = Console(highlight=False)
+    sections = [report.detail_markdown()] + ([agreement.to_markdown()] if agreement is not None else [])
+    with console.capture() as captured:
+        print_comparison(
+            console, report, title=f"Leaderboard — baseline {report.baseline}", sections=sections
+        )
+    return captured.get()
+
+
 def run(args: argparse.Namespace) -> str:
     """Evaluate what ``args`` names; returns the text to print."""
     _check_arguments(args)
@@ -374,7 +391,7 @@ def run(args: argparse.Namespace) -> str:
             out["agreement"] = _agreement_json(agreement)
         return json.dumps(out, indent=1, allow_nan=False) + "\n"
     if report is not None:
-        return report.to_markdown(detail=True) + ("\n" + agreement.to_markdown() if agreement else "")
+        return _terminal_leaderboard(report, agreement)
     return "".join(format_trec(s.result, per_topic=args.per_topic) for s in systems)
 
 

@@ -15,9 +15,10 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 
@@ -88,3 +89,29 @@ def leaderboard_table(report: Any, *, title: str | None = None, decimals: int = 
             cells.append(cell)
         table.add_row(*cells)
     return table
+
+
+def print_comparison(console: Any, report: Any, *, title: str, sections: Sequence[str] = ()) -> None:
+    """A comparison on the console: the leaderboard as a terminal table (:func:`leaderboard_table`), then
+    each Markdown ``section`` (detail, metric agreement, failure analysis) rendered for the terminal —
+    tables drawn, bold shown, no ``**`` or ``\\_`` left. The same report written to a file stays Markdown.
+    A console that is not a terminal gets the same layout as plain text.
+
+    >>> import io, numpy as np, pandas as pd
+    >>> from rich.console import Console
+    >>> from ltr.comparison import compare
+    >>> q = [f"q{i}" for i in range(20)]
+    >>> rep = compare({"base_line": pd.DataFrame({"ndcg@10": np.linspace(0, 1, 20)}, index=q),
+    ...                "new_model": pd.DataFrame({"ndcg@10": np.linspace(0.2, 1, 20)}, index=q)},
+    ...               baseline="base_line", B=200)
+    >>> console = Console(width=150, file=io.StringIO())
+    >>> print_comparison(console, rep, title="demo", sections=[rep.detail_markdown()])
+    >>> text = console.file.getvalue()
+    >>> "base_line (baseline)" in text and "ndcg@10 vs base_line" in text and "\\_" not in text and "**" not in text
+    True
+    """
+    console.print()
+    console.print(leaderboard_table(report, title=title))
+    for section in sections:
+        console.print()
+        console.print(Markdown(section))

@@ -10,6 +10,10 @@
   extended study is written as tags, since MLflow params cannot change), tags naming the best trial,
   its run and the command that reruns it, the best trial's model linked as an output of the parent,
   counts of trials per state, and Optuna's plots (:func:`save_plots`) as PNG artifacts under ``optuna/``.
+
+Every worker of a study writes on the one parent run, possibly at the same moment: each write goes
+through :func:`ltr.tracking.retry_call`, which calls again after a lost get-or-create insert (two workers
+adding the same new param, tag or metric key on a server with a PostgreSQL or MySQL store).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ltr.tracking import make_tracker, mask_secrets, mlflow_metric_name
+from ltr.tracking import make_tracker, mask_secrets, mlflow_metric_name, retry_call
 
 if TYPE_CHECKING:
     import optuna
@@ -56,17 +60,19 @@ def open_parent_run(study: optuna.Study, tracker: Any, storage: str | None) -> s
     client = tracker.client
     stored = study.user_attrs.get(PARENT_ATTR)
     if stored:
-        client.update_run(stored, status="RUNNING")
+        retry_call(client.update_run, stored, status="RUNNING")
         return str(stored)
     tags = {
         "ltr.sweep.role": "parent",
         "ltr.sweep.study": study.study_name,
         "ltr.sweep.storage": mask_secrets(storage or "in memory"),
     }
-    run = client.create_run(tracker.experiment_id, run_name=f"sweep-{study.study_name}", tags=tags)
+    run = retry_call(
+        client.create_run, tracker.experiment_id, run_name=f"sweep-{study.study_name}", tags=tags
+    )
     winner = first_parent(client, tracker.experiment_id, tags)  # two workers starting at once: one wins
     if winner != run.info.run_id:
-        client.delete_run(run.info.run_id)
+        retry_call(client.delete_run, run.info.run_id)
     study.set_user_attr(PARENT_ATTR, winner)
     return winner
 
@@ -81,7 +87,7 @@ def first_parent(client: Any, experiment_id: str, tags: Mapping[str, str]) -> st
     query = (
         " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items()) + " and attributes.status = 'RUNNING'"
     )
-    runs = client.search_runs([experiment_id], filter_string=query, max_results=1000)
+    runs = retry_call(client.search_runs, [experiment_id], filter_string=query, max_results=1000)
     return str(min(runs, key=lambda r: (r.info.start_time, r.info.run_id)).info.run_id)
 
 
@@ -122,9 +128,9 @@ def promote(study: optuna.Study, tracker: Any, parent: str, sweep_dir: Path) -> 
     now = int(time.time() * 1000)
     trials = study.get_trials(deepcopy=False)
     counts = {f"sweep/n_{state.name.lower()}": sum(t.state == state for t in trials) for state in TrialState}
-    client.log_batch(parent, metrics=[Metric(k, float(v), now, 0) for k, v in counts.items()])
+    retry_call(client.log_batch, parent, metrics=[Metric(k, float(v), now, 0) for k, v in counts.items()])
     for path in save_plots(study, sweep_dir / "optuna_plots"):
-        client.log_artifact(parent, str(path), "optuna")
+        retry_call(client.log_artifact, parent, str(path), "optuna")
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
     if complete:
         best = study.best_trial
@@ -134,7 +140,7 @@ def promote(study: optuna.Study, tracker: Any, parent: str, sweep_dir: Path) -> 
             tags["ltr.sweep.best_command"] = best.user_attrs[COMMAND_ATTR]
         params = {f"best.{key.lstrip('+~')}": str(value) for key, value in best.params.items()}
         try:
-            client.log_batch(parent, params=[Param(k, v) for k, v in params.items()])
+            retry_call(client.log_batch, parent, params=[Param(k, v) for k, v in params.items()])
         except MlflowException:  # a later best of an extended study: params cannot change, tags can
             tags.update(params)
         if run_id:
@@ -145,7 +151,7 @@ def promote(study: optuna.Study, tracker: Any, parent: str, sweep_dir: Path) -> 
                 for name, value in best_run.data.metrics.items()
                 if not name.startswith("curve/")
             }
-            client.log_batch(parent, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()])
+            retry_call(client.log_batch, parent, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()])
             models = client.search_logged_models(
                 experiment_ids=[best_run.info.experiment_id], filter_string=f"source_run_id = '{run_id}'"
             )
@@ -157,5 +163,5 @@ def promote(study: optuna.Study, tracker: Any, parent: str, sweep_dir: Path) -> 
                     with contextlib.suppress(MlflowException):
                         client.log_outputs(parent, [LoggedModelOutput(models[0].model_id, step=0)])
                 tags["ltr.sweep.best_model_uri"] = f"models:/{models[0].model_id}"
-        client.log_batch(parent, tags=[RunTag(k, mask_secrets(v)) for k, v in tags.items()])
-    client.set_terminated(parent, "FINISHED")
+        retry_call(client.log_batch, parent, tags=[RunTag(k, mask_secrets(v)) for k, v in tags.items()])
+    retry_call(client.set_terminated, parent, "FINISHED")

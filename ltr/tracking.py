@@ -10,6 +10,9 @@ Servers: credentials in ``http://user:password@host`` move to MLflow's environme
 server that dies mid-run moves the run to a local fallback store, and
 ``python -m ltr.tracking import-fallback STORE --to URI`` (:func:`import_fallback`) copies it back.
 Bad schemes and unwritable stores fail in :func:`make_tracker` with one :class:`~ltr.errors.ConfigError`.
+Parallel writers: every store call goes through :func:`retry_call`, which waits out SQLite's
+``database is locked`` and calls again after a lost get-or-create insert (two processes adding the same
+new dataset, tag or param at once on a PostgreSQL- or MySQL-backed server).
 
 MLflow's own run-page panels: :meth:`Tracker.log_datasets` logs the splits as dataset inputs (digest =
 ltr's data fingerprint, :class:`SplitDataset`) and :func:`source_tags` names the entry point in the
@@ -433,16 +436,18 @@ class Tracker:
     def _open_run(self) -> None:
         """Create the run on the current store and make it the fluent API's active run (log_model needs it)."""
         mlflow = self._mlflow
-        run = _retry(self.client.create_run, self.experiment_id, run_name=self._run_name, tags=self._run_tags)
+        run = retry_call(
+            self.client.create_run, self.experiment_id, run_name=self._run_name, tags=self._run_tags
+        )
         self.run_id = run.info.run_id
         # the caller restores the previous tracking URI, leaving the process-wide MLflow state as found
         mlflow.set_tracking_uri(self.uri)
-        _retry(mlflow.start_run, run_id=self.run_id, nested=mlflow.active_run() is not None)
+        retry_call(mlflow.start_run, run_id=self.run_id, nested=mlflow.active_run() is not None)
 
     def _end_run(self, status: str) -> None:
         """End the fluent run on this tracker's store (a child run may have moved it, see :meth:`_fall_back`)."""
         self._mlflow.set_tracking_uri(self.uri)
-        _retry(self._mlflow.end_run, status=status)
+        retry_call(self._mlflow.end_run, status=status)
 
     def _guarded(self, action: Any, *, journaled: bool) -> Any:
         """Run ``action``; when the server is gone, move the run to the fallback store and finish there.
@@ -462,7 +467,7 @@ class Tracker:
         """``client.<method>(run_id, *args)``, kept in the journal while a fallback is possible."""
         if self._journal is not None:
             self._journal.append((method, args))
-        self._guarded(lambda: _retry(getattr(self.client, method), self._run(), *args), journaled=True)
+        self._guarded(lambda: retry_call(getattr(self.client, method), self._run(), *args), journaled=True)
 
     def _fall_back(self, exc: BaseException) -> None:
         """Open a run in ``<fallback_root>/mlflow-fallback.db`` and replay the journal into it."""
@@ -497,7 +502,7 @@ class Tracker:
         self._follow_parent(exc)
         self._open_run()
         for method, args in journal:
-            _retry(getattr(self.client, method), self._run(), *args)
+            retry_call(getattr(self.client, method), self._run(), *args)
 
     def _follow_parent(self, exc: BaseException) -> None:
         """Keep a child run's parent link in the fallback store: its parent moves there too.
@@ -524,11 +529,11 @@ class Tracker:
     def tag_run(self, run_id: str, tags: Mapping[str, Any]) -> None:
         """Set tags on another (finished) run of this store, e.g. mark the best job of a sweep."""
         for key, value in tags.items():
-            _retry(self.client.set_tag, run_id, key, mask_secrets(str(value)))
+            retry_call(self.client.set_tag, run_id, key, mask_secrets(str(value)))
 
     def set_status(self, run_id: str, status: str) -> None:
         """End a run of this store with ``status`` (FINISHED, FAILED or KILLED), e.g. a pruned trial's."""
-        _retry(self.client.set_terminated, run_id, status)
+        retry_call(self.client.set_terminated, run_id, status)
 
     def _record_error(self, text: str) -> None:
         """Store the traceback as ``error/traceback.txt`` and its last line as the ``error`` tag."""
@@ -661,7 +666,7 @@ class Tracker:
         from ltr.models.pyfunc import log_pyfunc_model
 
         self._guarded(
-            lambda: _retry(log_pyfunc_model, model, name="model", input_example=example), journaled=False
+            lambda: retry_call(log_pyfunc_model, model, name="model", input_example=example), journaled=False
         )
 
     # --- helpers ---------------------------------------------------------------------------------
@@ -686,30 +691,42 @@ def _open_store(
     # and the fluent API's store (used by log_model) is created inside the lock too
     with _store_lock(uri):
         client = MlflowClient(tracking_uri=uri)
-        _retry(client.search_experiments, max_results=1)
+        retry_call(client.search_experiments, max_results=1)
         previous = mlflow.get_tracking_uri()
         mlflow.set_tracking_uri(uri)
         try:
-            _retry(mlflow.search_experiments, max_results=1)
+            retry_call(mlflow.search_experiments, max_results=1)
         finally:
             mlflow.set_tracking_uri(previous)
-        existing = _retry(client.get_experiment_by_name, experiment)
-        if existing is not None:
-            return client, existing.experiment_id
         location = Path(artifact_root).resolve().as_uri() if artifact_root else None
-        # the dashboard opens a "model training" experiment on its runs table (not the GenAI view)
-        try:
-            experiment_id = _retry(
+        return client, _experiment_id(client, experiment, location)
+
+
+def _experiment_id(client: Any, experiment: str, location: str | None = None) -> str:
+    """The id of ``experiment`` on ``client``'s store, created (artifacts at ``location``) if missing.
+
+    Two processes creating it at once (sweep workers on a new server): the one that loses gets
+    ``RESOURCE_ALREADY_EXISTS`` and looks the experiment up by name.
+    """
+    from mlflow.exceptions import MlflowException  # deferred: slow import (see the module docstring)
+
+    existing = retry_call(client.get_experiment_by_name, experiment)
+    if existing is not None:
+        return str(existing.experiment_id)
+    # the dashboard opens a "model training" experiment on its runs table (not the GenAI view)
+    try:
+        return str(
+            retry_call(
                 client.create_experiment,
                 experiment,
                 artifact_location=location,
                 tags={"mlflow.experimentKind": "custom_model_development"},
             )
-        except mlflow.exceptions.MlflowException as exc:  # another process (a sweep worker) made it first
-            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
-                raise
-            experiment_id = _retry(client.get_experiment_by_name, experiment).experiment_id
-        return client, experiment_id
+        )
+    except MlflowException as exc:  # another process (a sweep worker) made it first
+        if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+            raise
+        return str(retry_call(client.get_experiment_by_name, experiment).experiment_id)
 
 
 #: what an MLflow error says when the server did not answer (after the bounded retries)
@@ -772,19 +789,65 @@ def _is_lock_error(exc: BaseException) -> bool:
     return "database is locked" in text or "database table is locked" in text
 
 
-def _retry(fn: Any, *args: Any, attempts: int = 12, **kwargs: Any) -> Any:
-    """Call ``fn``; on an SQLite lock error (parallel jobs on one store) retry with exponential backoff.
+#: how each database MLflow supports words a unique-key violation (PostgreSQL, SQLite, MySQL, SQL Server)
+_DUPLICATE_KEY_SIGNS = (
+    "duplicate key value violates unique constraint",
+    "unique constraint failed",
+    "duplicate entry",
+    "cannot insert duplicate key",
+)
+
+
+def _is_concurrent_insert_error(exc: BaseException) -> bool:
+    """Another client inserted the same row between MLflow's look-up and its insert (a lost get-or-create).
+
+    MLflow's SQLAlchemy store looks rows up, then inserts the missing ones: two runs logging the same new
+    dataset (``log_inputs``; same name and digest), or two workers setting the same new tag or param
+    on a shared parent run, both insert, and on a server with several writers (PostgreSQL, MySQL) one
+    gets the database's unique-key error, e.g. ``RestException: BAD_REQUEST:
+    (psycopg2.errors.UniqueViolation) duplicate key value violates unique constraint "dataset_pk"``.
+    Its transaction was rolled back, so calling again finds the row and succeeds. An
+    ``RESOURCE_ALREADY_EXISTS`` answer (a name that is taken, e.g. ``create_experiment``) is MLflow's
+    final word, left to the caller.
+
+    >>> from mlflow.exceptions import RestException
+    >>> _is_concurrent_insert_error(RestException({"error_code": "BAD_REQUEST", "message": "(psycopg2.errors."
+    ...     'UniqueViolation) duplicate key value violates unique constraint "dataset_pk"'}))
+    True
+    >>> _is_concurrent_insert_error(RestException({"error_code": "RESOURCE_ALREADY_EXISTS", "message":
+    ...     "Experiment(name=x) already exists. Error: duplicate key value violates unique constraint"}))
+    False
+    """
+    from mlflow.exceptions import MlflowException  # deferred: slow import (see the module docstring)
+
+    if not isinstance(exc, MlflowException) or exc.error_code == "RESOURCE_ALREADY_EXISTS":
+        return False
+    text = str(exc).lower()
+    return any(sign in text for sign in _DUPLICATE_KEY_SIGNS)
+
+
+#: calls again after a lost get-or-create insert (:func:`_is_concurrent_insert_error`); the retry finds
+#: the row, so a duplicate that persists beyond these is a real error and propagates
+_INSERT_RACE_RETRIES = 3
+
+
+def retry_call(fn: Any, *args: Any, attempts: int = 12, **kwargs: Any) -> Any:
+    """Call ``fn``; retry with exponential backoff on an SQLite lock error (parallel jobs on one store)
+    and, at most :data:`_INSERT_RACE_RETRIES` times, on a lost get-or-create insert (parallel writers
+    on a server, :func:`_is_concurrent_insert_error`).
 
     Waits 0.05 s, 0.1 s, … capped at 2 s (≈ 15 s in total) plus a per-process offset so that
     concurrent jobs do not retry in lock-step; any other error propagates at once.
     """
-    delay = 0.05
+    delay, races = 0.05, 0
     for attempt in range(attempts):
         try:
             return fn(*args, **kwargs)
         except Exception as exc:
-            if attempt == attempts - 1 or not _is_lock_error(exc):
+            race = _is_concurrent_insert_error(exc) and races < _INSERT_RACE_RETRIES
+            if attempt == attempts - 1 or not (race or _is_lock_error(exc)):
                 raise
+            races += race
             time.sleep(delay + (os.getpid() % 17) / 1000)
             delay = min(delay * 2, 2.0)
     raise RuntimeError("unreachable")  # pragma: no cover
@@ -1001,12 +1064,7 @@ def _import_run(
     from mlflow.entities import LoggedModelStatus, Metric, Param  # deferred: slow import
 
     old = run.info.run_id
-    exp = dst.get_experiment_by_name(experiment)
-    exp_id = (
-        exp.experiment_id
-        if exp is not None
-        else dst.create_experiment(experiment, tags={"mlflow.experimentKind": "custom_model_development"})
-    )
+    exp_id = _experiment_id(dst, experiment)
     for partial in dst.search_runs([exp_id], f"tags.`ltr.fallback.source_run_id` = '{old}'"):
         dst.delete_run(partial.info.run_id)  # a copy an interrupted import left half-done
     tags = {k: v for k, v in run.data.tags.items() if k != "mlflow.runName"}
@@ -1037,7 +1095,7 @@ def _import_run(
     if server_run := run.data.tags.get("ltr.fallback.server_run_id"):
         _adopt_children(dst, exp_id, server_run, new_id)
     if run.inputs is not None and run.inputs.dataset_inputs:
-        dst.log_inputs(new_id, datasets=list(run.inputs.dataset_inputs))
+        retry_call(dst.log_inputs, new_id, datasets=list(run.inputs.dataset_inputs))  # shared dataset rows
     with tempfile.TemporaryDirectory() as tmp:
         if src.list_artifacts(old):
             dst.log_artifacts(new_id, src.download_artifacts(old, "", tmp))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -297,10 +298,47 @@ def test_compare_runs_matches_scipy_and_holm(tmp_path, capsys, test):
     assert list(out["systems"]) == ["bm25", "dense", "rerank"]
     # the printed leaderboard: baseline marked, the detail table with W/T/L per system
     assert main(args) == 0
-    text = capsys.readouterr().out
-    assert "| bm25 (baseline) |" in text and "Holm-corrected over the 2 comparisons" in text
+    text = " ".join(capsys.readouterr().out.split())  # the caption wraps at the console's width
+    assert "│ bm25 (baseline) │" in text and "Holm-corrected over the 2 comparisons" in text
     r = rows[("rerank", "map")]
-    assert f"{r['wins']}/{r['ties']}/{r['losses']}" in text.split("**map** vs bm25")[1]
+    assert f"{r['wins']}/{r['ties']}/{r['losses']}" in text.split("map vs bm25")[1]
+
+
+def test_compare_prints_the_terminal_table_of_ltr_compare_not_markdown(tmp_path):
+    """``python -m ltr.evaluate --compare`` in a pipe: the leaderboard as ``ltr.compare`` prints it (a
+    drawn table, plain text), no Markdown escapes or bold marks; its means, the detail's Δ and W/T/L are
+    the ones computed here from pytrec_eval's per-query values."""
+    runs = write_trec(tmp_path, systems={"bm25_base": 0.5, "dense_model": 1.2})
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr.evaluate", "--qrels", str(tmp_path / "qrels"), "--run", runs[0], "--run", runs[1],
+         "-m", "ndcg_cut_10", "-m", "map", "--compare", "--B", "500"],
+        capture_output=True, text=True, check=True, env={**os.environ, "COLUMNS": "250"},
+    )  # fmt: skip
+    out = proc.stdout
+    assert "\\_" not in out and "**" not in out and "| --- |" not in out and "##" not in out, out
+    table = [
+        [c.strip() for c in re.split("[│┃]", line)[1:-1]]
+        for line in out.splitlines()
+        if line.startswith(("│", "┃"))
+    ]
+    assert table[0] == ["system", "ndcg_cut_10", "map"]
+    per_query = {Path(r).stem: pytrec_per_query(tmp_path, r, {"ndcg_cut_10", "map"}) for r in runs}
+    topics = sorted(per_query["bm25_base"])
+    v = {
+        s: {m: np.array([per_query[s][t][m] for t in topics]) for m in ("ndcg_cut_10", "map")}
+        for s in per_query
+    }
+    assert [row[0] for row in table[1:]] == ["bm25_base (baseline)", "dense_model"]
+    for row, system in zip(table[1:], ("bm25_base", "dense_model"), strict=True):
+        means = [cell.split()[0].rstrip("†") for cell in row[1:]]
+        assert means == [f"{v[system][m].mean():.4f}" for m in ("ndcg_cut_10", "map")]
+    for metric in ("ndcg_cut_10", "map"):
+        section = out.split(f"{metric} vs bm25_base")[1]
+        (line,) = [line.split() for line in section.splitlines() if line.split()[:1] == ["dense_model"]][:1]
+        diff = v["dense_model"][metric] - v["bm25_base"][metric]
+        assert line[1] == f"{diff.mean():+.4f}"
+        assert f"{(diff > 0).sum()}/{(diff == 0).sum()}/{(diff < 0).sum()}" in line
+    assert "Metric agreement" in out and "Bold: best mean per metric" in out
 
 
 def test_compare_prints_metric_agreement_checked_against_scipy(tmp_path, capsys):
@@ -341,9 +379,9 @@ def test_compare_prints_metric_agreement_checked_against_scipy(tmp_path, capsys)
         assert agreement["discriminative_power"][metric] == pytest.approx(significant / 3)
     assert main(args) == 0
     text = capsys.readouterr().out
-    assert (
-        "## Metric agreement" in text and "| ndcg_cut_10 | map |" in text and "Discriminative power" in text
-    )
+    assert "Metric agreement" in text and "Discriminative power" in text and "##" not in text
+    (row,) = [line.split() for line in text.splitlines() if line.split()[:2] == ["ndcg_cut_10", "map"]]
+    assert row[2] == f"{pair['kendall_tau']:.3f}"
 
 
 def test_compare_baseline_option_and_different_query_sets(tmp_path, capsys):
@@ -359,9 +397,9 @@ def test_compare_baseline_option_and_different_query_sets(tmp_path, capsys):
         "500",
     ]
     assert main([*base, "--baseline", "dense"]) == 0
-    assert "| dense (baseline) |" in capsys.readouterr().out
+    assert "│ dense (baseline) │" in capsys.readouterr().out
     assert main([*base, "--baseline", runs[2]]) == 0  # the path as given names the system too
-    assert "| rerank (baseline) |" in capsys.readouterr().out
+    assert "│ rerank (baseline) │" in capsys.readouterr().out
     assert main([*base, "--baseline", "nope"]) == 2
     assert "--baseline 'nope' is not one of the systems: 'bm25', 'dense', 'rerank'" in capsys.readouterr().err
     # a run that misses topics 14 and 15 (not retrieved): refused for --compare, still evaluated without it

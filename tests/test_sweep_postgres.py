@@ -1,6 +1,9 @@
 """The team set-up for real: PostgreSQL as the shared Optuna storage and as the backend store of a real
 ``mlflow server``, two ``python -m ltr.train -m`` workers on one study (docs/experiments.md).
 
+The same server takes several processes that create one experiment and log one new dataset at the
+same moment (MLflow's get-or-create inserts race there; SQLite serialises writers and never shows it).
+
 The PostgreSQL server (Debian's binaries, ``$LTR_PG_BIN`` or /usr/lib/postgresql/15/bin) is started by
 the test on 127.0.0.1 in a temporary data directory and stopped afterwards; without the binaries the
 test is skipped. The truth for the two workers is a serial run of the same fixed list of trials.
@@ -8,12 +11,14 @@ test is skipped. The truth for the two workers is a serial run of the same fixed
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import pwd
 import shutil
 import subprocess
 import sys
 import tempfile
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +26,8 @@ import optuna
 import pytest
 from helpers import PROJECT_ROOT, TINY_DATA, cli_env, free_port, kill_server, start_mlflow_server
 from mlflow import MlflowClient
+
+from ltr.tracking import SplitDataset, Tracker
 
 PG_BIN = Path(os.environ.get("LTR_PG_BIN", "/usr/lib/postgresql/15/bin"))
 STUDY = "team"
@@ -141,5 +148,74 @@ def test_two_workers_share_a_postgresql_study_and_mlflow_server_with_serial_resu
         assert client.get_run(parent).data.tags["ltr.sweep.role"] == "parent"
         logged = sorted(r.data.metrics["valid/ndcg_at_10"] for r in runs)
         assert logged == pytest.approx(sorted(shared.values()), abs=0)
+    finally:
+        kill_server(server)
+
+
+RACERS, ROUNDS = 6, 4
+SPLITS = ("train", "valid", "test")
+
+
+def _race(args: tuple[str, str, int, object]) -> list[str]:
+    """One racer: each round, after the barrier, open the round's (new) experiment, start a run and, after
+    the barrier again, log the round's (new) datasets; its run ids, or the traceback of what failed."""
+    url, fallback, rounds, barrier = args
+    run_ids = []
+    try:
+        for round_ in range(rounds):
+            barrier.wait(timeout=120)  # type: ignore[attr-defined]
+            tracker = Tracker(url, f"race-{round_}", fallback_root=fallback)  # get-or-create the experiment
+            with tracker.start(run_name=f"racer-{os.getpid()}"):
+                datasets = [
+                    SplitDataset(
+                        f"data-{round_}-{split}", f"digest-{round_}-{split}", f"/data/{split}.txt", split
+                    )
+                    for split in SPLITS
+                ]
+                barrier.wait(timeout=120)  # type: ignore[attr-defined]
+                tracker.log_datasets(datasets)  # get-or-create the datasets rows
+            assert tracker.fallback_from is None  # noqa: S101 (a lost race is no reason to leave the server)
+            run_ids.append(str(tracker.run_id))
+    except BaseException:
+        barrier.abort()  # type: ignore[attr-defined]  # the others stop waiting for this one
+        return [traceback.format_exc()]
+    return run_ids
+
+
+@pytest.mark.slow
+def test_processes_logging_one_new_dataset_at_once_on_a_postgresql_server_all_succeed(postgres, tmp_path):
+    """RACERS processes, released together by a barrier, open the same new experiment and log the same new
+    datasets (name and digest) to their own runs, ROUNDS times. Before ltr retried a lost get-or-create
+    insert, most rounds failed: ``RestException: BAD_REQUEST: (psycopg2.errors.UniqueViolation) duplicate
+    key value violates unique constraint "dataset_pk"``. Every run must hold the datasets, on the server."""
+    server, url = start_mlflow_server(tmp_path, timeout=300, backend_store=f"{postgres}/mlflow")
+    try:
+        ctx = mp.get_context("spawn")
+        with ctx.Manager() as manager, ctx.Pool(RACERS) as pool:
+            barrier = manager.Barrier(RACERS)
+            jobs = [(url, str(tmp_path / f"fallback{i}"), ROUNDS, barrier) for i in range(RACERS)]
+            results = pool.map(_race, jobs)
+        for result in results:
+            assert len(result) == ROUNDS, result[0][-3000:]
+        client = MlflowClient(tracking_uri=url)
+        for round_ in range(ROUNDS):
+            (experiment,) = client.search_experiments(filter_string=f"name = 'race-{round_}'")
+            runs = client.search_runs([experiment.experiment_id])
+            assert sorted(r.info.run_id for r in runs) == sorted(result[round_] for result in results)
+            for run in runs:
+                logged = {
+                    (d.dataset.name, d.dataset.digest, d.dataset.source, d.tags[0].value)
+                    for d in run.inputs.dataset_inputs
+                }
+                assert logged == {
+                    (
+                        f"data-{round_}-{split}",
+                        f"digest-{round_}-{split}",
+                        f'{{"uri": "/data/{split}.txt"}}',
+                        split,
+                    )
+                    for split in SPLITS
+                }
+        assert not list(tmp_path.glob("fallback*/*"))  # nothing went to a fallback store
     finally:
         kill_server(server)

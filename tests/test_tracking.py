@@ -1,8 +1,9 @@
-"""The MLflow tracker: retries on SQLite locks, child runs, Parquet artifacts, statuses, NullTracker parity."""
+"""The MLflow tracker: retries on SQLite locks and lost insert races, child runs, Parquet artifacts, statuses, NullTracker parity."""
 
 from __future__ import annotations
 
 import inspect
+import re
 import sqlite3
 import subprocess
 import sys
@@ -19,13 +20,16 @@ from mlflow.tracking import MlflowClient
 from ltr.errors import ConfigError, NotFittedError
 from ltr.models.pyfunc import as_frame
 from ltr.tracking import (
+    _INSERT_RACE_RETRIES,
     TAG_FALLBACK_FOR,
     NullTracker,
+    SplitDataset,
     Tracker,
-    _retry,
+    _is_connection_error,
     download_frame,
     find_runs,
     flatten_params,
+    retry_call,
 )
 
 
@@ -38,7 +42,7 @@ def test_retry_backs_off_on_sqlite_lock_then_succeeds():
             raise sqlite3.OperationalError("database is locked")
         return "ok"
 
-    assert _retry(flaky) == "ok" and len(calls) == 3
+    assert retry_call(flaky) == "ok" and len(calls) == 3
 
 
 def test_retry_does_not_hide_other_errors():
@@ -49,8 +53,150 @@ def test_retry_does_not_hide_other_errors():
         raise ValueError("bad value")
 
     with pytest.raises(ValueError, match="bad value"):
-        _retry(broken)
+        retry_call(broken)
     assert len(calls) == 1
+
+
+#: what a PostgreSQL-backed ``mlflow server`` answered when two processes logged one new dataset at once
+#: (captured from a real server; the HTTP answer is 400 with this body)
+DATASET_RACE = {
+    "error_code": "BAD_REQUEST",
+    "message": (
+        '(psycopg2.errors.UniqueViolation) duplicate key value violates unique constraint "dataset_pk"\n'
+        "DETAIL:  Key (experiment_id, name, digest)=(1, d7-train, 9bb70c01) already exists.\n\n"
+        "[SQL: INSERT INTO datasets (dataset_uuid, experiment_id, name, digest, dataset_source_type, "
+        "dataset_source, dataset_schema, dataset_profile) VALUES (%(dataset_uuid__0)s, ...)]\n"
+        "(Background on this error at: https://sqlalche.me/e/21/gkpj)"
+    ),
+}
+
+
+def _failing(error: BaseException, times: int) -> tuple[Any, list[int]]:
+    calls: list[int] = []
+
+    def call() -> str:
+        calls.append(1)
+        if len(calls) <= times:
+            raise error
+        return "ok"
+
+    return call, calls
+
+
+def test_retry_calls_again_after_a_lost_get_or_create_insert():
+    from mlflow.exceptions import RestException
+
+    call, calls = _failing(RestException(DATASET_RACE), times=1)
+    assert retry_call(call) == "ok" and len(calls) == 2
+    assert not _is_connection_error(RestException(DATASET_RACE))  # never a reason to leave the server
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        # the same unique-key text, but MLflow's final answer: the experiment name is taken
+        {
+            "error_code": "RESOURCE_ALREADY_EXISTS",
+            "message": "Experiment(name=x) already exists. " + DATASET_RACE["message"],
+        },
+        {"error_code": "INVALID_PARAMETER_VALUE", "message": "Changing param values is not allowed."},
+        {"error_code": "BAD_REQUEST", "message": "(psycopg2.errors.NotNullViolation) null value in column"},
+    ],
+    ids=["name taken", "param changed", "other database error"],
+)
+def test_retry_leaves_other_server_answers_to_the_caller(error):
+    from mlflow.exceptions import RestException
+
+    call, calls = _failing(RestException(error), times=1)
+    with pytest.raises(RestException, match=re.escape(error["message"][:20])):
+        retry_call(call)
+    assert len(calls) == 1
+
+
+def test_retry_gives_up_on_a_duplicate_that_persists():
+    from mlflow.exceptions import RestException
+
+    call, calls = _failing(RestException(DATASET_RACE), times=100)
+    with pytest.raises(RestException, match="duplicate key value"):
+        retry_call(call)
+    assert len(calls) == 1 + _INSERT_RACE_RETRIES == 4
+
+
+def _lose_the_first_race(endpoint: str, answered: list[str]) -> Any:
+    """A :class:`ForwardingProxy` intercept: the first request to ``endpoint`` of each kind (the JSON keys
+    it sets) gets the 400 a PostgreSQL-backed server answers when another client inserted the row first
+    (:data:`DATASET_RACE`); ``answered`` collects those kinds."""
+    import json
+
+    def intercept(handler: Any, body: bytes | None) -> bool:
+        if not handler.path.endswith(endpoint):
+            return False
+        kind = ",".join(sorted(k for k, v in json.loads(body or b"{}").items() if v and k != "run_id"))
+        if kind in answered:
+            return False
+        answered.append(kind)
+        data = json.dumps(DATASET_RACE).encode()
+        handler.send_response(400)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+        return True
+
+    return intercept
+
+
+def test_a_lost_dataset_race_on_a_server_is_retried_and_the_run_stays_there(tmp_path, mlflow_server):
+    """A real server behind a proxy that answers the first ``log-inputs`` with the 400 a PostgreSQL-backed
+    server gave when another process inserted the same dataset first: the tracker calls again, the
+    datasets are on the server's run, and nothing moved to the fallback store."""
+    _, upstream = mlflow_server
+    answered: list[str] = []
+    proxy = ForwardingProxy(upstream, intercept=_lose_the_first_race("/runs/log-inputs", answered))
+    try:
+        tracker = Tracker(proxy.url, "race", fallback_root=tmp_path / "fallback")
+        with tracker.start(run_name="racer"):
+            tracker.log_datasets([SplitDataset("tiny-train", "abc123", "/data/train.txt", "train")])
+    finally:
+        proxy.close()
+    assert answered == ["datasets"] and tracker.fallback_from is None and not (tmp_path / "fallback").exists()
+    (logged,) = MlflowClient(upstream).get_run(tracker.run_id).inputs.dataset_inputs
+    assert (logged.dataset.name, logged.dataset.digest) == ("tiny-train", "abc123")
+
+
+def test_sweep_workers_promoting_on_one_parent_retry_a_lost_race(tmp_path, mlflow_server):
+    """At the end of a sweep every worker promotes the best trial on the shared parent run, so two may add
+    the same new metric, param or tag keys at once. A proxy answers the first metrics, params and tags
+    ``log-batch`` with the duplicate-key 400 of a lost race: :func:`ltr.sweep_runs.promote` calls again,
+    and the parent holds the counts as metrics and the best trial's parameter as a param (not a tag)."""
+    import optuna
+
+    from ltr.sweep_runs import promote
+
+    _, upstream = mlflow_server
+    answered: list[str] = []
+    proxy = ForwardingProxy(upstream, intercept=_lose_the_first_race("/runs/log-batch", answered))
+    try:
+        study = optuna.create_study(direction="maximize")
+        for leaves, value in ((8, 0.5), (16, 0.7)):
+            study.add_trial(
+                optuna.trial.create_trial(
+                    params={"model.params.num_leaves": leaves},
+                    distributions={"model.params.num_leaves": optuna.distributions.IntDistribution(8, 64)},
+                    value=value,
+                )
+            )
+        tracker = Tracker(proxy.url, "sweep")
+        parent = tracker.client.create_run(tracker.experiment_id, run_name="sweep-parent").info.run_id
+        promote(study, tracker, parent, tmp_path)
+    finally:
+        proxy.close()
+    assert answered == ["metrics", "params", "tags"]
+    run = MlflowClient(upstream).get_run(parent)
+    assert run.data.metrics["sweep/n_complete"] == 2 and run.data.params == {
+        "best.model.params.num_leaves": "16"
+    }
+    assert run.data.tags["ltr.sweep.best_trial"] == "1" and run.info.status == "FINISHED"
 
 
 def test_null_tracker_has_every_public_method_of_tracker():
