@@ -20,17 +20,23 @@ ties in input order, rank ``ρ`` 0-based), for every pair (h, l) with ``label_h 
 
 with ``w_hl = pair_weight[h]`` (``1/max(θ_{pos(h)}, floor)`` for clicks: labels are 0/1, so ``h`` is the
 clicked document). ``norm`` then multiplies the query's gradients and hessians by ``log2(1 + S)/S`` with
-``S = Σ 2 λ_hl`` — the sum of the UNWEIGHTED lambdas, so that the normalisation keeps the ratio 1/θ
-between a pair's weight and the naive one, in every query (LightGBM's normalisation of the weighted sum
-would shrink a session whose only click is deep in the list towards the others and undo much of the
-correction). With every ``w = 1`` this is LightGBM's lambdarank gradient; LightGBM reads the sigmoid
-from a table of 2^20 bins over ±50/σ, this code computes it exactly, so the two differ by the table's
-resolution (relative ≈ 1e-4; ``tests/test_pairwise_ips.py`` compares the trees both train).
+``S = Σ 2 w_hl λ_hl``, LightGBM's normalisation applied to the weighted lambdas: a session's total pull
+grows like log2 of its IPS-weighted lambdas, which tempers the variance of large weights (a noise click
+deep in the list) — measured in docs/position_bias.md against normalising by the unweighted sum, which
+keeps w_hl exactly but won less often. With every ``w = 1`` this is LightGBM's lambdarank gradient;
+LightGBM reads the sigmoid from a table of 2^20 bins over ±50/σ, this code computes it exactly, so the
+two differ by the table's resolution (relative ≈ 1e-4; ``tests/test_pairwise_ips.py`` compares the
+trees both train).
+
+One session, the clicked document shown at position 2 with θ_2 = 0.5 (weight 2), all scores 0
+(p = 1/2, maxDCG = 1): its pairs with the documents at ranks 1 and 3 have Δ = 1 − 1/log2 3 = 0.3691 and
+1/log2 3 − 1/2 = 0.1309, so λ = 0.1845 and 0.0655, weighted 0.3691 and 0.1309; S = 1, the factor
+log2(2)/1 = 1:
 
 >>> obj = PairwiseIPSObjective(offsets=[0, 3], labels=[0, 1, 0], pair_weight=[1.0, 2.0, 1.0])
 >>> grad, hess = obj(np.zeros(3), None)
->>> [round(g, 4) for g in grad], bool(grad[1] < 0 < grad[0] and grad[2] > 0)
-([0.0724, -0.2056, 0.1331], True)
+>>> grad.round(4).tolist()
+[0.3691, -0.5, 0.1309]
 """
 
 from __future__ import annotations
@@ -106,7 +112,7 @@ def pairwise_lambdas(
                 grad[a + low] += w * lam
                 hess[a + high] += w * curvature
                 hess[a + low] += w * curvature
-                total += 2.0 * lam
+                total += 2.0 * w * lam
         if norm and total > 0.0:
             factor = np.log2(1.0 + total) / total
             for t in range(a, a + n):

@@ -139,7 +139,9 @@ class ClickLambdaMART(ClickTrained, LambdaMART):
     name = "lambdamart_clicks"
     takes_propensities = True
 
-    def translate(self, params: dict[str, Any], engine_params: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    def translate(
+        self, params: dict[str, Any], engine_params: dict[str, Any], **kwargs: Any
+    ) -> dict[str, Any]:
         lgb = super().translate(params, engine_params, **kwargs)
         if self.propensities_ is not None:
             lgb["objective"] = "custom"
@@ -153,7 +155,9 @@ class ClickLambdaMART(ClickTrained, LambdaMART):
         params["objective"] = PairwiseIPSObjective(
             offsets=log.data.offsets,
             labels=log.data.y,
-            pair_weight=ips_pair_weights(log.position, self.propensities_, float(self.clicks_["propensity_floor"])),
+            pair_weight=ips_pair_weights(
+                log.position, self.propensities_, float(self.clicks_["propensity_floor"])
+            ),
             sigmoid=float(params.get("sigmoid", 1.0)),
             norm=bool(params.get("lambdarank_norm", True)),
             truncation_level=int(params.get("lambdarank_truncation_level", 30)),
