@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import lightgbm as lgb
+import mlflow
 import numpy as np
 import pytest
+from helpers import TINY_DATA, run_train_cli, store_client
 from test_position_bias import CLICKS, LIGHTGBM_CLICKS
 
 from ltr.clicks import clicks_from_config, simulate_log_table
@@ -22,6 +25,7 @@ from ltr.clicks.propensity import estimate_propensities, impression_log
 from ltr.data.synthetic import generate
 from ltr.errors import ConfigError
 from ltr.metrics import evaluate
+from ltr.model_source import RANKER_FOLDER, load_model
 from ltr.models import build_ranker, load_ranker
 from ltr.models.pairwise_ips import PairwiseIPSObjective
 
@@ -203,6 +207,42 @@ def test_lambdamart_clicks_trains_the_objective_on_the_log_positions(small, tmp_
     assert manifest["state"]["clicks"]["propensity_floor"] == 0.25
     assert ours.click_stats_["propensities_used"] == pytest.approx(theta.tolist())
     np.testing.assert_array_equal(load_ranker(tmp_path / "m").predict(small), ours.predict(small))
+
+
+def test_train_cli_logs_the_propensities_with_the_run(tmp_path):
+    """``python -m ltr.train +model=lambdamart_clicks model.clicks.propensities=P.json``: the path and the
+    floor are run params, the θ used is in the logged model's manifest, the model is the custom objective's."""
+    theta = [1.0 / r for r in range(1, 11)]
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"position": list(range(1, 11)), "examination": theta}))
+    args = [
+        "+model=lambdamart_clicks",
+        f"model.clicks.propensities={path}",
+        "model.clicks.propensity_floor=0.2",
+        "model.params.n_trees=5",
+        *TINY_DATA,
+        "num_threads=1",
+    ]
+    proc = run_train_cli(args, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    client = store_client(tmp_path)
+    (run,) = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    assert run.data.params["model.clicks.propensities"] == str(path)
+    assert run.data.params["model.clicks.propensity_floor"] == "0.2"
+    uri = f"sqlite:///{tmp_path.resolve()}/mlflow.db"
+    source = f"runs:/{run.info.run_id}/model"
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)  # MLflow resolves runs:/ through its process-wide tracking URI
+    try:
+        local = mlflow.artifacts.download_artifacts(artifact_uri=source, dst_path=str(tmp_path / "dl"))
+    finally:
+        mlflow.set_tracking_uri(previous)
+    manifest = json.loads((Path(local) / RANKER_FOLDER / "manifest.json").read_text())
+    assert manifest["state"]["propensities"] == pytest.approx(theta)
+    assert manifest["state"]["clicks"]["propensity_floor"] == 0.2
+    assert manifest["engine_params_"]["objective"] == "custom"
+    ranker = load_model(source, tracking_uri=uri).ranker
+    assert type(ranker).__name__ == "ClickLambdaMART" and ranker.n_iterations_ == 5
 
 
 @pytest.mark.parametrize("floor", [-0.1, 1.5, "high"])
