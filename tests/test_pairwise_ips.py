@@ -251,6 +251,13 @@ def test_propensity_floor_is_checked(floor):
         build_ranker({"name": "lambdamart_clicks", "clicks": {"propensity_floor": floor}})
 
 
+@pytest.mark.parametrize("name", ["lambdamart_clicks", "lambdamart_unbiased"])
+def test_a_floor_without_propensities_is_refused(name):
+    message = r"model.clicks.propensity_floor: clips propensities, but model.clicks.propensities gives none"
+    with pytest.raises(ConfigError, match=message):
+        build_ranker({"name": name, "clicks": {"propensity_floor": 0.2}}).fit(generate(5, seed=0))
+
+
 @pytest.fixture(scope="module")
 def synthetic():
     return {

@@ -71,6 +71,11 @@ class ClickTrained:
         self.clicks_ = resolve_click_config(self.clicks, where)
         path = self.clicks_.get("propensities")
         self.propensities_ = None
+        if path is None and self.clicks_["propensity_floor"] > 0:
+            raise ConfigError(
+                f"{join(where, 'propensity_floor')}: clips propensities, but {join(where, 'propensities')} "
+                "gives none (set both, or neither)"
+            )
         if path is not None:
             if not self.takes_propensities:
                 raise ConfigError(
@@ -133,7 +138,8 @@ class ClickLambdaMART(ClickTrained, LambdaMART):
     With propensities the objective LightGBM trains is :class:`~ltr.models.pairwise_ips.PairwiseIPSObjective`
     over the click log (``engine_params_["objective"]`` records ``"custom"``, LightGBM's name for it);
     it takes LightGBM's ``sigmoid``, ``lambdarank_norm``, ``lambdarank_truncation_level`` and
-    ``label_gain`` from the engine parameters, so with every θ = 1 it trains the naive model.
+    ``label_gain`` from the engine parameters, so with every θ = 1 it trains the naive model (to the
+    resolution of LightGBM's sigmoid table).
     """
 
     name = "lambdamart_clicks"
