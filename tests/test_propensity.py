@@ -7,14 +7,12 @@ import json
 import subprocess
 import sys
 
-import lightgbm as lgb
 import numpy as np
 import pandas as pd
 import pytest
 from scipy.optimize import minimize
-from test_position_bias import CLICKS, LIGHTGBM_CLICKS
 
-from ltr.clicks import clicks_from_config, simulate_log_table
+from ltr.clicks import simulate_log_table
 from ltr.clicks.propensity import (
     estimate_propensities,
     impression_log,
@@ -24,8 +22,7 @@ from ltr.clicks.propensity import (
 )
 from ltr.data.synthetic import generate
 from ltr.errors import ConfigError, DataError
-from ltr.models import build_ranker, load_ranker
-from ltr.models.unbiased import ips_weights
+from ltr.models import build_ranker
 
 
 @pytest.fixture(scope="module")
@@ -194,34 +191,6 @@ def test_cli_json_output_and_errors(tmp_path):
     assert "bootstrap over queries" in table.stdout and "       5" in table.stdout
     bad = run_cli("propensity", str(tmp_path / "missing.csv"), "--method", "em")
     assert bad.returncode == 2 and "missing.csv: no such click log file" in bad.stderr
-
-
-def test_ips_lambdamart_equals_lightgbm_with_inverse_propensity_weights(data, tmp_path):
-    theta = 1.0 / np.arange(1, 11) ** 0.8
-    path = tmp_path / "p.json"
-    path.write_text(json.dumps({"position": list(range(1, 11)), "examination": theta.tolist()}))
-    cfg = {
-        "name": "lambdamart_clicks",
-        "params": {"n_trees": 10},
-        "clicks": {**CLICKS, "propensities": str(path)},
-    }
-    ours = build_ranker({**cfg, "early_stopping": {"patience": None}}, seed=1, num_threads=1).fit(data)
-    log = clicks_from_config(data, CLICKS, seed=1)
-    weight = np.where(log.data.y > 0, 1.0 / theta[log.position], 1.0)
-    np.testing.assert_array_equal(ips_weights(log, theta), weight)
-    assert weight.max() > 5  # clicks deep in the list do get large weights
-    ds = lgb.Dataset(log.data.X, label=log.data.y, group=log.data.group_sizes, weight=weight)
-    booster = lgb.train(dict(LIGHTGBM_CLICKS), ds, num_boost_round=10)
-    np.testing.assert_array_equal(ours.predict(data), booster.predict(data.X))
-    naive = build_ranker(
-        {**cfg, "clicks": CLICKS, "early_stopping": {"patience": None}}, seed=1, num_threads=1
-    )
-    assert not np.array_equal(naive.fit(data).predict(data), ours.predict(data))
-    ours.save(tmp_path / "m")
-    manifest = json.loads((tmp_path / "m" / "manifest.json").read_text())
-    assert manifest["state"]["propensities"] == pytest.approx(theta.tolist())
-    assert ours.click_stats_["propensities_used"] == pytest.approx(theta.tolist())
-    np.testing.assert_array_equal(load_ranker(tmp_path / "m").predict(data), ours.predict(data))
 
 
 def test_propensity_file_errors_name_the_config_key(tmp_path):

@@ -205,8 +205,10 @@ class ClickConfig:
     sessions: int = setting(10, low=1)  # independent click draws per training query
     logging: LoggingPolicy = field(default_factory=LoggingPolicy)
     # a `python -m ltr.clicks propensity --output` JSON file: lambdamart_clicks then weights every
-    # clicked row by 1/θ of its position (IPS) instead of taking clicks at face value
+    # (clicked, non-clicked) pair by 1/θ of the clicked position (pairwise IPS, ltr/models/pairwise_ips.py)
     propensities: str | None = setting(None)
+    # IPS clipping: the weights use max(θ_r, floor), at most 1/floor (0 = no clipping)
+    propensity_floor: float = setting(0.0, low=0.0, high=1.0)
 
 
 def resolve_click_config(cfg: Mapping[str, Any] | None, where: str = "model.clicks") -> dict[str, Any]:

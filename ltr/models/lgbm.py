@@ -151,7 +151,7 @@ class LightGBMRanker(BaseRanker):
                 return LTR_PREFIX + metric.name, metric.mean(data, self._scores_from_engine(preds)), True
 
         self.booster_ = lgb.train(
-            dict(self.engine_params_),
+            self._train_params(train),
             dtrain,
             num_boost_round=int(self.engine_params_["num_iterations"]),
             valid_sets=list(dsets.values()),
@@ -172,6 +172,11 @@ class LightGBMRanker(BaseRanker):
         :data:`ltr.models.binned.BINNED` by fits with the same data objects and :data:`DATASET_PARAMS`."""
         key = binning_key(self, self.engine_params_, DATASET_PARAMS)
         return BINNED.matrices(key, train, splits, self._dataset)
+
+    def _train_params(self, train: RankingData) -> dict[str, Any]:
+        """The parameter dict for ``lightgbm.train``: ``engine_params_`` (a subclass may put a callable
+        custom objective in place of the name it records there)."""
+        return dict(self.engine_params_)
 
     def _dataset(self, data: RankingData, reference: Any) -> Any:
         import lightgbm as lgb  # deferred: engine loads only when a LightGBM model is fitted or loaded

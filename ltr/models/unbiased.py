@@ -13,9 +13,10 @@ clicks, and is then evaluated like any ranker on the TRUE labels of ``valid``/``
                                are read from the row order within a query: the log is in display order)
 ``lambdamart_clicks``          naive: LightGBM lambdarank on the clicks as if they were labels; with
                                ``clicks.propensities=PATH.json`` (estimated examination per position,
-                               ``python -m ltr.clicks propensity LOG --output PATH.json``) IPS-weighted:
-                               every clicked row gets the weight ``1/θ_r`` of its position ``r``
-                               (LightGBM scales that row's lambda gradient and hessian by it)
+                               ``python -m ltr.clicks propensity LOG --output PATH.json``) pairwise
+                               IPS LambdaMART: every (clicked, non-clicked) pair's lambda is weighted by
+                               ``1/max(θ_r, clicks.propensity_floor)`` of the clicked position ``r``
+                               (a custom objective, :mod:`ltr.models.pairwise_ips`)
 ``lambdamart_xgb_clicks``      naive: the same on XGBoost
 =============================  =====================================================================
 
@@ -44,25 +45,14 @@ from ltr.data import RankingData
 from ltr.errors import ConfigError, DataError
 from ltr.models.base import OnIteration, Resolved
 from ltr.models.lgbm import LambdaMART
-
-
-def ips_weights(log: ClickLog, theta: np.ndarray) -> np.ndarray:
-    """``1/θ_r`` on clicked rows (``r`` = the row's display position, ``theta`` per 0-based position), 1 elsewhere.
-
-    >>> from ltr.clicks import simulate_clicks
-    >>> d = RankingData(X=np.zeros((3, 1), np.float32), y=[4, 4, 0], qid=[1, 1, 1])
-    >>> log = simulate_clicks(d, np.array([3.0, 2.0, 1.0]), epsilon=1.0, sessions=1)
-    >>> ips_weights(log, np.array([1.0, 0.5, 0.25])).tolist()
-    [1.0, 2.0, 4.0]
-    """
-    return np.where(log.data.y > 0, 1.0 / theta[log.position], 1.0)
+from ltr.models.pairwise_ips import PairwiseIPSObjective, ips_pair_weights
 
 
 class ClickTrained:
     """Mixin: ``fit`` simulates click logs from the training labels and trains the engine on them."""
 
     _click_log: ClickLog | None = None
-    takes_propensities = False  # True: clicks.propensities weights clicked rows by 1/θ (IPS)
+    takes_propensities = False  # True: clicks.propensities weights pairs by 1/θ of the clicked side (IPS)
     propensities_: np.ndarray | None = None
 
     def __init__(
@@ -81,11 +71,16 @@ class ClickTrained:
         self.clicks_ = resolve_click_config(self.clicks, where)
         path = self.clicks_.get("propensities")
         self.propensities_ = None
+        if path is None and self.clicks_["propensity_floor"] > 0:
+            raise ConfigError(
+                f"{join(where, 'propensity_floor')}: clips propensities, but {join(where, 'propensities')} "
+                "gives none (set both, or neither)"
+            )
         if path is not None:
             if not self.takes_propensities:
                 raise ConfigError(
                     f"{join(where, 'propensities')}: {self.name} does not take propensities "  # type: ignore[attr-defined]
-                    f"(lambdamart_clicks does: IPS-weighted LambdaMART)"
+                    f"(lambdamart_clicks does: pairwise IPS LambdaMART)"
                 )
             theta = read_propensities(path, join(where, "propensities"))
             if theta.shape[0] < int(self.clicks_["top_k"]):
@@ -138,14 +133,40 @@ class UnbiasedLambdaMART(ClickTrained, LambdaMART):
 
 
 class ClickLambdaMART(ClickTrained, LambdaMART):
-    """LightGBM lambdarank on click logs: clicks as labels (naive), or IPS-weighted with propensities."""
+    """LightGBM lambdarank on click logs: clicks as labels (naive), or pairwise IPS with propensities.
+
+    With propensities the objective LightGBM trains is :class:`~ltr.models.pairwise_ips.PairwiseIPSObjective`
+    over the click log (``engine_params_["objective"]`` records ``"custom"``, LightGBM's name for it);
+    it takes LightGBM's ``sigmoid``, ``lambdarank_norm``, ``lambdarank_truncation_level`` and
+    ``label_gain`` from the engine parameters, so with every θ = 1 it trains the naive model (to the
+    resolution of LightGBM's sigmoid table).
+    """
 
     name = "lambdamart_clicks"
     takes_propensities = True
 
-    def _dataset(self, data: RankingData, reference: Any) -> Any:
-        ds = super()._dataset(data, reference)
+    def translate(
+        self, params: dict[str, Any], engine_params: dict[str, Any], **kwargs: Any
+    ) -> dict[str, Any]:
+        lgb = super().translate(params, engine_params, **kwargs)
+        if self.propensities_ is not None:
+            lgb["objective"] = "custom"
+        return lgb
+
+    def _train_params(self, train: RankingData) -> dict[str, Any]:
+        params = super()._train_params(train)
         log = self._click_log
-        if log is not None and data is log.data and self.propensities_ is not None:
-            ds.set_weight(ips_weights(log, self.propensities_))
-        return ds
+        if log is None or train is not log.data or self.propensities_ is None:
+            return params
+        params["objective"] = PairwiseIPSObjective(
+            offsets=log.data.offsets,
+            labels=log.data.y,
+            pair_weight=ips_pair_weights(
+                log.position, self.propensities_, float(self.clicks_["propensity_floor"])
+            ),
+            sigmoid=float(params.get("sigmoid", 1.0)),
+            norm=bool(params.get("lambdarank_norm", True)),
+            truncation_level=int(params.get("lambdarank_truncation_level", 30)),
+            label_gain=params.get("label_gain"),
+        )
+        return params
