@@ -21,6 +21,7 @@ shipped median pruner: 5 startup trials, 10 warm-up rounds). Reported:
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import statistics
 import sys
@@ -29,11 +30,13 @@ from pathlib import Path
 
 import numpy as np
 import optuna
+from omegaconf import OmegaConf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_training_overhead import MSLR_TRAIN, MSLR_VALID, synthetic_split  # noqa: E402
 
 from ltr.models.lgbm import BINNED, LambdaMART  # noqa: E402
+from ltr.optuna_sweeper import build_pruner  # noqa: E402
 from ltr.pruning import PruningHook  # noqa: E402
 from ltr.search_space import parse_search_space  # noqa: E402
 from ltr.study import seeded_sampler  # noqa: E402
@@ -46,16 +49,39 @@ SPACE = {  # conf/hparams_search/lambdamart_optuna.yaml
     "lambda_l2": "tag(log, interval(0.001, 10.0))",
 }
 SAMPLER = {"_target_": "optuna.samplers.TPESampler", "n_startup_trials": 5, "multivariate": False}
+CONF = Path(__file__).resolve().parent.parent / "conf" / "hparams_search"
+UNPRUNED = "none"  # conf/hparams_search/pruner/none.yaml: the baseline search
+
+
+def shipped_pruner() -> str:
+    """The pruner option ``conf/hparams_search/lambdamart_optuna.yaml`` selects (its defaults list)."""
+    defaults = OmegaConf.load(CONF / "lambdamart_optuna.yaml").defaults
+    (name,) = [
+        entry["pruner@hydra.sweeper.pruner"] for entry in defaults if "pruner@hydra.sweeper.pruner" in entry
+    ]
+    return str(name)
+
+
+def pruner_config(spec: str, n_trees: int) -> dict:
+    """``conf/hparams_search/pruner/<name>.yaml`` with ``key=value`` overrides (``median:n_warmup_steps=25``),
+    resolved as in a sweep whose ``model.params.n_trees`` is ``n_trees``."""
+    name, _, overrides = spec.partition(":")
+    config = OmegaConf.merge(
+        {"model": {"params": {"n_trees": n_trees}}},
+        {"pruner": OmegaConf.load(CONF / "pruner" / f"{name}.yaml")},
+        OmegaConf.from_dotlist([f"pruner.{item}" for item in overrides.split(",") if item]),
+    )
+    return OmegaConf.to_container(config.pruner, resolve=True)
 
 
 class Search:
     """One Optuna study (the shipped space and seeded sampler) whose trials are run one at a time.
 
     Each row is (wall seconds, CPU seconds, value, state); the clocks count only this search's own
-    trials, so two searches run interleaved (one trial each in turn) see the same machine load.
+    trials, so searches run interleaved (one trial each in turn) see the same machine load.
     """
 
-    def __init__(self, args, pruner) -> None:
+    def __init__(self, args, pruner: optuna.pruners.BasePruner) -> None:
         self.args, self.space = args, parse_search_space(SPACE, [])
         self.study = optuna.create_study(
             direction="maximize", sampler=seeded_sampler({**SAMPLER, "seed": args.seed}), pruner=pruner
@@ -82,10 +108,23 @@ class Search:
 
 
 def interleaved(train, valid, args, pruners: dict) -> dict[str, list[tuple[float, float, float, str]]]:
-    """Run the searches trial by trial in turn (A1, B1, A2, B2, …); rows per search."""
+    """After one untimed warm-up trial (the first fit of a process pays ≈ 5 s of one-off imports and
+    compiles, which would be charged to the first search), run the searches trial by trial in turn (A1,
+    B1, A2, B2, …) for ``args.trials`` rounds; with
+    ``args.equal_budget`` the pruned searches then go on, in turn, each until its CPU seconds reach the
+    unpruned search's (the first one's) whole CPU seconds (at most 10 × ``args.trials`` trials). Rows per
+    search; a search's first ``args.trials`` rows are its fixed-trial-budget result."""
+    Search(args, optuna.pruners.NopPruner()).run_trial(train, valid)  # untimed: one-off imports and compiles
     searches = {name: Search(args, pruner) for name, pruner in pruners.items()}
     for _ in range(args.trials):
         for search in searches.values():
+            search.run_trial(train, valid)
+    baseline, *pruned = searches.values()
+    while args.equal_budget:
+        going = [s for s in pruned if s.cpu < baseline.cpu and len(s.rows) < 10 * args.trials]
+        if not going:
+            break
+        for search in going:
             search.run_trial(train, valid)
     return {name: search.rows for name, search in searches.items()}
 
@@ -93,6 +132,55 @@ def interleaved(train, valid, args, pruners: dict) -> dict[str, list[tuple[float
 def time_to_reach(rows, target: float, clock: int) -> float | None:
     """The search's own time (``clock`` 0: wall, 1: CPU) when a completed trial first reached ``target``."""
     return next((row[clock] for row in rows if row[3] == "COMPLETE" and row[2] >= target), None)
+
+
+def pruning_table(rows: dict[str, list], target: float, title: str) -> dict[str, dict]:
+    """Print one table (a row per search) and return its figures; the first search is the unpruned one.
+
+    Ratios: the search's time to reach ``target`` over the unpruned search's time to reach it, and over
+    the unpruned search's whole time (``None`` when the search never reached it)."""
+    base = rows[next(iter(rows))]
+    base_reach = [time_to_reach(base, target, clock) for clock in (0, 1)]
+    print(f"\n{title}")
+    print(
+        "| search | trials | pruned | wall (s) | CPU (s) | best valid NDCG@10 | reach: wall (s) | CPU (s) | "
+        "CPU reach / unpruned reach | CPU reach / unpruned whole |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    figures = {}
+    for name, search_rows in rows.items():
+        reach = [time_to_reach(search_rows, target, clock) for clock in (0, 1)]
+        ratios = [
+            None if t is None or b is None else t / b
+            for t, b in (
+                (reach[0], base_reach[0]),
+                (reach[1], base_reach[1]),
+                (reach[0], base[-1][0]),
+                (reach[1], base[-1][1]),
+            )
+        ]
+        figures[name] = {
+            "trials": len(search_rows),
+            "pruned": sum(s == "PRUNED" for *_, s in search_rows),
+            "wall": search_rows[-1][0],
+            "cpu": search_rows[-1][1],
+            "best": max((v for _, _, v, s in search_rows if s == "COMPLETE"), default=float("nan")),
+            "reach_wall": reach[0],
+            "reach_cpu": reach[1],
+            "wall_ratio_reach": ratios[0],
+            "cpu_ratio_reach": ratios[1],
+            "wall_ratio_whole": ratios[2],
+            "cpu_ratio_whole": ratios[3],
+        }
+        f = figures[name]
+        shown = ["not reached" if t is None else f"{t:.1f}" for t in reach]
+        shown += ["—" if r is None else f"{r:.2f}" for r in ratios[1::2]]
+        print(
+            f"| {name} | {f['trials']} | {f['pruned']} | {f['wall']:.1f} | {f['cpu']:.1f} | {f['best']:.4f} | "
+            + " | ".join(shown)
+            + " |"
+        )
+    return figures
 
 
 def setup_times(train, valid, args) -> dict[str, float]:
@@ -129,6 +217,19 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tolerance", type=float, default=0.002)
     parser.add_argument("--setup-trials", type=int, default=5)
+    parser.add_argument(
+        "--pruner",
+        action="append",
+        help="a conf/hparams_search/pruner/ option to compare with no pruning, with key=value overrides "
+        "(median:n_warmup_steps=25,n_startup_trials=5); repeatable; default: the shipped search's",
+    )
+    parser.add_argument(
+        "--equal-budget",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="after the fixed trials, let each pruned search go on until its CPU seconds reach the unpruned one's",
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures and every trial's row here")
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     train = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_TRAIN), seed=1, name="train")
@@ -137,44 +238,35 @@ def main() -> None:
         f"data: train {train.n_queries} queries / {train.n_docs} rows, valid {valid.n_queries} / {valid.n_docs}"
     )
     print(f"machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}")
-    rows = interleaved(
-        train,
-        valid,
-        args,
-        {
-            "unpruned": optuna.pruners.NopPruner(),
-            "pruned (median)": optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=10),
-        },
-    )
-    best = max(v for _, _, v, s in rows["unpruned"] if s == "COMPLETE")
+    pruners = {UNPRUNED: UNPRUNED, **{spec: spec for spec in args.pruner or [shipped_pruner()]}}
+    configs = {name: pruner_config(spec, args.trees) for name, spec in pruners.items()}
+    for name, config in configs.items():
+        print(f"pruner {name}: {config}")
+    rows = interleaved(train, valid, args, {name: build_pruner(config) for name, config in configs.items()})
+    best = max(v for _, _, v, s in rows[UNPRUNED] if s == "COMPLETE")
     target = best - args.tolerance
-    print(
-        f"\n{args.trials} trials, {args.trees} trees, patience 50, seed {args.seed}, trials interleaved; "
-        f"unpruned best {best:.4f}"
+    header = (
+        f"{args.trees} trees, patience 50, seed {args.seed}, threads {args.threads}, trials interleaved; "
+        f"unpruned best {best:.4f}, target {target:.4f}"
     )
-    print(
-        "| search | wall (s) | CPU (s) | pruned trials | best valid NDCG@10 | "
-        "to reach unpruned best − tol: wall (s) | CPU (s) |"
-    )
-    print("|---|---|---|---|---|---|---|")
-    reach = {}
-    for name, search_rows in rows.items():
-        reach[name] = [time_to_reach(search_rows, target, clock) for clock in (0, 1)]
-        best_here = max((v for _, _, v, s in search_rows if s == "COMPLETE"), default=float("nan"))
-        n_pruned = sum(s == "PRUNED" for *_, s in search_rows)
-        shown = ["not reached" if t is None else f"{t:.1f}" for t in reach[name]]
-        print(
-            f"| {name} | {search_rows[-1][0]:.1f} | {search_rows[-1][1]:.1f} | {n_pruned} | {best_here:.4f} | "
-            f"{shown[0]} | {shown[1]} |"
+    results = {
+        "args": vars(args),
+        "pruners": configs,
+        "unpruned_best": best,
+        "fixed_trials": pruning_table(
+            {n: r[: args.trials] for n, r in rows.items()},
+            target,
+            f"fixed trial budget: {args.trials} trials each; {header}",
+        ),
+    }
+    if args.equal_budget:
+        results["equal_budget"] = pruning_table(
+            rows,
+            target,
+            f"equal time budget: pruned searches go on until their CPU seconds reach the unpruned search's; {header}",
         )
-    unpruned_total = rows["unpruned"][-1][:2]
-    for clock, label in ((0, "wall"), (1, "CPU")):
-        pruned_reach, unpruned_reach = reach["pruned (median)"][clock], reach["unpruned"][clock]
-        if pruned_reach is not None and unpruned_reach is not None:
-            print(
-                f"{label}: pruned time to reach / unpruned time to reach = {pruned_reach / unpruned_reach:.2f}; "
-                f"/ unpruned whole search = {pruned_reach / unpruned_total[clock]:.2f}"
-            )
+    if args.json:
+        args.json.write_text(json.dumps({**results, "rows": rows}, indent=1, default=str))
     setup = setup_times(train, valid, args)
     saved = 1 - setup["shared"] / setup["per trial"]
     print("\n| per-trial Dataset setup | median seconds |\n|---|---|")
