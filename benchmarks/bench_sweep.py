@@ -81,12 +81,14 @@ class Search:
     trials, so searches run interleaved (one trial each in turn) see the same machine load.
     """
 
-    def __init__(self, args, pruner: optuna.pruners.BasePruner) -> None:
+    def __init__(self, args, pruner: optuna.pruners.BasePruner, name: str = "") -> None:
+        self.name = name
         self.args, self.space = args, parse_search_space(SPACE, [])
         self.study = optuna.create_study(
             direction="maximize", sampler=seeded_sampler({**SAMPLER, "seed": args.seed}), pruner=pruner
         )
         self.wall, self.cpu, self.rows = 0.0, 0.0, []
+        self.trials: list[dict] = []  # per trial: params and validation curve (what a pruner saw)
 
     def run_trial(self, train, valid) -> None:
         args = self.args
@@ -105,17 +107,21 @@ class Search:
         self.wall += time.perf_counter() - wall0
         self.cpu += time.process_time() - cpu0
         self.rows.append((self.wall, self.cpu, value, state))
+        curve = ranker.evals_result_["valid"]["ndcg@10"]
+        self.trials.append({"params": trial.params, "curve": [float(v) for v in curve], "state": state})
+        if args.progress:
+            print(f"{self.name} trial {len(self.rows)}: {state} {value:.4f} cpu {self.cpu:.1f} s", flush=True)
 
 
-def interleaved(train, valid, args, pruners: dict) -> dict[str, list[tuple[float, float, float, str]]]:
+def interleaved(train, valid, args, pruners: dict) -> dict[str, Search]:
     """After one untimed warm-up trial (the first fit of a process pays ≈ 5 s of one-off imports and
     compiles, which would be charged to the first search), run the searches trial by trial in turn (A1,
     B1, A2, B2, …) for ``args.trials`` rounds; with
     ``args.equal_budget`` the pruned searches then go on, in turn, each until its CPU seconds reach the
-    unpruned search's (the first one's) whole CPU seconds (at most 10 × ``args.trials`` trials). Rows per
-    search; a search's first ``args.trials`` rows are its fixed-trial-budget result."""
+    unpruned search's (the first one's) whole CPU seconds (at most 10 × ``args.trials`` trials). A
+    search's first ``args.trials`` rows are its fixed-trial-budget result."""
     Search(args, optuna.pruners.NopPruner()).run_trial(train, valid)  # untimed: one-off imports and compiles
-    searches = {name: Search(args, pruner) for name, pruner in pruners.items()}
+    searches = {name: Search(args, pruner, name) for name, pruner in pruners.items()}
     for _ in range(args.trials):
         for search in searches.values():
             search.run_trial(train, valid)
@@ -126,7 +132,7 @@ def interleaved(train, valid, args, pruners: dict) -> dict[str, list[tuple[float
             break
         for search in going:
             search.run_trial(train, valid)
-    return {name: search.rows for name, search in searches.items()}
+    return searches
 
 
 def time_to_reach(rows, target: float, clock: int) -> float | None:
@@ -229,7 +235,10 @@ def main() -> None:
         default=True,
         help="after the fixed trials, let each pruned search go on until its CPU seconds reach the unpruned one's",
     )
-    parser.add_argument("--json", type=Path, help="also write the figures and every trial's row here")
+    parser.add_argument(
+        "--json", type=Path, help="also write the figures and every trial's row and curve here"
+    )
+    parser.add_argument("--progress", action="store_true", help="print a line per trial")
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     train = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_TRAIN), seed=1, name="train")
@@ -242,7 +251,10 @@ def main() -> None:
     configs = {name: pruner_config(spec, args.trees) for name, spec in pruners.items()}
     for name, config in configs.items():
         print(f"pruner {name}: {config}")
-    rows = interleaved(train, valid, args, {name: build_pruner(config) for name, config in configs.items()})
+    searches = interleaved(
+        train, valid, args, {name: build_pruner(config) for name, config in configs.items()}
+    )
+    rows = {name: search.rows for name, search in searches.items()}
     best = max(v for _, _, v, s in rows[UNPRUNED] if s == "COMPLETE")
     target = best - args.tolerance
     header = (
@@ -266,7 +278,8 @@ def main() -> None:
             f"equal time budget: pruned searches go on until their CPU seconds reach the unpruned search's; {header}",
         )
     if args.json:
-        args.json.write_text(json.dumps({**results, "rows": rows}, indent=1, default=str))
+        trials = {name: search.trials for name, search in searches.items()}
+        args.json.write_text(json.dumps({**results, "rows": rows, "trials": trials}, indent=1, default=str))
     setup = setup_times(train, valid, args)
     saved = 1 - setup["shared"] / setup["per trial"]
     print("\n| per-trial Dataset setup | median seconds |\n|---|---|")
