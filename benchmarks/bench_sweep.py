@@ -120,7 +120,7 @@ def interleaved(train, valid, args, pruners: dict) -> dict[str, Search]:
     ``args.equal_budget`` the pruned searches then go on, in turn, each until its CPU seconds reach the
     unpruned search's (the first one's) whole CPU seconds (at most 10 × ``args.trials`` trials). A
     search's first ``args.trials`` rows are its fixed-trial-budget result."""
-    Search(args, optuna.pruners.NopPruner()).run_trial(train, valid)  # untimed: one-off imports and compiles
+    Search(args, optuna.pruners.NopPruner(), "warm-up").run_trial(train, valid)  # untimed: one-off imports and compiles
     searches = {name: Search(args, pruner, name) for name, pruner in pruners.items()}
     for _ in range(args.trials):
         for search in searches.values():
