@@ -1,28 +1,34 @@
 """Benchmark: a LambdaMART search with and without pruning, and per-trial setup with and without the
 shared binned Dataset, on MSLR-WEB30K-shaped synthetic data (``bench_training_overhead.synthetic_split``).
 
-Both searches run in this process with the same search space as
+The searches run in this process with the same search space as
 ``conf/hparams_search/lambdamart_optuna.yaml`` and the same seeded sampler as ``ltr``'s sweeper
 (``ltr.study.seeded_sampler``: TPE seeded ``seed + position``); each trial is a real ``ltr`` LambdaMART
-fit whose ``on_iteration`` is ``ltr.pruning.PruningHook`` on the trial (the pruned search uses the
-shipped median pruner: 5 startup trials, 10 warm-up rounds). Reported:
+fit whose ``on_iteration`` is ``ltr.pruning.PruningHook`` on the trial. The unpruned search is compared
+with each ``--pruner`` (a ``conf/hparams_search/pruner/`` option with ``key=value`` overrides; default:
+the option the shipped search selects, read from its YAML so the benchmark cannot drift from it).
+Reported:
 
 * wall and CPU time of each search, and the time at which each first reached the unpruned search's
-  best validation NDCG@10 within ``--tolerance`` (0.002). The two searches run interleaved, one
-  trial of each in turn, each timing only its own trials, so a change of machine load hits both
-  alike. Printed ratios: the pruned search's time to reach that value over the unpruned search's
-  time to reach it (the issue's target: ≤ 1/3), and over the unpruned search's whole time;
+  best validation NDCG@10 within ``--tolerance`` (0.002). The searches run interleaved, one trial of
+  each in turn, after one untimed warm-up trial, each timing only its own trials, so a change of
+  machine load hits all alike (CPU seconds, one thread, are the load-robust clock). Two tables: the
+  fixed trial budget (``--trials`` each) and, unless ``--no-equal-budget``, the equal time budget (the
+  pruned searches go on until their CPU seconds reach the unpruned search's). Ratios: the time to reach
+  over the unpruned search's time to reach (the issue's target: ≤ 1/3) and over its whole time;
 * per-trial data setup — building the train + valid binned data, LightGBM's Datasets and XGBoost's
   QuantileDMatrix (``--engines``) — when every trial builds its own (``ltr.models.binned.BINNED`` off)
   and when trials with equal binning reuse the first one's (``BINNED`` on): median seconds.
 
-    OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/bench_sweep.py --scale 0.02 --trials 40 --trees 200
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/bench_sweep.py --scale 0.01 --trials 40 \\
+        --trees 100 --seed 0 --pruner median --pruner median:n_warmup_steps=25 --json s0.json
     OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/bench_sweep.py --only-setup --engines xgboost
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import statistics
 import sys
@@ -31,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import optuna
+from omegaconf import OmegaConf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_training_overhead import MSLR_TRAIN, MSLR_VALID, synthetic_split  # noqa: E402
@@ -38,6 +45,7 @@ from bench_training_overhead import MSLR_TRAIN, MSLR_VALID, synthetic_split  # n
 from ltr.models.binned import BINNED  # noqa: E402
 from ltr.models.lgbm import LambdaMART  # noqa: E402
 from ltr.models.xgb import XGBoostLambdaMART  # noqa: E402
+from ltr.optuna_sweeper import build_pruner  # noqa: E402
 from ltr.pruning import PruningHook  # noqa: E402
 from ltr.search_space import parse_search_space  # noqa: E402
 from ltr.study import seeded_sampler  # noqa: E402
@@ -50,21 +58,46 @@ SPACE = {  # conf/hparams_search/lambdamart_optuna.yaml
     "lambda_l2": "tag(log, interval(0.001, 10.0))",
 }
 SAMPLER = {"_target_": "optuna.samplers.TPESampler", "n_startup_trials": 5, "multivariate": False}
+CONF = Path(__file__).resolve().parent.parent / "conf" / "hparams_search"
+UNPRUNED = "none"  # conf/hparams_search/pruner/none.yaml: the baseline search
+
+
+def shipped_pruner() -> str:
+    """The pruner option ``conf/hparams_search/lambdamart_optuna.yaml`` selects (its defaults list)."""
+    defaults = OmegaConf.load(CONF / "lambdamart_optuna.yaml").defaults
+    (name,) = [
+        entry["pruner@hydra.sweeper.pruner"] for entry in defaults if "pruner@hydra.sweeper.pruner" in entry
+    ]
+    return str(name)
+
+
+def pruner_config(spec: str, n_trees: int) -> dict:
+    """``conf/hparams_search/pruner/<name>.yaml`` with ``key=value`` overrides (``median:n_warmup_steps=25``),
+    resolved as in a sweep whose ``model.params.n_trees`` is ``n_trees``."""
+    name, _, overrides = spec.partition(":")
+    config = OmegaConf.merge(
+        {"model": {"params": {"n_trees": n_trees}}},
+        {"pruner": OmegaConf.load(CONF / "pruner" / f"{name}.yaml")},
+        OmegaConf.from_dotlist([f"pruner.{item}" for item in overrides.split(",") if item]),
+    )
+    return OmegaConf.to_container(config.pruner, resolve=True)
 
 
 class Search:
     """One Optuna study (the shipped space and seeded sampler) whose trials are run one at a time.
 
     Each row is (wall seconds, CPU seconds, value, state); the clocks count only this search's own
-    trials, so two searches run interleaved (one trial each in turn) see the same machine load.
+    trials, so searches run interleaved (one trial each in turn) see the same machine load.
     """
 
-    def __init__(self, args, pruner) -> None:
+    def __init__(self, args, pruner: optuna.pruners.BasePruner, name: str = "") -> None:
+        self.name = name
         self.args, self.space = args, parse_search_space(SPACE, [])
         self.study = optuna.create_study(
             direction="maximize", sampler=seeded_sampler({**SAMPLER, "seed": args.seed}), pruner=pruner
         )
         self.wall, self.cpu, self.rows = 0.0, 0.0, []
+        self.trials: list[dict] = []  # per trial: params and validation curve (what a pruner saw)
 
     def run_trial(self, train, valid) -> None:
         args = self.args
@@ -83,20 +116,88 @@ class Search:
         self.wall += time.perf_counter() - wall0
         self.cpu += time.process_time() - cpu0
         self.rows.append((self.wall, self.cpu, value, state))
+        curve = ranker.evals_result_["valid"]["ndcg@10"]
+        self.trials.append({"params": trial.params, "curve": [float(v) for v in curve], "state": state})
+        if args.progress:
+            print(f"{self.name} trial {len(self.rows)}: {state} {value:.4f} cpu {self.cpu:.1f} s", flush=True)
 
 
-def interleaved(train, valid, args, pruners: dict) -> dict[str, list[tuple[float, float, float, str]]]:
-    """Run the searches trial by trial in turn (A1, B1, A2, B2, …); rows per search."""
-    searches = {name: Search(args, pruner) for name, pruner in pruners.items()}
+def interleaved(train, valid, args, pruners: dict) -> dict[str, Search]:
+    """After one untimed warm-up trial (the first fit of a process pays ≈ 5 s of one-off imports and
+    compiles, which would be charged to the first search), run the searches trial by trial in turn (A1,
+    B1, A2, B2, …) for ``args.trials`` rounds; with
+    ``args.equal_budget`` the pruned searches then go on, in turn, each until its CPU seconds reach the
+    unpruned search's (the first one's) whole CPU seconds (at most 10 × ``args.trials`` trials). A
+    search's first ``args.trials`` rows are its fixed-trial-budget result."""
+    Search(args, optuna.pruners.NopPruner(), "warm-up").run_trial(
+        train, valid
+    )  # untimed: one-off imports and compiles
+    searches = {name: Search(args, pruner, name) for name, pruner in pruners.items()}
     for _ in range(args.trials):
         for search in searches.values():
             search.run_trial(train, valid)
-    return {name: search.rows for name, search in searches.items()}
+    baseline, *pruned = searches.values()
+    while args.equal_budget:
+        going = [s for s in pruned if s.cpu < baseline.cpu and len(s.rows) < 10 * args.trials]
+        if not going:
+            break
+        for search in going:
+            search.run_trial(train, valid)
+    return searches
 
 
 def time_to_reach(rows, target: float, clock: int) -> float | None:
     """The search's own time (``clock`` 0: wall, 1: CPU) when a completed trial first reached ``target``."""
     return next((row[clock] for row in rows if row[3] == "COMPLETE" and row[2] >= target), None)
+
+
+def pruning_table(rows: dict[str, list], target: float, title: str) -> dict[str, dict]:
+    """Print one table (a row per search) and return its figures; the first search is the unpruned one.
+
+    Ratios: the search's time to reach ``target`` over the unpruned search's time to reach it, and over
+    the unpruned search's whole time (``None`` when the search never reached it)."""
+    base = rows[next(iter(rows))]
+    base_reach = [time_to_reach(base, target, clock) for clock in (0, 1)]
+    print(f"\n{title}")
+    print(
+        "| search | trials | pruned | wall (s) | CPU (s) | best valid NDCG@10 | reach: wall (s) | CPU (s) | "
+        "CPU reach / unpruned reach | CPU reach / unpruned whole |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    figures = {}
+    for name, search_rows in rows.items():
+        reach = [time_to_reach(search_rows, target, clock) for clock in (0, 1)]
+        ratios = [
+            None if t is None or b is None else t / b
+            for t, b in (
+                (reach[0], base_reach[0]),
+                (reach[1], base_reach[1]),
+                (reach[0], base[-1][0]),
+                (reach[1], base[-1][1]),
+            )
+        ]
+        figures[name] = {
+            "trials": len(search_rows),
+            "pruned": sum(s == "PRUNED" for *_, s in search_rows),
+            "wall": search_rows[-1][0],
+            "cpu": search_rows[-1][1],
+            "best": max((v for _, _, v, s in search_rows if s == "COMPLETE"), default=float("nan")),
+            "reach_wall": reach[0],
+            "reach_cpu": reach[1],
+            "wall_ratio_reach": ratios[0],
+            "cpu_ratio_reach": ratios[1],
+            "wall_ratio_whole": ratios[2],
+            "cpu_ratio_whole": ratios[3],
+        }
+        f = figures[name]
+        shown = ["not reached" if t is None else f"{t:.1f}" for t in reach]
+        shown += ["—" if r is None else f"{r:.2f}" for r in ratios[1::2]]
+        print(
+            f"| {name} | {f['trials']} | {f['pruned']} | {f['wall']:.1f} | {f['cpu']:.1f} | {f['best']:.4f} | "
+            + " | ".join(shown)
+            + " |"
+        )
+    return figures
 
 
 def trial_ranker(engine: str, threads: int):
@@ -138,45 +239,41 @@ SETUP_NAMES = {"lightgbm": "LightGBM Dataset", "xgboost": "XGBoost QuantileDMatr
 
 
 def print_searches(train, valid, args) -> None:
-    """Run the unpruned and the pruned search, interleaved; print their table and ratios."""
-    rows = interleaved(
-        train,
-        valid,
-        args,
-        {
-            "unpruned": optuna.pruners.NopPruner(),
-            "pruned (median)": optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=10),
-        },
+    """Run the unpruned search and each ``--pruner``, interleaved; print the fixed-trial and equal-budget
+    tables (and write ``--json``)."""
+    pruners = {UNPRUNED: UNPRUNED, **{spec: spec for spec in args.pruner or [shipped_pruner()]}}
+    configs = {name: pruner_config(spec, args.trees) for name, spec in pruners.items()}
+    for name, config in configs.items():
+        print(f"pruner {name}: {config}")
+    searches = interleaved(
+        train, valid, args, {name: build_pruner(config) for name, config in configs.items()}
     )
-    best = max(v for _, _, v, s in rows["unpruned"] if s == "COMPLETE")
+    rows = {name: search.rows for name, search in searches.items()}
+    best = max(v for _, _, v, s in rows[UNPRUNED] if s == "COMPLETE")
     target = best - args.tolerance
-    print(
-        f"\n{args.trials} trials, {args.trees} trees, patience 50, seed {args.seed}, trials interleaved; "
-        f"unpruned best {best:.4f}"
+    header = (
+        f"{args.trees} trees, patience 50, seed {args.seed}, threads {args.threads}, trials interleaved; "
+        f"unpruned best {best:.4f}, target {target:.4f}"
     )
-    print(
-        "| search | wall (s) | CPU (s) | pruned trials | best valid NDCG@10 | "
-        "to reach unpruned best − tol: wall (s) | CPU (s) |"
-    )
-    print("|---|---|---|---|---|---|---|")
-    reach = {}
-    for name, search_rows in rows.items():
-        reach[name] = [time_to_reach(search_rows, target, clock) for clock in (0, 1)]
-        best_here = max((v for _, _, v, s in search_rows if s == "COMPLETE"), default=float("nan"))
-        n_pruned = sum(s == "PRUNED" for *_, s in search_rows)
-        shown = ["not reached" if t is None else f"{t:.1f}" for t in reach[name]]
-        print(
-            f"| {name} | {search_rows[-1][0]:.1f} | {search_rows[-1][1]:.1f} | {n_pruned} | {best_here:.4f} | "
-            f"{shown[0]} | {shown[1]} |"
+    results = {
+        "args": vars(args),
+        "pruners": configs,
+        "unpruned_best": best,
+        "fixed_trials": pruning_table(
+            {n: r[: args.trials] for n, r in rows.items()},
+            target,
+            f"fixed trial budget: {args.trials} trials each; {header}",
+        ),
+    }
+    if args.equal_budget:
+        results["equal_budget"] = pruning_table(
+            rows,
+            target,
+            f"equal time budget: pruned searches go on until their CPU seconds reach the unpruned search's; {header}",
         )
-    unpruned_total = rows["unpruned"][-1][:2]
-    for clock, label in ((0, "wall"), (1, "CPU")):
-        pruned_reach, unpruned_reach = reach["pruned (median)"][clock], reach["unpruned"][clock]
-        if pruned_reach is not None and unpruned_reach is not None:
-            print(
-                f"{label}: pruned time to reach / unpruned time to reach = {pruned_reach / unpruned_reach:.2f}; "
-                f"/ unpruned whole search = {pruned_reach / unpruned_total[clock]:.2f}"
-            )
+    if args.json:
+        trials = {name: search.trials for name, search in searches.items()}
+        args.json.write_text(json.dumps({**results, "rows": rows, "trials": trials}, indent=1, default=str))
 
 
 def main() -> None:
@@ -189,13 +286,27 @@ def main() -> None:
     parser.add_argument("--tolerance", type=float, default=0.002)
     parser.add_argument("--setup-trials", type=int, default=5)
     parser.add_argument(
+        "--pruner",
+        action="append",
+        help="a conf/hparams_search/pruner/ option to compare with no pruning, with key=value overrides "
+        "(median:n_warmup_steps=25,n_startup_trials=5); repeatable; default: the shipped search's",
+    )
+    parser.add_argument(
+        "--equal-budget",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="after the fixed trials, let each pruned search go on until its CPU seconds reach the unpruned one's",
+    )
+    parser.add_argument(
+        "--json", type=Path, help="also write the figures and every trial's row and curve here"
+    )
+    parser.add_argument("--progress", action="store_true", help="print a line per trial")
+    parser.add_argument(
         "--engines",
         default="lightgbm,xgboost",
         help="comma list of the engines whose per-trial setup is timed",
     )
-    parser.add_argument(
-        "--only-setup", action="store_true", help="skip the two searches; time the setup only"
-    )
+    parser.add_argument("--only-setup", action="store_true", help="skip the searches; time the setup only")
     args = parser.parse_args()
     engines = args.engines.split(",")
     if unknown := sorted(set(engines) - set(SETUP_NAMES)):

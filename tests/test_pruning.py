@@ -327,3 +327,47 @@ def test_a_sweeps_trials_share_data_and_binned_datasets_with_the_same_results(tm
         built = [t.user_attrs.get("ltr.datasets_built") for t in study.trials]
         assert built == ([2, 2, 2, 2] if share == "true" else [None] * 4)
     assert values["true"] == values["false"]
+
+
+def test_the_sweep_benchmark_prunes_with_the_pruner_the_shipped_search_composes():
+    """benchmarks/bench_sweep.py reads its pruner from conf/hparams_search/pruner/ (the option the
+    shipped LambdaMART search selects), so the benchmarked pruner and the shipped one cannot drift."""
+    import importlib.util
+
+    from helpers import compose_config
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_sweep", PROJECT_ROOT / "benchmarks" / "bench_sweep.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    cfg = compose_config(["+model=lambdamart", "hparams_search=lambdamart_optuna"], return_hydra_config=True)
+    shipped = OmegaConf.to_container(cfg.hydra.sweeper.pruner, resolve=True)
+    assert bench.pruner_config(bench.shipped_pruner(), cfg.model.params.n_trees) == shipped
+    assert bench.pruner_config("median:n_warmup_steps=25,n_startup_trials=3", 100) == {
+        **OmegaConf.to_container(OmegaConf.load(PROJECT_ROOT / "conf/hparams_search/pruner/median.yaml")),
+        "n_warmup_steps": 25,
+        "n_startup_trials": 3,
+    }
+    rows = [(1.0, 0.5, 0.30, "COMPLETE"), (2.0, 0.9, float("nan"), "PRUNED"), (3.0, 1.2, 0.35, "COMPLETE")]
+    assert bench.time_to_reach(rows, 0.34, 1) == 1.2 and bench.time_to_reach(rows, 0.36, 0) is None
+
+
+def test_the_pruner_replay_stops_a_recorded_curve_where_the_pruner_says_and_keeps_the_others_whole():
+    """benchmarks/replay_pruners.py: recorded curves replayed in order; Optuna's MedianPruner decides."""
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "replay_pruners", PROJECT_ROOT / "benchmarks" / "replay_pruners.py"
+        )
+        bench = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(bench)
+    finally:
+        sys.path.remove(str(PROJECT_ROOT / "benchmarks"))
+    trials = [{"curve": [0.5] * 8}, {"curve": [0.6] * 8}, {"curve": [0.1] * 8}, {"curve": [0.9] * 8}]
+    pruner = optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=3)
+    # the third trial is below the median of the two finished ones from the first step after warm-up
+    assert bench.replay(trials, pruner) == [None, None, 4, None]
