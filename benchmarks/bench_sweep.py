@@ -83,6 +83,13 @@ def pruner_config(spec: str, n_trees: int) -> dict:
     return OmegaConf.to_container(config.pruner, resolve=True)
 
 
+#: the engine parameters the shipped search sets (``feature_pre_filter: false``, so that trials share
+#: one binned Dataset whatever ``min_data_in_leaf`` they draw)
+SHIPPED_ENGINE_PARAMS = OmegaConf.to_container(
+    OmegaConf.load(CONF / "lambdamart_optuna.yaml").model.engine_params
+)
+
+
 class Search:
     """One Optuna study (the shipped space and seeded sampler) whose trials are run one at a time.
 
@@ -105,7 +112,13 @@ class Search:
         trial = self.study.ask(self.space.distributions)
         hook = PruningHook(trial, "valid/ndcg@10", args.trees)
         params = {"n_trees": args.trees, **trial.params}
-        ranker = LambdaMART(params, early_stopping={"patience": 50}, num_threads=args.threads, seed=args.seed)
+        ranker = LambdaMART(
+            params,
+            early_stopping={"patience": 50},
+            engine_params=SHIPPED_ENGINE_PARAMS,
+            num_threads=args.threads,
+            seed=args.seed,
+        )
         ranker.fit(train, valid, on_iteration=hook)
         if ranker.stopped_at_ is not None:
             self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
@@ -129,9 +142,11 @@ def interleaved(train, valid, args, pruners: dict) -> dict[str, Search]:
     ``args.equal_budget`` the pruned searches then go on, in turn, each until its CPU seconds reach the
     unpruned search's (the first one's) whole CPU seconds (at most 10 × ``args.trials`` trials). A
     search's first ``args.trials`` rows are its fixed-trial-budget result."""
+    BINNED.enable(False)
     Search(args, optuna.pruners.NopPruner(), "warm-up").run_trial(
         train, valid
     )  # untimed: one-off imports and compiles
+    BINNED.enable(args.share)  # as in a sweep's jobs (hydra.sweeper.share_data, on by default)
     searches = {name: Search(args, pruner, name) for name, pruner in pruners.items()}
     for _ in range(args.trials):
         for search in searches.values():
@@ -301,6 +316,12 @@ def main() -> None:
         "--json", type=Path, help="also write the figures and every trial's row and curve here"
     )
     parser.add_argument("--progress", action="store_true", help="print a line per trial")
+    parser.add_argument(
+        "--share",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="trials share the binned Dataset as in a sweep (the first timed trial builds it)",
+    )
     parser.add_argument(
         "--engines",
         default="lightgbm,xgboost",

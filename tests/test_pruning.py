@@ -308,16 +308,49 @@ def test_trials_with_equal_binning_reuse_lightgbms_dataset_and_get_the_same_mode
     assert not np.array_equal(other_bins, shared[0])
 
 
+def test_without_feature_pre_filter_trials_differing_in_leaf_size_share_one_dataset():
+    """min_data_in_leaf is a Dataset parameter only through feature_pre_filter: with it off (as the
+    shipped LightGBM searches set), three leaf sizes share one train + valid Dataset and predict
+    exactly like unshared fits; with it on (LightGBM's default) each leaf size bins again."""
+    from ltr.models.lgbm import BINNED
+
+    train, valid = _splits()
+    no_filter = {"feature_pre_filter": False}
+
+    def fit(min_data_in_leaf: int, engine_params: dict) -> np.ndarray:
+        params = {"n_trees": 15, "min_data_in_leaf": min_data_in_leaf, "feature_fraction": 0.8}
+        ranker = get_ranker_class("lambdamart")(params, engine_params=engine_params, num_threads=1)
+        return ranker.fit(train, valid).predict(valid)
+
+    sizes = (3, 20, 60)
+    fresh = [fit(size, no_filter) for size in sizes]
+    BINNED.enable()
+    try:
+        shared = [fit(size, no_filter) for size in sizes]
+        assert BINNED.built == 2  # train and valid once for the three leaf sizes
+        BINNED.enable(False)
+        BINNED.enable()
+        for size in sizes:
+            fit(size, {})
+        assert BINNED.built == 6  # with the filter on, each leaf size is its own binning
+    finally:
+        BINNED.enable(False)
+    for a, b in zip(fresh, shared, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(fresh[0], fresh[2])  # the leaf sizes did change the models
+
+
 @pytest.mark.slow
 def test_a_sweeps_trials_share_data_and_binned_datasets_with_the_same_results(tmp_path):
-    """4 trials with the binning fixed (min_data_in_leaf taken out of the search): the process builds
-    LightGBM's train and valid Datasets once; share_data=false builds them every trial; same values."""
+    """4 trials of the shipped search (min_data_in_leaf searched; the search sets feature_pre_filter
+    off): the process builds LightGBM's train and valid Datasets once; share_data=false builds them
+    every trial; same values."""
     values = {}
     for share in ("true", "false"):
         root = tmp_path / share
         args = [
             "-m", "+model=lambdamart", "hparams_search=lambdamart_optuna", *TINY_DATA, "model.params.n_trees=20",
-            "model.params.min_data_in_leaf=10", "num_threads=1", "tracking=none", "hydra.sweeper.n_trials=4",
+            "num_threads=1", "tracking=none", "hydra.sweeper.n_trials=4",
             "hparams_search/pruner@hydra.sweeper.pruner=none", f"hydra.sweeper.share_data={share}",
         ]  # fmt: skip
         proc = run_train_cli(args, root, timeout=900)
@@ -326,6 +359,7 @@ def test_a_sweeps_trials_share_data_and_binned_datasets_with_the_same_results(tm
         values[share] = [(t.params, t.value) for t in study.trials]
         built = [t.user_attrs.get("ltr.datasets_built") for t in study.trials]
         assert built == ([2, 2, 2, 2] if share == "true" else [None] * 4)
+    assert len({p["model.params.min_data_in_leaf"] for p, _ in values["true"]}) > 1
     assert values["true"] == values["false"]
 
 

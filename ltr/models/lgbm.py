@@ -170,7 +170,7 @@ class LightGBMRanker(BaseRanker):
     def _binned(self, train: RankingData, splits: dict[str, RankingData]) -> tuple[Any, dict[str, Any]]:
         """The train Dataset and one per evaluated split (``reference`` = train's): shared through
         :data:`ltr.models.binned.BINNED` by fits with the same data objects and :data:`DATASET_PARAMS`."""
-        key = binning_key(self, self.engine_params_, DATASET_PARAMS)
+        key = binning_key(self, self.engine_params_, dataset_params(self.engine_params_))
         return BINNED.matrices(key, train, splits, self._dataset)
 
     def _train_params(self, train: RankingData) -> dict[str, Any]:
@@ -214,14 +214,28 @@ class LightGBMRanker(BaseRanker):
 
 #: LightGBM parameters that shape a binned Dataset (LightGBM refuses to change them on a built one), the
 #: key under which a sweep's trials share Datasets (:data:`ltr.models.binned.BINNED`);
-#: ``min_data_in_leaf`` / ``min_sum_hessian_in_leaf`` too, because ``feature_pre_filter`` (default on)
-#: drops the features they make unsplittable when the Dataset is built
+#: ``min_data_in_leaf`` / ``min_sum_hessian_in_leaf`` too while ``feature_pre_filter`` is on (LightGBM's
+#: default), because the filter drops the features they make unsplittable when the Dataset is built
 DATASET_PARAMS = (
     "max_bin", "max_bin_by_feature", "min_data_in_bin", "bin_construct_sample_cnt", "data_random_seed",
     "seed", "is_enable_sparse", "enable_bundle", "use_missing", "zero_as_missing", "feature_pre_filter",
     "categorical_feature", "forcedbins_filename", "linear_tree", "min_data_in_leaf",
     "min_sum_hessian_in_leaf", "precise_float_parser",
 )  # fmt: skip
+#: the leaf-size parameters that are Dataset parameters only through ``feature_pre_filter``
+PRE_FILTER_PARAMS = ("min_data_in_leaf", "min_sum_hessian_in_leaf")
+
+
+def dataset_params(engine_params: dict[str, Any]) -> tuple[str, ...]:
+    """The :data:`DATASET_PARAMS` that shape this fit's Dataset: without ``feature_pre_filter`` (set to
+    false) the leaf sizes do not, so trials that differ only in them share one Dataset.
+
+    >>> "min_data_in_leaf" in dataset_params({}), "min_data_in_leaf" in dataset_params({"feature_pre_filter": False})
+    (True, False)
+    """
+    if engine_params.get("feature_pre_filter", True):
+        return DATASET_PARAMS
+    return tuple(name for name in DATASET_PARAMS if name not in PRE_FILTER_PARAMS)
 
 
 def _monitor_callback(monitor: IterationMonitor, lgb: Any) -> Any:
