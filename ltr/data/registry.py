@@ -336,12 +336,25 @@ def _load_files(
     out: dict[str, RankingData] = {}
     for split, path in paths.items():
         out[split] = load_svmlight(path, name=f"{name}/{split}", **cache_options(data_cfg), **kwargs)
-    widths = {s: d.n_features for s, d in out.items()}
+    check_split_widths(name, out)
+    return out
+
+
+def check_split_widths(name: str, splits: Mapping[str, Any]) -> None:
+    """The splits of one dataset (anything with ``n_features``) must agree on their width: a
+    ``DataError`` naming each split's otherwise.
+
+    >>> from types import SimpleNamespace as S
+    >>> check_split_widths("d", {"train": S(n_features=3), "test": S(n_features=4)})
+    Traceback (most recent call last):
+    ...
+    ltr.errors.DataError: d: splits have different feature counts {'train': 3, 'test': 4}; set n_features so train/valid/test align
+    """
+    widths = {s: d.n_features for s, d in splits.items()}
     if len(set(widths.values())) > 1:
         raise DataError(
             f"{name}: splits have different feature counts {widths}; set n_features so train/valid/test align"
         )
-    return out
 
 
 def split_files(data_cfg: Mapping[str, Any]) -> dict[str, Path]:

@@ -8,7 +8,7 @@ train matrix and one matrix per evaluated split (binned against the train matrix
 bin edges), found again only by a fit with
 
 * the same **key**, :func:`binning_key`: the ranker's class and the values of the parameters the engine
-  bakes into the binned data (``ltr.models.lgbm.DATASET_PARAMS``; for XGBoost the ``QuantileDMatrix``
+  bakes into the binned data (``ltr.models.lgbm.dataset_params``; for XGBoost the ``QuantileDMatrix``
   arguments besides the data, ``max_bin`` and ``nthread``);
 * the same **data objects** (:class:`~ltr.data.RankingData` compared with ``is``, for every split):
   labels, weights and query groups belong to them, so a fit on other data — another split, a

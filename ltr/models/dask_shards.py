@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ltr.data import RankingData
-from ltr.data.registry import cache_options, svmlight_sources
+from ltr.data.registry import cache_options, check_split_widths, svmlight_sources
 from ltr.data.shards import (
     Shard,
     check_disjoint_queries,
@@ -287,11 +287,7 @@ def load_sharded_splits(
         split: load_sharded(client, spec, options, name=f"{name}/{split}", n_parts=n_parts)
         for split, spec in sources.items()
     }
-    widths = {s: d.n_features for s, d in out.items()}
-    if len(set(widths.values())) > 1:
-        raise DataError(
-            f"{name}: splits have different feature counts {widths}; set n_features so train/valid/test align"
-        )
+    check_split_widths(name, out)
     return out
 
 

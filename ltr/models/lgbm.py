@@ -169,7 +169,7 @@ class LightGBMRanker(BaseRanker):
 
     def _binned(self, train: RankingData, splits: dict[str, RankingData]) -> tuple[Any, dict[str, Any]]:
         """The train Dataset and one per evaluated split (``reference`` = train's): shared through
-        :data:`ltr.models.binned.BINNED` by fits with the same data objects and :data:`DATASET_PARAMS`."""
+        :data:`ltr.models.binned.BINNED` by fits with the same data objects and :func:`dataset_params`."""
         key = binning_key(self, self.engine_params_, dataset_params(self.engine_params_))
         return BINNED.matrices(key, train, splits, self._dataset)
 
