@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from ltr.data import RankingData
 from ltr.data.registry import cache_options, check_split_widths, svmlight_sources
@@ -39,6 +38,7 @@ from ltr.data.shards import (
     take_queries,
     widen,
 )
+from ltr.data.splits import concat
 from ltr.errors import ConfigError, DataError
 from ltr.metrics import evaluate
 
@@ -292,16 +292,9 @@ def load_sharded_splits(
 
 
 def gather_split(client: Any, split: ShardedSplit) -> RankingData:
-    """All shards of ``split`` concatenated on the caller (for tests and small data only)."""
-    parts: list[RankingData] = client.gather(split.futures)
-    dense = all(not sp.issparse(p.X) for p in parts)
-    X = np.vstack([p.X for p in parts]) if dense else sp.vstack([sp.csr_matrix(p.X) for p in parts]).tocsr()
-    return RankingData(
-        X=X,
-        y=np.concatenate([p.y for p in parts]),
-        qid=np.concatenate([p.qid for p in parts]),
-        name=split.name,
-    )
+    """All shards of ``split`` concatenated on the caller, weights and docids included (for tests and
+    small data only)."""
+    return concat(client.gather(split.futures), name=split.name)
 
 
 def shard_arrays(data: RankingData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
