@@ -48,9 +48,7 @@ MODEL = {
 def prepare(directory: Path, queries: int, shards: int, seed: int) -> dict[str, Any]:
     """Generate the data with ``python -m ltr.data synth`` (once) and cut it on query boundaries.
 
-    ``synth --splits`` draws each split's label function with its own seed (it is a parser
-    benchmark), so a model trained on its train split learns nothing about its test split. Here one
-    file of ``queries`` queries (one label function) is generated and cut into ``shards + 4`` byte
+    One file of ``queries`` queries is generated and cut into ``shards + 4`` byte
     ranges (:func:`ltr.data.shards.byte_ranges`): ``shards`` training files, then valid (2 ranges)
     and test (2 ranges), query-disjoint by construction.
     """

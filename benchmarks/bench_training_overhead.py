@@ -3,7 +3,8 @@
 Data (generated in memory, seeded; NOT real data): 18,919 training queries and 2.27 M documents ×
 136 float32 features (MSLR-WEB30K Fold 1 train), log-normal query sizes (mean ≈ 120, 1–1,251
 documents), labels 0–4 with MSLR's label shares, cut from a noisy linear + interaction latent
-relevance; a 6,306-query validation split of the same kind. ``--scale`` shrinks both.
+relevance; a 6,306-query validation split of the same kind (rows of its own, the same relevance
+function, so that a model fitted on the training split ranks it). ``--scale`` shrinks both.
 
 Two scenarios, each timed with the same parameters, the same threads, interleaved repeats (the
 order alternates each repeat) and medians; the wall-clock ratio ``ltr / direct`` is the figure:
@@ -56,8 +57,21 @@ N_FEATURES = 136
 LABEL_SHARES = np.array([0.515, 0.325, 0.134, 0.018, 0.008])  # MSLR-WEB30K label 0..4
 
 
+#: the seed of the relevance function (the latent's weights and label cuts), shared by every split so
+#: that a model fitted on one split ranks the others; a split's own seed draws only its rows
+RELEVANCE_SEED = 0
+RELEVANCE_WEIGHTS = np.random.default_rng(RELEVANCE_SEED).normal(size=12).astype(np.float32)
+#: the latent's distribution is fixed (standard normal features, fixed weights and noise), so one set
+#: of cuts gives every split MSLR's label shares
+_LATENT_SD = float(np.sqrt(RELEVANCE_WEIGHTS @ RELEVANCE_WEIGHTS + 0.8**2 + 0.5**2 + 1.5**2))
+LABEL_CUTS = _LATENT_SD * np.array(
+    [statistics.NormalDist().inv_cdf(share) for share in np.cumsum(LABEL_SHARES)[:-1]]
+)
+
+
 def synthetic_split(n_queries: int, n_docs: int, *, seed: int, name: str) -> RankingData:
-    """MSLR-shaped synthetic ranking data (see the module docstring)."""
+    """MSLR-shaped synthetic ranking data (see the module docstring): rows drawn from ``seed``, labels
+    from the relevance function every split shares (``RELEVANCE_WEIGHTS``, ``LABEL_CUTS``)."""
     rng = np.random.default_rng(seed)
     raw = rng.lognormal(mean=4.3, sigma=0.9, size=n_queries)
     sizes = np.clip(np.round(raw / raw.sum() * n_docs), 1, 1251).astype(np.int64)
@@ -66,11 +80,9 @@ def synthetic_split(n_queries: int, n_docs: int, *, seed: int, name: str) -> Ran
         sizes[picks] = np.clip(sizes[picks] + np.sign(gap), 1, 1251)
     n = int(sizes.sum())
     X = rng.standard_normal((n, N_FEATURES), dtype=np.float32)
-    w = rng.normal(size=12).astype(np.float32)
-    latent = X[:, :12] @ w + 0.8 * X[:, 12] * X[:, 13] + np.repeat(rng.normal(0, 0.5, n_queries), sizes)
-    latent += rng.normal(0, 1.5, n).astype(np.float32)
-    cuts = np.quantile(latent, np.cumsum(LABEL_SHARES)[:-1])
-    y = np.searchsorted(cuts, latent).astype(np.float64)
+    latent = X[:, :12] @ RELEVANCE_WEIGHTS + 0.8 * X[:, 12] * X[:, 13]
+    latent += np.repeat(rng.normal(0, 0.5, n_queries), sizes) + rng.normal(0, 1.5, n).astype(np.float32)
+    y = np.searchsorted(LABEL_CUTS, latent).astype(np.float64)
     return RankingData(X=X, y=y, qid=np.repeat(np.arange(n_queries), sizes), name=name)
 
 

@@ -4,7 +4,9 @@ This is *not* the built-in dataset (see :mod:`ltr.data.synthetic` for that): it 
 look like MSLR-WEB folds to the parser — ``label qid:Q i:v ...`` lines, 1-based indices, a mix of
 integer counts, 6-decimal fractions and 4-decimal reals, about 120 documents per query — as fast as
 the disk takes them (a numba kernel formats the bytes). Labels (0–4, skewed like MSLR: about
-52/32/13/2/1 %) depend on a few features plus noise, so a ranker can learn something.
+52/32/13/2/1 %) depend on a few features plus noise, so a ranker can learn something; the splits of
+one collection (``write_letor_splits``) share that label function and each feature's kind, so a
+ranker fitted on its train file ranks its vali and test files.
 
 Sizes: ``PRESETS`` gives the query counts of an MSLR-WEB10K / -WEB30K fold (WEB30K Fold1: 18,919 /
 6,306 / 6,306 queries, 2.27 M training documents).
@@ -112,13 +114,15 @@ def write_letor_text(
     n_features: int = 136,
     density: float = 1.0,
     seed: int = 0,
+    model_seed: int | None = None,
     qid_start: int = 1,
     chunk_queries: int = 2_000,
 ) -> Path:
     """Write ``n_queries`` queries (sizes uniform in [docs/2, 3·docs/2]) as SVMlight text; atomic rename.
 
     ``density`` is the share of feature entries written per row (1.0: every feature, MSLR-style);
-    omitted entries are zeros.
+    omitted entries are zeros. ``seed`` draws the rows; ``model_seed`` (default: ``seed``) draws what
+    files of one collection must share: each feature's kind and the features the labels depend on.
     """
     n_queries, docs_per_query, n_features = (
         check_value(value, int, Constraint(low=1), name)
@@ -131,9 +135,10 @@ def write_letor_text(
     density = check_value(density, float, Constraint(low=0.0, high=1.0, open_low=True), "density")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    decimals, high = _feature_kinds(n_features, rng)
-    signal = rng.choice(n_features, size=min(5, n_features), replace=False)
+    model_rng = np.random.default_rng(seed if model_seed is None else model_seed)
+    decimals, high = _feature_kinds(n_features, model_rng)
+    signal = model_rng.choice(n_features, size=min(5, n_features), replace=False)
+    rng = np.random.default_rng(seed) if model_seed is not None else model_rng
     with atomic_writer(path, "wb") as f:
         for start in range(0, n_queries, chunk_queries):
             nq = min(chunk_queries, n_queries - start)
@@ -167,7 +172,9 @@ def write_letor_splits(
     density: float = 1.0,
     seed: int = 0,
 ) -> dict[str, Path]:
-    """Write train/vali/test files (query-disjoint qids) into ``directory`` at a preset ``scale`` or sizes."""
+    """Write train/vali/test files (query-disjoint qids) into ``directory`` at a preset ``scale`` or sizes:
+    one collection — every split has the label function and feature kinds ``seed`` draws, and rows of
+    its own."""
     if (scale is None) == (n_queries is None):
         raise ConfigError("give exactly one of scale (a preset) or n_queries")
     if scale is not None:
@@ -186,6 +193,7 @@ def write_letor_splits(
             n_features=n_features,
             density=density,
             seed=int(child.generate_state(1)[0]),
+            model_seed=seed,
             qid_start=qid,
         )
         qid += nq
