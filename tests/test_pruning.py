@@ -156,6 +156,7 @@ def test_a_real_sweep_prunes_logs_the_study_under_a_parent_run_and_reruns_its_be
         "model.early_stopping.patience=100",
         "num_threads=1",
         "hydra.sweeper.n_trials=8",
+        "hparams_search/pruner@hydra.sweeper.pruner=median",
         "hydra.sweeper.pruner.n_startup_trials=2",
         "hydra.sweeper.pruner.n_warmup_steps=5",
     ]
@@ -266,15 +267,14 @@ def test_a_job_prunes_with_the_sweeps_pruner_not_optunas_default(tmp_path, monke
 @pytest.mark.parametrize(
     ("option", "expected"),
     [
-        (None, optuna.pruners.MedianPruner),
+        (None, optuna.pruners.NopPruner),
+        ("median", optuna.pruners.MedianPruner),
         ("successive_halving", optuna.pruners.SuccessiveHalvingPruner),
         ("hyperband", optuna.pruners.HyperbandPruner),
         ("none", optuna.pruners.NopPruner),
     ],
 )
-def test_the_shipped_search_prunes_with_the_median_by_default_and_each_option_builds_its_pruner(
-    option, expected
-):
+def test_the_shipped_search_does_not_prune_by_default_and_each_option_builds_its_pruner(option, expected):
     from helpers import compose_config
 
     chosen = [f"hparams_search/pruner@hydra.sweeper.pruner={option}"] if option else []
@@ -363,9 +363,9 @@ def test_a_sweeps_trials_share_data_and_binned_datasets_with_the_same_results(tm
     assert values["true"] == values["false"]
 
 
-def test_the_sweep_benchmark_prunes_with_the_pruner_the_shipped_search_composes():
-    """benchmarks/bench_sweep.py reads its pruner from conf/hparams_search/pruner/ (the option the
-    shipped LambdaMART search selects), so the benchmarked pruner and the shipped one cannot drift."""
+def test_the_sweep_benchmark_prunes_with_the_pruner_a_search_composes():
+    """benchmarks/bench_sweep.py reads its pruners from conf/hparams_search/pruner/ (the options a
+    search selects), so the benchmarked pruner and the one a user opts into cannot drift."""
     import importlib.util
 
     from helpers import compose_config
@@ -375,9 +375,13 @@ def test_the_sweep_benchmark_prunes_with_the_pruner_the_shipped_search_composes(
     )
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    cfg = compose_config(["+model=lambdamart", "hparams_search=lambdamart_optuna"], return_hydra_config=True)
-    shipped = OmegaConf.to_container(cfg.hydra.sweeper.pruner, resolve=True)
-    assert bench.pruner_config(bench.shipped_pruner(), cfg.model.params.n_trees) == shipped
+    opted = ["hparams_search/pruner@hydra.sweeper.pruner=" + bench.DEFAULT_PRUNER]
+    cfg = compose_config(
+        ["+model=lambdamart", "hparams_search=lambdamart_optuna", *opted], return_hydra_config=True
+    )
+    composed = OmegaConf.to_container(cfg.hydra.sweeper.pruner, resolve=True)
+    assert bench.pruner_config(bench.DEFAULT_PRUNER, cfg.model.params.n_trees) == composed
+    assert composed["_target_"] == "optuna.pruners.MedianPruner"
     assert bench.pruner_config("median:n_warmup_steps=25,n_startup_trials=3", 100) == {
         **OmegaConf.to_container(OmegaConf.load(PROJECT_ROOT / "conf/hparams_search/pruner/median.yaml")),
         "n_warmup_steps": 25,
