@@ -30,6 +30,35 @@ TINY_DATA = [
 ]
 
 
+def benchmark_module(name: str) -> Any:
+    """``benchmarks/<name>.py`` imported as a module (its sibling benchmark modules importable meanwhile)."""
+    import importlib.util
+
+    folder = str(PROJECT_ROOT / "benchmarks")
+    sys.path.insert(0, folder)
+    try:
+        spec = importlib.util.spec_from_file_location(name, PROJECT_ROOT / "benchmarks" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(folder)
+    return module
+
+
+def held_out_spearman(train: Any, test: Any) -> float:
+    """Spearman correlation of labels and the scores of LightGBM lambdarank (30 trees) fitted on
+    ``train``, on ``test``: how well a model of one split ranks another."""
+    import lightgbm as lgb
+    from scipy.stats import spearmanr
+
+    booster = lgb.train(
+        {"objective": "lambdarank", "verbose": -1, "num_threads": 1, "seed": 0},
+        lgb.Dataset(train.X, train.y, group=train.group_sizes),
+        num_boost_round=30,
+    )
+    return float(spearmanr(booster.predict(test.X), test.y).statistic)
+
+
 def quick_model(n_trees: int, patience: int = 10) -> list[str]:
     """Overrides for a small GBDT: ``n_trees`` rounds, early stopping after ``patience``."""
     return [f"model.params.n_trees={n_trees}", f"model.early_stopping.patience={patience}"]

@@ -366,15 +366,9 @@ def test_a_sweeps_trials_share_data_and_binned_datasets_with_the_same_results(tm
 def test_the_sweep_benchmark_prunes_with_the_pruner_a_search_composes():
     """benchmarks/bench_sweep.py reads its pruners from conf/hparams_search/pruner/ (the options a
     search selects), so the benchmarked pruner and the one a user opts into cannot drift."""
-    import importlib.util
+    from helpers import benchmark_module, compose_config
 
-    from helpers import compose_config
-
-    spec = importlib.util.spec_from_file_location(
-        "bench_sweep", PROJECT_ROOT / "benchmarks" / "bench_sweep.py"
-    )
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = benchmark_module("bench_sweep")
     opted = ["hparams_search/pruner@hydra.sweeper.pruner=" + bench.DEFAULT_PRUNER]
     cfg = compose_config(
         ["+model=lambdamart", "hparams_search=lambdamart_optuna", *opted], return_hydra_config=True
@@ -393,18 +387,9 @@ def test_the_sweep_benchmark_prunes_with_the_pruner_a_search_composes():
 
 def test_the_pruner_replay_stops_a_recorded_curve_where_the_pruner_says_and_keeps_the_others_whole():
     """benchmarks/replay_pruners.py: recorded curves replayed in order; Optuna's MedianPruner decides."""
-    import importlib.util
-    import sys
+    from helpers import benchmark_module
 
-    sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "replay_pruners", PROJECT_ROOT / "benchmarks" / "replay_pruners.py"
-        )
-        bench = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(bench)
-    finally:
-        sys.path.remove(str(PROJECT_ROOT / "benchmarks"))
+    bench = benchmark_module("replay_pruners")
     trials = [{"curve": [0.5] * 8}, {"curve": [0.6] * 8}, {"curve": [0.1] * 8}, {"curve": [0.9] * 8}]
     pruner = optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=3)
     # the third trial is below the median of the two finished ones from the first step after warm-up
@@ -415,30 +400,13 @@ def test_the_sweep_benchmark_validates_on_data_with_the_training_split_relevance
     """benchmarks/bench_sweep.py's valid split has rows of its own but the training split's relevance
     function: a ranker fitted on train ranks valid (when each split drew its own, the validation
     curves were noise and peaked in the first rounds)."""
-    import importlib.util
-    import sys
+    from helpers import benchmark_module, held_out_spearman
 
-    import lightgbm as lgb
-    from scipy.stats import spearmanr
-
-    sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "bench_training_overhead", PROJECT_ROOT / "benchmarks" / "bench_training_overhead.py"
-        )
-        bench = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(bench)
-    finally:
-        sys.path.remove(str(PROJECT_ROOT / "benchmarks"))
+    bench = benchmark_module("bench_training_overhead")
     train = bench.synthetic_split(100, 6_000, seed=1, name="train")
     valid = bench.synthetic_split(40, 2_400, seed=2, name="valid")
     assert not np.array_equal(train.X[:100], valid.X[:100])
     shares = np.bincount(valid.y.astype(int), minlength=5) / valid.n_docs
     np.testing.assert_allclose(shares, bench.LABEL_SHARES, atol=0.02)
-    booster = lgb.train(
-        {"objective": "lambdarank", "verbose": -1, "num_threads": 1, "seed": 0},
-        lgb.Dataset(train.X, train.y, group=train.group_sizes),
-        num_boost_round=30,
-    )
     # 0.63 here; 0.26 when each split drew its own weights
-    assert spearmanr(booster.predict(valid.X), valid.y).statistic > 0.5
+    assert held_out_spearman(train, valid) > 0.5
