@@ -396,6 +396,39 @@ def test_the_pruner_replay_stops_a_recorded_curve_where_the_pruner_says_and_keep
     assert bench.replay(trials, pruner) == [None, None, 4, None]
 
 
+def test_the_oracle_bound_stops_each_trial_the_first_round_after_warm_up_that_it_is_behind_the_winner():
+    """benchmarks/replay_pruners.py's oracle: the most a pruner comparing trials at equal rounds could
+    stop while keeping the winning trial, and the CPU ratio that costs (values worked by hand)."""
+    from helpers import benchmark_module
+
+    bench = benchmark_module("replay_pruners")
+    winner = {"curve": [0.2, 0.4, 0.6, 0.8]}
+    crossed = {"curve": [0.3, 0.5, 0.55, 0.6]}  # ahead for two rounds, behind from round 3
+    ahead = {"curve": [0.9, 0.9, 0.9, 0.9]}
+    short = {"curve": [0.1, 0.45]}  # ended at round 2: behind at round 1 only
+    trials = [crossed, ahead, short, winner]
+    assert bench.oracle_stops(trials, winner=3, warmup=1) == [3, None, 1, None]
+    assert bench.oracle_stops(trials, winner=3, warmup=2) == [3, None, None, None]
+    # "ahead" is the first trial to reach 0.85; with it kept: 3/4·1 + 1 = 1.75 of 2 CPU seconds
+    assert bench.cpu_to_reach([1.0] * 4, trials, [3, None, 1, None], 0.85) == 0.875
+    # with "ahead" pruned too, the target 0.7 is reached at the winner, trial 4: 3/4 + 2/4 + 1/2 + 1
+    # CPU seconds over the 2 the unpruned search spent up to "ahead"; with the winner pruned, never
+    assert bench.cpu_to_reach([1.0] * 4, trials, [3, 2, 1, None], 0.7) == (0.75 + 0.5 + 0.5 + 1.0) / 2.0
+    assert bench.cpu_to_reach([1.0] * 4, trials, [3, 2, 1, 2], 0.7) is None
+
+
+def test_the_landscape_ranks_the_winner_and_correlates_early_values_with_final_ones():
+    """Spearman's ρ of each trial's value at round k with its best, and the winner's rank at round k."""
+    from helpers import benchmark_module
+
+    bench = benchmark_module("replay_pruners")
+    # at round 5 the order is the reverse of the best values (ρ = −1): the winner is last of three
+    trials = [{"curve": [0.5] * 5 + [0.6]}, {"curve": [0.4] * 5 + [0.7]}, {"curve": [0.3] * 5 + [0.8]}]
+    rows = {k: (rho, rank) for k, rho, rank in bench.landscape(trials, winner=2)}
+    assert rows[5] == (-1.0, 3)
+    assert rows[10] == (1.0, 1)  # from round 6 on the curves have reached their best
+
+
 def test_the_sweep_benchmark_validates_on_data_with_the_training_split_relevance_function():
     """benchmarks/bench_sweep.py's valid split has rows of its own but the training split's relevance
     function: a ranker fitted on train ranks valid (when each split drew its own, the validation
