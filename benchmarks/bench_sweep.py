@@ -25,6 +25,13 @@ Reported:
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/bench_sweep.py --scale 0.02 --trials 40 \\
         --trees 500 --seed 0 --engines lightgbm --json s0.json
     OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/bench_sweep.py --only-setup --engines xgboost
+
+``--train``/``--valid`` run the same comparison on LETOR files of your own instead (e.g. MSLR-WEB30K
+Fold 1's ``train.txt`` and ``vali.txt``, read with ``ltr.data.load_svmlight``), so the synthetic
+data's verdict can be checked on real data:
+
+    OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/bench_sweep.py \\
+        --train Fold1/train.txt --valid Fold1/vali.txt --trials 40 --trees 500 --engines lightgbm --json real.json
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ from omegaconf import OmegaConf
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_training_overhead import MSLR_TRAIN, MSLR_VALID, synthetic_split  # noqa: E402
 
+from ltr.data import load_svmlight  # noqa: E402
+from ltr.errors import LtrError  # noqa: E402
 from ltr.models.binned import BINNED  # noqa: E402
 from ltr.models.lgbm import LambdaMART  # noqa: E402
 from ltr.models.xgb import XGBoostLambdaMART  # noqa: E402
@@ -322,13 +331,25 @@ def main() -> None:
         help="comma list of the engines whose per-trial setup is timed",
     )
     parser.add_argument("--only-setup", action="store_true", help="skip the searches; time the setup only")
+    parser.add_argument("--train", type=Path, help="a LETOR training file to use instead of synthetic data")
+    parser.add_argument("--valid", type=Path, help="its validation file (with --train)")
     args = parser.parse_args()
+    if args.setup_trials < 2:
+        parser.error("--setup-trials: at least 2 (the first builds the shared data, the others reuse it)")
+    if (args.train is None) != (args.valid is None):
+        parser.error("--train and --valid go together")
     engines = args.engines.split(",")
     if unknown := sorted(set(engines) - set(SETUP_NAMES)):
         parser.error(f"--engines: unknown {', '.join(unknown)}; choose from {', '.join(SETUP_NAMES)}")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    train = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_TRAIN), seed=1, name="train")
-    valid = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_VALID), seed=2, name="valid")
+    if args.train:
+        try:
+            train, valid = (load_svmlight(path, name=str(path)) for path in (args.train, args.valid))
+        except (LtrError, OSError) as exc:
+            parser.error(str(exc))
+    else:
+        train = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_TRAIN), seed=1, name="train")
+        valid = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_VALID), seed=2, name="valid")
     print(
         f"data: train {train.n_queries} queries / {train.n_docs} rows, valid {valid.n_queries} / {valid.n_docs}"
     )

@@ -429,6 +429,49 @@ def test_the_landscape_ranks_the_winner_and_correlates_early_values_with_final_o
     assert rows[10] == (1.0, 1)  # from round 6 on the curves have reached their best
 
 
+def test_the_sweep_benchmark_runs_on_letor_files_of_ones_own(tmp_path, monkeypatch, capsys):
+    """bench_sweep.py --train/--valid: the searches run on the given files, not on the synthetic data,
+    and a missing file or a lone --train is a usage error, not a traceback."""
+    from helpers import benchmark_module
+
+    from ltr.data.textgen import write_letor_splits
+
+    bench = benchmark_module("bench_sweep")
+    files = write_letor_splits(
+        tmp_path, n_queries={"train": 30, "valid": 12}, docs_per_query=20, n_features=8
+    )
+    counts = {}
+    for split, path in files.items():
+        lines = path.read_text().splitlines()
+        counts[split] = (len({line.split()[1] for line in lines}), len(lines))
+    common = [
+        "--trials",
+        "2",
+        "--trees",
+        "5",
+        "--no-equal-budget",
+        "--engines",
+        "lightgbm",
+        "--setup-trials",
+        "2",
+    ]
+    given = ["--train", str(files["train"]), "--valid", str(files["valid"])]
+    monkeypatch.setattr("sys.argv", ["bench_sweep.py", *given, *common, "--json", str(tmp_path / "r.json")])
+    bench.main()
+    (tq, tr), (vq, vr) = counts["train"], counts["valid"]
+    assert f"data: train {tq} queries / {tr} rows, valid {vq} / {vr}" in capsys.readouterr().out
+    recorded = json.loads((tmp_path / "r.json").read_text())
+    assert [len(recorded["trials"][name]) for name in ("none", "median")] == [2, 2]
+    for wrong, message in (
+        (given[:2], "--train and --valid go together"),
+        (["--train", str(tmp_path / "nope.txt"), *given[2:]], "nope.txt: no such file"),
+    ):
+        monkeypatch.setattr("sys.argv", ["bench_sweep.py", *wrong, *common])
+        with pytest.raises(SystemExit) as exit_:
+            bench.main()
+        assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
 def test_the_sweep_benchmark_validates_on_data_with_the_training_split_relevance_function():
     """benchmarks/bench_sweep.py's valid split has rows of its own but the training split's relevance
     function: a ranker fitted on train ranks valid (when each split drew its own, the validation
