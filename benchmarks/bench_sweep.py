@@ -52,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_training_overhead import MSLR_TRAIN, MSLR_VALID, synthetic_split  # noqa: E402
 
 from ltr.data import load_svmlight  # noqa: E402
+from ltr.data.shards import widen  # noqa: E402
 from ltr.errors import LtrError  # noqa: E402
 from ltr.models.binned import BINNED  # noqa: E402
 from ltr.models.lgbm import LambdaMART  # noqa: E402
@@ -103,8 +104,11 @@ class Search:
     def __init__(self, args, pruner: optuna.pruners.BasePruner, name: str = "") -> None:
         self.name = name
         self.args, self.space = args, parse_search_space(SPACE, [])
-        self.study = optuna.create_study(
-            direction="maximize", sampler=seeded_sampler({**SAMPLER, "seed": args.seed}), pruner=pruner
+        self.study = optuna.create_study(  # named: Hyperband's brackets hash the study name
+            study_name=f"bench-sweep-{name}",
+            direction="maximize",
+            sampler=seeded_sampler({**SAMPLER, "seed": args.seed}),
+            pruner=pruner,
         )
         self.wall, self.cpu, self.rows = 0.0, 0.0, []
         self.trials: list[dict] = []  # per trial: params and validation curve (what a pruner saw)
@@ -347,6 +351,8 @@ def main() -> None:
             train, valid = (load_svmlight(path, name=str(path)) for path in (args.train, args.valid))
         except (LtrError, OSError) as exc:
             parser.error(str(exc))
+        width = max(train.n_features, valid.n_features)  # a sparse file may not use the last features
+        train, valid = widen(train, width), widen(valid, width)
     else:
         train = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_TRAIN), seed=1, name="train")
         valid = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_VALID), seed=2, name="valid")

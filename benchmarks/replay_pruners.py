@@ -8,11 +8,16 @@ reached the target (the unpruned best − tolerance) but were pruned; and the CP
 target over the unpruned search's, counting a pruned trial's CPU in proportion to its rounds (this
 ignores the per-trial Dataset build, which pruning does not cut: optimistic).
 
-Two rows bound what any such pruner could do on these trials. The *oracle* knows which trial wins
-(the first to reach the target) and stops every other trial the first round, after a warm-up, at
-which it is behind the winner's curve: a pruner that compares trials at equal rounds with one
-threshold per round can stop no trial earlier without stopping the winner too. And the *landscape*:
-how well a trial's value at round k predicts its best (Spearman), and the winner's rank at round k.
+Two more outputs show what the curves allow. The *oracle* rows: for each trial that reaches the
+target, stop every other trial the first round after the warm-up (Optuna's ``n_warmup_steps``: a
+trial may stop from round warm-up + 1) at which it is behind that trial's curve, or has outlived
+it; keep the trial with the least CPU to reach. That is the most a pruner can stop while reaching
+the target if it stops a trial at round k only below a threshold t(k) fixed for the whole search
+(the same for every trial): t(k) may not exceed the kept trial's value. Median, successive halving
+and Hyperband move their thresholds as trials finish, so for them it is a guide, not a proof. And
+the *landscape*: Spearman's ρ between the trials' values at round k and their best values (a trial
+that ended before k counts with its last value), and the rank at round k of the first trial to
+reach the target.
 
     .venv/bin/python benchmarks/replay_pruners.py s0.json median median:n_warmup_steps=25 successive_halving
 """
@@ -33,13 +38,15 @@ from bench_sweep import pruner_config  # noqa: E402
 
 from ltr.optuna_sweeper import build_pruner  # noqa: E402
 
-ORACLE_WARMUPS = (1, 10, 50)
+ORACLE_WARMUPS = (0, 10, 50)  # in Optuna steps, as n_warmup_steps
 LANDSCAPE_ROUNDS = (5, 10, 25, 50, 100, 200, 300)
 
 
 def replay(trials: list[dict], pruner: optuna.pruners.BasePruner) -> list[int | None]:
     """Per trial, the number of rounds run when ``pruner`` pruned it (``None``: it ran its whole curve)."""
-    study = optuna.create_study(direction="maximize", pruner=pruner)
+    study = optuna.create_study(
+        study_name="replay", direction="maximize", pruner=pruner
+    )  # Hyperband hashes it
     stops = []
     for recorded in trials:
         trial, stop = study.ask(), None
@@ -61,21 +68,37 @@ def value_at(curve: list[float], round_: int) -> float:
     return curve[min(round_, len(curve)) - 1]
 
 
-def oracle_stops(trials: list[dict], winner: int, warmup: int) -> list[int | None]:
-    """Per trial, the first round ≥ ``warmup`` at which its value is below trial ``winner``'s at the
-    same round (``None``: never behind it).
+def oracle_stops(trials: list[dict], keep: int, warmup: int) -> list[int | None]:
+    """Per trial, the first round k > ``warmup`` at which its value is below trial ``keep``'s at round k
+    or ``keep`` has ended (``None``: it is never stopped).
 
-    >>> oracle_stops([{"curve": [0.5, 0.6, 0.7]}, {"curve": [0.6, 0.5, 0.9]}], winner=0, warmup=1)
+    >>> oracle_stops([{"curve": [0.5, 0.6, 0.7]}, {"curve": [0.6, 0.5, 0.9]}], keep=0, warmup=0)
     [None, 2]
     """
-    best = trials[winner]["curve"]
+    kept = trials[keep]["curve"]
     return [
         next(
-            (k for k in range(warmup, len(t["curve"]) + 1) if value_at(t["curve"], k) < value_at(best, k)),
+            (
+                k
+                for k in range(warmup + 1, len(t["curve"]) + 1)
+                if k > len(kept) or value_at(t["curve"], k) < value_at(kept, k)
+            ),
             None,
         )
         for t in trials
     ]
+
+
+def oracle(cpu: list[float], trials: list[dict], target: float, warmup: int) -> tuple[float, int, list]:
+    """The least CPU ratio to reach ``target`` (:func:`cpu_to_reach`) over the trials to keep (those that
+    reach it), with that trial's index and :func:`oracle_stops`."""
+    kept = (
+        (cpu_to_reach(cpu, trials, stops, target), j, stops)
+        for j, t in enumerate(trials)
+        if max(t["curve"]) >= target
+        for stops in [oracle_stops(trials, j, warmup)]
+    )
+    return min(kept, key=lambda row: row[0])
 
 
 def cpu_to_reach(
@@ -127,7 +150,9 @@ def main() -> None:
     print(
         f"seed {data['args']['seed']}: unpruned best {data['unpruned_best']:.4f}, reached at trial {winner + 1}"
     )
-    print("| round | Spearman ρ (value at the round, trial's best) | winner's rank at the round |")
+    print(
+        f"| round | Spearman ρ (value at the round, trial's best) | trial {winner + 1}'s rank at the round |"
+    )
     print("|---|---|---|")
     for k, rho, rank in landscape(trials, winner):
         print(f"| {k} | {rho:+.2f} | {rank} of {n} |")
@@ -136,7 +161,9 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|")
     named = [(spec, replay(trials, build_pruner(pruner_config(spec, trees)))) for spec in args.pruners]
-    named += [(f"oracle, warm-up {w}", oracle_stops(trials, winner, w)) for w in ORACLE_WARMUPS]
+    for w in ORACLE_WARMUPS:
+        _, keep, stops = oracle(cpu, trials, target, w)
+        named.append((f"oracle, warm-up {w}, keeping trial {keep + 1}", stops))
     rounds = [len(t["curve"]) for t in trials]
     for name, stops in named:
         run = [stop or full for stop, full in zip(stops, rounds, strict=True)]

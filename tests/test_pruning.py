@@ -396,9 +396,11 @@ def test_the_pruner_replay_stops_a_recorded_curve_where_the_pruner_says_and_keep
     assert bench.replay(trials, pruner) == [None, None, 4, None]
 
 
-def test_the_oracle_bound_stops_each_trial_the_first_round_after_warm_up_that_it_is_behind_the_winner():
-    """benchmarks/replay_pruners.py's oracle: the most a pruner comparing trials at equal rounds could
-    stop while keeping the winning trial, and the CPU ratio that costs (values worked by hand)."""
+def test_the_oracle_bound_stops_each_trial_the_first_round_after_warm_up_that_it_is_behind_the_kept_one():
+    """benchmarks/replay_pruners.py's oracle: the most a pruner with one threshold per round could stop
+    while keeping a trial that reaches the target, and the CPU ratio that costs (worked by hand)."""
+    import doctest
+
     from helpers import benchmark_module
 
     bench = benchmark_module("replay_pruners")
@@ -407,26 +409,61 @@ def test_the_oracle_bound_stops_each_trial_the_first_round_after_warm_up_that_it
     ahead = {"curve": [0.9, 0.9, 0.9, 0.9]}
     short = {"curve": [0.1, 0.45]}  # ended at round 2: behind at round 1 only
     trials = [crossed, ahead, short, winner]
-    assert bench.oracle_stops(trials, winner=3, warmup=1) == [3, None, 1, None]
-    assert bench.oracle_stops(trials, winner=3, warmup=2) == [3, None, None, None]
-    # "ahead" is the first trial to reach 0.85; with it kept: 3/4·1 + 1 = 1.75 of 2 CPU seconds
-    assert bench.cpu_to_reach([1.0] * 4, trials, [3, None, 1, None], 0.85) == 0.875
-    # with "ahead" pruned too, the target 0.7 is reached at the winner, trial 4: 3/4 + 2/4 + 1/2 + 1
-    # CPU seconds over the 2 the unpruned search spent up to "ahead"; with the winner pruned, never
-    assert bench.cpu_to_reach([1.0] * 4, trials, [3, 2, 1, None], 0.7) == (0.75 + 0.5 + 0.5 + 1.0) / 2.0
-    assert bench.cpu_to_reach([1.0] * 4, trials, [3, 2, 1, 2], 0.7) is None
+    # warm-up as Optuna's n_warmup_steps: 0 may stop from round 1, 1 from round 2
+    assert bench.oracle_stops(trials, keep=3, warmup=0) == [3, None, 1, None]
+    assert bench.oracle_stops(trials, keep=3, warmup=1) == [3, None, None, None]
+    # a trial that outlives the kept one is stopped the round after the kept one ended
+    assert bench.oracle_stops(trials, keep=2, warmup=0) == [
+        3,
+        3,
+        None,
+        2,
+    ]  # the winner: 0.4 < 0.45 at round 2
+    # "ahead" is the first trial to reach 0.85; with it kept: 3/4·1 + 2 of the 3 CPU seconds to it
+    cpu = [1.0, 2.0, 4.0, 8.0]
+    assert bench.cpu_to_reach(cpu, trials, [3, None, 1, None], 0.85) == (0.75 + 2.0) / 3.0
+    # with "ahead" pruned too, the target 0.7 is reached at the winner, trial 4: 3/4 + 2·2/4 + 4·1/2 + 8
+    # CPU seconds over the 3 the unpruned search spent up to "ahead"; with the winner pruned, never
+    assert bench.cpu_to_reach(cpu, trials, [3, 2, 1, None], 0.7) == (0.75 + 1.0 + 2.0 + 8.0) / 3.0
+    assert bench.cpu_to_reach(cpu, trials, [3, 2, 1, 2], 0.7) is None
+    # the oracle keeps whichever trial reaching the target is cheapest: "ahead" (round 1 stops the
+    # others behind it) rather than the winner
+    ratio, keep, stops = bench.oracle(cpu, trials, 0.7, warmup=0)
+    assert (keep, stops) == (1, [1, None, 1, 1]) and ratio == (0.25 + 2.0) / 3.0
+    # not always the first trial to reach the target: keeping a slow starter means running the others
+    # longer, keeping a later fast one stops them at round 1 (4·1/4 + 1·1/4 + 1 of the 5 CPU seconds
+    # to the slow starter, against 4 + 1 of 5 when keeping it)
+    mediocre, slow, fast = (
+        {"curve": [0.5, 0.55, 0.6, 0.6]},
+        {"curve": [0.1, 0.2, 0.3, 0.8]},
+        {"curve": [0.6, 0.7, 0.75, 0.78]},
+    )
+    assert (
+        bench.cpu_to_reach(
+            [4.0, 1.0, 1.0], [mediocre, slow, fast], bench.oracle_stops([mediocre, slow, fast], 1, 0), 0.77
+        )
+        == 1.0
+    )
+    ratio, keep, _ = bench.oracle([4.0, 1.0, 1.0], [mediocre, slow, fast], 0.77, warmup=0)
+    assert (keep, ratio) == (2, 0.45)
+    assert doctest.testmod(bench).failed == 0
 
 
-def test_the_landscape_ranks_the_winner_and_correlates_early_values_with_final_ones():
-    """Spearman's ρ of each trial's value at round k with its best, and the winner's rank at round k."""
+def test_the_landscape_ranks_the_first_trial_to_reach_the_target_and_correlates_early_values_with_best():
+    """Spearman's ρ (a rank correlation, not Pearson) of each trial's value at round k with its best
+    value (not its last), and the given trial's rank at round k."""
     from helpers import benchmark_module
 
     bench = benchmark_module("replay_pruners")
-    # at round 5 the order is the reverse of the best values (ρ = −1): the winner is last of three
-    trials = [{"curve": [0.5] * 5 + [0.6]}, {"curve": [0.4] * 5 + [0.7]}, {"curve": [0.3] * 5 + [0.8]}]
+    trials = [
+        {"curve": [0.5] * 5 + [0.6]},
+        {"curve": [0.4] * 5 + [0.7]},
+        {"curve": [0.3] * 5 + [0.8, 0.1]},  # its last value is its worst: ρ uses its best, 0.8
+        {"curve": [0.01] * 5 + [0.9]},  # far below the others at round 5: Pearson would not give −1
+    ]
     rows = {k: (rho, rank) for k, rho, rank in bench.landscape(trials, winner=2)}
-    assert rows[5] == (-1.0, 3)
-    assert rows[10] == (1.0, 1)  # from round 6 on the curves have reached their best
+    assert rows[5] == (-1.0, 3)  # at round 5 the order is the reverse of the best values'
+    assert rows[10][1] == 4  # from round 7 the third trial holds its last value, 0.1: last of four
 
 
 def test_the_sweep_benchmark_runs_on_letor_files_of_ones_own(tmp_path, monkeypatch, capsys):
@@ -463,10 +500,12 @@ def test_the_sweep_benchmark_runs_on_letor_files_of_ones_own(tmp_path, monkeypat
     recorded = json.loads((tmp_path / "r.json").read_text())
     assert [len(recorded["trials"][name]) for name in ("none", "median")] == [2, 2]
     for wrong, message in (
-        (given[:2], "--train and --valid go together"),
-        (["--train", str(tmp_path / "nope.txt"), *given[2:]], "nope.txt: no such file"),
+        ([*given[:2], *common], "--train and --valid go together"),
+        ([*given[2:], *common], "--train and --valid go together"),
+        (["--train", str(tmp_path / "nope.txt"), *given[2:], *common], "nope.txt: no such file"),
+        ([*given, *common[:-1], "1"], "--setup-trials: at least 2"),
     ):
-        monkeypatch.setattr("sys.argv", ["bench_sweep.py", *wrong, *common])
+        monkeypatch.setattr("sys.argv", ["bench_sweep.py", *wrong])
         with pytest.raises(SystemExit) as exit_:
             bench.main()
         assert exit_.value.code == 2 and message in capsys.readouterr().err
