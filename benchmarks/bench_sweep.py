@@ -26,9 +26,10 @@ Reported:
         --trees 500 --seed 0 --engines lightgbm --json s0.json
     OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/bench_sweep.py --only-setup --engines xgboost
 
-``--train``/``--valid`` run the same comparison on LETOR files of your own instead (e.g. MSLR-WEB30K
-Fold 1's ``train.txt`` and ``vali.txt``, read with ``ltr.data.load_svmlight``), so the synthetic
-data's verdict can be checked on real data:
+``--train`` with ``--valid`` (or ``--holdout F``: the last share F of the training file's queries, in
+file order) runs the same comparison on LETOR files of your own instead (e.g. MSLR-WEB30K Fold 1's
+``train.txt`` and ``vali.txt``, read with ``ltr.data.load_svmlight``), so the synthetic data's
+verdict can be checked on real data:
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/bench_sweep.py \\
         --train Fold1/train.txt --valid Fold1/vali.txt --trials 40 --trees 500 --engines lightgbm --json real.json
@@ -51,9 +52,9 @@ from omegaconf import OmegaConf
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_training_overhead import MSLR_TRAIN, MSLR_VALID, synthetic_split  # noqa: E402
 
-from ltr.data import load_svmlight  # noqa: E402
+from ltr.data import RankingData, load_svmlight  # noqa: E402
 from ltr.data.shards import widen  # noqa: E402
-from ltr.errors import LtrError  # noqa: E402
+from ltr.errors import ConfigError, LtrError  # noqa: E402
 from ltr.models.binned import BINNED  # noqa: E402
 from ltr.models.lgbm import LambdaMART  # noqa: E402
 from ltr.models.xgb import XGBoostLambdaMART  # noqa: E402
@@ -298,6 +299,26 @@ def print_searches(train, valid, args) -> None:
         args.json.write_text(json.dumps({**results, "rows": rows, "trials": trials}, indent=1, default=str))
 
 
+def load_data(args: argparse.Namespace) -> tuple[RankingData, RankingData]:
+    """The train and valid splits: ``--train`` with ``--valid`` or ``--holdout``, else synthetic."""
+    if args.train is None:
+        train = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_TRAIN), seed=1, name="train")
+        valid = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_VALID), seed=2, name="valid")
+        return train, valid
+    train = load_svmlight(args.train, name=str(args.train))
+    if args.holdout is not None:
+        held = max(1, round(args.holdout * train.n_queries))
+        if held >= train.n_queries:
+            raise ConfigError(
+                f"--holdout {args.holdout}: {args.train} has {train.n_queries} queries, none left to train on"
+            )
+        cut = train.n_queries - held
+        return train.subset(np.arange(cut)), train.subset(np.arange(cut, train.n_queries), name="holdout")
+    valid = load_svmlight(args.valid, name=str(args.valid))
+    width = max(train.n_features, valid.n_features)  # a sparse file may not use the last features
+    return widen(train, width), widen(valid, width)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=0.02, help="fraction of the MSLR-WEB30K Fold 1 sizes")
@@ -337,25 +358,26 @@ def main() -> None:
     parser.add_argument("--only-setup", action="store_true", help="skip the searches; time the setup only")
     parser.add_argument("--train", type=Path, help="a LETOR training file to use instead of synthetic data")
     parser.add_argument("--valid", type=Path, help="its validation file (with --train)")
+    parser.add_argument(
+        "--holdout", type=float, help="instead of --valid: validate on the last share of --train's queries"
+    )
     args = parser.parse_args()
     if args.setup_trials < 2:
         parser.error("--setup-trials: at least 2 (the first builds the shared data, the others reuse it)")
-    if (args.train is None) != (args.valid is None):
-        parser.error("--train and --valid go together")
+    if (args.train is None) != (args.valid is None and args.holdout is None):
+        parser.error("--train goes with one of --valid or --holdout, and they with --train")
+    if args.valid is not None and args.holdout is not None:
+        parser.error("--valid or --holdout, not both")
+    if args.holdout is not None and not 0 < args.holdout < 1:
+        parser.error(f"--holdout: a share between 0 and 1, got {args.holdout}")
     engines = args.engines.split(",")
     if unknown := sorted(set(engines) - set(SETUP_NAMES)):
         parser.error(f"--engines: unknown {', '.join(unknown)}; choose from {', '.join(SETUP_NAMES)}")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    if args.train:
-        try:
-            train, valid = (load_svmlight(path, name=str(path)) for path in (args.train, args.valid))
-        except (LtrError, OSError) as exc:
-            parser.error(str(exc))
-        width = max(train.n_features, valid.n_features)  # a sparse file may not use the last features
-        train, valid = widen(train, width), widen(valid, width)
-    else:
-        train = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_TRAIN), seed=1, name="train")
-        valid = synthetic_split(*(max(1, int(n * args.scale)) for n in MSLR_VALID), seed=2, name="valid")
+    try:
+        train, valid = load_data(args)
+    except (LtrError, OSError) as exc:
+        parser.error(str(exc))
     print(
         f"data: train {train.n_queries} queries / {train.n_docs} rows, valid {valid.n_queries} / {valid.n_docs}"
     )

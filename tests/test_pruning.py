@@ -467,8 +467,8 @@ def test_the_landscape_ranks_the_first_trial_to_reach_the_target_and_correlates_
 
 
 def test_the_sweep_benchmark_runs_on_letor_files_of_ones_own(tmp_path, monkeypatch, capsys):
-    """bench_sweep.py --train/--valid: the searches run on the given files, not on the synthetic data,
-    and a missing file or a lone --train is a usage error, not a traceback."""
+    """bench_sweep.py --train with --valid or --holdout: the searches run on the given files, not on the
+    synthetic data; a missing file or a wrong combination is a usage error, not a traceback."""
     from helpers import benchmark_module
 
     from ltr.data.textgen import write_letor_splits
@@ -481,6 +481,8 @@ def test_the_sweep_benchmark_runs_on_letor_files_of_ones_own(tmp_path, monkeypat
     for split, path in files.items():
         lines = path.read_text().splitlines()
         counts[split] = (len({line.split()[1] for line in lines}), len(lines))
+    train_qids = [line.split()[1] for line in files["train"].read_text().splitlines()]
+    train_sizes = [train_qids.count(q) for q in dict.fromkeys(train_qids)]  # per query, in file order
     common = [
         "--trials",
         "2",
@@ -499,9 +501,17 @@ def test_the_sweep_benchmark_runs_on_letor_files_of_ones_own(tmp_path, monkeypat
     assert f"data: train {tq} queries / {tr} rows, valid {vq} / {vr}" in capsys.readouterr().out
     recorded = json.loads((tmp_path / "r.json").read_text())
     assert [len(recorded["trials"][name]) for name in ("none", "median")] == [2, 2]
+    # --holdout: the last 30 % of the training file's 30 queries (9) validate, the first 21 train
+    monkeypatch.setattr("sys.argv", ["bench_sweep.py", *given[:2], "--holdout", "0.3", *common])
+    bench.main()
+    assert f"data: train 21 queries / {sum(train_sizes[:21])} rows, valid 9 / {sum(train_sizes[21:])}" in (
+        capsys.readouterr().out
+    )
     for wrong, message in (
-        ([*given[:2], *common], "--train and --valid go together"),
-        ([*given[2:], *common], "--train and --valid go together"),
+        ([*given[:2], *common], "--train goes with one of --valid or --holdout"),
+        ([*given[2:], *common], "--train goes with one of --valid or --holdout"),
+        ([*given, "--holdout", "0.3", *common], "--valid or --holdout, not both"),
+        ([*given[:2], "--holdout", "1", *common], "--holdout: a share between 0 and 1, got 1.0"),
         (["--train", str(tmp_path / "nope.txt"), *given[2:], *common], "nope.txt: no such file"),
         ([*given, *common[:-1], "1"], "--setup-trials: at least 2"),
     ):
