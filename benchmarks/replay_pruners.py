@@ -44,9 +44,8 @@ LANDSCAPE_ROUNDS = (5, 10, 25, 50, 100, 200, 300)
 
 def replay(trials: list[dict], pruner: optuna.pruners.BasePruner) -> list[int | None]:
     """Per trial, the number of rounds run when ``pruner`` pruned it (``None``: it ran its whole curve)."""
-    study = optuna.create_study(
-        study_name="replay", direction="maximize", pruner=pruner
-    )  # Hyperband hashes it
+    # named: Hyperband assigns trials to brackets by a hash of the study name (unnamed = random)
+    study = optuna.create_study(study_name="replay", direction="maximize", pruner=pruner)
     stops = []
     for recorded in trials:
         trial, stop = study.ask(), None
@@ -92,13 +91,12 @@ def oracle_stops(trials: list[dict], keep: int, warmup: int) -> list[int | None]
 def oracle(cpu: list[float], trials: list[dict], target: float, warmup: int) -> tuple[float, int, list]:
     """The least CPU ratio to reach ``target`` (:func:`cpu_to_reach`) over the trials to keep (those that
     reach it), with that trial's index and :func:`oracle_stops`."""
-    kept = (
-        (cpu_to_reach(cpu, trials, stops, target), j, stops)
-        for j, t in enumerate(trials)
-        if max(t["curve"]) >= target
-        for stops in [oracle_stops(trials, j, warmup)]
-    )
-    return min(kept, key=lambda row: row[0])
+    candidates = []
+    for keep, trial in enumerate(trials):
+        if max(trial["curve"]) >= target:
+            stops = oracle_stops(trials, keep, warmup)
+            candidates.append((cpu_to_reach(cpu, trials, stops, target), keep, stops))
+    return min(candidates, key=lambda row: row[0])
 
 
 def cpu_to_reach(

@@ -412,13 +412,9 @@ def test_the_oracle_bound_stops_each_trial_the_first_round_after_warm_up_that_it
     # warm-up as Optuna's n_warmup_steps: 0 may stop from round 1, 1 from round 2
     assert bench.oracle_stops(trials, keep=3, warmup=0) == [3, None, 1, None]
     assert bench.oracle_stops(trials, keep=3, warmup=1) == [3, None, None, None]
-    # a trial that outlives the kept one is stopped the round after the kept one ended
-    assert bench.oracle_stops(trials, keep=2, warmup=0) == [
-        3,
-        3,
-        None,
-        2,
-    ]  # the winner: 0.4 < 0.45 at round 2
+    # a trial that outlives the kept one is stopped the round after the kept one ended; the winner
+    # earlier, at round 2 (0.4 < 0.45)
+    assert bench.oracle_stops(trials, keep=2, warmup=0) == [3, 3, None, 2]
     # "ahead" is the first trial to reach 0.85; with it kept: 3/4·1 + 2 of the 3 CPU seconds to it
     cpu = [1.0, 2.0, 4.0, 8.0]
     assert bench.cpu_to_reach(cpu, trials, [3, None, 1, None], 0.85) == (0.75 + 2.0) / 3.0
@@ -477,34 +473,24 @@ def test_the_sweep_benchmark_runs_on_letor_files_of_ones_own(tmp_path, monkeypat
     files = write_letor_splits(
         tmp_path, n_queries={"train": 30, "valid": 12}, docs_per_query=20, n_features=8
     )
-    counts = {}
+    sizes = {}  # per split, documents per query in file order (read from the text, not by ltr)
     for split, path in files.items():
-        lines = path.read_text().splitlines()
-        counts[split] = (len({line.split()[1] for line in lines}), len(lines))
-    train_qids = [line.split()[1] for line in files["train"].read_text().splitlines()]
-    train_sizes = [train_qids.count(q) for q in dict.fromkeys(train_qids)]  # per query, in file order
-    common = [
-        "--trials",
-        "2",
-        "--trees",
-        "5",
-        "--no-equal-budget",
-        "--engines",
-        "lightgbm",
-        "--setup-trials",
-        "2",
-    ]
+        qids = [line.split()[1] for line in path.read_text().splitlines()]
+        sizes[split] = [qids.count(q) for q in dict.fromkeys(qids)]
+    common = shlex.split("--trials 2 --trees 5 --no-equal-budget --engines lightgbm --setup-trials 2")
     given = ["--train", str(files["train"]), "--valid", str(files["valid"])]
     monkeypatch.setattr("sys.argv", ["bench_sweep.py", *given, *common, "--json", str(tmp_path / "r.json")])
     bench.main()
-    (tq, tr), (vq, vr) = counts["train"], counts["valid"]
-    assert f"data: train {tq} queries / {tr} rows, valid {vq} / {vr}" in capsys.readouterr().out
+    train, valid = sizes["train"], sizes["valid"]
+    assert f"data: train {len(train)} queries / {sum(train)} rows, valid {len(valid)} / {sum(valid)}" in (
+        capsys.readouterr().out
+    )
     recorded = json.loads((tmp_path / "r.json").read_text())
     assert [len(recorded["trials"][name]) for name in ("none", "median")] == [2, 2]
     # --holdout: the last 30 % of the training file's 30 queries (9) validate, the first 21 train
     monkeypatch.setattr("sys.argv", ["bench_sweep.py", *given[:2], "--holdout", "0.3", *common])
     bench.main()
-    assert f"data: train 21 queries / {sum(train_sizes[:21])} rows, valid 9 / {sum(train_sizes[21:])}" in (
+    assert f"data: train 21 queries / {sum(train[:21])} rows, valid 9 / {sum(train[21:])}" in (
         capsys.readouterr().out
     )
     for wrong, message in (
