@@ -4,7 +4,7 @@ In one run, on the same file, with pinned thread counts, the measurements interl
 (so a busy machine slows them alike), median of ``--repeats`` rounds:
 
 * (a) decompression alone: ``gzip -dc FILE > /dev/null`` (the system tool, its own process) and
-  Python's zlib streaming through ltr's own reader (:func:`ltr.compression.open_input`, 16 MB reads);
+  Python's zlib streaming through ltr's own reader (:func:`ltr.io.compression.open_input`, 16 MB reads);
 * (b) plain parse: ``load_svmlight(train.txt)`` (numba engine, memory-mapped windows, two passes);
 * (c) compressed parse: ``load_svmlight(train.txt.gz)`` (one pass over the decompressed stream,
   decompression in a thread overlapping the parse);
@@ -81,7 +81,7 @@ def decompress_python(path: Path) -> int:
     """Stream the decompressed bytes through ltr's reader into one reused 16 MB buffer."""
     import numpy as np
 
-    from ltr.compression import open_input
+    from ltr.io.compression import open_input
 
     buf = memoryview(np.empty(16 << 20, dtype=np.uint8))
     total = 0

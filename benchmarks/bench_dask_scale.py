@@ -4,7 +4,7 @@ trained on a 2-worker LocalCluster while the driver's address space is capped.
 Three runs, each in its own process (so each peak RSS is its own):
 
 1. ``dask-full``: the whole generated training set (many shard files) and the valid/test files
-   (cut into byte ranges) are parsed *on the workers* (:func:`ltr.models.dask_shards.load_sharded`),
+   (cut into byte ranges) are parsed *on the workers* (:func:`ltr.distributed.shards.load_sharded`),
    LambdaMART is trained with ``lightgbm.dask`` (early stopping from the validation curve computed
    on the workers) and test NDCG@10 is computed on the workers. After the cluster is up, the
    driver caps its own address space with ``RLIMIT_AS`` at its current size plus ``--driver-cap-mb``
@@ -109,8 +109,8 @@ def run_dask(directory: Path, n_files: int | None, cap_mb: int, worker_memory: s
     from distributed import Client, LocalCluster
 
     from ltr.data import _fastparse  # noqa: F401  (numba kernels)
-    from ltr.models.dask_backend import build_dask_ranker
-    from ltr.models.dask_shards import load_sharded, per_query_metrics
+    from ltr.distributed.backend import build_dask_ranker
+    from ltr.distributed.shards import load_sharded, per_query_metrics
 
     files = sorted((directory / "train").glob("train-*.txt"))[: n_files or None]
     opts = {"n_features": n_features}

@@ -3,8 +3,8 @@ shared binned Dataset, on MSLR-WEB30K-shaped synthetic data (``bench_training_ov
 
 The searches run in this process with the same search space as
 ``conf/hparams_search/lambdamart_optuna.yaml`` and the same seeded sampler as ``ltr``'s sweeper
-(``ltr.study.seeded_sampler``: TPE seeded ``seed + position``); each trial is a real ``ltr`` LambdaMART
-fit whose ``on_iteration`` is ``ltr.pruning.PruningHook`` on the trial. The unpruned search is compared
+(``ltr.sweep.study.seeded_sampler``: TPE seeded ``seed + position``); each trial is a real ``ltr`` LambdaMART
+fit whose ``on_iteration`` is ``ltr.sweep.pruning.PruningHook`` on the trial. The unpruned search is compared
 with each ``--pruner`` (a ``conf/hparams_search/pruner/`` option with ``key=value`` overrides, read from
 its YAML as a sweep composes it; default: ``median``, the option a user opts into — the shipped searches
 do not prune). Validation NDCG@10 is meaningful: the valid split has the training split's relevance
@@ -19,7 +19,7 @@ Reported:
   pruned searches go on until their CPU seconds reach the unpruned search's). Ratios: the time to reach
   over the unpruned search's time to reach (the issue's target: ≤ 1/3) and over its whole time;
 * per-trial data setup — building the train + valid binned data, LightGBM's Datasets and XGBoost's
-  QuantileDMatrix (``--engines``) — when every trial builds its own (``ltr.models.binned.BINNED`` off)
+  QuantileDMatrix (``--engines``) — when every trial builds its own (``ltr.models.engines.binned.BINNED`` off)
   and when trials with equal binning reuse the first one's (``BINNED`` on): median seconds.
 
     OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/bench_sweep.py --scale 0.02 --trials 40 \\
@@ -52,16 +52,16 @@ from omegaconf import OmegaConf
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_training_overhead import MSLR_TRAIN, MSLR_VALID, synthetic_split  # noqa: E402
 
+from ltr.core.errors import ConfigError, LtrError  # noqa: E402
 from ltr.data import RankingData, load_svmlight  # noqa: E402
 from ltr.data.shards import widen  # noqa: E402
-from ltr.errors import ConfigError, LtrError  # noqa: E402
-from ltr.models.binned import BINNED  # noqa: E402
-from ltr.models.lgbm import LambdaMART  # noqa: E402
-from ltr.models.xgb import XGBoostLambdaMART  # noqa: E402
-from ltr.optuna_sweeper import build_pruner  # noqa: E402
-from ltr.pruning import PruningHook  # noqa: E402
-from ltr.search_space import parse_search_space  # noqa: E402
-from ltr.study import seeded_sampler  # noqa: E402
+from ltr.models.engines.binned import BINNED  # noqa: E402
+from ltr.models.engines.lgbm import LambdaMART  # noqa: E402
+from ltr.models.engines.xgb import XGBoostLambdaMART  # noqa: E402
+from ltr.sweep.pruning import PruningHook  # noqa: E402
+from ltr.sweep.search_space import parse_search_space  # noqa: E402
+from ltr.sweep.study import seeded_sampler  # noqa: E402
+from ltr.sweep.sweeper import build_pruner  # noqa: E402
 
 SPACE = {  # conf/hparams_search/lambdamart_optuna.yaml
     "learning_rate": "tag(log, interval(0.01, 0.3))",

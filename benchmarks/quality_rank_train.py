@@ -32,7 +32,7 @@ from ltr.data.svmlight import load_svmlight  # noqa: E402
 from ltr.metrics import evaluate  # noqa: E402
 from ltr.models import available_models  # noqa: E402
 from ltr.models.crossval import cross_val_scores  # noqa: E402
-from ltr.models.ensemble import compose_model_config  # noqa: E402
+from ltr.models.ensembles.members import compose_model_config  # noqa: E402
 from ltr.stats import bootstrap_ci, paired_bootstrap_ci  # noqa: E402
 
 #: Where the file sits inside the real-data folder that ``$LTR_TEST_DATA`` names (the tests' setting).

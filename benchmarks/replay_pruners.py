@@ -36,7 +36,7 @@ from scipy.stats import spearmanr
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_sweep import pruner_config  # noqa: E402
 
-from ltr.optuna_sweeper import build_pruner  # noqa: E402
+from ltr.sweep.sweeper import build_pruner  # noqa: E402
 
 ORACLE_WARMUPS = (0, 10, 50)  # in Optuna steps, as n_warmup_steps
 LANDSCAPE_ROUNDS = (5, 10, 25, 50, 100, 200, 300)

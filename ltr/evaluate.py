@@ -14,8 +14,8 @@ descending, rank column ignored).
 
 **LETOR data** (``--data``): a LETOR/SVMlight file, or a registry dataset name with ``--split``
 (default ``test``), ``--fold`` / ``--variant`` and ``--dir`` as in ``python -m ltr.data``. Each system
-is a prediction file (``--scores``; formats in :mod:`ltr.predictions`: one score per line in file
-order, or RankLib's ``qid index score``) or a fitted model (``--model``, :mod:`ltr.model_source`),
+is a prediction file (``--scores``; formats in :mod:`ltr.io.predictions`: one score per line in file
+order, or RankLib's ``qid index score``) or a fitted model (``--model``, :mod:`ltr.tracking.loading`),
 scored on the file's rows in file order. Conventions default to preset ``ltr``. ``--write-run``
 writes the single system's scores as a TREC run (docno = the row's ``#docid`` comment, else its row
 number; tag = the system's name), ``--write-scores`` one score per line.
@@ -29,14 +29,14 @@ preset skips (NaN: no relevant document under ``no_relevant=skip``) is ``null`` 
 left out of the mean, and counted in ``n_skipped`` when every measure skips it; ``n_queries`` counts
 the others.
 
-``--compare`` (≥ 2 systems) prints :func:`ltr.comparison.compare`'s leaderboard instead: mean and
+``--compare`` (≥ 2 systems) prints :func:`ltr.analysis.comparison.compare`'s leaderboard instead: mean and
 bootstrap CI per system and measure, paired differences against the baseline (the first system, or
 ``--baseline`` by name or as given on the command line) with CIs, paired tests Holm-corrected over
 the comparisons, effect sizes and win/tie/loss counts. Systems evaluated on different query sets
 (TREC runs that retrieve different topics) are refused with an error naming them. System names are
 the run tags (TREC), file names (``--scores``) or model names (``--model``), or the arguments as
 given when those are not distinct; the ``--scores`` files come first, then the ``--model`` sources,
-each in command-line order. With ≥ 2 measures the metric agreement of :mod:`ltr.agreement` follows
+each in command-line order. With ≥ 2 measures the metric agreement of :mod:`ltr.analysis.agreement` follows
 (Kendall's τ/τ_AP between the system rankings, per-query correlations, discriminative power; ``--json``:
 the ``agreement`` key).
 """
@@ -53,18 +53,19 @@ from typing import Any
 
 import numpy as np
 
+from ltr.cli import print_result, run_cli
+from ltr.core.errors import ConfigError
+from ltr.core.resources import work_root
 from ltr.data import RankingData
 from ltr.data.registry import REGISTRY, default_dir, load_dataset
 from ltr.data.svmlight import load_svmlight
-from ltr.entry import print_result, run_cli
-from ltr.errors import ConfigError
+from ltr.io.predictions import SCORE_FORMATS, read_scores, write_scores
+from ltr.io.trec import docnos, read_qrels, read_run, write_trec_run
 from ltr.metrics.compute import evaluate
 from ltr.metrics.conventions import PRESETS, describe_conventions
-from ltr.metrics.trec import TrecResult, evaluate_trec, format_trec, read_qrels, read_run, trec_measures
-from ltr.model_source import load_model
-from ltr.predictions import SCORE_FORMATS, docnos, read_scores, write_scores, write_trec_run
-from ltr.resources import work_root
-from ltr.tracking import resolve_tracking_uri
+from ltr.metrics.trec import TrecResult, evaluate_trec, format_trec, trec_measures
+from ltr.tracking.loading import load_model
+from ltr.tracking.store import resolve_tracking_uri
 
 #: Measures when no ``-m`` is given: trec_eval's defaults for runs, ltr's usual set for LETOR data.
 TREC_DEFAULT_MEASURES = ("ndcg", "map", "P", "recall", "recip_rank")
@@ -312,7 +313,7 @@ def result_json(result: TrecResult, conventions: dict[str, str]) -> dict[str, An
 def _leaderboard(systems: list[System], args: argparse.Namespace) -> Any:
     import pandas as pd  # deferred: pandas (~0.3 s) only for --compare
 
-    from ltr.comparison import compare  # deferred: imports pandas; only --compare needs it
+    from ltr.analysis.comparison import compare  # deferred: imports pandas; only --compare needs it
 
     baseline = systems[0].name
     if args.baseline is not None:
@@ -326,10 +327,10 @@ def _leaderboard(systems: list[System], args: argparse.Namespace) -> Any:
 
 
 def _agreement(systems: list[System], args: argparse.Namespace) -> Any:
-    """:func:`ltr.agreement.metric_agreement` of the measures (``None`` with fewer than 2 measures)."""
+    """:func:`ltr.analysis.agreement.metric_agreement` of the measures (``None`` with fewer than 2 measures)."""
     import pandas as pd  # deferred: pandas (~0.3 s) only for --compare
 
-    from ltr.agreement import metric_agreement  # deferred: imports pandas; only --compare needs it
+    from ltr.analysis.agreement import metric_agreement  # deferred: imports pandas; only --compare needs it
 
     frames = {s.name: pd.DataFrame(s.result.values, index=s.result.topics) for s in systems}
     if len(next(iter(frames.values())).columns) < 2:
@@ -353,12 +354,12 @@ def _report_json(report: Any) -> list[dict[str, Any]]:
 
 
 def _terminal_leaderboard(report: Any, agreement: Any) -> str:
-    """The comparison as ``ltr.compare`` prints it (:func:`ltr.report.print_comparison`): the leaderboard
+    """The comparison as ``ltr.compare`` prints it (:func:`ltr.report.tables.print_comparison`): the leaderboard
     as a terminal table, the per-metric detail and the metric agreement rendered from their Markdown;
     colours only on a terminal, plain text in a pipe or file."""
     from rich.console import Console  # deferred: rich loads only for a printed --compare
 
-    from ltr.report import print_comparison  # deferred: as above
+    from ltr.report.tables import print_comparison  # deferred: as above
 
     console = Console(highlight=False)
     sections = [report.detail_markdown()] + ([agreement.to_markdown()] if agreement is not None else [])
@@ -401,4 +402,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.entry)
+    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.cli)

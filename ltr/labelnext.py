@@ -1,4 +1,4 @@
-"""``python -m ltr.labelnext``: which queries to label next (``ltr.stats.labelnext``).
+"""``python -m ltr.labelnext``: which queries to label next (``ltr.analysis.label_priorities``).
 
     python -m ltr.labelnext --data FILE (--probs PROBS | --probs-model SOURCE)
                             --scores A [--scores B] [-m ndcg@10] [--by variance|expected_change]
@@ -9,7 +9,7 @@ Label distributions per document come from ``--probs`` (``.npy``, or a CSV/white
 one row per data row in file order, column g = P(label = g), rows summing to 1) or from
 ``--probs-model`` (a fitted ``classification`` model, McRank: its predicted class probabilities;
 ``runs:/ID/model``, ``models:/NAME/VERSION`` or a model folder, as ``python -m ltr.evaluate --model``).
-``--scores`` are prediction files (formats of :mod:`ltr.predictions`): system A ranks the
+``--scores`` are prediction files (formats of :mod:`ltr.io.predictions`): system A ranks the
 documents for ``variance``; with a second system B the expected change of the A − B comparison and
 the probability that labelling the query flips the winner are computed too.
 
@@ -28,14 +28,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ltr.analysis.label_priorities import ORDERINGS, LabelPriorities, label_priorities
+from ltr.cli import print_result, run_cli
+from ltr.core.errors import ConfigError, DataError
+from ltr.core.resources import work_root
 from ltr.data.svmlight import load_svmlight
-from ltr.entry import print_result, run_cli
-from ltr.errors import ConfigError, DataError
-from ltr.model_source import load_model
-from ltr.predictions import read_scores
-from ltr.resources import work_root
-from ltr.stats.labelnext import ORDERINGS, LabelPriorities, label_priorities
-from ltr.tracking import resolve_tracking_uri
+from ltr.io.predictions import read_scores
+from ltr.tracking.loading import load_model
+from ltr.tracking.store import resolve_tracking_uri
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -140,4 +140,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.entry)
+    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.cli)

@@ -3,15 +3,15 @@
 A thin command line over the pipeline core. :func:`run` is a function of the resolved config that
 returns the optimised validation metric (so sweepers such as Optuna can use it); the Hydra task
 function of ``python -m ltr.train`` calls :func:`execute` and writes ``ltr_result.json`` into its job
-folder for the sweep summary (:mod:`ltr.sweep`).
+folder for the sweep summary (:mod:`ltr.sweep.summary`).
 
-Flow: check the config (:mod:`ltr.schemas`) → connect to the tracking store (an unreachable server
-fails here) → load the dataset (``data`` group) → :func:`ltr.record.train_and_record`, which opens the
-MLflow run, fits and evaluates with :func:`ltr.pipeline.fit_and_evaluate` (curves logged live) and
-logs the outcome → console table (:mod:`ltr.console`).
+Flow: check the config (:mod:`ltr.experiment.schemas`) → connect to the tracking store (an unreachable server
+fails here) → load the dataset (``data`` group) → :func:`ltr.experiment.record.train_and_record`, which opens the
+MLflow run, fits and evaluates with :func:`ltr.experiment.pipeline.fit_and_evaluate` (curves logged live) and
+logs the outcome → console table (:mod:`ltr.experiment.console`).
 
 Several folds (``data.fold=all`` / ``data.fold=[1,3]`` on a LETOR-layout dataset, ``data.cv.folds=K``
-on your own file) run the fold protocol of :mod:`ltr.folds` instead: one child run per fold under a
+on your own file) run the fold protocol of :mod:`ltr.experiment.folds` instead: one child run per fold under a
 parent run holding the summary (per-fold values, mean ± sd over folds, pooled CI).
 """
 
@@ -27,8 +27,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from rich.console import Console
 
-from ltr.console import print_label_scale, print_run_summary, print_tracker_location
-from ltr.entry import (
+from ltr.cli import (
     config_spelling,
     configure_process_environment,
     exit_with_error,
@@ -37,17 +36,19 @@ from ltr.entry import (
     run_hydra_app,
     spelled_as,
 )
-from ltr.errors import ConfigError, LtrError
-from ltr.provenance import command_line, run_tags
-from ltr.pruning import ENV_SHARE, ENV_TRIAL, hook_from_environment
-from ltr.resources import config_dir
-from ltr.schemas import register_configs, validate_config
-from ltr.shared_data import share_binned_datasets
-from ltr.sweep_runs import COMMAND_ATTR, ENV_PARENT, RUN_ATTR
+from ltr.core.errors import ConfigError, LtrError
+from ltr.core.resources import config_dir
+from ltr.experiment.console import print_label_scale, print_run_summary, print_tracker_location
+from ltr.experiment.provenance import command_line, run_tags
+from ltr.experiment.schemas import register_configs, validate_config
+from ltr.sweep.pruning import ENV_SHARE, ENV_TRIAL, hook_from_environment
+from ltr.sweep.runs import COMMAND_ATTR, ENV_PARENT, RUN_ATTR
+from ltr.sweep.shared_data import share_binned_datasets
+from ltr.sweep.summary import RESULT_FILE
 
 if TYPE_CHECKING:
-    from ltr.folds import FoldsRun
-    from ltr.record import RecordedRun
+    from ltr.experiment.folds import FoldsRun
+    from ltr.experiment.record import RecordedRun
 
 CONF_DIR = config_dir()
 
@@ -67,17 +68,17 @@ def missing_model_message() -> str:
 
 
 def execute(cfg: Any) -> RecordedRun | FoldsRun:
-    """Check, train, evaluate, log and print one configured run (:class:`ltr.record.RecordedRun`), or
-    every fold of a fold protocol (:class:`ltr.folds.FoldsRun`)."""
+    """Check, train, evaluate, log and print one configured run (:class:`ltr.experiment.record.RecordedRun`), or
+    every fold of a fold protocol (:class:`ltr.experiment.folds.FoldsRun`)."""
     # deferred (each): the engines load after configure_process_environment() (see __main__)
-    from ltr.folds import fold_plan, run_folds  # deferred: imports the pipeline
-    from ltr.pipeline import (  # deferred: imports the engines
+    from ltr.experiment.folds import fold_plan, run_folds  # deferred: imports the pipeline
+    from ltr.experiment.pipeline import (  # deferred: imports the engines
         check_data_fits,
         check_run_config,
         data_cluster,
         member_search_path,
     )
-    from ltr.record import connect_and_load, train_and_record  # deferred: imports the pipeline
+    from ltr.experiment.record import connect_and_load, train_and_record  # deferred: imports the pipeline
 
     if cfg.get("model") is None:
         raise ConfigError(missing_model_message())
@@ -161,7 +162,7 @@ def write_job_result(recorded: RecordedRun | FoldsRun, folder: Path) -> Path:
         "test": means.get("test", {}),
     }
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "ltr_result.json"  # ltr.sweep.RESULT_FILE (an entry point: not imported here)
+    path = folder / RESULT_FILE
     path.write_text(json.dumps(record, indent=2, allow_nan=True))
     return path
 

@@ -90,8 +90,8 @@ def compose_config(overrides: list[str], **kwargs: Any):
     """The app's config for ``overrides``, composed as ``python -m ltr.train`` would (typed groups too)."""
     from hydra import compose, initialize_config_dir
 
-    from ltr.resources import config_dir
-    from ltr.schemas import register_configs
+    from ltr.core.resources import config_dir
+    from ltr.experiment.schemas import register_configs
 
     register_configs()
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):

@@ -11,8 +11,8 @@ import pytest
 from helpers import captured_figures
 from scipy import stats
 
-from ltr.agreement import kendall_tau, metric_agreement, tau_ap
-from ltr.errors import ConfigError, DataError
+from ltr.analysis.agreement import kendall_tau, metric_agreement, tau_ap
+from ltr.core.errors import ConfigError, DataError
 from ltr.stats import paired_t_test, randomization_test
 
 
@@ -189,7 +189,7 @@ def test_bad_input_is_named() -> None:
 
 
 def test_asl_plot_has_integer_pair_ticks(tmp_path) -> None:  # noqa: ANN001 - pytest fixture
-    from ltr.plots import plot_asl_curves
+    from ltr.report.plots import plot_asl_curves
 
     agr = metric_agreement(_frames(n_queries=20), B=20, test_B=100)
     with captured_figures() as captured:

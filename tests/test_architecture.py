@@ -33,66 +33,36 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / "ltr"
 #: Layers, lowest first: (name, module prefixes). A module belongs to the layer of its longest
 #: matching prefix (``ltr.data.__main__`` is an entry point although it lives in ``ltr.data``).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    # config_check, resources, pipeline, record, provenance, console, entry, optuna_sweeper and
-    # search_space come with the other work packages of issue 10; a prefix without modules is harmless
-    (
-        "foundation",
-        (
-            "ltr",
-            "ltr.errors",
-            "ltr.ranking",
-            "ltr.config_check",
-            "ltr.resources",
-            "ltr.compression",
-            "ltr.textlines",
-            "ltr.predictions",
-        ),
-    ),
+    ("foundation", ("ltr", "ltr.core")),
+    ("file formats", ("ltr.io",)),
     ("data", ("ltr.data",)),
     ("metrics", ("ltr.metrics",)),
     ("statistics", ("ltr.stats",)),
-    ("click simulation", ("ltr.clicks",)),
+    ("click logs", ("ltr.clicks",)),
     ("models", ("ltr.models",)),
-    (
-        "reporting",
-        ("ltr.comparison", "ltr.agreement", "ltr.segments", "ltr.report", "ltr.plots", "ltr.progress"),
-    ),
+    ("distributed", ("ltr.distributed",)),
+    ("analysis", ("ltr.analysis",)),
+    ("reports", ("ltr.report",)),
     ("tracking", ("ltr.tracking",)),
     ("export", ("ltr.export",)),
+    ("command plumbing", ("ltr.cli",)),
+    ("sweeps", ("ltr.sweep",)),
+    ("experiments", ("ltr.experiment",)),
     (
-        "application",
-        (
-            "ltr.schemas",
-            "ltr.pipeline",
-            "ltr.record",
-            "ltr.provenance",
-            "ltr.console",
-            "ltr.entry",
-            "ltr.optuna_sweeper",
-            "ltr.search_space",
-            "ltr.pruning",
-            "ltr.study",
-            "ltr.sweep_runs",
-            "ltr.shared_data",
-            "ltr.model_source",
-            "ltr.folds",
-        ),
-    ),  # fmt: skip
-    (
-        "entry points",
+        "commands",
         (
             "ltr.train",
             "ltr.compare",
             "ltr.evaluate",
-            "ltr.data.__main__",
-            "ltr.sweep",
-            "ltr.export.__main__",
-            "ltr.clicks.__main__",
             "ltr.labelnext",
+            "ltr.data.__main__",
+            "ltr.clicks.__main__",
+            "ltr.export.__main__",
+            "ltr.tracking.__main__",
         ),
     ),
 )
-#: Entry points (command lines and the Hydra sweep callback): none may import another.
+#: Commands (``python -m ltr.…``): none may import another.
 ENTRY_POINTS = frozenset(LAYERS[-1][1])
 #: Third-party packages too slow to import (or optional) to load at module level where they are
 #: not needed; a function-local import of one needs a ``# deferred:`` reason.
@@ -333,17 +303,20 @@ def test_import_graph_keeps_the_layers() -> None:
 #: What importing a lower stage may load besides numpy/scipy (``numba``: compiled kernels). The data
 #: stage stays free of numba until a file is parsed with the fast engine or cached.
 IMPORT_ALLOWS: dict[str, frozenset[str]] = {
+    "ltr.io.trec": frozenset(),
+    "ltr.io.predictions": frozenset(),
     "ltr.data": frozenset(),
     "ltr.metrics": frozenset({"numba"}),
     "ltr.stats": frozenset({"numba"}),
     "ltr.clicks": frozenset({"numba"}),
     "ltr.models": frozenset({"numba"}),  # engines load when a model is fitted (below)
-    "ltr.comparison": frozenset({"numba", "pandas"}),
-    "ltr.agreement": frozenset({"numba", "pandas"}),
-    "ltr.segments": frozenset({"numba", "pandas"}),
-    "ltr.report": frozenset(),
-    "ltr.plots": frozenset(),
-    "ltr.progress": frozenset(),
+    "ltr.analysis.comparison": frozenset({"numba", "pandas"}),
+    "ltr.analysis.agreement": frozenset({"numba", "pandas"}),
+    "ltr.analysis.segments": frozenset({"numba", "pandas"}),
+    "ltr.report.tables": frozenset(),
+    "ltr.report.plots": frozenset(),
+    "ltr.report.progress": frozenset(),
+    "ltr.tracking.store": frozenset(),
     "ltr.evaluate": frozenset({"numba"}),
     "ltr.export": frozenset(),
     "ltr.export.__main__": frozenset({"numba"}),  # ONNX, MLflow and the engines load only when used

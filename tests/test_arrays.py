@@ -1,12 +1,12 @@
-"""ltr.arrays.float_array: the one opening of every per-query input check (metrics, stats, corrections, HSD)."""
+"""ltr.core.arrays.float_array: the one opening of every per-query input check (metrics, stats, corrections, HSD)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ltr.arrays import float_array
-from ltr.errors import ConfigError, DataError, MetricError
+from ltr.core.arrays import float_array
+from ltr.core.errors import ConfigError, DataError, MetricError
 from ltr.metrics import mean
 from ltr.stats import holm, tukey_hsd
 

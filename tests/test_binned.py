@@ -1,4 +1,4 @@
-"""Binned training data shared across fits (ltr/models/binned.py): XGBoost's QuantileDMatrix.
+"""Binned training data shared across fits (ltr/models/engines/binned.py): XGBoost's QuantileDMatrix.
 
 The truth is XGBoost: a fit on a shared matrix must predict exactly like ``xgboost.train`` on a freshly
 built ``QuantileDMatrix`` with the same parameters; the matrices built are counted by wrapping
@@ -15,9 +15,9 @@ import xgboost
 from helpers import TINY_DATA, run_train_cli
 
 from ltr.data import RankingData
-from ltr.models.binned import BINNED
+from ltr.models.engines.binned import BINNED
+from ltr.models.engines.xgb import query_positions
 from ltr.models.registry import get_ranker_class
-from ltr.models.xgb import query_positions
 
 XGBOOST_QUANTILE_DMATRIX = xgboost.QuantileDMatrix
 

@@ -13,9 +13,9 @@ from ltr.clicks import (
     resolve_click_config,
     simulate_clicks,
 )
+from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData
 from ltr.data.synthetic import generate
-from ltr.errors import ConfigError, DataError
 
 
 def one_query(labels, scores):

@@ -14,18 +14,17 @@ import yaml
 from helpers import PROJECT_ROOT, store_client
 from omegaconf import OmegaConf
 
-from ltr.compare import (
+from ltr.compare import main
+from ltr.core.errors import ConfigError
+from ltr.experiment.experiments import (
     available_experiments,
-    build_report,
     check_experiment,
     compose_system,
     load_experiment,
-    main,
-    rank_systems,
-    run_comparison,
 )
-from ltr.errors import ConfigError
-from ltr.schemas import DEFAULT_METRICS
+from ltr.experiment.leaderboard import build_report, rank_systems
+from ltr.experiment.schemas import DEFAULT_METRICS
+from ltr.experiment.systems import run_comparison
 
 TINY_DATA = [
     "data.n_queries.train=60",
@@ -324,7 +323,7 @@ def test_from_mlflow_refuses_runs_of_different_test_data(tmp_path, capsys):
 def test_from_mlflow_report_has_the_metric_agreement_section(tmp_path, capsys):
     """Three logged runs: leaderboard.md, agreement.md/csv, the ASL plot and the console all carry the
     agreement, and its numbers are metric_agreement's on the runs' per-query values."""
-    from ltr.agreement import metric_agreement
+    from ltr.analysis.agreement import metric_agreement
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     ids = [_logged_run(uri, name, range(30), "fp", seed) for seed, name in enumerate(("a", "b", "c"), 1)]
@@ -398,8 +397,8 @@ def test_experiment_segment_file_is_a_user_segment(tmp_path, capsys):
 
 
 def test_failure_analysis_with_labels_lists_every_segment_and_the_worst_queries(tmp_path):
-    from ltr.compare import build_failure_analysis, write_outputs
-    from ltr.segments import query_attributes, ranked_labels
+    from ltr.analysis.segments import query_attributes, ranked_labels
+    from ltr.experiment.leaderboard import build_failure_analysis, write_outputs
 
     rng = np.random.default_rng(0)
     sizes = rng.integers(3, 12, 40)
@@ -466,13 +465,13 @@ def test_from_mlflow_repeats_a_runs_leakage_warning(tmp_path, capsys):
 
 def test_a_bad_system_fails_before_any_system_is_trained(tmp_path, monkeypatch):
     # the third system's member is wrong: neither the tracker nor the data may be touched (so no system trains)
-    import ltr.record
+    import ltr.experiment.record
 
     def refuse(*args, **kwargs):
         raise AssertionError("the tracker or the data was touched before the config error")
 
-    monkeypatch.setattr(ltr.record, "make_tracker", refuse)
-    monkeypatch.setattr(ltr.record, "load_dataset", refuse)
+    monkeypatch.setattr(ltr.experiment.record, "make_tracker", refuse)
+    monkeypatch.setattr(ltr.experiment.record, "load_dataset", refuse)
     systems = {
         "a": {"model": "regression"},
         "b": {"model": "linear"},
@@ -519,7 +518,8 @@ def test_console_leaderboard_is_a_terminal_table_without_markdown_escapes(tmp_pa
 
     from rich.console import Console
 
-    from ltr.compare import build_agreement, build_failure_analysis, print_leaderboard
+    from ltr.compare import print_leaderboard
+    from ltr.experiment.leaderboard import build_agreement, build_failure_analysis
 
     rng = np.random.default_rng(1)
     qid = np.arange(30)
@@ -552,7 +552,7 @@ def test_console_leaderboard_is_a_terminal_table_without_markdown_escapes(tmp_pa
 
 
 def test_title_and_parent_run_name_follow_the_data_actually_used():
-    from ltr.compare import data_label, titled_for_data
+    from ltr.experiment.experiments import data_label, titled_for_data
 
     exp = load_experiment("synthetic_challenge")
     own = data_label(compose_system(exp, "regression", []).data)

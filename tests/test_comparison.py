@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from ltr.comparison import ComparisonReport, compare, latex_escape
-from ltr.errors import ConfigError, DataError
+from ltr.analysis.comparison import ComparisonReport, compare, latex_escape
+from ltr.core.errors import ConfigError, DataError
 from ltr.stats import (
     benjamini_hochberg,
     bootstrap_ci,

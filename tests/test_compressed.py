@@ -22,15 +22,15 @@ import scipy.sparse as sp
 import zstandard
 from test_encodings import ACCEPTED, READERS, SEPARATORS, _plain
 
+from ltr.core.errors import DataError
 from ltr.data import _fastparse
 from ltr.data.__main__ import main as data_main
 from ltr.data._pyparse import ParseFailure
 from ltr.data._syntax import ParseOptions
 from ltr.data.reading import _failure_to_error
 from ltr.data.svmlight import load_svmlight
-from ltr.errors import DataError
 from ltr.evaluate import main as evaluate_main
-from ltr.metrics.trec import read_qrels, read_run
+from ltr.io.trec import read_qrels, read_run
 
 COMPRESS = {
     "gz": gzip.compress,
@@ -517,7 +517,7 @@ def test_a_compressed_parse_never_holds_the_decompressed_text(tmp_path):
 @pytest.mark.parametrize("ext", ["gz", "zst"])
 def test_compressed_score_and_data_files_give_the_plain_evaluation(tmp_path, capsys, ext):
     """`ltr.evaluate --data D --scores S` (other tools' prediction files) with both files compressed."""
-    from ltr.predictions import write_scores
+    from ltr.io.predictions import write_scores
 
     lines = _rows(n_queries=30, seed=10)
     n_rows = sum(1 for line in lines if line[:1].isdigit())

@@ -1,4 +1,4 @@
-"""The one config checker (ltr.config_check): every rule, and the message naming the key path."""
+"""The one config checker (ltr.core.config_check): every rule, and the message naming the key path."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from ltr.config_check import Constraint, check_block, check_field, check_value, defaults, join, setting
-from ltr.errors import ConfigError, DataError, MetricError
+from ltr.core.config_check import Constraint, check_block, check_field, check_value, defaults, join, setting
+from ltr.core.errors import ConfigError, DataError, MetricError
 
 
 @dataclass

@@ -21,7 +21,8 @@ import pytest
 import yaml
 from helpers import PROJECT_ROOT, start_mlflow_server
 
-from ltr.compare import load_experiment, run_comparison
+from ltr.experiment.experiments import load_experiment
+from ltr.experiment.systems import run_comparison
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = PROJECT_ROOT / "test-artifacts"
@@ -185,7 +186,7 @@ def test_run_page_shows_datasets_source_and_the_models_charts_first(server, comp
     on the model's charts (the random baseline's group comes after the model's test group)."""
     from playwright.sync_api import sync_playwright
 
-    from ltr.tracking import DATASET_CONTEXT
+    from ltr.tracking.writer import DATASET_CONTEXT
 
     url, _ = server
     run = _api(url, f"runs/get?run_id={comparison.child_run_ids['lambdamart']}")["run"]

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from helpers import compose_config, run_train_cli, write_fold_standin
 
+from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData
 from ltr.data.registry import load_dataset
-from ltr.errors import ConfigError, DataError
 
 distributed = pytest.importorskip("distributed")
 
@@ -110,7 +110,7 @@ def driver_builds(monkeypatch) -> list[str]:
 
 
 def _assert_same_rows(client, sharded, local) -> None:
-    from ltr.models.dask_shards import gather_split
+    from ltr.distributed.shards import gather_split
 
     assert list(sharded) == list(local)
     for split, data in local.items():
@@ -124,7 +124,7 @@ def _assert_same_rows(client, sharded, local) -> None:
 
 @pytest.mark.parametrize("case", list(_data_configs(Path("."))))
 def test_workers_parse_every_file_kind_as_a_local_load_does(client, standin, driver_builds, case):
-    from ltr.models.dask_data import load_worker_dataset
+    from ltr.distributed.data import load_worker_dataset
 
     data_cfg = _data_configs(standin)[case]
     sharded = load_worker_dataset(client, data_cfg, n_parts=3)  # single files: 3 byte ranges each
@@ -134,8 +134,8 @@ def test_workers_parse_every_file_kind_as_a_local_load_does(client, standin, dri
 
 
 def test_the_istella_sentinel_is_turned_missing_on_the_workers(client, standin):
-    from ltr.models.dask_data import load_worker_dataset
-    from ltr.models.dask_shards import gather_split
+    from ltr.distributed.data import load_worker_dataset
+    from ltr.distributed.shards import gather_split
 
     data_cfg = _data_configs(standin)["istella s, sentinels missing"]
     train = gather_split(client, load_worker_dataset(client, data_cfg, n_parts=2)["train"])
@@ -148,7 +148,7 @@ def test_the_istella_sentinel_is_turned_missing_on_the_workers(client, standin):
 
 
 def test_registry_errors_are_the_local_ones(client, standin, tmp_path):
-    from ltr.models.dask_data import load_worker_dataset
+    from ltr.distributed.data import load_worker_dataset
 
     with pytest.raises(DataError, match=r"mq2008: expected file\(s\) not found: .*Fold1/train\.txt.*MQ2008"):
         load_worker_dataset(client, {"name": "mq2008", "dir": str(tmp_path)}, n_parts=2)
@@ -171,7 +171,7 @@ def test_registry_errors_are_the_local_ones(client, standin, tmp_path):
 
 
 def test_the_synthetic_files_are_generated_and_parsed_on_the_workers(client, tmp_path, driver_builds):
-    from ltr.models.dask_data import load_worker_dataset
+    from ltr.distributed.data import load_worker_dataset
 
     data_cfg = {"name": "synthetic", "synthetic": True, "dir": str(tmp_path / "syn"), "seed": 4}
     data_cfg["n_queries"] = {"train": 40, "valid": 15, "test": 15}
@@ -186,7 +186,7 @@ def test_the_synthetic_files_are_generated_and_parsed_on_the_workers(client, tmp
 def test_every_fold_of_a_protocol_is_loaded_on_the_workers(
     client, standin, tmp_path, driver_builds, protocol
 ):
-    from ltr.folds import fold_plan, load_fold
+    from ltr.experiment.folds import fold_plan, load_fold
 
     letor = standin / "letor"
     data = {
@@ -208,8 +208,8 @@ def test_every_fold_of_a_protocol_is_loaded_on_the_workers(
 def test_every_file_kind_has_the_workers_read_the_data_with_backend_dask():
     from omegaconf import OmegaConf
 
-    from ltr.models.dask_backend import resolve_backend
-    from ltr.pipeline import data_cluster, workers_read_data
+    from ltr.distributed.backend import resolve_backend
+    from ltr.experiment.pipeline import data_cluster, workers_read_data
 
     def cfg(backend: str, kind: str):
         return OmegaConf.create({"backend": {"name": backend}, "data": {"name": kind}})
@@ -242,7 +242,7 @@ def _overrides(model: str, backend: str, root: Path, letor: Path, n_trees: int =
 
 def _assert_local_values(outcome, local_cfg) -> dict:
     """The per-query values of ``outcome`` equal a local evaluation of its ranker on a local load."""
-    from ltr.pipeline import EvalConventions
+    from ltr.experiment.pipeline import EvalConventions
 
     local = load_dataset(local_cfg.data)
     conventions = EvalConventions.from_config(local_cfg.eval)
@@ -258,7 +258,7 @@ def _assert_local_values(outcome, local_cfg) -> dict:
 def test_a_registry_run_on_worker_splits_is_evaluated_as_locally(
     client, standin, tmp_path, driver_builds, model
 ):
-    from ltr.pipeline import fit_and_evaluate, load_splits
+    from ltr.experiment.pipeline import fit_and_evaluate, load_splits
 
     letor = standin / "letor"
     dask_cfg = compose_config(_overrides(model, "dask", tmp_path, letor))
@@ -294,7 +294,7 @@ def refuse_data_in_this_process(monkeypatch) -> None:
 def test_worker_processes_train_a_registry_fold_as_local_training_does(tmp_path, model, monkeypatch):
     """A 2-process LocalCluster reads an MQ2008-shaped fold the driver cannot read, and its test NDCG@10
     is within 0.01 of local training on the same fold (the tolerance of tests/test_dask_lightgbm.py)."""
-    from ltr.pipeline import data_cluster, fit_and_evaluate, load_splits
+    from ltr.experiment.pipeline import data_cluster, fit_and_evaluate, load_splits
 
     letor = write_fold_standin(tmp_path / "letor", n_queries=600, max_docs=60, seed=11)
     args = ["model.params.num_leaves=15"] if model == "lambdamart" else []

@@ -9,18 +9,18 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from ltr.config_check import defaults
+from ltr.core.config_check import defaults
+from ltr.core.errors import ConfigError, DataError
 from ltr.data.synthetic import generate
-from ltr.errors import ConfigError, DataError
-from ltr.metrics import evaluate
-from ltr.models import build_ranker, load_ranker
-from ltr.models.dask_lightgbm import (
+from ltr.distributed.lgbm import (
     BackendSchema,
     _curve_sums,
     build_dask_ranker,
     query_chunks,
     resolve_backend,
 )
+from ltr.metrics import evaluate
+from ltr.models import build_ranker, load_ranker
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "backend"
 

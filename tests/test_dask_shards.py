@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from ltr.core.errors import DataError
 from ltr.data.shards import Shard, byte_ranges, plan_shards, read_shard
 from ltr.data.svmlight import load_svmlight, write_svmlight
 from ltr.data.synthetic import generate
-from ltr.errors import DataError
 from ltr.metrics import evaluate
 
 distributed = pytest.importorskip("distributed")
@@ -147,7 +147,7 @@ def _write_shards(tmp_path: Path, n_files: int, queries_per_file: int, seed: int
 
 
 def test_workers_parse_files_and_the_union_equals_the_local_parse(client, tmp_path):
-    from ltr.models.dask_shards import gather_split, load_sharded
+    from ltr.distributed.shards import gather_split, load_sharded
 
     paths = _write_shards(tmp_path, 5, 8)
     local = [load_svmlight(p) for p in paths]
@@ -170,7 +170,7 @@ def test_workers_parse_files_and_the_union_equals_the_local_parse(client, tmp_pa
 
 
 def test_a_query_in_two_files_is_an_error_naming_both(client, tmp_path):
-    from ltr.models.dask_shards import load_sharded
+    from ltr.distributed.shards import load_sharded
 
     a, b = tmp_path / "part-a.txt", tmp_path / "part-b.txt"
     write_svmlight(generate(4, seed=1, qid_start=1), a)  # qids 1-4
@@ -180,7 +180,7 @@ def test_a_query_in_two_files_is_an_error_naming_both(client, tmp_path):
 
 
 def test_a_parse_error_on_a_worker_names_file_and_line(client, tmp_path):
-    from ltr.models.dask_shards import load_sharded
+    from ltr.distributed.shards import load_sharded
 
     paths = _write_shards(tmp_path, 3, 4)
     lines = paths[2].read_bytes().splitlines(keepends=True)
@@ -191,7 +191,7 @@ def test_a_parse_error_on_a_worker_names_file_and_line(client, tmp_path):
 
 
 def test_the_cache_keeps_one_entry_per_file_shard(client, tmp_path):
-    from ltr.models.dask_shards import gather_split, load_sharded
+    from ltr.distributed.shards import gather_split, load_sharded
 
     _write_shards(tmp_path, 3, 4)
     cache = tmp_path / "cache"
@@ -208,8 +208,8 @@ def test_the_cache_keeps_one_entry_per_file_shard(client, tmp_path):
 
 
 def test_per_query_metrics_on_the_workers_equal_the_local_ones(client, tmp_path):
+    from ltr.distributed.shards import gather_split, load_sharded, per_query_metrics
     from ltr.models import build_ranker
-    from ltr.models.dask_shards import gather_split, load_sharded, per_query_metrics
 
     _write_shards(tmp_path, 4, 10, seed=5)
     split = load_sharded(client, str(tmp_path / "train-*.txt"), {"output": "csr"}, name="test")
@@ -245,9 +245,9 @@ def shard_files(tmp_path_factory):
 def test_xgboost_on_dask_from_worker_shards_is_close_to_local_xgboost(
     client, shard_files, objective, tmp_path
 ):
+    from ltr.distributed.backend import build_dask_ranker
+    from ltr.distributed.shards import gather_split, load_sharded
     from ltr.models import build_ranker, load_ranker
-    from ltr.models.dask_backend import build_dask_ranker
-    from ltr.models.dask_shards import gather_split, load_sharded
 
     root, test = shard_files
     train = load_sharded(client, str(root / "train-*.txt"), {"n_features": test.n_features}, name="train")
@@ -268,10 +268,10 @@ def test_xgboost_on_dask_from_worker_shards_is_close_to_local_xgboost(
 
 @pytest.mark.parametrize("model", ["lambdamart", "lambdamart_xgb"])
 def test_early_stopping_on_worker_shards_uses_the_exact_validation_curve(client, shard_files, model):
-    from ltr.models.dask_backend import build_dask_ranker, curve_sums
-    from ltr.models.dask_lightgbm import BoosterRounds
-    from ltr.models.dask_shards import gather_split, load_sharded
-    from ltr.models.dask_xgboost import XGBoostRounds
+    from ltr.distributed.backend import build_dask_ranker, curve_sums
+    from ltr.distributed.lgbm import BoosterRounds
+    from ltr.distributed.shards import gather_split, load_sharded
+    from ltr.distributed.xgb import XGBoostRounds
 
     root, test = shard_files
     opts = {"n_features": test.n_features}
@@ -294,8 +294,8 @@ def test_early_stopping_on_worker_shards_uses_the_exact_validation_curve(client,
 
 
 def test_fit_refuses_mixed_inputs(client, shard_files):
-    from ltr.models.dask_backend import build_dask_ranker
-    from ltr.models.dask_shards import load_sharded
+    from ltr.distributed.backend import build_dask_ranker
+    from ltr.distributed.shards import load_sharded
 
     root, test = shard_files
     train = load_sharded(client, str(root / "train-*.txt"), {"n_features": test.n_features})
@@ -308,8 +308,14 @@ def test_fit_refuses_mixed_inputs(client, shard_files):
 def test_the_pipeline_evaluates_worker_shards_into_the_same_outcome_form(
     client, configs, shard_files, tmp_path, model
 ):
-    from ltr.models.dask_shards import gather_split, load_sharded
-    from ltr.pipeline import EvalConventions, SplitResult, ci_bounds, fit_and_evaluate, random_scores
+    from ltr.distributed.shards import gather_split, load_sharded
+    from ltr.experiment.pipeline import (
+        EvalConventions,
+        SplitResult,
+        ci_bounds,
+        fit_and_evaluate,
+        random_scores,
+    )
 
     root, test = shard_files
     write_svmlight(test, tmp_path / "test.txt")

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData, load_svmlight, write_svmlight
 from ltr.data.__main__ import main
 from ltr.data.info import summarize
 from ltr.data.textgen import PRESETS, write_letor_splits, write_letor_text
-from ltr.errors import ConfigError, DataError
 
 
 def test_summary_matches_pandas(tmp_path):

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_svmlight_file
 
+from ltr.core.errors import DataError
 from ltr.data.svmlight import load_svmlight, read_positions, read_query_sizes
-from ltr.errors import DataError
 
 pytestmark = pytest.mark.shared_data
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from ltr.core.errors import DataError
 from ltr.data.dataset import RankingData, offsets_from_qid
-from ltr.errors import DataError
 
 
 def test_offsets_and_query_ids():

@@ -1,4 +1,4 @@
-"""Every text reader applies the one encoding policy of :mod:`ltr.textlines`.
+"""Every text reader applies the one encoding policy of :mod:`ltr.io.textlines`.
 
 Readers × encodings: a UTF-8 byte order mark, CRLF, a BOM with CRLF and Unicode line separators
 inside comments read exactly like the plain LF file; CR-only line endings are a ``DataError`` naming
@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ltr.core.errors import DataError
 from ltr.data.reading import read_positions, read_query_sizes, read_weights
 from ltr.data.svmlight import load_svmlight
-from ltr.errors import DataError
 from ltr.evaluate import main as evaluate_main
-from ltr.metrics.trec import read_qrels, read_run
+from ltr.io.trec import read_qrels, read_run
 
 BOM = b"\xef\xbb\xbf"  # the UTF-8 byte order mark (spelled out: the test must not trust the code)
 

@@ -10,19 +10,14 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from ltr.core.errors import ConfigError, NotFittedError
 from ltr.data.synthetic import generate
-from ltr.errors import ConfigError, NotFittedError
+from ltr.experiment.schemas import register_configs
 from ltr.metrics import evaluate
 from ltr.models import BaseRanker, build_ranker, get_ranker_class, load_ranker
-from ltr.models.ensemble import (
-    ENSEMBLE_MODELS,
-    derive_seed,
-    expand_members,
-    query_sample,
-    split_threads,
-)
-from ltr.models.fusion import fuse, normalize_scores
-from ltr.schemas import register_configs
+from ltr.models.ensembles.ensemble import ENSEMBLE_MODELS
+from ltr.models.ensembles.fusion import fuse, normalize_scores
+from ltr.models.ensembles.members import derive_seed, expand_members, query_sample, split_threads
 from ltr.train import CONF_DIR
 
 FAST = {"n_trees": 25, "num_leaves": 7, "min_data_in_leaf": 5}
@@ -354,7 +349,7 @@ def test_stacking_cross_fits_on_validation_queries(splits):
     ens = build_ranker(cfg, seed=4, num_threads=1).fit(train, valid)
     assert len(ens.stackers_) == 3
     from ltr.data import RankingData
-    from ltr.models.blend import query_folds, stack_features
+    from ltr.models.ensembles.blend import query_folds, stack_features
 
     F = stack_features(ens.member_scores(valid), valid.offsets, ("zscore", "rank"))
     level2 = RankingData(X=F, y=valid.y, qid=valid.qid)
@@ -533,7 +528,7 @@ def test_sklearn_clone_rebuilds_an_unfitted_copy():
 
 
 def test_member_overrides_accept_numpy_scalars():
-    # the Python API takes numpy scalars everywhere (ltr.config_check); a member's overrides are merged
+    # the Python API takes numpy scalars everywhere (ltr.core.config_check); a member's overrides are merged
     # into its composed config with OmegaConf, which refused np.float64 (UnsupportedValueType)
     ranker = build_ranker(
         {

@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ltr.errors import DataError, MetricError
+from ltr.core.errors import DataError, MetricError
 from ltr.evaluate import main
-from ltr.metrics.trec import evaluate_trec, format_trec, read_qrels, read_run, trec_measures
+from ltr.io.trec import read_qrels, read_run
+from ltr.metrics.trec import evaluate_trec, format_trec, trec_measures
 
 MEASURES = ["ndcg", "ndcg_cut", "map", "map_cut", "P", "recall", "recip_rank"]
 CHECKED = re.compile(r"ndcg|map|recip_rank|(ndcg_cut|map_cut|P|recall)_\d+")  # the measures we reproduce

@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_svmlight_file
 
-from ltr.errors import DataError
+from ltr.core.errors import DataError
 from ltr.evaluate import main
-from ltr.predictions import detect_format, docnos, read_scores, write_scores
+from ltr.io.predictions import detect_format, read_scores, write_scores
+from ltr.io.trec import docnos
 
 LIGHTGBM_AT = (1, 3, 5, 10)
 

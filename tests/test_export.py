@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ltr.core.errors import ConfigError
 from ltr.data import RankingData
 from ltr.data.svmlight import write_svmlight
-from ltr.errors import ConfigError
 from ltr.export.features import default_names, read_feature_map
 from ltr.export.formats import FORMATS, export
 from ltr.export.parity import check_parity
@@ -506,7 +506,7 @@ def test_cli_exports_a_saved_model_and_checks_it(models: dict[str, Any], tmp_pat
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["{missing}", "--format", "onnx"], "not a saved ltr ranker folder"),
+        (["{missing}", "--format", "onnx"], "no such file or folder"),
         (["{folder}", "--format", "solr", "--feature-names", "{fmap}"], "no name for feature"),
         (["{folder}", "--format", "onnx", "--check", "{missing}"], "{missing}"),
         (["{folder}", "--format", "onnx", "--out", "{tmp}"], "error: --out"),
@@ -568,10 +568,10 @@ def test_cli_exports_the_logged_model_of_a_training_run(tmp_path: Path) -> None:
 
 
 def test_a_logged_model_folder_loads_from_its_ranker_artifact(models: dict[str, Any], tmp_path: Path) -> None:
-    from ltr.export import source
     from ltr.models import pyfunc
+    from ltr.tracking import loading
 
-    assert source.ARTIFACT == pyfunc.ARTIFACT  # repeated there so that loading a folder skips MLflow
+    assert loading.ARTIFACT == pyfunc.ARTIFACT  # repeated there so that loading a folder skips MLflow
     models["linear"].save(tmp_path / "model" / "artifacts" / pyfunc.ARTIFACT)
-    loaded = source.load_model(str(tmp_path / "model"))
+    loaded = loading.load_model(str(tmp_path / "model"), tracking_uri="", option="MODEL").ranker
     assert np.array_equal(loaded.weights_, models["linear"].weights_)

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from helpers import PROJECT_ROOT, TINY_DATA, cli_env, compose_config, quick_model, run_train_cli, store_client
 
-import ltr.record
+import ltr.experiment.record
+from ltr.core.errors import ConfigError, DataError, LtrError
 from ltr.data.svmlight import load_svmlight
-from ltr.errors import ConfigError, DataError, LtrError
 from ltr.train import execute
 
 TINY = [*TINY_DATA, *quick_model(20), "num_threads=1", "tracking=none"]
@@ -41,7 +41,7 @@ def write_file(path: Path, labels: list[int], *, zero_based: bool = False, n_que
 def spies(monkeypatch):
     """Record whether the data was loaded and whether a run was trained (neither may happen on a bad config)."""
     calls = {"load": 0, "train": 0}
-    real_load, real_train = ltr.record.connect_and_load, ltr.record.train_and_record
+    real_load, real_train = ltr.experiment.record.connect_and_load, ltr.experiment.record.train_and_record
 
     def load(*args, **kwargs):
         calls["load"] += 1
@@ -51,8 +51,8 @@ def spies(monkeypatch):
         calls["train"] += 1
         return real_train(*args, **kwargs)
 
-    monkeypatch.setattr(ltr.record, "connect_and_load", load)
-    monkeypatch.setattr(ltr.record, "train_and_record", train)
+    monkeypatch.setattr(ltr.experiment.record, "connect_and_load", load)
+    monkeypatch.setattr(ltr.experiment.record, "train_and_record", train)
     return calls
 
 
@@ -262,7 +262,7 @@ def test_compare_checks_the_experiment_metrics_before_anything_runs(tmp_path, sp
     exp = tmp_path / "exp.yaml"
     exp.write_text("systems:\n  a: {model: linear}\n  b: {model: lambdamart}\nmetrics: [ndcg@10, nddcg@5]\n")
     with pytest.raises(LtrError) as info:
-        from ltr.compare import load_experiment
+        from ltr.experiment.experiments import load_experiment
 
         load_experiment(str(exp))
     assert f"{exp}: metrics[1]: unknown metric 'nddcg@5'" in str(info.value)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from helpers import PROJECT_ROOT, TINY_DATA, compose_config, free_port, store_client
 
-from ltr.errors import ConfigError
-from ltr.models.lgbm import LambdaMART
+from ltr.core.errors import ConfigError
+from ltr.models.engines.lgbm import LambdaMART
 from ltr.train import run
 
 TINY = [*TINY_DATA, "num_threads=1"]
@@ -174,7 +174,7 @@ def test_ctrl_c_mid_training_ends_run_killed_and_keeps_what_was_logged(tmp_path)
     ],
 )
 def test_bad_tracking_uri_is_one_config_error_naming_it(tmp_path, uri, says):
-    from ltr.tracking import make_tracker
+    from ltr.tracking.writer import make_tracker
 
     with pytest.raises(ConfigError, match=re.escape(says)) as info:
         make_tracker({"uri": uri}, tmp_path)
@@ -183,7 +183,7 @@ def test_bad_tracking_uri_is_one_config_error_naming_it(tmp_path, uri, says):
 
 
 def test_sqlite_store_that_is_a_folder_is_one_config_error(tmp_path):
-    from ltr.tracking import make_tracker
+    from ltr.tracking.writer import make_tracker
 
     (tmp_path / "mlflow.db").mkdir()
     with pytest.raises(ConfigError, match=r"tracking.uri=sqlite:///.*mlflow.db is not writable"):
@@ -218,7 +218,7 @@ def test_bad_or_read_only_store_cli_exits_2_with_one_line(tmp_path, overrides, s
 
 
 def test_store_that_is_not_an_mlflow_database_is_one_config_error(tmp_path):
-    from ltr.tracking import make_tracker
+    from ltr.tracking.writer import make_tracker
 
     (tmp_path / "mlflow.db").write_bytes(b"this is not a database\n" * 100)
     with pytest.raises(

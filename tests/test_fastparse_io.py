@@ -9,11 +9,11 @@ import os
 import numpy as np
 import pytest
 
+from ltr.core.errors import DataError
 from ltr.data import _fastparse
 from ltr.data._syntax import ParseOptions
 from ltr.data.svmlight import load_svmlight, write_svmlight
 from ltr.data.synthetic import generate
-from ltr.errors import DataError
 
 
 @pytest.fixture(scope="module")

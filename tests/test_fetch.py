@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData, write_svmlight
 from ltr.data import fetch as fetch_module
 from ltr.data.__main__ import main, parse_limit
 from ltr.data.fetch import ManualDownload, fetch, install_archive
 from ltr.data.registry import ISTELLA_DOWNLOADS, REGISTRY, download_for, load_dataset
-from ltr.errors import ConfigError, DataError
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -324,7 +324,7 @@ _CHILD = """
 import json, os, sys, zipfile
 from pathlib import Path
 from ltr.data import fetch
-from ltr.errors import DataError
+from ltr.core.errors import DataError
 url, sha, kind, dest, marker, limits = sys.argv[1:7]
 if marker != "-":  # pause part-way through extracting (after some bytes are written) so the test can kill us
     real_read, reads = zipfile.ZipExtFile.read, [0]

@@ -1,7 +1,7 @@
-"""Fold protocols (ltr/folds.py): ``data.fold=all`` on a LETOR-layout dataset and ``data.cv.folds=K`` on
+"""Fold protocols (ltr/experiment/folds.py): ``data.fold=all`` on a LETOR-layout dataset and ``data.cv.folds=K`` on
 one labelled file give one summary over the folds, logged to an MLflow parent run with one child per fold.
 
-The truths here are computed independently of :mod:`ltr.folds`: separate single-fold runs
+The truths here are computed independently of :mod:`ltr.experiment.folds`: separate single-fold runs
 (``data.fold=k`` / ``data.cv.fold=k``), numpy's mean and standard deviation, and
 :func:`ltr.stats.bootstrap_ci` (tested against SciPy in tests/test_stats_bootstrap.py) on the
 concatenated per-query values of those separate runs.
@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 from helpers import compose_config, run_train_cli, store_client, write_fold_standin, write_letor
 
+from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData
 from ltr.data.registry import load_dataset
 from ltr.data.splits import cv_folds, stratified_query_folds
-from ltr.errors import ConfigError, DataError
 from ltr.stats import bootstrap_ci
 
 METRICS = ["ndcg@5", "ndcg@10", "map"]
@@ -231,16 +231,16 @@ def test_cv_fold_of_load_dataset_is_the_protocols_fold(labelled_file):
 
 def _refuse_training(monkeypatch, *, tracker: bool = False) -> None:
     """Training (and, unless ``tracker``, opening the tracker) fails the test: the error must come first."""
-    import ltr.folds
-    import ltr.record
+    import ltr.experiment.folds
+    import ltr.experiment.record
 
     def refuse(*args, **kwargs):
         raise AssertionError("training or the tracker started before the config error")
 
-    monkeypatch.setattr(ltr.folds, "train_and_record", refuse)
+    monkeypatch.setattr(ltr.experiment.folds, "train_and_record", refuse)
     if not tracker:
-        monkeypatch.setattr(ltr.folds, "make_tracker", refuse)
-        monkeypatch.setattr(ltr.record, "make_tracker", refuse)
+        monkeypatch.setattr(ltr.experiment.folds, "make_tracker", refuse)
+        monkeypatch.setattr(ltr.experiment.record, "make_tracker", refuse)
 
 
 @pytest.mark.parametrize(

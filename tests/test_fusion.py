@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import rankdata
 
-from ltr.errors import ConfigError, DataError, LtrError
-from ltr.models.fusion import (
+from ltr.core.errors import ConfigError, DataError, LtrError
+from ltr.models.ensembles.fusion import (
     borda_fusion,
     descending_ranks,
     fuse,
@@ -205,7 +205,7 @@ def test_bad_inputs_raise_clear_errors():
 
 
 def test_fusion_and_blend_arguments_are_checked_by_the_one_checker():
-    from ltr.models.blend import coordinate_ascent, query_folds
+    from ltr.models.ensembles.blend import coordinate_ascent, query_folds
 
     S = np.array([[3.0, 0.1], [2.0, 0.3], [1.0, 0.2]])
     offsets = np.array([0, 3])

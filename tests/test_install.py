@@ -127,7 +127,7 @@ def test_wheel_and_sdist_carry_the_config_tree_and_experiments(dist, tmp_path):
     for folder in ("conf", "experiments"):
         shipped = {n.removeprefix(f"ltr/{folder}/") for n in names if n.startswith(f"ltr/{folder}/")}
         assert shipped == repo_files(folder), f"wheel's ltr/{folder}/ differs from the repository's {folder}/"
-    assert "ltr/resources.py" in names and "ltr/train.py" in names
+    assert "ltr/core/resources.py" in names and "ltr/train.py" in names
     with tarfile.open(dist["sdist"]) as sdist:
         members = {m.split("/", 1)[1] for m in sdist.getnames() if "/" in m}
     for folder in ("conf", "experiments"):
@@ -135,7 +135,7 @@ def test_wheel_and_sdist_carry_the_config_tree_and_experiments(dist, tmp_path):
 
 
 def test_installed_package_is_the_wheel_not_the_checkout(python, tmp_path):
-    code = "import ltr, ltr.resources as r; print(ltr.__file__); print(r.config_dir()); print(r.source_checkout())"
+    code = "import ltr, ltr.core.resources as r; print(ltr.__file__); print(r.config_dir()); print(r.source_checkout())"
     done = timed("import ltr", [str(python), "-c", code], cwd=tmp_path, env=user_env(), timeout=300)
     assert done.returncode == 0, done.stderr
     package_file, conf, checkout = done.stdout.split()

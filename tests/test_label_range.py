@@ -15,12 +15,12 @@ import pytest
 from helpers import compose_config, store_client
 from test_metrics import ref_err  # ERR written out: sum_r 1/r R_r prod_{i<r} (1 - R_i), R = (2^g - 1)/2^gmax
 
+from ltr.core.errors import ConfigError
 from ltr.data import load_svmlight
 from ltr.data.registry import REGISTRY
 from ltr.data.synthetic import generate
-from ltr.errors import ConfigError
+from ltr.experiment.pipeline import EvalConventions, LabelScale, label_scale
 from ltr.metrics.conventions import PRESETS, Conventions
-from ltr.pipeline import EvalConventions, LabelScale, label_scale
 from ltr.train import execute
 
 

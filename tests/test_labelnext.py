@@ -11,9 +11,9 @@ import sys
 import numpy as np
 import pytest
 
-from ltr.errors import MetricError
+from ltr.analysis.label_priorities import label_priorities
+from ltr.core.errors import MetricError
 from ltr.metrics import evaluate
-from ltr.stats.labelnext import label_priorities
 
 
 def random_case(seed, sizes=(4, 3, 5), grades=3):
@@ -148,9 +148,9 @@ def test_cli_label_next(tmp_path):
 def test_classification_probabilities_feed_the_cli(tmp_path, capsys):
     from ltr.data.svmlight import load_svmlight
     from ltr.data.synthetic import generate
+    from ltr.io.predictions import write_scores
     from ltr.labelnext import main
     from ltr.models import build_ranker
-    from ltr.predictions import write_scores
 
     train, test = generate(40, seed=1, max_docs=8), generate(6, seed=2, max_docs=6)
     model = build_ranker({"name": "classification", "params": {"n_trees": 5}}, seed=1, num_threads=1).fit(
@@ -181,9 +181,9 @@ def test_classification_probabilities_feed_the_cli(tmp_path, capsys):
 
 def test_probs_model_without_class_probabilities_is_refused(tmp_path, capsys):
     from ltr.data.synthetic import generate
+    from ltr.io.predictions import write_scores
     from ltr.labelnext import main
     from ltr.models import build_ranker
-    from ltr.predictions import write_scores
 
     train = generate(10, seed=1, max_docs=6)
     build_ranker({"name": "regression", "params": {"n_trees": 2}}, seed=1, num_threads=1).fit(train).save(

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from ltr.errors import MetricError
+from ltr.core.errors import MetricError
 from ltr.metrics import (
     REGISTRY,
     describe_conventions,

@@ -32,7 +32,9 @@ from helpers import (
 from mlflow.tracking import MlflowClient
 
 from ltr.data.svmlight import load_svmlight
-from ltr.tracking import HTTP_LIMITS, SplitDataset, Tracker, import_fallback
+from ltr.tracking.fallback import import_fallback
+from ltr.tracking.store import HTTP_LIMITS
+from ltr.tracking.writer import SplitDataset, Tracker
 
 
 def chart_order(metric_keys: list[str]) -> list[str]:
@@ -285,7 +287,7 @@ def test_import_into_a_server_that_dies_part_way_is_one_line_and_a_rerun_complet
 @pytest.mark.slow  # ~40 s: a two-job multirun in a real process
 def test_sweep_jobs_and_their_summary_name_their_entry_points(tmp_path):
     """``python -m ltr.train -m``: each job's Source is ``ltr.train`` of type JOB (a job of a sweep),
-    the summary run's is ``ltr.sweep``; the jobs have their dataset inputs too."""
+    the summary run's is ``ltr.sweep.summary``; the jobs have their dataset inputs too."""
     proc = run_train_cli(["-m", "+model=linear", *TINY_DATA, "num_threads=1", "seed=1,2"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     client = store_client(tmp_path)

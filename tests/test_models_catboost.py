@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pytest
 
+from ltr.core.errors import ConfigError
 from ltr.data import RankingData
 from ltr.data.synthetic import generate
-from ltr.errors import ConfigError
 from ltr.metrics import evaluate
 from ltr.models import build_ranker, load_ranker
 

@@ -9,9 +9,9 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 
+from ltr.core.errors import DataError, NotFittedError
 from ltr.data import RankingData
 from ltr.data.synthetic import generate
-from ltr.errors import DataError, NotFittedError
 from ltr.metrics import evaluate
 from ltr.models import build_ranker, load_ranker
 

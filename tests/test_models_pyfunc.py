@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
+from ltr.core.errors import DataError
 from ltr.data.synthetic import generate
-from ltr.errors import DataError
 from ltr.models import build_ranker
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
@@ -154,7 +154,7 @@ FAMILIES = {
 @pytest.fixture(scope="module")
 def tracked(store, tmp_path_factory):
     """A real ltr Tracker on the module's SQLite store, and small train / valid / test splits."""
-    from ltr.tracking import Tracker
+    from ltr.tracking.writer import Tracker
 
     root = tmp_path_factory.mktemp("tracked")
     tracker = Tracker(mlflow.get_tracking_uri(), "pyfunc-families", artifact_root=root / "artifacts")
@@ -170,9 +170,9 @@ def tracked(store, tmp_path_factory):
 def test_every_logged_model_scores_the_readme_input(family, tracked):
     """README: ``mlflow.pyfunc.load_model("runs:/<id>/model").predict(as_frame(X, qid=qid))`` — on
     today's main the native LightGBM / XGBoost flavours reject the ``qid`` column."""
+    from ltr.experiment.record import model_example
     from ltr.models.base import OneQueryWarning
     from ltr.models.pyfunc import as_frame
-    from ltr.record import model_example
 
     tracker, (train, valid, test) = tracked
     if family == "catboost":

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ltr.core.errors import ConfigError
 from ltr.data import RankingData
 from ltr.data.svmlight import load_svmlight
-from ltr.errors import ConfigError
 from ltr.metrics import evaluate
 from ltr.models.crossval import cross_val_scores, query_folds, train_valid_split
 from ltr.stats import paired_bootstrap_ci

@@ -11,11 +11,11 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 from omegaconf.errors import ValidationError
 
-from ltr.config_check import defaults
-from ltr.errors import ConfigError, NotFittedError
+from ltr.core.config_check import defaults
+from ltr.core.errors import ConfigError, NotFittedError
+from ltr.experiment.schemas import register_configs
 from ltr.models import available_models, build_ranker, get_ranker_class
 from ltr.models.params import MODEL_BASE_GROUP, MODEL_CONFIGS, MODEL_PARAMS, resolve_params
-from ltr.schemas import register_configs
 from ltr.train import CONF_DIR
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "model"
@@ -77,7 +77,7 @@ def test_every_model_has_one_config_block_and_its_class_uses_it():
 
 
 def test_exactly_the_click_trained_models_have_a_clicks_block():
-    from ltr.models.unbiased import ClickTrained
+    from ltr.models.clicks.unbiased import ClickTrained
 
     for name in available_models():
         cls = get_ranker_class(name)

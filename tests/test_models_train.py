@@ -7,8 +7,8 @@ import math
 import pytest
 from hydra import compose, initialize_config_dir
 
+from ltr.experiment.schemas import register_configs
 from ltr.models import available_models, get_ranker_class
-from ltr.schemas import register_configs
 from ltr.train import CONF_DIR, run
 
 SINGLE = [m for m in available_models() if not m.startswith("ensemble")]

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import xgboost as xgb
 
+from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData
 from ltr.data.synthetic import generate
-from ltr.errors import ConfigError, DataError
 from ltr.metrics import evaluate
 from ltr.models import build_ranker, load_ranker
 

@@ -7,9 +7,9 @@ import pytest
 import scipy.sparse as sp
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
+from ltr.core.errors import ConfigError
 from ltr.data import RankingData
 from ltr.data.normalize import METHODS, Normalizer, normalize_splits
-from ltr.errors import ConfigError
 
 
 def _data(seed=0, n_q=12):

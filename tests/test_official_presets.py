@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 from conftest import real_data_dir
 
+from ltr.core.errors import MetricError
 from ltr.data import load_svmlight
-from ltr.errors import MetricError
 from ltr.metrics import describe_conventions, evaluate, mean, resolve_conventions
 
 PERL = shutil.which("perl") or "/usr/bin/perl"
@@ -368,7 +368,7 @@ def test_presets_and_new_conventions_through_the_eval_config():
     """`eval.preset=letor` with list-valued overrides as Hydra passes them (a ListConfig)."""
     from omegaconf import OmegaConf
 
-    from ltr.pipeline import EvalConventions
+    from ltr.experiment.pipeline import EvalConventions
 
     cfg = OmegaConf.create({"preset": "letor", "conventions": {"zero_beyond_list": ["ndcg", "meanndcg"]}})
     conventions = EvalConventions.from_config(cfg)

@@ -1,4 +1,4 @@
-"""ltr's Optuna sweeper (ltr/optuna_sweeper.py, ltr/search_space.py, hydra_plugins/ltr_optuna_sweeper).
+"""ltr's Optuna sweeper (ltr/sweep/sweeper.py, ltr/sweep/search_space.py, hydra_plugins/ltr_optuna_sweeper).
 
 The truth is Optuna itself: a plain ``optuna.create_study(sampler=TPESampler(seed=…))`` asked with the
 same distributions in the same order and told the same values must propose exactly the trials the
@@ -24,8 +24,8 @@ import yaml
 from helpers import PROJECT_ROOT
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-from ltr.errors import ConfigError
-from ltr.search_space import parse_search_space
+from ltr.core.errors import ConfigError
+from ltr.sweep.search_space import parse_search_space
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -464,7 +464,7 @@ def test_a_parameter_set_enqueued_twice_by_racing_workers_runs_once(tmp_path, co
     db = tmp_path / "optuna.db"
     study = optuna.create_study(study_name="toy", storage=f"sqlite:///{db}", direction="maximize")
     retry = {}
-    if copy_of_retry:  # an interrupted trial, whose retry both workers enqueued (ltr.study.recover)
+    if copy_of_retry:  # an interrupted trial, whose retry both workers enqueued (ltr.sweep.study.recover)
         interrupted = optuna.trial.create_trial(
             state=optuna.trial.TrialState.FAIL,
             params=fixed[0],

@@ -1,4 +1,4 @@
-"""Pairwise IPS LambdaMART (ltr/models/pairwise_ips.py and ``lambdamart_clicks`` with propensities).
+"""Pairwise IPS LambdaMART (ltr/models/clicks/pairwise_ips.py and ``lambdamart_clicks`` with propensities).
 
 The objective is checked against a brute-force loop over pairs written from the formula (weights,
 truncation, ties, normalisation), against LightGBM's own lambdarank (with every θ = 1 the trees are the
@@ -22,12 +22,12 @@ from test_position_bias import CLICKS, LIGHTGBM_CLICKS
 
 from ltr.clicks import clicks_from_config, simulate_log_table
 from ltr.clicks.propensity import estimate_propensities, impression_log
+from ltr.core.errors import ConfigError
 from ltr.data.synthetic import generate
-from ltr.errors import ConfigError
 from ltr.metrics import evaluate
-from ltr.model_source import RANKER_FOLDER, load_model
 from ltr.models import build_ranker, load_ranker
-from ltr.models.pairwise_ips import PairwiseIPSObjective
+from ltr.models.clicks.pairwise_ips import PairwiseIPSObjective
+from ltr.tracking.loading import RANKER_FOLDER, load_model
 
 
 def brute_force(offsets, labels, scores, weight, *, sigmoid=1.0, norm=True, truncation=30, gain=None):

@@ -1,4 +1,4 @@
-"""Every argument the stats, metrics, data and comparison APIs check goes through ``ltr.config_check``.
+"""Every argument the stats, metrics, data and comparison APIs check goes through ``ltr.core.config_check``.
 
 One rule for each: numpy integers/floats are accepted and give the same result as the Python value,
 ``True`` is never taken for a number, an out-of-range value fails, and the message names the argument
@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ltr.comparison import compare
+from ltr.analysis.comparison import compare
+from ltr.core.errors import ConfigError, MetricError
 from ltr.data.registry import load_dataset
-from ltr.errors import ConfigError, MetricError
 from ltr.metrics import evaluate
 from ltr.metrics.uncertain import monte_carlo_metrics
 from ltr.stats import (
@@ -244,7 +244,7 @@ def test_data_helpers_arguments():
 
 
 def test_sweeper_settings():
-    from ltr.optuna_sweeper import checked_settings
+    from ltr.sweep.sweeper import checked_settings
 
     base = {"direction": "maximize", "n_trials": 3, "n_jobs": 1, "max_failure_rate": 0.0}
     settings = checked_settings(**{**base, "n_trials": np.int64(4), "max_failure_rate": np.float32(0.5)})

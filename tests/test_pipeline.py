@@ -20,10 +20,10 @@ from mlflow.tracking import MlflowClient
 from sklearn.metrics import ndcg_score
 
 from ltr.data import RankingData
-from ltr.pipeline import EvalConventions, fit_and_evaluate
-from ltr.record import log_outcome, train_and_record
+from ltr.experiment.pipeline import EvalConventions, fit_and_evaluate
+from ltr.experiment.record import log_outcome, train_and_record
 from ltr.stats import bootstrap_ci
-from ltr.tracking import NullTracker, Tracker
+from ltr.tracking.writer import NullTracker, Tracker
 
 NO_RELEVANT_TEST_QUERIES = (2, 5)  # indices of test queries whose labels are all 0
 
@@ -222,12 +222,14 @@ def test_no_module_imports_an_entry_point():
 
 
 def test_bad_splits_fail_with_config_errors(splits, tmp_path, monkeypatch):
-    import ltr.pipeline
-    from ltr.errors import ConfigError
+    import ltr.experiment.pipeline
+    from ltr.core.errors import ConfigError
 
     with monkeypatch.context() as patch:  # eval.splits is checked before the ranker is built and fitted
         patch.setattr(
-            ltr.pipeline, "make_ranker", lambda cfg: pytest.fail("built before eval.splits was checked")
+            ltr.experiment.pipeline,
+            "make_ranker",
+            lambda cfg: pytest.fail("built before eval.splits was checked"),
         )
         with pytest.raises(ConfigError, match="eval.splits=\\['dev'\\]: none of them is a split"):
             fit_and_evaluate(_config(tmp_path, "eval.splits=[dev]"), splits)

@@ -7,10 +7,10 @@ import pytest
 from helpers import captured_figures
 from matplotlib.image import imread
 
-from ltr.comparison import compare
+from ltr.analysis.comparison import compare
 from ltr.data.synthetic import generate
 from ltr.models import build_ranker
-from ltr.plots import (
+from ltr.report.plots import (
     feature_importance,
     plot_difference_histogram,
     plot_feature_importance,
@@ -128,7 +128,7 @@ def test_one_feature_numbering_everywhere_a_user_sees_features(tmp_path):
     from ltr.data import RankingData
     from ltr.data.info import summarize
     from ltr.data.svmlight import load_svmlight, write_svmlight
-    from ltr.plots import top_features
+    from ltr.report.plots import top_features
 
     rng = np.random.default_rng(0)
     X = rng.random((400, 5)).astype(np.float32) + 0.5

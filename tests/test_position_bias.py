@@ -9,8 +9,8 @@ import pytest
 import xgboost as xgb
 
 from ltr.clicks import clicks_from_config
+from ltr.core.errors import ConfigError
 from ltr.data.synthetic import generate
-from ltr.errors import ConfigError
 from ltr.metrics import evaluate
 from ltr.models import build_ranker, load_ranker
 
@@ -118,7 +118,7 @@ def test_click_trained_model_round_trip(data, tmp_path):
 
 
 def test_click_training_needs_a_labelled_ranking_dataset():
-    from ltr.errors import DataError
+    from ltr.core.errors import DataError
 
     with pytest.raises(DataError, match="train must be an ltr.data.RankingData"):
         build_ranker({"name": "lambdamart_unbiased"}).fit(np.zeros((3, 2)))

@@ -7,9 +7,9 @@ import shutil
 import numpy as np
 import pytest
 
+from ltr.core.errors import DataError
 from ltr.data.dataset import RankingData
 from ltr.data.svmlight import load_svmlight, position_codes
-from ltr.errors import DataError
 
 
 def test_position_is_kept_by_subset_and_validated():

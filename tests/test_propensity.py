@@ -20,8 +20,8 @@ from ltr.clicks.propensity import (
     read_propensities,
     write_propensities,
 )
+from ltr.core.errors import ConfigError, DataError
 from ltr.data.synthetic import generate
-from ltr.errors import ConfigError, DataError
 from ltr.models import build_ranker
 
 

@@ -1,4 +1,4 @@
-"""Pruning search trials on their validation curve (ltr/pruning.py, the models' on_iteration stop).
+"""Pruning search trials on their validation curve (ltr/sweep/pruning.py, the models' on_iteration stop).
 
 The truth is the engines and Optuna: an engine stopped by the callback has exactly the rounds run before
 the stop; a real Optuna study with a real pruner decides what a trial reporting a curve should do; a real
@@ -19,11 +19,10 @@ import yaml
 from helpers import PROJECT_ROOT, TINY_DATA, cli_env, run_train_cli, store_client
 from omegaconf import OmegaConf
 
+from ltr.core.errors import ConfigError
 from ltr.data import RankingData
-from ltr.errors import ConfigError
 from ltr.models.registry import get_ranker_class
-from ltr.optuna_sweeper import build_pruner, trial_link_overrides
-from ltr.pruning import (
+from ltr.sweep.pruning import (
     ENV_PRUNER,
     ENV_STORAGE,
     ENV_STUDY,
@@ -34,7 +33,8 @@ from ltr.pruning import (
     planned_rounds,
     time_saved,
 )
-from ltr.sweep_runs import PLOTS
+from ltr.sweep.runs import PLOTS
+from ltr.sweep.sweeper import build_pruner, trial_link_overrides
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -286,7 +286,7 @@ def test_the_shipped_search_does_not_prune_by_default_and_each_option_builds_its
 
 
 def test_trials_with_equal_binning_reuse_lightgbms_dataset_and_get_the_same_model():
-    from ltr.models.lgbm import BINNED
+    from ltr.models.engines.lgbm import BINNED
 
     train, valid = _splits()
 
@@ -312,7 +312,7 @@ def test_without_feature_pre_filter_trials_differing_in_leaf_size_share_one_data
     """min_data_in_leaf is a Dataset parameter only through feature_pre_filter: with it off (as the
     shipped LightGBM searches set), three leaf sizes share one train + valid Dataset and predict
     exactly like unshared fits; with it on (LightGBM's default) each leaf size bins again."""
-    from ltr.models.lgbm import BINNED
+    from ltr.models.engines.lgbm import BINNED
 
     train, valid = _splits()
     no_filter = {"feature_pre_filter": False}

@@ -1,4 +1,4 @@
-"""ltr.ranking: the one copy of the per-query helpers (offsets check, query index, ranks)."""
+"""ltr.core.ranking: the one copy of the per-query helpers (offsets check, query index, ranks)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from scipy.stats import rankdata
 
-import ltr.models.fusion as fusion
-import ltr.ranking as ranking
-from ltr.errors import ConfigError, DataError, MetricError
+import ltr.core.ranking as ranking
+import ltr.models.ensembles.fusion as fusion
+from ltr.core.errors import ConfigError, DataError, MetricError
+from ltr.core.ranking import check_offsets, check_scores, descending_ranks, query_index, query_of_row
 from ltr.metrics import evaluate
-from ltr.ranking import check_offsets, check_scores, descending_ranks, query_index, query_of_row
 
 
 @pytest.mark.parametrize(

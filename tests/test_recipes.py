@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 from helpers import PROJECT_ROOT, cli_env, store_client, write_fold_standin
 
-from ltr.compare import compose_system, load_experiment, run_comparison
-from ltr.errors import ConfigError
-from ltr.schemas import check_experiment_block
+from ltr.core.errors import ConfigError
+from ltr.experiment.experiments import compose_system, load_experiment
+from ltr.experiment.schemas import check_experiment_block
+from ltr.experiment.systems import run_comparison
 
 LETOR = ["letor4_mq2008", "letor4_mq2007"]
 RECIPES = [*LETOR, "mslr_web30k_lightgbm"]
@@ -50,7 +51,7 @@ def test_letor_recipes_follow_the_letor_protocol(name):
 
 def test_the_lightgbm_recipe_is_the_experiments_page_setting(tmp_path):
     from ltr.data.registry import load_dataset
-    from ltr.pipeline import make_ranker
+    from ltr.experiment.pipeline import make_ranker
 
     exp = load_experiment("mslr_web30k_lightgbm")
     standin = write_fold_standin(tmp_path / "MSLR-WEB30K", n_queries=20, max_label=4)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
+from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData, write_svmlight
 from ltr.data.registry import REGISTRY, default_dir, download_for, get_spec, load_dataset
-from ltr.errors import ConfigError, DataError
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
@@ -201,7 +201,7 @@ def test_hydra_configs_compose_and_load(tmp_path, name):
         overrides += [f"data.train={tmp_path / 'tr.txt'}", "data.n_features=4"]
     if name == "synthetic":
         overrides += ["data.n_queries.train=4", "data.n_queries.valid=2", "data.n_queries.test=2"]
-    from ltr.schemas import register_configs
+    from ltr.experiment.schemas import register_configs
 
     register_configs()
     with initialize_config_dir(config_dir=str(CONF), version_base=None):

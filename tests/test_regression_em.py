@@ -15,10 +15,10 @@ import pytest
 from ltr.clicks import simulate_log_table
 from ltr.clicks.propensity import estimate_propensities, impression_log, read_click_log
 from ltr.clicks.regression_em import RelevanceRegressor, fit_relevance
+from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData
 from ltr.data.svmlight import write_svmlight
 from ltr.data.synthetic import generate
-from ltr.errors import ConfigError, DataError
 
 
 def test_relevance_step_is_lightgbm_binary_on_the_per_impression_rows():

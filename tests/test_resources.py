@@ -1,4 +1,4 @@
-"""ltr finds its own configs through the package (ltr.resources), and users extend them from their folder.
+"""ltr finds its own configs through the package (ltr.core.resources), and users extend them from their folder.
 
 The wheel side (the same lookup in an installed package, from an empty folder) is tests/test_install.py.
 """
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from helpers import PROJECT_ROOT, compose_config, write_user_data
 
-from ltr.errors import LtrError
-from ltr.resources import config_dir, experiments_dir, package_folder, source_checkout, work_root
+from ltr.core.errors import LtrError
+from ltr.core.resources import config_dir, experiments_dir, package_folder, source_checkout, work_root
 
 
 def relative_files(folder: Path) -> set[str]:
@@ -29,15 +29,16 @@ def test_package_folders_are_the_repository_folders():
 
 
 def test_entry_points_use_the_package_lookup():
-    from ltr import compare, train
-    from ltr.models import ensemble
+    from ltr import train
+    from ltr.experiment import experiments
+    from ltr.models.ensembles import members
 
-    assert train.CONF_DIR == compare.CONF_DIR == ensemble.CONF_DIR == config_dir()
-    assert experiments_dir() == compare.EXPERIMENTS_DIR
+    assert train.CONF_DIR == experiments.CONF_DIR == members.CONF_DIR == config_dir()
+    assert experiments_dir() == experiments.EXPERIMENTS_DIR
     assert train.available_models() == sorted(
         p.stem for p in (PROJECT_ROOT / "conf" / "model").glob("*.yaml")
     )
-    assert compare.available_experiments() == sorted(
+    assert experiments.available_experiments() == sorted(
         p.stem for p in (PROJECT_ROOT / "experiments").glob("*.yaml")
     )
 
@@ -91,7 +92,7 @@ def test_user_data_config_through_hydra_searchpath(user_folder):
 
 
 def test_user_experiment_file_with_user_data(user_folder):
-    from ltr.compare import compose_system, load_experiment
+    from ltr.experiment.experiments import compose_system, load_experiment
 
     (user_folder / "mine.yaml").write_text(
         "overrides: ['hydra.searchpath=[file://myconf]', data=mydata]\n"
@@ -149,7 +150,8 @@ def test_user_model_as_ensemble_member_through_hydra_searchpath(user_folder):
 
 
 def test_user_model_as_ensemble_member_in_a_user_experiment(user_folder):
-    from ltr.compare import load_experiment, run_comparison
+    from ltr.experiment.experiments import load_experiment
+    from ltr.experiment.systems import run_comparison
 
     _user_model(user_folder)
     (user_folder / "mine.yaml").write_text(

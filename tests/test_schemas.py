@@ -10,18 +10,18 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 from omegaconf.errors import ValidationError
 
-from ltr.config_check import defaults
-from ltr.errors import ConfigError
-from ltr.schemas import (
+from ltr.core.config_check import defaults
+from ltr.core.errors import ConfigError
+from ltr.experiment.schemas import (
     DATA_SCHEMAS,
     BackendSchema,
     EvalSchema,
     TrackingSchema,
-    metric_direction,
     register_configs,
     threads_per_job,
     validate_config,
 )
+from ltr.sweep.summary import metric_direction
 from ltr.train import CONF_DIR
 
 

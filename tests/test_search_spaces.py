@@ -8,11 +8,11 @@ import pytest
 from helpers import compose_config
 from omegaconf import OmegaConf
 
-from ltr.optuna_sweeper import build_pruner, checked_settings
-from ltr.pipeline import check_run_config
-from ltr.resources import config_dir
-from ltr.schemas import validate_config
-from ltr.search_space import parse_search_space
+from ltr.core.resources import config_dir
+from ltr.experiment.pipeline import check_run_config
+from ltr.experiment.schemas import validate_config
+from ltr.sweep.search_space import parse_search_space
+from ltr.sweep.sweeper import build_pruner, checked_settings
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

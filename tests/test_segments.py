@@ -9,8 +9,7 @@ import pytest
 from helpers import captured_figures
 from scipy import stats
 
-from ltr.errors import ConfigError, DataError
-from ltr.segments import (
+from ltr.analysis.segments import (
     builtin_segments,
     query_attributes,
     ranked_labels,
@@ -20,6 +19,7 @@ from ltr.segments import (
     worst_markdown,
     worst_queries,
 )
+from ltr.core.errors import ConfigError, DataError
 from ltr.stats import paired_bootstrap_ci
 
 # three queries: q1 has 4 docs (labels 0 2 1 0), q2 2 docs (0 0), q3 3 docs (3 1 1)
@@ -77,7 +77,7 @@ def test_segments_keep_their_natural_order_and_empty_ones_are_left_out(tmp_path)
         "max label = 10",
     ]
     assert not table["diff"].isna().any()
-    from ltr.plots import plot_segments
+    from ltr.report.plots import plot_segments
 
     with captured_figures() as figures:
         plot_segments(table, tmp_path / "s.png", metric="m", baseline="b")
@@ -173,7 +173,7 @@ def test_ranked_labels_and_worst_queries_by_hand() -> None:
 
 
 def test_segment_plot_has_a_panel_per_family(tmp_path) -> None:  # noqa: ANN001 - pytest fixture
-    from ltr.plots import plot_segments
+    from ltr.report.plots import plot_segments
 
     systems, length = _systems()
     systems["other"] = systems["new"] * 0.5

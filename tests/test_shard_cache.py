@@ -201,7 +201,7 @@ def test_a_two_process_cluster_reads_byte_ranges_from_the_cache_on_the_second_lo
     """Real worker processes: after the first load the parser is replaced on every worker by one
     that raises, and the second load still succeeds with the same arrays."""
     distributed = pytest.importorskip("distributed")
-    from ltr.models.dask_shards import gather_split, load_sharded
+    from ltr.distributed.shards import gather_split, load_sharded
 
     cache = str(tmp_path / "cache")
     with (

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ltr.core.errors import DataError
 from ltr.data import RankingData
 from ltr.data.shards import regroup_shard, straddling_moves
 from ltr.data.svmlight import load_svmlight, write_svmlight
 from ltr.data.synthetic import generate
-from ltr.errors import DataError
 from ltr.metrics import evaluate
 
 distributed = pytest.importorskip("distributed")
@@ -90,7 +90,7 @@ def test_regroup_shard_appends_later_rows_to_the_query_and_keeps_its_place():
 
 
 def test_by_default_a_straddling_query_names_both_files_and_the_opt_in(client, tmp_path):
-    from ltr.models.dask_shards import load_sharded
+    from ltr.distributed.shards import load_sharded
 
     paths = _straddling_files(tmp_path, "train", 30, seed=1)
     a, b = next((p, q) for p, q in pairwise(paths) if _last_qid(p) == _first_qid(q))
@@ -113,7 +113,7 @@ def _last_qid(p: Path) -> bytes:
 def test_with_regroup_the_sharded_split_equals_the_local_parse_of_the_concatenated_files(
     client, tmp_path, options
 ):
-    from ltr.models.dask_shards import gather_split, load_sharded
+    from ltr.distributed.shards import gather_split, load_sharded
 
     paths = _straddling_files(tmp_path, "train", 30, seed=2)
     assert len(paths) >= 5
@@ -133,7 +133,7 @@ def test_with_regroup_the_sharded_split_equals_the_local_parse_of_the_concatenat
 
 
 def test_byte_ranges_of_a_file_with_a_query_in_separate_blocks_are_regrouped(client, tmp_path):
-    from ltr.models.dask_shards import gather_split, load_sharded
+    from ltr.distributed.shards import gather_split, load_sharded
 
     src = write_svmlight(generate(20, seed=4, min_docs=3, max_docs=12), tmp_path / "one.txt")
     lines = src.read_bytes().splitlines(keepends=True)
@@ -146,7 +146,7 @@ def test_byte_ranges_of_a_file_with_a_query_in_separate_blocks_are_regrouped(cli
 
 
 def test_data_regroup_true_regroups_train_valid_and_test(client, tmp_path):
-    from ltr.models.dask_shards import gather_split, load_sharded_dataset
+    from ltr.distributed.shards import gather_split, load_sharded_dataset
 
     cfg = {"kind": "svmlight", "name": "straddle", "regroup": True, "engine": "python", "n_features": 46}
     for seed, split in enumerate(("train", "valid", "test")):
@@ -174,9 +174,9 @@ def _ndcg10(data: RankingData, scores: np.ndarray) -> float:
 
 @pytest.mark.parametrize("model", [pytest.param("lambdamart", marks=pytest.mark.slow), "lambdamart_xgb"])
 def test_training_on_regrouped_shards_matches_local_training_on_the_concatenation(client, tmp_path, model):
+    from ltr.distributed.backend import build_dask_ranker
+    from ltr.distributed.shards import load_sharded
     from ltr.models import build_ranker
-    from ltr.models.dask_backend import build_dask_ranker
-    from ltr.models.dask_shards import load_sharded
 
     paths = _straddling_files(tmp_path, "train", 120, seed=7)
     local_train = load_svmlight(_concatenated(paths, tmp_path / "all.bin"), regroup=True, n_features=46)
@@ -206,7 +206,7 @@ def test_regroup_shard_carries_weights_positions_and_refuses_conflicting_weights
 @pytest.mark.slow
 def test_worker_processes_regroup_straddling_queries(tmp_path):
     """The same on a 2-process ``LocalCluster``: the pieces travel between worker processes."""
-    from ltr.models.dask_shards import gather_split, load_sharded
+    from ltr.distributed.shards import gather_split, load_sharded
 
     paths = _straddling_files(tmp_path, "train", 30, seed=3)
     want = load_svmlight(_concatenated(paths, tmp_path / "all.bin"), regroup=True, engine="python")

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from ltr.core.errors import ConfigError
 from ltr.data import RankingData
 from ltr.data.splits import concat, mslr_folds, mslr_style_folds, query_kfold, split_queries, train_valid_test
-from ltr.errors import ConfigError
 
 
 def _data(n_q=23, seed=0, sparse=False):

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 from scipy.stats import _resampling
 
-from ltr.errors import ConfigError, DataError
+from ltr.core.errors import ConfigError, DataError
 from ltr.stats import bootstrap_ci, paired_bootstrap_ci
 from ltr.stats.bootstrap import _jackknife_acceleration, bootstrap_replicates, interval_from_replicates
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from ltr.errors import ConfigError, DataError
+from ltr.core.errors import ConfigError, DataError
 from ltr.stats import adjust_pvalues, benjamini_hochberg, holm
 
 

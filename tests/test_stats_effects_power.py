@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ltr.errors import ConfigError, DataError
+from ltr.core.errors import ConfigError, DataError
 from ltr.stats import achieved_power, effect_size, queries_needed, win_tie_loss
 
 

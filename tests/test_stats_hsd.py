@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ltr.errors import DataError
+from ltr.core.errors import DataError
 from ltr.stats import randomization_test, tukey_hsd
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ltr.errors import ConfigError, DataError
+from ltr.core.errors import ConfigError, DataError
 from ltr.stats import paired_t_test, randomization_test, sign_test, wilcoxon_test
 
 

@@ -11,6 +11,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
+from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData
 from ltr.data.svmlight import (
     load_svmlight,
@@ -19,7 +20,6 @@ from ltr.data.svmlight import (
     regroup_order,
     write_svmlight,
 )
-from ltr.errors import ConfigError, DataError
 
 ENGINES = ["python", "numba"]
 

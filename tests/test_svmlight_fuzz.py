@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from ltr.core.errors import DataError
 from ltr.data import RankingData
 from ltr.data.svmlight import load_svmlight, write_svmlight
-from ltr.errors import DataError
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _TMP = Path(tempfile.mkdtemp(prefix="ltr-fuzz-"))

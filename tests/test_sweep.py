@@ -12,10 +12,10 @@ import yaml
 from helpers import TINY_DATA, compose_config, quick_model, run_train_cli, store_client
 from rich.console import Console
 
-from ltr.errors import ConfigError
-from ltr.optuna_sweeper import OptunaSweeper
-from ltr.schemas import threads_per_job
-from ltr.sweep import best_job, read_job_results, summarize_sweep, swept_overrides
+from ltr.core.errors import ConfigError
+from ltr.experiment.schemas import threads_per_job
+from ltr.sweep.summary import best_job, read_job_results, summarize_sweep, swept_overrides
+from ltr.sweep.sweeper import OptunaSweeper
 
 TINY = [*TINY_DATA, *quick_model(20)]
 
@@ -96,7 +96,7 @@ def test_outputs_and_multirun_folders_are_under_the_project_root(tmp_path):
     cfg = compose_config(["+model=lambdamart", f"paths.root={tmp_path}"], return_hydra_config=True)
     assert cfg.hydra.run.dir.startswith(f"{tmp_path}/outputs/")
     assert cfg.hydra.sweep.dir.startswith(f"{tmp_path}/multirun/")
-    assert cfg.hydra.callbacks.sweep_summary._target_ == "ltr.sweep.SweepSummary"
+    assert cfg.hydra.callbacks.sweep_summary._target_ == "ltr.sweep.summary.SweepSummary"
 
 
 @pytest.mark.slow
@@ -194,7 +194,7 @@ def test_a_trial_that_ltr_rejects_fails_alone_and_the_sweep_goes_on(tmp_path):
 def test_sweep_size_and_progress_line():
     from omegaconf import OmegaConf
 
-    from ltr.sweep import progress_line, sweep_size
+    from ltr.sweep.summary import progress_line, sweep_size
 
     grid = OmegaConf.create(
         {

@@ -27,7 +27,7 @@ import pytest
 from helpers import PROJECT_ROOT, TINY_DATA, cli_env, free_port, kill_server, start_mlflow_server
 from mlflow import MlflowClient
 
-from ltr.tracking import SplitDataset, Tracker
+from ltr.tracking.writer import SplitDataset, Tracker
 
 PG_BIN = Path(os.environ.get("LTR_PG_BIN", "/usr/lib/postgresql/15/bin"))
 STUDY = "team"

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from helpers import PROJECT_ROOT, TINY_DATA, cli_env, quick_model, store_client
 
+from ltr.core.errors import ConfigError, DataError
 from ltr.data.synthetic import N_FEATURES, N_INFORMATIVE, N_WEAK, ensure_synthetic, generate, load_synthetic
-from ltr.errors import ConfigError, DataError
 
 
 def test_same_seed_same_data_and_other_seed_other_data():

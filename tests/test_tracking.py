@@ -17,20 +17,11 @@ import pytest
 from helpers import PROJECT_ROOT, TINY_DATA, ForwardingProxy, cli_env, kill_server
 from mlflow.tracking import MlflowClient
 
-from ltr.errors import ConfigError, NotFittedError
+from ltr.core.errors import ConfigError, NotFittedError
 from ltr.models.pyfunc import as_frame
-from ltr.tracking import (
-    _INSERT_RACE_RETRIES,
-    TAG_FALLBACK_FOR,
-    NullTracker,
-    SplitDataset,
-    Tracker,
-    _is_connection_error,
-    download_frame,
-    find_runs,
-    flatten_params,
-    retry_call,
-)
+from ltr.tracking.reader import download_frame, find_runs
+from ltr.tracking.store import _INSERT_RACE_RETRIES, is_connection_error, retry_call
+from ltr.tracking.writer import TAG_FALLBACK_FOR, NullTracker, SplitDataset, Tracker, flatten_params
 
 
 def test_retry_backs_off_on_sqlite_lock_then_succeeds():
@@ -88,7 +79,7 @@ def test_retry_calls_again_after_a_lost_get_or_create_insert():
 
     call, calls = _failing(RestException(DATASET_RACE), times=1)
     assert retry_call(call) == "ok" and len(calls) == 2
-    assert not _is_connection_error(RestException(DATASET_RACE))  # never a reason to leave the server
+    assert not is_connection_error(RestException(DATASET_RACE))  # never a reason to leave the server
 
 
 @pytest.mark.parametrize(
@@ -167,11 +158,11 @@ def test_a_lost_dataset_race_on_a_server_is_retried_and_the_run_stays_there(tmp_
 def test_sweep_workers_promoting_on_one_parent_retry_a_lost_race(tmp_path, mlflow_server):
     """At the end of a sweep every worker promotes the best trial on the shared parent run, so two may add
     the same new metric, param or tag keys at once. A proxy answers the first metrics, params and tags
-    ``log-batch`` with the duplicate-key 400 of a lost race: :func:`ltr.sweep_runs.promote` calls again,
+    ``log-batch`` with the duplicate-key 400 of a lost race: :func:`ltr.sweep.runs.promote` calls again,
     and the parent holds the counts as metrics and the best trial's parameter as a param (not a tag)."""
     import optuna
 
-    from ltr.sweep_runs import promote
+    from ltr.sweep.runs import promote
 
     _, upstream = mlflow_server
     answered: list[str] = []
@@ -487,7 +478,7 @@ def test_server_dying_between_calls_or_before_the_run_ends_loses_nothing(
 ):
     """In-process: the server dies before a later call (or only before the run is ended): the fallback
     run holds everything, the call that failed included, and ends FINISHED; the import command is printed."""
-    from ltr.tracking import HTTP_LIMITS
+    from ltr.tracking.store import HTTP_LIMITS
 
     for name, value in HTTP_LIMITS.items():
         monkeypatch.setenv(name, value)

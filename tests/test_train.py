@@ -16,7 +16,7 @@ import pytest
 import yaml
 from helpers import PROJECT_ROOT, TINY_DATA, cli_env, compose_config, quick_model, run_train_cli, store_client
 
-from ltr.errors import ConfigError
+from ltr.core.errors import ConfigError
 from ltr.train import available_models, run
 
 TINY = [*TINY_DATA, *quick_model(30), "num_threads=1"]
@@ -145,13 +145,13 @@ def test_multirun_logs_one_run_per_job(tmp_path):
     runs = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
     summaries = [r for r in runs if r.data.tags.get("ltr.sweep.role") == "summary"]
     runs = [r for r in runs if r not in summaries]
-    assert len(summaries) == 1  # the sweep summary (ltr.sweep.SweepSummary)
+    assert len(summaries) == 1  # the sweep summary (ltr.sweep.summary.SweepSummary)
     assert sorted(r.data.params["model.params.learning_rate"] for r in runs) == ["0.05", "0.2"]
     assert all(r.info.status == "FINISHED" for r in runs)
 
 
 def test_progress_bar_reports_iterations_and_is_quiet_in_ci(monkeypatch):
-    from ltr.progress import iteration_progress, progress_enabled, task_progress
+    from ltr.report.progress import iteration_progress, progress_enabled, task_progress
 
     monkeypatch.setenv("CI", "true")
     assert not progress_enabled(isatty=True)
@@ -232,13 +232,13 @@ def test_progress_bar_on_a_terminal_unless_ci(tmp_path):
 
 def _no_data_no_tracker(monkeypatch) -> None:
     """Make connecting to the tracker or reading the data fail loudly: a bad config must stop before both."""
-    import ltr.record
+    import ltr.experiment.record
 
     def refuse(*args, **kwargs):
         raise AssertionError("the tracker or the data was touched before the config error")
 
-    monkeypatch.setattr(ltr.record, "make_tracker", refuse)
-    monkeypatch.setattr(ltr.record, "load_dataset", refuse)
+    monkeypatch.setattr(ltr.experiment.record, "make_tracker", refuse)
+    monkeypatch.setattr(ltr.experiment.record, "load_dataset", refuse)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from ltr.errors import MetricError
+from ltr.core.errors import MetricError
 from ltr.metrics import evaluate
 from ltr.metrics.uncertain import expected_dcg, monte_carlo_metrics, sample_labels, tie_sensitivity
 

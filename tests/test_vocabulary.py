@@ -18,11 +18,11 @@ from pathlib import Path
 import lightgbm as lgb
 import pytest
 
+from ltr.core.errors import ConfigError
 from ltr.data import RankingData
 from ltr.data.synthetic import generate
-from ltr.errors import ConfigError
+from ltr.distributed.lgbm import wrapper_arguments
 from ltr.models import available_models, build_ranker, get_ranker_class
-from ltr.models.dask_lightgbm import wrapper_arguments
 from ltr.models.params import SPECS
 from ltr.models.vocabulary import ENGINES, VOCABULARY, markdown_table, refused, translate
 

@@ -1,4 +1,4 @@
-"""Hydra's entry to ltr's Optuna sweeper (the logic lives in :mod:`ltr.optuna_sweeper`).
+"""Hydra's entry to ltr's Optuna sweeper (the logic lives in :mod:`ltr.sweep.sweeper`).
 
 Hydra instantiates a plugin only if its class is defined under the ``hydra_plugins`` namespace
 package, which it scans at start-up; so this package (shipped in ltr's wheel; ``hydra_plugins`` has no
@@ -9,11 +9,11 @@ imported only when a sweep runs.
 
 from hydra.core.config_store import ConfigStore
 
-from ltr import optuna_sweeper
+from ltr.sweep import sweeper as optuna_sweeper
 
 
 class LtrOptunaSweeper(optuna_sweeper.OptunaSweeper):
-    """:class:`ltr.optuna_sweeper.OptunaSweeper` under the name Hydra accepts for a plugin."""
+    """:class:`ltr.sweep.sweeper.OptunaSweeper` under the name Hydra accepts for a plugin."""
 
 
 ConfigStore.instance().store(

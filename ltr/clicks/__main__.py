@@ -30,6 +30,7 @@ import argparse
 import json
 from collections.abc import Sequence
 
+from ltr.cli import print_result, run_cli
 from ltr.clicks import simulate_log_table
 from ltr.clicks.propensity import (
     ITERATIONS,
@@ -41,7 +42,6 @@ from ltr.clicks.propensity import (
 )
 from ltr.data.svmlight import write_svmlight
 from ltr.data.synthetic import generate
-from ltr.entry import print_result, run_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -130,4 +130,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.entry)
+    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.cli)

@@ -18,7 +18,7 @@ factor, so estimates are normalised to ``θ_1 = 1``.
   (a click means E = R = 1); the M-step sets θ_r and γ_{q,d} to the mean posterior of E over the
   impressions at r and of R over the impressions of (q, d). θ is identified only when documents
   move between positions (several rankers, personalised or re-ranked orders): every position must
-  be linked to position 1 through documents shown at both, else a :class:`~ltr.errors.DataError`
+  be linked to position 1 through documents shown at both, else a :class:`~ltr.core.errors.DataError`
   says which positions are not. With few impressions per pair the per-pair γ absorbs the clicks
   (one click: γ large; none: γ → 0) and θ is driven towards 1: use ``regression-em``.
 * ``regression-em`` — the same paper's §4 *regression EM*: γ_{q,d} = σ(F(x_{q,d})) with F a
@@ -56,8 +56,8 @@ from ltr.clicks.regression_em import (
     pair_features,
     regression_em,
 )
-from ltr.config_check import Constraint, check_value
-from ltr.errors import ConfigError, DataError
+from ltr.core.config_check import Constraint, check_value
+from ltr.core.errors import ConfigError, DataError
 
 LOG_COLUMNS = ("session", "qid", "doc", "position", "click")
 METHODS = ("randomization", "em", "regression-em")

@@ -52,9 +52,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ltr.compression import open_input
-from ltr.errors import DataError
-from ltr.textlines import bom_length
+from ltr.core.errors import DataError
+from ltr.io.compression import open_input
+from ltr.io.textlines import bom_length
 
 #: LightGBM settings of the relevance regressor F (``regressor_params`` overrides any of them).
 REGRESSOR_PARAMS: dict[str, Any] = {

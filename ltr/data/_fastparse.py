@@ -49,11 +49,11 @@ from numba.core import types
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
-from ltr.compression import compression_of, open_input
+from ltr.io.compression import compression_of, open_input
 from ltr.data import _syntax as S
 from ltr.data._pyparse import ParseFailure, RawParse, choose_dense
-from ltr.errors import DataError
-from ltr.textlines import BOM, bom_length, is_utf16
+from ltr.core.errors import DataError
+from ltr.io.textlines import BOM, bom_length, is_utf16
 
 CHUNK = 32 << 20  # bytes per chunk buffer (grows only for a line longer than this)
 _DD_MIN, _DD_MAX = -360, 310
@@ -962,7 +962,7 @@ def parse_path(
 ) -> RawParse:
     """Parse a file with the numba kernels; raise :class:`ParseFailure` at the first bad token.
 
-    A gzip/bzip2/xz/zstd file (:func:`ltr.compression.compression_of`) is decompressed on the fly
+    A gzip/bzip2/xz/zstd file (:func:`ltr.io.compression.compression_of`) is decompressed on the fly
     and parsed in one pass (:func:`_parse_stream`); byte offsets then count decompressed bytes.
     """
     threads = (

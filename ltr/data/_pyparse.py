@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ltr.data import _syntax as S
-from ltr.textlines import bom_length, is_utf16, lone_cr
+from ltr.io.textlines import bom_length, is_utf16, lone_cr
 
 _NUMBER = re.compile(rb"[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|(?i:nan|inf|infinity))\Z")
 _DIGITS = re.compile(rb"\d+\Z")

@@ -8,7 +8,7 @@ this module turns a code plus the offending bytes into the one message users see
 
 Grammar of one line (``#`` starts a comment; blank and comment-only lines are skipped; ``\\r``,
 tab, form feed and vertical tab count as spaces, so CRLF files parse like LF files). The encoding
-policy is :mod:`ltr.textlines`': a leading UTF-8 byte order mark is ignored (read as spaces), a
+policy is :mod:`ltr.io.textlines`': a leading UTF-8 byte order mark is ignored (read as spaces), a
 ``\\r`` not followed by ``\\n`` is the error ``LONE_CR`` (before any other but ``UTF16``, a file
 starting with a UTF-16 byte order mark), and only ``\\n`` ends a
 line (U+2028 and friends inside a comment are comment bytes)::
@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from ltr.config_check import check_block, check_value, setting
-from ltr.errors import ConfigError
-from ltr.textlines import LONE_CR_TEXT, UTF16_TEXT
+from ltr.core.config_check import check_block, check_value, setting
+from ltr.core.errors import ConfigError
+from ltr.io.textlines import LONE_CR_TEXT, UTF16_TEXT
 
 # the largest float64 that still rounds to a finite float32 (float32 max plus just under half an ulp):
 # every value above it would become inf in a float32 array
@@ -107,7 +107,7 @@ class ParseOptions:
     dtype: feature dtype, ``"float32"`` (default) or ``"float64"``.
     regroup: when a qid appears in several separate blocks, gather its rows (stable: queries in
         order of first appearance, rows in file order). Default: error naming both row ranges. On
-        Dask it also gathers a qid found in several shards of a split (:mod:`ltr.models.dask_shards`).
+        Dask it also gathers a qid found in several shards of a split (:mod:`ltr.distributed.shards`).
     """
 
     n_features: int | None = setting(None, low=0)
@@ -124,7 +124,7 @@ class ParseOptions:
     regroup: bool = False
 
     def __post_init__(self) -> None:
-        """Every option checked by its declaration (:func:`ltr.config_check.check_block`), as plain Python."""
+        """Every option checked by its declaration (:func:`ltr.core.config_check.check_block`), as plain Python."""
         for name, value in check_block(type(self), asdict(self), "").items():
             object.__setattr__(self, name, value)
         check_huge_fits(self.huge, self.dtype, "huge")
@@ -145,7 +145,7 @@ def check_huge_fits(huge: float, dtype: str, name: str) -> None:
     >>> check_huge_fits(1e40, "float64", "huge")
     >>> check_huge_fits(1e40, "float32", "data.parse.huge")
     Traceback (most recent call last):
-    ltr.errors.ConfigError: data.parse.huge: 1e+40 is above the float32 range (3.4028235677973362e+38); ...
+    ltr.core.errors.ConfigError: data.parse.huge: 1e+40 is above the float32 range (3.4028235677973362e+38); ...
     """
     if dtype == "float32" and huge > FLOAT32_MAX:
         raise ConfigError(

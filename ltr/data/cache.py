@@ -83,7 +83,7 @@ from ltr.data._pyparse import RawParse
 from ltr.data._syntax import ParseOptions
 from ltr.data.dataset import RankingData
 from ltr.data.reading import build_dataset, parse_file
-from ltr.errors import LtrError
+from ltr.core.errors import LtrError
 
 log = logging.getLogger(__name__)
 

@@ -1,10 +1,10 @@
 """The keys of a ``data`` config, per dataset kind: one dataclass each, the one place their defaults are written.
 
-``ltr.schemas.register_configs`` stores each schema in Hydra's ConfigStore (group ``data``, name
+``ltr.experiment.schemas.register_configs`` stores each schema in Hydra's ConfigStore (group ``data``, name
 ``<kind>_schema``) and every ``conf/data/NAME.yaml`` lists its kind's schema first in its defaults
 list, holding only what differs; so ``data.fold=abc`` or a misspelt key fails while Hydra composes the
 config, and ``load_dataset`` checks a plain mapping (the Python API) by the same declaration
-(:func:`schema_for`, :func:`ltr.config_check.check_block`):
+(:func:`schema_for`, :func:`ltr.core.config_check.check_block`):
 
 =====================================================  ===========================================
 kind                                                   schema
@@ -16,11 +16,11 @@ kind                                                   schema
 ``yahoo_set1``, ``yahoo_set2``                         :class:`FolderDataSchema`
 =====================================================  ===========================================
 
->>> from ltr.config_check import check_block
+>>> from ltr.core.config_check import check_block
 >>> check_block(LetorDataSchema, {"kind": "mq2007", "fold": 6}, "data")
 Traceback (most recent call last):
 ...
-ltr.errors.ConfigError: data.fold: expected a fold 1..5, all, or a list of folds such as [1,3,5]; got 6
+ltr.core.errors.ConfigError: data.fold: expected a fold 1..5, all, or a list of folds such as [1,3,5]; got 6
 >>> check_block(LetorDataSchema, {"kind": "mq2007", "fold": "all"}, "data")["fold"]
 'all'
 >>> schema_for("istella").__name__, schema_for("my_own")
@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from ltr.config_check import check_block, plain, setting
+from ltr.core.config_check import check_block, plain, setting
 from ltr.data._syntax import NONFINITE_POLICIES, ParseOptions, check_label_range
-from ltr.errors import ConfigError
+from ltr.core.errors import ConfigError
 
 #: the split files of each Istella variant (relative to ``data.dir``)
 ISTELLA_VARIANTS = {
@@ -144,14 +144,14 @@ LETOR_FOLDS = (1, 2, 3, 4, 5)
 def check_fold_choice(value: Any, path: str) -> int | str | list[int]:
     """``data.fold`` of a LETOR-layout dataset: one fold (1..5), ``all``, or a list of distinct folds.
 
-    One fold is a single run; ``all`` or a list is a fold protocol (:mod:`ltr.folds`).
+    One fold is a single run; ``all`` or a list is a fold protocol (:mod:`ltr.experiment.folds`).
 
     >>> check_fold_choice(2, "data.fold"), check_fold_choice("all", "data.fold"), check_fold_choice([3, 1], "data.fold")
     (2, 'all', [3, 1])
     >>> check_fold_choice([1, 1], "data.fold")
     Traceback (most recent call last):
     ...
-    ltr.errors.ConfigError: data.fold: expected a fold 1..5, all, or a list of folds such as [1,3,5]; got [1, 1] (fold 1 twice)
+    ltr.core.errors.ConfigError: data.fold: expected a fold 1..5, all, or a list of folds such as [1,3,5]; got [1, 1] (fold 1 twice)
     """
     expected = f"{path}: expected a fold 1..5, all, or a list of folds such as [1,3,5]; got {value!r}"
     if value == "all":
@@ -195,7 +195,7 @@ def letor_fold_choice(data_cfg: Any) -> list[int] | None:
 class LetorDataSchema(FolderDataSchema):
     """MSLR-WEB10K/30K, MQ2007/2008: ``Fold1..Fold5/{train,vali,test}.txt``.
 
-    ``fold``: 1..5 (one run), ``all`` or a list such as ``[1,3]`` (the fold protocol of :mod:`ltr.folds`).
+    ``fold``: 1..5 (one run), ``all`` or a list such as ``[1,3]`` (the fold protocol of :mod:`ltr.experiment.folds`).
     """
 
     fold: Any = setting(1, check=check_fold_choice)
@@ -274,7 +274,7 @@ def check_data_block(data_cfg: Any) -> dict[str, Any]:
     >>> check_data_block({"kind": "mq2007", "flod": 2})
     Traceback (most recent call last):
     ...
-    ltr.errors.ConfigError: data: unknown key(s) flod; accepted: name, kind, synthetic, label_range, cache_dir, verify_cache, parse, splits, dir, fold
+    ltr.core.errors.ConfigError: data: unknown key(s) flod; accepted: name, kind, synthetic, label_range, cache_dir, verify_cache, parse, splits, dir, fold
     """
     given = {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in plain(data_cfg).items()}
     schema = schema_for(str(given.get("kind") or given.get("name")))

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ltr.errors import DataError
+from ltr.core.errors import DataError
 
 FeatureMatrix = np.ndarray | sp.csr_matrix | sp.csr_array
 

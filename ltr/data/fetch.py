@@ -45,7 +45,7 @@ from typing import IO
 
 from ltr.data.locking import flocked
 from ltr.data.registry import Download, default_dir, download_for, get_spec, placement_hint
-from ltr.errors import DataError
+from ltr.core.errors import DataError
 
 
 class ManualDownload(Exception):
@@ -245,7 +245,7 @@ def safe_extract(archive: Path, kind: str, into: Path, limits: ExtractLimits | N
     """Extract a zip / tar.gz into ``into`` after vetting every member; return the files (relative).
 
     A damaged archive (bad zip, truncated or corrupt gzip, CRC mismatch) or a write error (disk full)
-    raises :class:`~ltr.errors.DataError`; what was written to ``into`` is left for the caller to remove.
+    raises :class:`~ltr.core.errors.DataError`; what was written to ``into`` is left for the caller to remove.
     """
     limits = limits or ExtractLimits()
     if zipfile.is_zipfile(archive):  # what the file is, not what its name or the registry says

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ltr.config_check import Constraint, check_value
+from ltr.core.config_check import Constraint, check_value
 from ltr.data.dataset import RankingData
-from ltr.errors import ConfigError
+from ltr.core.errors import ConfigError
 
 METHODS = ("none", "query_minmax", "query_zscore", "zscore", "log1p")
 

@@ -25,14 +25,14 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ltr.compression import compression_of, open_input, read_input
-from ltr.config_check import Constraint, check_value
+from ltr.io.compression import compression_of, open_input, read_input
+from ltr.core.config_check import Constraint, check_value
 from ltr.data import _pyparse
 from ltr.data._syntax import ParseOptions, error_message
 from ltr.data.dataset import RankingData, offsets_from_qid
-from ltr.errors import DataError
-from ltr.ranking import query_of_row
-from ltr.textlines import FIELD_SPACE, bom_length, check_no_bom, read_lines
+from ltr.core.errors import DataError
+from ltr.core.ranking import query_of_row
+from ltr.io.textlines import FIELD_SPACE, bom_length, check_no_bom, read_lines
 
 log = logging.getLogger(__name__)
 
@@ -46,19 +46,19 @@ def check_data_file(path: Path) -> None:
     A directory, a named pipe (FIFO), a socket or a device each get their own message with the fix;
     so do an archive (zip, 7-Zip, RAR) or a compression ``ltr`` does not read, recognised by the
     leading bytes whatever the name, and a name whose compression suffix the bytes contradict (see
-    :func:`ltr.compression.compression_of`). gzip, bzip2, xz and zstd files are read transparently.
+    :func:`ltr.io.compression.compression_of`). gzip, bzip2, xz and zstd files are read transparently.
 
     >>> import tempfile, pathlib, gzip
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> check_data_file(d)
     Traceback (most recent call last):
-    ltr.errors.DataError: ... is a directory, not a data file; pass one of the files inside it
+    ltr.core.errors.DataError: ... is a directory, not a data file; pass one of the files inside it
     >>> _ = (d / "t.txt").write_bytes(gzip.compress(b"1 qid:1 1:0.5\\n"))
     >>> check_data_file(d / "t.txt")  # gzip under any name: read transparently
     >>> _ = (d / "t.zip").write_bytes(b"PK\\x03\\x04" + bytes(30))
     >>> check_data_file(d / "t.zip")
     Traceback (most recent call last):
-    ltr.errors.DataError: .../t.zip: is a zip archive, which ltr does not read (it reads gzip, bzip2, xz and zstd files); unpack it first (unzip ...)
+    ltr.core.errors.DataError: .../t.zip: is a zip archive, which ltr does not read (it reads gzip, bzip2, xz and zstd files); unpack it first (unzip ...)
     """
     try:
         mode = path.stat().st_mode
@@ -86,7 +86,7 @@ def check_data_file(path: Path) -> None:
 def _locate(path: Path, line_start: int, tok_start: int, tok_end: int) -> tuple[int, bytes]:
     """(1-based line of the byte at ``line_start``, bytes ``tok_start:tok_end``) of the decompressed file.
 
-    Reads the file (through :func:`~ltr.compression.open_input`) in blocks up to the token; only on errors.
+    Reads the file (through :func:`~ltr.io.compression.open_input`) in blocks up to the token; only on errors.
     """
     count = 0
     pos = 0
@@ -141,7 +141,7 @@ def _fast_available() -> bool:
 
 # --- sidecars ------------------------------------------------------------------------------------
 def _read_column(path: Path, kind: str, parse) -> list:
-    """One value per non-blank line, read under :mod:`ltr.textlines`' encoding policy."""
+    """One value per non-blank line, read under :mod:`ltr.io.textlines`' encoding policy."""
     out = []
     for lineno, line in read_lines(path):
         tok = line.strip(FIELD_SPACE)

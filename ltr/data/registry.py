@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ltr.config_check import check_block, check_field, plain
+from ltr.core.config_check import check_block, check_field, plain
 from ltr.data._syntax import ParseOptions, check_huge_fits, check_label_range
 from ltr.data.config import (
     ISTELLA_VARIANTS,
@@ -33,7 +33,7 @@ from ltr.data.splits import cv_folds
 from ltr.data.svmlight import load_svmlight
 from ltr.data.synthetic import LABEL_RANGE as SYNTHETIC_LABEL_RANGE
 from ltr.data.synthetic import SPLIT_FILES, load_synthetic
-from ltr.errors import ConfigError, DataError
+from ltr.core.errors import ConfigError, DataError
 
 SPLITS = ("train", "valid", "test")
 
@@ -71,7 +71,7 @@ class DatasetSpec:
 def _fold(cfg: Mapping[str, Any], name: str) -> int:
     """``data.fold``: the LETOR fold (:class:`~ltr.data.config.LetorDataSchema`: 1..5, default 1).
 
-    ``all`` or a list names several folds, which no single load returns: :mod:`ltr.folds` loads them
+    ``all`` or a list names several folds, which no single load returns: :mod:`ltr.experiment.folds` loads them
     one by one (``python -m ltr.train ... data.fold=all``).
     """
     fold = check_field(LetorDataSchema, "fold", cfg, "data")
@@ -348,7 +348,7 @@ def check_split_widths(name: str, splits: Mapping[str, Any]) -> None:
     >>> check_split_widths("d", {"train": S(n_features=3), "test": S(n_features=4)})
     Traceback (most recent call last):
     ...
-    ltr.errors.DataError: d: splits have different feature counts {'train': 3, 'test': 4}; set n_features so train/valid/test align
+    ltr.core.errors.DataError: d: splits have different feature counts {'train': 3, 'test': 4}; set n_features so train/valid/test align
     """
     widths = {s: d.n_features for s, d in splits.items()}
     if len(set(widths.values())) > 1:
@@ -360,7 +360,7 @@ def check_split_widths(name: str, splits: Mapping[str, Any]) -> None:
 def split_files(data_cfg: Mapping[str, Any]) -> dict[str, Path]:
     """The file each split of a data config is read from (absolute), as :func:`load_dataset` reads it.
 
-    What a run records as its datasets' source (:meth:`ltr.tracking.Tracker.log_datasets`). A kind
+    What a run records as its datasets' source (:meth:`ltr.tracking.writer.Tracker.log_datasets`). A kind
     whose splits are not one file each, or a fold protocol (``data.fold=all`` or a list), gives ``{}``.
 
     >>> split_files({"kind": "svmlight", "train": "data/x/train.txt"})["train"].name
@@ -413,7 +413,7 @@ def single_cv_fold(data_cfg: Mapping[str, Any]) -> dict[str, Any]:
     if cv.get("fold") is None:
         raise ConfigError(
             f"data.cv.folds={cv['folds']} with no data.cv.fold is the fold protocol, which loads every fold: "
-            "run it with python -m ltr.train (ltr.folds), or load one fold with data.cv.fold=K"
+            "run it with python -m ltr.train (ltr.experiment.folds), or load one fold with data.cv.fold=K"
         )
     return cv
 
@@ -504,7 +504,7 @@ def registry_sources(data_cfg: Mapping[str, Any]) -> tuple[DatasetSpec, dict[str
     variant's layout, restricted to ``data.splits``) and the strict ``load_svmlight`` options (the
     entry's ``n_features``, the declared ``label_range``, ``data.parse`` overrides); a missing file is a
     ``DataError`` saying how to obtain the data. What :func:`load_dataset` reads, and what the Dask
-    workers parse (:mod:`ltr.models.dask_data`)."""
+    workers parse (:mod:`ltr.distributed.data`)."""
     check_data_block(data_cfg)
     spec = get_spec(str(data_cfg.get("kind") or data_cfg.get("name")))
     wanted = data_cfg.get("splits")

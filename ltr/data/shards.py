@@ -54,7 +54,7 @@ from ltr.data._syntax import ParseOptions
 from ltr.data.dataset import RankingData
 from ltr.data.reading import _failure_to_error, _fast_available, build_dataset, check_data_file, regroup_order
 from ltr.data.svmlight import load_svmlight
-from ltr.errors import ConfigError, DataError
+from ltr.core.errors import ConfigError, DataError
 
 #: bytes read at a time while looking for the next query boundary after a cut
 _SCAN_BLOCK = 1 << 20
@@ -296,7 +296,7 @@ def check_disjoint_queries(sources: Sequence[str], query_ids: Sequence[np.ndarra
     >>> check_disjoint_queries(["a.txt", "b.txt"], [np.array([1, 2]), np.array([2, 3])])
     Traceback (most recent call last):
     ...
-    ltr.errors.DataError: qid 2 has rows in a.txt and in b.txt: a query must lie in one shard ...
+    ltr.core.errors.DataError: qid 2 has rows in a.txt and in b.txt: a query must lie in one shard ...
     """
     owner: dict[int, int] = {}
     for i, ids in enumerate(query_ids):

@@ -29,9 +29,9 @@ from typing import TypeVar
 import numpy as np
 import scipy.sparse as sp
 
-from ltr.config_check import Constraint, check_value
+from ltr.core.config_check import Constraint, check_value
 from ltr.data.dataset import RankingData
-from ltr.errors import ConfigError
+from ltr.core.errors import ConfigError
 
 T = TypeVar("T")
 

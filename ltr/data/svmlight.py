@@ -3,7 +3,7 @@
 A line is ``label qid:Q index:value ... # comment`` (LF or CRLF). Indices are 1-based unless
 ``zero_based=True``; they are never guessed. Files without ``qid:`` (LightGBM's layout) take their
 query groups from a ``.query`` sidecar (one group size per line) and optional per-row ``.weight``
-sidecar. Every malformed line raises :class:`ltr.errors.DataError` naming ``file:line`` and what was
+sidecar. Every malformed line raises :class:`ltr.core.errors.DataError` naming ``file:line`` and what was
 expected; see :class:`ltr.data._syntax.ParseOptions` for the strict defaults and their opt-ins.
 
 Example
@@ -17,7 +17,7 @@ Example
 >>> load_svmlight(p, n_features=2, engine="python")
 Traceback (most recent call last):
 ...
-ltr.errors.DataError: ...toy.txt:1: feature index 3 is above n_features=2 ('3:1')
+ltr.core.errors.DataError: ...toy.txt:1: feature index 3 is above n_features=2 ('3:1')
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import IO
 import numpy as np
 import scipy.sparse as sp
 
-from ltr.compression import COMPRESSIONS
+from ltr.io.compression import COMPRESSIONS
 from ltr.data._syntax import ParseOptions
 from ltr.data.dataset import RankingData
 from ltr.data.reading import (
@@ -45,7 +45,7 @@ from ltr.data.reading import (
     read_weights,
     regroup_order,
 )
-from ltr.errors import ConfigError
+from ltr.core.errors import ConfigError
 
 __all__ = [  # the loader's helpers stay importable from here, where users found them
     "atomic_writer",

@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from ltr.config_check import Constraint, check_value
+from ltr.core.config_check import Constraint, check_value
 from ltr.data.svmlight import atomic_writer
-from ltr.errors import ConfigError
+from ltr.core.errors import ConfigError
 
 PRESETS = {
     "tiny": {"train": 60, "valid": 20, "test": 20},

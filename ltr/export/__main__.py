@@ -5,7 +5,7 @@
     python -m ltr.export runs:/<run id>/model --format onnx --out model.onnx --check data/synthetic/test.txt
     python -m ltr.export path/to/saved_ranker --format solr --out model.json --feature-names features.txt
 
-MODEL is a saved ranker folder or a logged MLflow model (:mod:`ltr.export.source`); F is one of
+MODEL is a saved ranker folder or a logged MLflow model (:mod:`ltr.tracking.loading`); F is one of
 :data:`ltr.export.formats.FORMATS`; ``--feature-names`` a feature map (:mod:`ltr.export.features`),
 default ``f1 … fN``. Every export is checked: the written file is scored back as its engine would
 on probe rows at every split threshold, just above it, NaN and ±1e30, and with ``--check DATA``
@@ -20,13 +20,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from ltr.core.errors import LtrError
+from ltr.core.resources import work_root
 from ltr.data.svmlight import load_svmlight
-from ltr.errors import LtrError
 from ltr.export.features import default_names, read_feature_map
 from ltr.export.formats import FORMATS, export, get_target
 from ltr.export.parity import check_parity
-from ltr.export.searchltr import MODEL_TYPES
-from ltr.export.source import load_model
+from ltr.export.targets.searchltr import MODEL_TYPES
+from ltr.tracking.loading import load_model
+from ltr.tracking.store import resolve_tracking_uri
 
 
 def parser() -> argparse.ArgumentParser:
@@ -54,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tracking-uri",
         metavar="URI",
-        help="MLflow tracking URI for runs:/ and models:/ (default $MLFLOW_TRACKING_URI, else ./mlflow.db)",
+        help="MLflow store of runs:/ and models:/ (default: where ltr.train logs, <$LTR_ROOT or .>/mlflow.db)",
     )
     return p
 
@@ -63,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         target = get_target(args.format)
-        ranker = load_model(args.model, args.tracking_uri)
+        uri = resolve_tracking_uri(args.tracking_uri, work_root())
+        ranker = load_model(args.model, tracking_uri=uri, option="MODEL").ranker
         n_features = int(ranker.n_features_in_)
         names = (
             read_feature_map(args.feature_names, n_features)

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ltr.errors import ConfigError
-from ltr.textlines import read_lines, split_fields
+from ltr.core.errors import ConfigError
+from ltr.io.textlines import read_lines, split_fields
 
 
 def default_names(n_features: int) -> list[str]:

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ltr.errors import ConfigError
-from ltr.export import native, onnx, searchltr, solr, vespa
+from ltr.core.errors import ConfigError
 from ltr.export.reading import MCRANK_REFUSED, from_ranker
+from ltr.export.targets import native, onnx, searchltr, solr, vespa
 from ltr.export.trees import ExpectedGrade, Exportable, LinearScorer, TreeEnsemble, Written
 
 

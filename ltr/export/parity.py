@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from ltr.core.errors import ConfigError
 from ltr.data import RankingData
-from ltr.errors import ConfigError
 from ltr.export.formats import Target
 from ltr.export.reading import from_ranker
 from ltr.export.trees import (

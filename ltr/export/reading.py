@@ -4,7 +4,7 @@ A fitted ``ltr`` ranker is read into :class:`TreeEnsemble` (LightGBM and XGBoost
 tree members of an ``ensemble_mean``/``ensemble_bagging``/``ensemble_blend`` with ``normalization:
 none``, folded into one additive model), :class:`LinearScorer` (``linear``) or
 :class:`ExpectedGrade` (``classification``, McRank: ONNX only). Anything else is refused with the
-reason (:class:`~ltr.errors.ConfigError`).
+reason (:class:`~ltr.core.errors.ConfigError`).
 
 Each engine's split converts exactly to the canonical ``x <= t`` (float32 ``t``, a NaN direction):
 
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.errors import ConfigError
+from ltr.core.errors import ConfigError
 from ltr.export.trees import (
     FLOAT32,
     ExpectedGrade,
@@ -40,7 +40,7 @@ from ltr.export.trees import (
     TreeEnsemble,
     float32_at_most,
 )
-from ltr.models.fusion import check_weights
+from ltr.models.ensembles.fusion import check_weights
 
 #: LightGBM's kZeroThreshold (``1e-35f``): its predictor reads every |x| <= this as 0.0
 LIGHTGBM_ZERO = float(np.float32(1e-35))

@@ -13,7 +13,7 @@ label distributions, tie sensitivity). Formulas, conventions and presets: ``docs
 'ndcg_at_10'
 """
 
-from ltr.errors import MetricError
+from ltr.core.errors import MetricError
 from ltr.metrics.compute import MetricMean, evaluate, mean, rank_lists
 from ltr.metrics.conventions import (
     PRESETS,

@@ -1,15 +1,10 @@
 """Per-query ranking metrics over all queries at once: the validated public entry point.
 
-For one query with labels l_1..l_n in ranked order (ties resolved by the ``ties`` convention), G the
-gain and D the discount (see :class:`~ltr.metrics.conventions.Conventions`), rel_i = [l_i >= threshold]
-and R the number of relevant documents of the query (in the ideal set: the list, or all judged
-documents when ``ideal_labels`` is given):
-
-- DCG@k = Σ_{i<=min(k,n)} G(l_i) D(i);  NDCG@k = DCG@k / IDCG@k (IDCG: DCG@k of the ideal order)
-- ERR@k = Σ_{r<=min(k,n)} (1/r) R_r Π_{i<r} (1 − R_i), R_i = (2^{l_i} − 1) / 2^gmax
-- AP@k = (1/den) Σ_{i<=k} rel_i P@i, den = R or min(R, k);  RR@k = 1 / rank of the first relevant <= k
-- P@k = Σ_{i<=k} rel_i / (k or min(k, n));  R@k = Σ_{i<=k} rel_i / R
-- MeanNDCG@k = (1/m) Σ_{j<=m} NDCG@j, m = min(k, n) (``meanndcg``: the whole list)
+Every query's documents are ranked by score (ties resolved by the ``ties`` convention) once per call
+(:func:`rank_lists`, :class:`ListEvaluator`); each metric family then computes its per-query values
+from those ranked lists — its formula, with G the gain and D the discount of
+:class:`~ltr.metrics.conventions.Conventions`, is in its module of :mod:`ltr.metrics.families` (DCG
+and NDCG, MeanNDCG, ERR, AP, RR, P, R), found through :data:`ltr.metrics.registry.REGISTRY`.
 
 A family in the ``zero_beyond_list`` convention scores 0 at a cutoff k > n (LETOR's NDCG@k) instead
 of stopping at the list's end.
@@ -36,18 +31,16 @@ from typing import Any
 
 import numpy as np
 
-from ltr.arrays import float_array
-from ltr.config_check import Constraint, check_value
-from ltr.errors import MetricError
+from ltr.core.arrays import float_array
+from ltr.core.config_check import Constraint, check_value
+from ltr.core.errors import MetricError
+from ltr.core.ranking import check_offsets, query_of_row
 from ltr.metrics import _kernels
 from ltr.metrics.conventions import TIES, Conventions, resolve_conventions
-from ltr.metrics.registry import MetricSpec, parse_metric
-from ltr.ranking import check_offsets, query_of_row
+from ltr.metrics.registry import REGISTRY, MetricSpec, parse_metric
 
 #: Whole-number labels below this are counted per grade for IDCG (no sort); larger ones are sorted.
 MAX_COUNTED_GRADE = 256
-#: Families normalised by something that is zero when a query has no relevant document.
-NORMALISED = frozenset({"ndcg", "meanndcg", "map", "r"})
 
 
 def _as_vector(x: Any, n: int | None, what: str, ref: str = "labels") -> np.ndarray:
@@ -140,8 +133,11 @@ def rank_lists(
     return RankedLists(order, sorted_labels, bounds, qgrp, ranked_off, np.diff(offsets))
 
 
-class _Evaluator:
-    """Shared state of one :func:`evaluate` call: ranked lists, ideal set, cached per-query values."""
+class ListEvaluator:
+    """Shared state of one :func:`evaluate` call: ranked lists, ideal set, cached per-query values.
+
+    It is the :class:`~ltr.metrics.families.base.RankedQueries` every family's ``compute`` reads.
+    """
 
     def __init__(
         self,
@@ -182,6 +178,12 @@ class _Evaluator:
             self._rel = (self.r.labels >= self.c.rel_threshold).astype(np.float64)
         return self._rel
 
+    @property
+    def ideal_gain(self) -> np.ndarray:
+        if self._ideal_gain is None:
+            self._ideal_gain = self.c.gain_values(self.ideal_labels)
+        return self._ideal_gain
+
     def cutoff(self, k: int | None) -> int:
         return self.max_len if k is None else k
 
@@ -205,9 +207,7 @@ class _Evaluator:
                     self.grade_counts, self.disc, kk, table, by_gain
                 )
             else:
-                if self._ideal_gain is None:
-                    self._ideal_gain = self.c.gain_values(self.ideal_labels)
-                self._idcg[kk] = _kernels.ideal_dcg(self._ideal_gain, self.ideal_offsets, self.disc, kk)
+                self._idcg[kk] = _kernels.ideal_dcg(self.ideal_gain, self.ideal_offsets, self.disc, kk)
                 if self._has_gain is None:
                     self._has_gain = self.idcg(1) > 0
         return self._idcg[kk]
@@ -224,11 +224,12 @@ class _Evaluator:
         return _kernels.discounted_sum(self.rel, r.bounds, r.qgrp, r.offsets, ones, self.cutoff(k))
 
     def values(self, spec: MetricSpec) -> np.ndarray:
-        """Per-query values of one metric, with ``default_k`` and the ``no_relevant`` choice applied."""
+        """Per-query values of one metric, with ``default_k``, ``zero_beyond_list`` and ``no_relevant`` applied."""
         c = self.c
         if spec.k is None and c.default_k is not None:
             spec = MetricSpec(spec.family, c.default_k)
-        values, no_rel = self.compute(spec)
+        family = REGISTRY[spec.family]
+        values, no_rel = family.compute(self, spec.k)
         if spec.k is not None and spec.family in c.zero_beyond_list:
             values[self.sizes < spec.k] = 0.0
         choice = c.no_relevant_for(spec.family)
@@ -236,58 +237,9 @@ class _Evaluator:
             values[no_rel] = np.nan
         elif choice == "zero":
             values[no_rel] = 0.0
-        elif spec.family in NORMALISED:
+        elif family.normalised:
             values[no_rel] = 1.0
         return values
-
-    def compute(self, spec: MetricSpec) -> tuple[np.ndarray, np.ndarray]:
-        """(values, mask of queries without relevant documents) for one metric."""
-        fam, k, r, c = spec.family, spec.k, self.r, self.c
-        kk = self.cutoff(k)
-        no_rel = self.n_rel == 0
-        if fam in ("ndcg", "dcg"):
-            dcg = self.dcg(k)
-            if fam == "dcg":
-                return dcg, ~self.has_gain()
-            idcg = self.idcg(k)
-            no_rel = ~self.has_gain()
-            return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0), no_rel
-        if fam == "meanndcg":
-            if self._ideal_gain is None:
-                self._ideal_gain = self.c.gain_values(self.ideal_labels)
-            expected = self.gain  # each rank's gain, or its tie group's mean gain (E[DCG@j], by linearity)
-            if c.ties == "average" and expected.size:
-                group_sizes = np.diff(r.bounds)
-                expected = np.repeat(np.add.reduceat(expected, r.bounds[:-1]) / group_sizes, group_sizes)
-            values = _kernels.mean_ndcg(
-                expected, r.offsets, self._ideal_gain, self.ideal_offsets, self.disc, kk, self.sizes
-            )
-            return values, ~self.has_gain()
-        if fam == "err":
-            top = max(self.ideal_max_label.max(initial=0), r.labels.max(initial=0))
-            if top > c.err_gmax:
-                raise MetricError(
-                    f"err: label {top:g} exceeds err_gmax={c.err_gmax}; set err_gmax to the largest grade"
-                )
-            stop = (np.exp2(r.labels) - 1.0) / 2.0**c.err_gmax
-            return _kernels.cascade_sum(stop, r.bounds, r.qgrp, r.offsets, kk), self.ideal_max_label == 0
-        if fam == "mrr":
-            return _kernels.cascade_sum(self.rel, r.bounds, r.qgrp, r.offsets, kk), no_rel
-        if fam == "map":
-            num = _kernels.precision_sum(self.rel, r.bounds, r.qgrp, r.offsets, kk)
-            den = self.n_rel if (c.ap_denominator == "R" or k is None) else np.minimum(self.n_rel, k)
-            return np.divide(num, den, out=np.zeros_like(num), where=den > 0), no_rel
-        hits = self.hits(k)
-        if fam == "r":
-            return np.divide(hits, self.n_rel, out=np.zeros_like(hits), where=self.n_rel > 0), no_rel
-        # fam == "p"
-        if k is None:
-            den = self.sizes.astype(np.float64)
-        elif c.p_denominator == "k":
-            den = np.full(self.n_queries, float(k))
-        else:
-            den = np.minimum(self.sizes, k).astype(np.float64)
-        return np.divide(hits, den, out=np.zeros_like(hits), where=den > 0), no_rel
 
 
 def evaluate(
@@ -356,7 +308,7 @@ def evaluate(
     cutoffs = [spec.k if spec.k is not None else c.default_k for spec in specs.values()]
     depth = None if any(k is None for k in cutoffs) else max(cutoffs)
     ranked = rank_lists(lab, sc, off, c.ties, docno, depth=depth)
-    ev = _Evaluator(c, ranked, ideal_lab, ideal_off)
+    ev = ListEvaluator(c, ranked, ideal_lab, ideal_off)
     return {name: ev.values(spec) for name, spec in specs.items()}
 
 

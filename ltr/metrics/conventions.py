@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ltr.config_check import Constraint, check_value
-from ltr.errors import MetricError
+from ltr.core.config_check import Constraint, check_value
+from ltr.core.errors import MetricError
 from ltr.metrics.registry import REGISTRY, parse_metric
 
 GAINS = ("exp2", "linear")
@@ -146,7 +146,7 @@ def _choice(name: str, value: Any, choices: Sequence[str]) -> str:
 
 
 def _setting(name: str, value: Any, kind: Any, constraint: Constraint | None = None) -> Any:
-    """A numeric convention checked by :func:`ltr.config_check.check_value`, as a :class:`MetricError`."""
+    """A numeric convention checked by :func:`ltr.core.config_check.check_value`, as a :class:`MetricError`."""
     return check_value(value, kind, constraint, f"convention {name}", error=MetricError)
 
 

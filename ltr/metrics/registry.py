@@ -1,8 +1,9 @@
 """The one registry of metric names: ``ndcg@10``, ``err@10``, ``map``, ``map@100``, ``p@5``, ``mrr``…
 
-A metric name is ``<family>`` or ``<family>@<k>`` with k a positive integer; no ``@k`` means the whole
+The families themselves (formula, relevance kind, computation) are the modules of
+:mod:`ltr.metrics.families`. A metric name is ``<family>`` or ``<family>@<k>`` with k a positive integer; no ``@k`` means the whole
 ranked list. :func:`parse_metric` turns a name into a :class:`MetricSpec`; an unknown name raises
-:class:`~ltr.errors.MetricError` listing every registered family, so the error message is never a
+:class:`~ltr.core.errors.MetricError` listing every registered family, so the error message is never a
 stale hand-kept list. :func:`metric_key` gives the MLflow-safe form (``@`` → ``_at_``).
 
 Example
@@ -16,45 +17,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ltr.errors import MetricError
-
-
-@dataclass(frozen=True)
-class MetricFamily:
-    """A registered metric family.
-
-    Attributes
-    ----------
-    name : canonical name (``ndcg``, ``map``, …).
-    formula : the per-query formula, for error messages and docs.
-    binary : True when the metric uses binary relevance (label >= rel_threshold).
-    aliases : other accepted spellings.
-    """
-
-    name: str
-    formula: str
-    binary: bool
-    aliases: tuple[str, ...] = ()
-
-
-_FAMILIES = (
-    MetricFamily("ndcg", "DCG@k / IDCG@k", binary=False),
-    MetricFamily("dcg", "sum_{i<=k} G(l_i) D(i)", binary=False),
-    MetricFamily(
-        "meanndcg", "(1/m) sum_{j=1..m} NDCG@j, m = min(k, n) (LETOR's MeanNDCG)", False, ("mean_ndcg",)
-    ),
-    MetricFamily("err", "sum_{r<=k} (1/r) R_r prod_{i<r} (1 - R_i), R = (2^l - 1)/2^gmax", binary=False),
-    MetricFamily("map", "AP(@k) = (1/denominator) sum_{relevant i<=k} P@i", binary=True, aliases=("ap",)),
-    MetricFamily(
-        "mrr", "RR(@k) = 1 / rank of the first relevant document (0 if none in the top k)", True, ("rr",)
-    ),
-    MetricFamily("p", "P@k = relevant in top k / (k or min(k, n))", binary=True, aliases=("precision",)),
-    MetricFamily("r", "R@k = relevant in top k / R", binary=True, aliases=("recall",)),
-)
+from ltr.core.errors import MetricError
+from ltr.metrics.families import FAMILIES, MetricFamily
 
 #: The live registry: canonical family name -> family.
-REGISTRY: dict[str, MetricFamily] = {f.name: f for f in _FAMILIES}
-_LOOKUP: dict[str, MetricFamily] = {a: f for f in _FAMILIES for a in (f.name, *f.aliases)}
+REGISTRY: dict[str, MetricFamily] = {f.name: f for f in FAMILIES}
+_LOOKUP: dict[str, MetricFamily] = {a: f for f in FAMILIES for a in (f.name, *f.aliases)}
 _NAME = re.compile(r"^\s*([A-Za-z_]+)\s*(?:@\s*(\d+))?\s*$")
 
 

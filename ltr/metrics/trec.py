@@ -1,10 +1,6 @@
-"""TREC qrels and runs, trec_eval measure names, and trec_eval-compatible evaluation.
+"""trec_eval measure names and trec_eval-compatible evaluation of a run against qrels.
 
-File formats (fields separated by ASCII whitespace; blank lines and lines starting with ``#`` are
-skipped; encodings and line endings as in :mod:`ltr.textlines`: a UTF-8 BOM is ignored, LF or CRLF):
-
-- qrels: ``topic iteration docno relevance`` (relevance an integer; negative levels count as 0)
-- run: ``topic Q0 docno rank score tag`` (the rank column is ignored, as trec_eval does)
+The files are read by :mod:`ltr.io.trec` (``read_qrels``, ``read_run``).
 
 trec_eval's conventions (preset ``trec``): rank by score descending, ties by docno descending; the
 ideal ranking and R use every judged document of the topic; gain = relevance level; a topic without
@@ -20,21 +16,21 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ltr.errors import DataError, MetricError
+from ltr.core.errors import DataError, MetricError
+from ltr.io.trec import TrecTable
 from ltr.metrics.compute import evaluate
 from ltr.metrics.registry import parse_metric, registry_listing
-from ltr.predictions import parse_score
-from ltr.textlines import FIELD_SPACE, check_no_bom, read_lines, split_fields
 
 #: trec_eval's default cutoffs for measures given without one (``-m P`` → P_5 … P_1000).
 TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+
+
 #: trec_eval measure → (our family, takes a cutoff).
 TREC_FAMILIES = {
     "ndcg": ("ndcg", False),
@@ -45,110 +41,9 @@ TREC_FAMILIES = {
     "P": ("p", True),
     "recall": ("r", True),
 }
+
+
 _CUT = re.compile(r"^(ndcg_cut|map_cut|P|recall)_(\d+)$")
-
-
-@dataclass(frozen=True)
-class TrecTable:
-    """Rows of a qrels or run file grouped by topic (topics in sorted order, rows in file order).
-
-    ``values`` holds the relevance (qrels) or the score (run) of each row; ``lines`` the 1-based line
-    number of each row, for messages.
-    """
-
-    path: str
-    topics: list[str]
-    offsets: np.ndarray
-    docno: np.ndarray
-    values: np.ndarray
-    lines: np.ndarray
-    tag: str = ""
-
-
-def _rows(path: Path, n_fields: int, layout: str) -> Iterable[tuple[int, list[str]]]:
-    """Data rows with their line numbers, read under :mod:`ltr.textlines`' encoding policy."""
-    for number, line in read_lines(path):
-        fields = split_fields(line)
-        if not fields or fields[0].startswith("#"):
-            continue
-        check_no_bom(path, number, fields)
-        if len(fields) != n_fields:
-            shown = line.strip(FIELD_SPACE)
-            raise DataError(
-                f"{path}:{number}: expected {n_fields} fields ({layout}), got {len(fields)}: {shown!r}"
-            )
-        yield number, fields
-
-
-def _group(path: Path, rows: list[tuple[int, str, str, float]], what: str, tag: str = "") -> TrecTable:
-    by_topic: dict[str, list[tuple[int, str, float]]] = {}
-    seen: dict[tuple[str, str], int] = {}
-    for number, topic, docno, value in rows:
-        first = seen.setdefault((topic, docno), number)
-        if first != number:
-            raise DataError(
-                f"{path}:{number}: {what} lists document {docno!r} of topic {topic} twice (first on line {first})"
-            )
-        by_topic.setdefault(topic, []).append((number, docno, value))
-    topics = sorted(by_topic)
-    ordered = [r for t in topics for r in by_topic[t]]
-    sizes = [len(by_topic[t]) for t in topics]
-    return TrecTable(
-        path=str(path),
-        topics=topics,
-        offsets=np.r_[0, np.cumsum(sizes, dtype=np.int64)].astype(np.int64),
-        docno=np.array([r[1] for r in ordered], dtype=str),
-        values=np.array([r[2] for r in ordered], dtype=np.float64),
-        lines=np.array([r[0] for r in ordered], dtype=np.int64),
-        tag=tag,
-    )
-
-
-def read_qrels(path: str | Path) -> TrecTable:
-    """Read a TREC qrels file ``topic iteration docno relevance``; errors name file and line.
-
-    >>> import tempfile, os
-    >>> with tempfile.NamedTemporaryFile("w", suffix=".qrels", delete=False) as f:
-    ...     _ = f.write("# judged\\n2 0 d1 1\\n1 0 d#2 0\\n")
-    >>> q = read_qrels(f.name); os.unlink(f.name)
-    >>> q.topics, q.docno.tolist(), q.values.tolist()
-    (['1', '2'], ['d#2', 'd1'], [0.0, 1.0])
-    """
-    path = Path(path)
-    rows = []
-    for number, (topic, _iteration, docno, rel) in _rows(path, 4, "topic iteration docno relevance"):
-        try:
-            value = int(rel)
-        except ValueError:
-            raise DataError(f"{path}:{number}: relevance must be an integer, got {rel!r}") from None
-        rows.append((number, topic, docno, float(value)))
-    if not rows:
-        raise DataError(f"{path}: no judgments found")
-    return _group(path, rows, "qrels")
-
-
-def read_run(path: str | Path) -> TrecTable:
-    """Read a TREC run ``topic Q0 docno rank score tag``; the rank column is checked but ignored.
-
-    >>> import tempfile, os
-    >>> with tempfile.NamedTemporaryFile("w", suffix=".run", delete=False) as f:
-    ...     _ = f.write("1 Q0 b 1 2.0 bm25\\n1 Q0 a 2 1.0 bm25\\n")
-    >>> r = read_run(f.name); os.unlink(f.name)
-    >>> r.topics, r.docno.tolist(), r.values.tolist(), r.tag
-    (['1'], ['b', 'a'], [2.0, 1.0], 'bm25')
-    """
-    path = Path(path)
-    rows, tags = [], set()
-    for number, (topic, _q0, docno, rank, score, tag) in _rows(path, 6, "topic Q0 docno rank score tag"):
-        try:
-            int(rank)
-        except ValueError:
-            raise DataError(f"{path}:{number}: rank must be an integer, got {rank!r}") from None
-        rows.append((number, topic, docno, parse_score(path, number, score)))
-        tags.add(tag)
-    if not rows:
-        raise DataError(f"{path}: no ranked documents found")
-    return _group(path, rows, "run", tag=sorted(tags)[0] if len(tags) == 1 else "+".join(sorted(tags)))
 
 
 def trec_measures(names: Sequence[str]) -> list[tuple[str, str]]:

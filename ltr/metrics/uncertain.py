@@ -32,13 +32,13 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
-from ltr.config_check import Constraint, check_value
-from ltr.errors import MetricError
+from ltr.core.config_check import Constraint, check_value
+from ltr.core.errors import MetricError
+from ltr.core.ranking import check_offsets
 from ltr.metrics import _kernels
-from ltr.metrics.compute import RankedLists, _as_vector, _Evaluator, evaluate, rank_lists
+from ltr.metrics.compute import ListEvaluator, RankedLists, _as_vector, evaluate, rank_lists
 from ltr.metrics.conventions import resolve_conventions
 from ltr.metrics.registry import parse_metric
-from ltr.ranking import check_offsets
 
 LABEL_FREE_TIES = ("stable", "docno_desc", "docno_asc", "average")
 
@@ -201,7 +201,7 @@ def monte_carlo_metrics(
         sampled = RankedLists(
             ranked.order, labels[ranked.order], ranked.bounds, ranked.qgrp, ranked.offsets, ranked.sizes
         )
-        ev = _Evaluator(c, sampled, labels, off)
+        ev = ListEvaluator(c, sampled, labels, off)
         for name, spec in specs.items():
             v = ev.values(spec)
             ok = ~np.isnan(v)

@@ -40,9 +40,9 @@ import numpy as np
 import scipy.sparse as sp
 
 import ltr
-from ltr.config_check import check_block, check_value, defaults, join, plain, setting
+from ltr.core.config_check import check_block, check_value, defaults, join, plain, setting
+from ltr.core.errors import ConfigError, DataError, NotFittedError
 from ltr.data import RankingData
-from ltr.errors import ConfigError, DataError, NotFittedError
 from ltr.models.checks import check_features
 from ltr.models.monitor import OnIteration, StopRecorder, watch
 from ltr.models.params import MODEL_CONFIGS, resolve_early_stopping, resolve_params

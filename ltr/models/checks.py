@@ -10,16 +10,16 @@ checks first and says which query of which split is at fault, and what to change
 >>> check_label_limit(d, "train", 31, engine="LightGBM", hint="give params.label_gain")
 Traceback (most recent call last):
 ...
-ltr.errors.DataError: toy (train): query qid=8 (rows 3-3) has label 40, but LightGBM accepts labels 0-30 here; give params.label_gain
+ltr.core.errors.DataError: toy (train): query qid=8 (rows 3-3) has label 40, but LightGBM accepts labels 0-30 here; give params.label_gain
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ltr.core.errors import DataError
+from ltr.core.ranking import query_of_row
 from ltr.data import RankingData
-from ltr.errors import DataError
-from ltr.ranking import query_of_row
 
 LIGHTGBM_MAX_QUERY_ROWS = 10_000
 

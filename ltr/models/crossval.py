@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from ltr.core.errors import ConfigError
 from ltr.data import RankingData
-from ltr.errors import ConfigError
 from ltr.models.registry import build_ranker
 
 

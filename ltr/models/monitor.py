@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from ltr.core.errors import DataError
 from ltr.data import RankingData
-from ltr.errors import DataError
 from ltr.models.evaluation import RankingMetric
 
 #: ``on_iteration(round, {"valid/ndcg@10": value, ...})``; a ``True`` return stops training after this round

@@ -19,7 +19,7 @@ explicit table ``[g_0, g_1, ...]`` indexed by label); ``feature_fraction`` (feat
 its own defaults, declared as a dataclass by :func:`params_block`. The ranker class finds its block here
 by name; Hydra composes the same dataclass under each ``conf/model/NAME.yaml`` (which holds only what
 differs), so the resolved config still lists every value. A key outside a model's block is a
-:class:`~ltr.errors.ConfigError` listing the accepted keys; a vocabulary key the engine cannot honour
+:class:`~ltr.core.errors.ConfigError` listing the accepted keys; a vocabulary key the engine cannot honour
 gets the reason and the alternative.
 
 >>> resolve_params(MODEL_PARAMS["linear"], {"alpha": 2}, model="linear")
@@ -27,7 +27,7 @@ gets the reason and the alternative.
 >>> resolve_params(MODEL_PARAMS["linear"], {"alpha": -1}, model="linear")
 Traceback (most recent call last):
 ...
-ltr.errors.ConfigError: model.params.alpha: must be in [0.0, inf], got -1
+ltr.core.errors.ConfigError: model.params.alpha: must be in [0.0, inf], got -1
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ from typing import Any
 import numpy as np
 
 from ltr.clicks import ClickConfig
-from ltr.config_check import CHECK, Constraint, check_block, join, plain, setting
-from ltr.errors import ConfigError, MetricError
+from ltr.core.config_check import CHECK, Constraint, check_block, join, plain, setting
+from ltr.core.errors import ConfigError, MetricError
 from ltr.metrics.conventions import resolve_conventions
 from ltr.metrics.registry import parse_metric
-from ltr.models.fusion import NORMALIZATIONS
+from ltr.models.ensembles.fusion import NORMALIZATIONS
 
 __all__ = [
     "MODEL_CONFIGS",
@@ -263,7 +263,7 @@ class FixedRounds(EarlyStopping):
     patience: int | None = setting(None, low=0)
 
 
-#: click-trained models (ltr/models/unbiased.py): their config has a ``clicks`` block
+#: click-trained models (ltr/models/clicks/unbiased.py): their config has a ``clicks`` block
 CLICK_TRAINED = (
     "lambdamart_unbiased",
     "lambdamart_clicks",
@@ -289,7 +289,7 @@ def model_config_block(name: str, params: type, *, clicks: bool = False) -> type
     return dataclasses.make_dataclass(f"{params.__name__.removesuffix('Params')}Config", fields)
 
 
-# --- ensembles (ltr/models/ensemble.py): the combination's params, and the members ------------------------
+# --- ensembles (ltr/models/ensembles/ensemble.py): the combination's params, and the members ------------------------
 
 
 def _non_negative(value: Any, where: str) -> Any:

@@ -46,9 +46,9 @@ import pandas as pd
 from mlflow.models import ModelSignature
 from mlflow.types import ColSpec, Schema
 
+from ltr.core.errors import DataError
 from ltr.data import RankingData
 from ltr.data.reading import regroup_order
-from ltr.errors import DataError
 from ltr.models.registry import load_ranker
 
 ARTIFACT = "ranker"

@@ -8,7 +8,7 @@ True
 >>> get_ranker_class("nope")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-ltr.errors.ConfigError: unknown model 'nope'; known models: catboost, classification, ..., xendcg
+ltr.core.errors.ConfigError: unknown model 'nope'; known models: catboost, classification, ..., xendcg
 """
 
 from __future__ import annotations
@@ -18,20 +18,30 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ltr.config_check import plain
-from ltr.errors import ConfigError
+from ltr.core.config_check import plain
+from ltr.core.errors import ConfigError
 from ltr.models.base import read_manifest
 
 _REGISTRY: dict[str, str] = {
-    "lambdamart": "ltr.models.lgbm:LambdaMART",
-    "xendcg": "ltr.models.lgbm:XENDCG",
-    "regression": "ltr.models.lgbm:Regression",
-    "classification": "ltr.models.lgbm:Classification",
-    "lambdamart_xgb": "ltr.models.xgb:XGBoostLambdaMART",
-    "random_forest": "ltr.models.sk:RandomForest",
-    "linear": "ltr.models.sk:Linear",
-    "feature": "ltr.models.feature:SingleFeature",
-    "catboost": "ltr.models.cat:CatBoostYetiRank",
+    "lambdamart": "ltr.models.engines.lgbm:LambdaMART",
+    "xendcg": "ltr.models.engines.lgbm:XENDCG",
+    "regression": "ltr.models.engines.lgbm:Regression",
+    "classification": "ltr.models.engines.lgbm:Classification",
+    "lambdamart_xgb": "ltr.models.engines.xgb:XGBoostLambdaMART",
+    "random_forest": "ltr.models.engines.sk:RandomForest",
+    "linear": "ltr.models.engines.sk:Linear",
+    "feature": "ltr.models.engines.feature:SingleFeature",
+    "catboost": "ltr.models.engines.cat:CatBoostYetiRank",
+    "ensemble_mean": "ltr.models.ensembles.ensemble:MeanEnsemble",
+    "ensemble_bagging": "ltr.models.ensembles.ensemble:BaggingEnsemble",
+    "ensemble_rrf": "ltr.models.ensembles.ensemble:RRFEnsemble",
+    "ensemble_borda": "ltr.models.ensembles.ensemble:BordaEnsemble",
+    "ensemble_blend": "ltr.models.ensembles.ensemble:BlendEnsemble",
+    "ensemble_stack": "ltr.models.ensembles.ensemble:StackEnsemble",
+    "lambdamart_unbiased": "ltr.models.clicks.unbiased:UnbiasedLambdaMART",
+    "lambdamart_clicks": "ltr.models.clicks.unbiased:ClickLambdaMART",
+    "lambdamart_xgb_unbiased": "ltr.models.clicks.unbiased_xgb:UnbiasedXGBoost",
+    "lambdamart_xgb_clicks": "ltr.models.clicks.unbiased_xgb:ClickXGBoost",
 }
 
 

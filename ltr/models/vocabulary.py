@@ -6,7 +6,7 @@ either *converts* the value into engine parameters (``emit(value, params, contex
 *refuses* it with the reason. Everything else is derived from this one table:
 
 * :func:`translate` — the engine parameters for resolved ltr params; every engine adapter
-  (``ltr/models/lgbm.py``, ``xgb.py``, ``cat.py``, ``sk.py``, and through LightGBM the Dask
+  (``ltr/models/engines/lgbm.py``, ``xgb.py``, ``cat.py``, ``sk.py``, and through LightGBM the Dask
   backend) builds its vocabulary part with it, and adds only what is not vocabulary (objective,
   metric, fixed engine settings such as ``verbosity``); ``engine_params`` from the config win last;
 * :func:`refused` — a model's ``unsupported_params`` (key → reason, raised as a ConfigError);
@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ltr.errors import ConfigError
+from ltr.core.errors import ConfigError
 from ltr.models.params import gain_table
 
 #: engine id (a ranker's ``engine`` attribute) → its name in messages and in the docs table
@@ -399,7 +399,7 @@ def translate(engine: str, params: Mapping[str, Any], *, max_label: int | None =
     >>> translate("sklearn", {"learning_rate": 0.1})
     Traceback (most recent call last):
     ...
-    ltr.errors.ConfigError: model.params.learning_rate: not supported: scikit-learn has no translation for it
+    ltr.core.errors.ConfigError: model.params.learning_rate: not supported: scikit-learn has no translation for it
     """
     out: dict[str, Any] = {}
     for key in sorted(params, key=lambda k: _POSITION.get(k, len(_POSITION))):

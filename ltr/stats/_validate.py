@@ -7,9 +7,9 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ltr.arrays import float_array
-from ltr.config_check import Constraint, check_value
-from ltr.errors import DataError
+from ltr.core.arrays import float_array
+from ltr.core.config_check import Constraint, check_value
+from ltr.core.errors import DataError
 
 NanPolicy = Literal["omit", "raise"]
 Seed = int | np.random.Generator
@@ -70,7 +70,7 @@ def check_choice(param: str, value: object, choices: tuple[str, ...]) -> str:
     >>> check_choice("nan_policy", "drop", ("omit", "raise"))
     Traceback (most recent call last):
     ...
-    ltr.errors.ConfigError: nan_policy: expected one of ['omit', 'raise'], got 'drop'
+    ltr.core.errors.ConfigError: nan_policy: expected one of ['omit', 'raise'], got 'drop'
     """
     return check_value(value, str, Constraint(choices=choices), param)
 
@@ -90,7 +90,7 @@ def check_level(param: str, value: object) -> float:
     >>> check_level("alpha", 1.0)
     Traceback (most recent call last):
     ...
-    ltr.errors.ConfigError: alpha: must be in (0.0, 1.0), got 1.0
+    ltr.core.errors.ConfigError: alpha: must be in (0.0, 1.0), got 1.0
     """
     return check_value(value, float, _LEVEL, param)
 

@@ -14,7 +14,7 @@ The statistic is the (optionally weighted) mean of per-query values, ``θ = Σ w
 A paired difference ``mean(a) − mean(b)`` resamples queries, i.e. pairs: its replicates are those of
 the mean of ``d = a − b``, so :func:`paired_bootstrap_ci` is :func:`bootstrap_ci` over ``d``.
 
-Degenerate inputs: fewer than 2 usable values raise :class:`~ltr.errors.DataError`; when every value is
+Degenerate inputs: fewer than 2 usable values raise :class:`~ltr.core.errors.DataError`; when every value is
 equal the bootstrap distribution is a point mass and the interval is ``[θ, θ]`` (``degenerate=True``).
 
 >>> import numpy as np
@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtr, ndtri
 
-from ltr.errors import DataError
+from ltr.core.errors import DataError
 from ltr.stats import _kernels
 from ltr.stats._validate import (
     NanPolicy,

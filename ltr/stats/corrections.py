@@ -24,8 +24,8 @@ from typing import Literal, get_args
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ltr.arrays import float_array
-from ltr.errors import DataError
+from ltr.core.arrays import float_array
+from ltr.core.errors import DataError
 from ltr.stats._validate import check_choice
 
 Correction = Literal["holm", "bh", "bonferroni", "none"]

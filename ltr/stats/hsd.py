@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ltr.arrays import float_array
-from ltr.errors import DataError
+from ltr.core.arrays import float_array
+from ltr.core.errors import DataError
 from ltr.stats import _kernels
 from ltr.stats._validate import NanPolicy, Seed, as_values, check_B, check_choice, make_rng, need
 

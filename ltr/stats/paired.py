@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special, stats
 
-from ltr.errors import ConfigError
+from ltr.core.errors import ConfigError
 from ltr.stats import _kernels
 from ltr.stats._validate import (
     NanPolicy,
@@ -73,7 +73,7 @@ def paired_t_test(a: ArrayLike, b: ArrayLike, *, nan_policy: NanPolicy = "omit")
 
     Computes exactly what :func:`scipy.stats.ttest_rel` computes (same operations, same special
     function). Deviations, by design: every ``d`` zero → ``t = NaN``, ``p = 1.0`` (no observed difference);
-    fewer than 2 pairs → :class:`~ltr.errors.DataError`. Constant non-zero ``d`` gives ``t = ±inf, p = 0``
+    fewer than 2 pairs → :class:`~ltr.core.errors.DataError`. Constant non-zero ``d`` gives ``t = ±inf, p = 0``
     like scipy.
 
     >>> a = [0.52, 0.61, 0.40, 0.73, 0.55, 0.48, 0.66, 0.59]

@@ -30,8 +30,8 @@ from typing import Literal
 
 from scipy import special, stats
 
-from ltr.config_check import Constraint, check_value
-from ltr.errors import ConfigError
+from ltr.core.config_check import Constraint, check_value
+from ltr.core.errors import ConfigError
 from ltr.stats._validate import check_choice, check_flag, check_level
 
 PowerMethod = Literal["normal", "t"]

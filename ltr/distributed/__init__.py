@@ -1,0 +1,1 @@
+"""Training and evaluation on a Dask cluster: the backend, data the workers parse and keep, LightGBM and XGBoost."""

@@ -1,0 +1,141 @@
+"""Where a run came from: the command that reruns it, the Hydra sweep it belongs to, data and code identity.
+
+Every entry point tags its MLflow runs with :func:`run_tags`; :func:`rerun_command` is the one place a
+command line is quoted.
+
+>>> rerun_command("ltr.train", ["+model=lambdamart", "eval.metrics=[ndcg@1, map]"], python="python")
+"python -m ltr.train +model=lambdamart 'eval.metrics=[ndcg@1, map]'"
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+
+from ltr.core.resources import source_checkout
+from ltr.tracking.writer import source_tags
+
+#: distributions whose versions every run records as ``version.<name>`` tags
+TRACKED_PACKAGES = (
+    "ltr",
+    "numpy",
+    "scipy",
+    "pandas",
+    "lightgbm",
+    "xgboost-cpu",
+    "scikit-learn",
+    "catboost",
+    "mlflow",
+    "hydra-core",
+    "optuna",
+)
+
+
+def rerun_command(entry: str, overrides: Sequence[str], *, python: str | None = None) -> str:
+    """``<python> -m ENTRY OVERRIDES...``, shell-quoted, with this interpreter unless ``python`` is given."""
+    return " ".join(shlex.quote(a) for a in [python or sys.executable, "-m", entry, *overrides])
+
+
+def hydra_overrides() -> list[str] | None:
+    """The overrides of the running Hydra job (``hydra.overrides.task``), or ``None`` outside Hydra.
+
+    For a sweep job these are its own values, not the sweep's comma lists.
+    """
+    try:
+        return [str(o) for o in HydraConfig.get().overrides.task] if HydraConfig.initialized() else None
+    except ValueError:  # a HydraConfig without the job's overrides (e.g. a bare compose)
+        return None
+
+
+def command_line(entry: str = "ltr.train") -> tuple[str, list[str]]:
+    """The command that reruns this run, and the overrides it carries.
+
+    Under Hydra the job's overrides follow ``python -m ENTRY``; outside Hydra, ``sys.argv[1:]``.
+    """
+    overrides = hydra_overrides()
+    if overrides is None:
+        overrides = list(sys.argv[1:])
+    return rerun_command(entry, overrides), overrides
+
+
+def sweep_tags() -> dict[str, str]:
+    """``ltr.sweep.id`` (the sweep folder) and ``ltr.sweep.job`` when this is a Hydra multirun job."""
+    try:
+        if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+            return {}
+        hc = HydraConfig.get()
+        return {"ltr.sweep.id": str(Path(hc.sweep.dir).resolve()), "ltr.sweep.job": str(hc.job.num)}
+    except ValueError:  # a HydraConfig without run-mode information
+        return {}
+
+
+def git_state(repo: Path) -> dict[str, str]:
+    """``{"git.commit": sha, "git.dirty": "true"|"false"}`` when ``repo`` is a git checkout, else ``{}``."""
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return {"git.commit": sha, "git.dirty": str(bool(dirty)).lower()}
+
+
+def package_versions() -> dict[str, str]:
+    """``{"version.<distribution>": version}`` for the installed :data:`TRACKED_PACKAGES`."""
+    tags = {}
+    for package in TRACKED_PACKAGES:
+        try:
+            tags[f"version.{package}"] = version(package)
+        except PackageNotFoundError:
+            continue
+    return tags
+
+
+def run_tags(cfg: Any, splits: Mapping[str, Any], *, entry: str = "ltr.train") -> dict[str, str]:
+    """What a run must record beyond its params: provenance, data identity, library versions.
+
+    MLflow's Source field names ``entry`` (:func:`ltr.tracking.writer.source_tags`; type ``JOB`` for a job of
+    a Hydra multirun).
+    """
+    command, overrides = command_line(entry)
+    tags: dict[str, str] = {
+        "ltr.command": command,
+        "ltr.overrides": json.dumps(overrides),
+        "ltr.argv": " ".join(shlex.quote(a) for a in sys.argv),
+        "ltr.cwd": str(Path.cwd()),
+        "ltr.model": str(cfg.model.name),
+        "ltr.data": str(cfg.data.name),
+        "ltr.data.synthetic": str(bool(cfg.data.get("synthetic", False))).lower(),
+        "ltr.metric_preset": str(cfg.eval.preset),
+        "ltr.seed": str(cfg.seed),
+        "python": platform.python_version(),
+    }
+    sweep = sweep_tags()
+    tags.update(sweep)
+    tags.update(source_tags(entry, job=bool(sweep)))
+    for split, data in splits.items():
+        tags[f"ltr.data.fingerprint.{split}"] = data.fingerprint()
+    tags.update(package_versions())
+    tags.update(git_state(checkout) if (checkout := source_checkout()) else {})  # installed: version.ltr
+    return tags

@@ -1,0 +1,334 @@
+"""Write a pipeline :class:`~ltr.experiment.pipeline.Outcome` to a tracker: the second half of every entry point.
+
+:func:`train_and_record` is what ``ltr.train`` and ``ltr.compare`` run per system: start the MLflow run
+(params and the resolved config first, so a crashed run keeps them) → :func:`ltr.experiment.pipeline.fit_and_evaluate`
+with live curves (``curve/<split>/<metric>``, step = iteration) and a progress bar → :func:`log_outcome`.
+
+:func:`log_outcome` records, with the names ``docs/experiments.md`` lists ("What a run records"):
+the metric conventions (``metric_conventions.*`` params), the engine's own parameters (``engine.*``),
+``best_iteration``, per split ``<split>/<metric>`` means with ``_ci_low`` / ``_ci_high`` /
+``_n_skipped`` and ``<split>/n_queries``, ``<split>/baseline_random/<metric>``, the choices the model
+learned from the data (:meth:`~ltr.models.base.BaseRanker.learned_choices`: ``learned.*`` params and
+metrics, e.g. the ``feature`` baseline's column and direction, a blend's weights), the per-query
+Parquet files ``per_query/<split>.parquet``, plots under ``plots/`` and the model under ``model/``;
+a split sharing queries with ``train`` is warned about and tagged ``ltr.leakage.<split>``.
+:func:`train_and_record` also logs the splits as MLflow dataset inputs (:func:`split_datasets`).
+
+>>> import numpy as np
+>>> from ltr.experiment.pipeline import SplitResult
+>>> r = SplitResult("test", 2, {"ndcg@10": np.array([0.5, 1.0])})
+>>> split_metrics(r, ["ndcg@10"], {"ndcg@10": (0.5, 1.0)})
+{'test/n_queries': 2, 'test/ndcg_at_10': 0.75, 'test/ndcg_at_10_n_skipped': 0, 'test/ndcg_at_10_ci_low': 0.5, 'test/ndcg_at_10_ci_high': 1.0}
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from ltr.data.registry import load_dataset, split_files
+from ltr.distributed.shards import ShardedSplit
+from ltr.experiment.console import print_data_summary, print_training_start
+from ltr.experiment.pipeline import Outcome, SplitResult, check_splits, fit_and_evaluate, load_splits
+from ltr.models.monitor import OnIteration
+from ltr.report.plots import feature_importance, plot_feature_importance, plot_learning_curves
+from ltr.report.progress import iteration_progress
+from ltr.sweep.pruning import TrainingStopped
+from ltr.sweep.shared_data import load_shared
+from ltr.tracking.writer import SplitDataset, flatten_params, make_tracker, mlflow_metric_name
+
+log = logging.getLogger(__name__)
+
+
+def connect_and_load(
+    cfg: Any, console: Any, client: Any = None, *, shared: bool = False
+) -> tuple[Any, dict[str, Any]]:
+    """The start of every entry point: the tracker, then the dataset's splits, summarised on the console.
+
+    The tracker comes first so that an unreachable MLflow server fails before any data is read.
+    With a Dask ``client`` (:func:`ltr.experiment.pipeline.data_cluster`) the workers parse the splits;
+    ``shared`` (a sweep's trial) reuses the splits this process loaded last for the same data config
+    (:func:`ltr.sweep.shared_data.load_shared`).
+    """
+    tracker = make_tracker(cfg.tracking, Path(cfg.paths.root).resolve())
+    if client is not None:
+        splits = load_splits(cfg, client)
+    elif shared:
+        splits = dict(load_shared(cfg.data, load_dataset))
+    else:
+        splits = load_dataset(cfg.data)
+    check_splits(cfg.data, splits)
+    print_data_summary(console, cfg.data, splits)
+    return tracker, splits
+
+
+class CurveBuffer:
+    """Collects ``on_iteration`` values and logs them as ``curve/<split>/<metric>`` (step = iteration).
+
+    Flushes at most once per ``interval`` seconds and on exit, so curves appear live in the
+    dashboard and survive a crash or Ctrl-C (the tracker marks the run afterwards).
+    """
+
+    def __init__(self, tracker: Any, interval: float = 2.0) -> None:
+        self.tracker, self.interval = tracker, interval
+        self.rows: list[tuple[int, dict[str, float]]] = []
+        self.seen = 0
+        self._last = 0.0
+        self._lock = threading.Lock()  # ensembles report from member threads
+
+    def __call__(self, iteration: int, values: dict[str, float]) -> None:
+        with self._lock:
+            self.rows.append((int(iteration), dict(values)))
+            self.seen += 1
+            if time.monotonic() - self._last >= self.interval:
+                self._flush()
+
+    def _flush(self) -> None:
+        rows, self.rows = self.rows, []
+        if rows:
+            self.tracker.log_iteration_values(rows)
+        self._last = time.monotonic()
+
+    def __enter__(self) -> CurveBuffer:
+        self._last = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._flush()
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    """An outcome and the id of the MLflow run it was logged to (``None`` with ``tracking=none``)."""
+
+    outcome: Outcome
+    run_id: str | None
+    label: str
+
+
+def split_metrics(
+    result: SplitResult, metrics: Sequence[str], cis: Mapping[str, tuple[float, float]]
+) -> dict[str, float]:
+    """The MLflow metrics of one split: means, CI bounds, skipped-query counts, number of queries."""
+    split = result.split
+    out: dict[str, float] = {f"{split}/n_queries": result.n_queries}
+    for m in metrics:
+        out[mlflow_metric_name(split, m)] = result.mean(m)
+        out[mlflow_metric_name(split, m, "_n_skipped")] = result.n_skipped(m)
+        if m in cis:
+            out[mlflow_metric_name(split, m, "_ci_low")] = cis[m][0]
+            out[mlflow_metric_name(split, m, "_ci_high")] = cis[m][1]
+    return out
+
+
+def baseline_metric_name(split: str, metric: str) -> str:
+    """The random baseline's MLflow metric: ``<split>/baseline_random/<metric>``.
+
+    MLflow's run page groups charts by the name before the last ``/`` and orders the groups
+    alphabetically, so this name puts the baseline right after the model's own ``<split>/…`` charts
+    instead of first (``baseline_random/test/…`` sorted before everything the model logged).
+
+    >>> baseline_metric_name("test", "ndcg@10")
+    'test/baseline_random/ndcg_at_10'
+    """
+    return mlflow_metric_name(f"{split}/baseline_random", metric)
+
+
+def split_datasets(data_cfg: Any, splits: Mapping[str, Any], tags: Mapping[str, str]) -> list[SplitDataset]:
+    """The run's splits for MLflow's Datasets panel: name ``<data>/<split>``, digest = the fingerprint.
+
+    The digest is the run's ``ltr.data.fingerprint.<split>`` tag when it has one (the value computed
+    once for the tags), else :meth:`~ltr.data.RankingData.fingerprint`; the source is the file the
+    split was read from (:func:`ltr.data.registry.split_files`), else the split's own name.
+    """
+    files = split_files(data_cfg)
+    out = []
+    for split, data in splits.items():
+        digest = tags.get(f"ltr.data.fingerprint.{split}") or data.fingerprint()
+        profile = {"n_queries": data.n_queries, "n_docs": data.n_docs, "n_features": data.n_features}
+        source = str(files[split]) if split in files else str(data.name)
+        out.append(SplitDataset(f"{data_cfg.get('name')}/{split}", digest, source, split, profile))
+    return out
+
+
+def log_run_plots(
+    tracker: Any, outcome: Outcome, n_features: int, out_dir: Path | None, name: str
+) -> list[Path]:
+    """Learning curves and feature importance (gain) as PNG artifacts under ``plots/`` (and in ``out_dir``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(out_dir) if out_dir is not None else Path(tmp)
+        written: list[Path] = []
+        if outcome.history:
+            written.append(
+                plot_learning_curves(
+                    outcome.history,
+                    folder / f"learning_curves_{name}.png",
+                    best_iteration=outcome.best_iteration,
+                    title=f"{name}: learning curves",
+                )
+            )
+        importance = feature_importance(outcome.ranker, n_features)
+        if importance is not None and importance.size:
+            written.append(
+                plot_feature_importance(
+                    importance,
+                    folder / f"feature_importance_{name}.png",
+                    title=f"{name}: feature importance (gain)",
+                )
+            )
+        for path in written:
+            tracker.log_artifact(path, "plots")
+        return written if out_dir is not None else []
+
+
+def model_example(data: Any, rows: int = 5) -> Any:
+    """The logged model's input example: ``(X, qid)`` of the first query's first ``rows`` documents.
+
+    :func:`ltr.models.pyfunc.log_pyfunc_model` stores it as a DataFrame ``f1 … fn`` + ``qid``, the
+    input every logged model takes; ``None`` for a split without documents.
+    """
+    if not data.n_docs:
+        return None
+    if isinstance(data, ShardedSplit):  # rows on a worker: fetch only these
+        return data.first_query_rows(rows)
+    end = min(rows, int(data.offsets[1]))
+    return data.dense()[:end], data.qid[:end]
+
+
+def describe_learned(ranker: Any, top: int = 5) -> list[str]:
+    """Console lines for the choices a model learned (:meth:`~ltr.models.base.BaseRanker.learned_choices`).
+
+    One line per learned param, then the ``top`` learned metrics by value (e.g. the best candidate
+    features) and how many more the run logged.
+
+    >>> class Fake:
+    ...     def learned_choices(self):
+    ...         return {"feature.id": 3}, {"feature.selection.f1_desc": 0.25, "feature.selection.f3_desc": 0.5}
+    >>> describe_learned(Fake(), top=1)
+    ['learned feature.id = 3', 'learned feature.selection.f3_desc = 0.5000', '  (1 more: learned.* metrics of the run)']
+    """
+    params, metrics = ranker.learned_choices()
+    ranked = sorted(metrics.items(), key=lambda kv: -kv[1] if kv[1] == kv[1] else float("inf"))
+    lines = [f"learned {k} = {v}" for k, v in params.items()]
+    lines += [f"learned {k} = {v:.4f}" for k, v in ranked[:top]]
+    if len(ranked) > top:
+        lines.append(f"  ({len(ranked) - top} more: learned.* metrics of the run)")
+    return lines
+
+
+def log_outcome(
+    tracker: Any,
+    cfg: Any,
+    outcome: Outcome,
+    splits: Mapping[str, Any],
+    *,
+    curves_logged: bool = False,
+    plots_dir: Path | None = None,
+    label: str | None = None,
+) -> None:
+    """Write ``outcome`` to the tracker's active run (see the module docstring for the names).
+
+    ``curves_logged`` says the learning curves already went out live; otherwise the whole history is
+    logged here. ``plots_dir`` also keeps the PNGs there (a comparison's report folder).
+    """
+    tracker.log_params({f"metric_conventions.{k}": v for k, v in outcome.conventions.describe().items()})
+    for overlap in outcome.overlaps:
+        log.warning("possible leakage: %s; its scores overstate the model", overlap.describe())
+    if outcome.overlaps:
+        tracker.set_tags({f"ltr.leakage.{o.split}": o.describe() for o in outcome.overlaps})
+    if not curves_logged:
+        tracker.log_history(outcome.history)
+    if outcome.best_iteration is not None:
+        tracker.log_metrics({"best_iteration": outcome.best_iteration})
+    if outcome.engine_params:
+        tracker.log_params({f"engine.{k}": v for k, v in flatten_params(outcome.engine_params).items()})
+    learned_params, learned_metrics = outcome.ranker.learned_choices()
+    tracker.log_params({f"learned.{k}": v for k, v in learned_params.items()})
+    tracker.log_metrics({f"learned.{k}": v for k, v in learned_metrics.items()})
+    for split, result in outcome.results.items():
+        tracker.log_metrics(split_metrics(result, outcome.metrics, outcome.cis[split]))
+        tracker.log_frame(outcome.frames[split], f"per_query/{split}.parquet")
+    baseline = outcome.baseline
+    tracker.log_metrics({baseline_metric_name(baseline.split, m): baseline.mean(m) for m in outcome.metrics})
+    data = splits[outcome.report_split]
+    if cfg.tracking.get("log_plots", True) or plots_dir is not None:
+        log_run_plots(tracker, outcome, data.n_features, plots_dir, label or str(cfg.model.name))
+    if cfg.tracking.get("log_model", True):
+        tracker.log_ranker(outcome.ranker, example=model_example(data))
+
+
+def train_and_record(
+    cfg: Any,
+    splits: Mapping[str, Any],
+    tracker: Any,
+    *,
+    run_name: str,
+    tags: Mapping[str, str],
+    parent_run_id: str | None = None,
+    console: Any = None,
+    plots_dir: Path | None = None,
+    label: str | None = None,
+    stop: OnIteration | None = None,
+) -> RecordedRun:
+    """One system, start to finish: open the run, fit and evaluate with live curves, log the outcome.
+
+    The run ends FINISHED, FAILED (traceback stored) or KILLED (Ctrl-C); what was logged before stays.
+    ``stop(i, values)`` (e.g. a search trial's :class:`ltr.sweep.pruning.PruningHook`) sees every round too;
+    when it returns True the fit stops, the run is tagged ``ltr.trial.state=PRUNED`` and ends KILLED
+    with its curves so far and no model, and :class:`ltr.sweep.pruning.TrainingStopped` is raised.
+    """
+    resolved = OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else dict(cfg)
+    stopped: TrainingStopped | None = None
+    with tracker.start(run_name=run_name, tags=tags, parent_run_id=parent_run_id):
+        tracker.log_params(flatten_params(resolved))
+        tracker.log_datasets(split_datasets(cfg.data, splits, tags))
+        tracker.log_dict(resolved, "config/resolved.yaml")
+        if console is not None:
+            print_training_start(console, cfg)
+        total = (cfg.model.get("params") or {}).get("n_trees")
+        try:
+            with (
+                iteration_progress(int(total) if total else None, f"training {cfg.model.name}") as tick,
+                CurveBuffer(tracker) as curves,
+            ):
+
+                def on_iteration(i: int, values: dict[str, float]) -> bool:
+                    curves(i, values)
+                    tick(i, values)
+                    return bool(stop(i, values)) if stop is not None else False
+
+                outcome = fit_and_evaluate(cfg, splits, on_iteration=on_iteration)
+        except TrainingStopped as exc:
+            stopped = exc
+            tracker.set_tags({"ltr.trial.state": "PRUNED", "ltr.trial.pruned_at": exc.step})
+        if stopped is None:
+            if stop is not None:
+                tracker.set_tags({"ltr.trial.state": "COMPLETE"})
+            if console is not None and outcome.best_iteration is not None:
+                console.print(f"  best iteration {outcome.best_iteration}")
+            if console is not None:
+                for line in describe_learned(outcome.ranker):
+                    console.print(f"  {line}")
+            log_outcome(
+                tracker,
+                cfg,
+                outcome,
+                splits,
+                curves_logged=bool(curves.seen),
+                plots_dir=plots_dir,
+                label=label,
+            )
+    if stopped is not None:
+        if tracker.run_id:
+            tracker.set_status(tracker.run_id, "KILLED")
+        raise stopped
+    return RecordedRun(outcome, tracker.run_id, label or str(cfg.model.name))

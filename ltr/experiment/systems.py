@@ -1,0 +1,328 @@
+"""A Yahoo!-challenge-style comparison: every system of an experiment trained on the same queries, or
+logged runs gathered again, and one leaderboard.
+
+:func:`run_comparison` trains, evaluates and logs each system with the same pipeline core as
+``python -m ltr.train`` (:func:`ltr.experiment.record.train_and_record`; same config tree, same
+logging) on the same splits, as child runs of one MLflow parent run, and builds the leaderboard
+(:mod:`ltr.experiment.leaderboard`). With several folds in the shared overrides (``data.fold=all`` on
+MSLR/MQ, ``data.cv.folds=K`` on your own file) every system runs the fold protocol of
+:mod:`ltr.experiment.folds` (one child run per fold under the system's run): the leaderboard pairs the
+systems over the test queries of all folds pooled, and ``folds.md`` gives each system's per-fold
+values, mean ± sd over folds and pooled CI. A ``published:`` block (numbers with their ``source``) is
+written (``published.md``) beside ours. :func:`report_from_mlflow` builds the same report from runs
+already logged (their ``per_query/<split>.parquet``). Neither prints the leaderboard: the
+:class:`ComparisonResult` holds what ``python -m ltr.compare`` prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+from rich.console import Console
+
+from ltr.cli import (
+    config_spelling,
+    interrupted_run,
+    spelled_as,
+)
+from ltr.core.errors import ConfigError, LtrError
+from ltr.experiment.experiments import (
+    FROM_MLFLOW,
+    compose_system,
+    data_label,
+    system_overrides,
+    system_search_path,
+    titled_for_data,
+)
+from ltr.experiment.leaderboard import (
+    FailureAnalysis,
+    build_agreement,
+    build_failure_analysis,
+    build_report,
+    check_same_data,
+    extra_tables,
+    leaderboard_metrics,
+    ranked_labels_of,
+    split_attributes,
+    write_outputs,
+)
+from ltr.experiment.provenance import command_line, rerun_command, run_tags
+from ltr.experiment.schemas import (
+    validate_config,
+)
+from ltr.report.progress import task_progress
+from ltr.tracking.reader import download_frame, find_runs
+from ltr.tracking.writer import flatten_params
+
+
+@dataclass
+class ComparisonResult:
+    """What a comparison produced: the report and its analyses, the files written, the MLflow runs.
+
+    ``exp`` is the experiment as reported (its title says the data used); ``extra`` the additional
+    tables (``folds.md``, ``published.md``: file name → Markdown); ``tracker_uri`` and ``run_name``
+    locate the parent run (``None`` without tracking or for a report rebuilt from MLflow).
+    """
+
+    report: Any
+    out_dir: Path
+    files: list[Path]
+    parent_run_id: str | None = None
+    child_run_ids: dict[str, str | None] = field(default_factory=dict)
+    exp: Any = None
+    agreement: Any = None
+    failures: FailureAnalysis | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+    tracker_uri: str | None = None
+    run_name: str | None = None
+
+
+def run_comparison(
+    exp: Any, cli_overrides: Sequence[str] = (), *, out_dir: Path | None = None, console: Any = None
+) -> ComparisonResult:
+    """Train every system of ``exp`` on the same data, build the leaderboard, write and log it.
+
+    ``console`` shows the data, each system's training and progress; the leaderboard is in the result.
+    """
+    console = console or Console(highlight=False)
+    systems = list(exp.systems)
+    configs = {
+        s: compose_system(exp, s, cli_overrides) for s in systems
+    }  # every typo fails here, before work
+    # library messages name options as Python does (zero_based=True): here as the train config does
+    with spelled_as(config_spelling(configs[systems[0]].get("data"))):
+        return _run_comparison(exp, configs, cli_overrides, out_dir, console)
+
+
+def _run_comparison(
+    exp: Any, configs: Mapping[str, Any], cli_overrides: Sequence[str], out_dir: Path | None, console: Any
+) -> ComparisonResult:
+    # deferred (each): the engines load after configure_process_environment() (see __main__)
+    from ltr.experiment.folds import fold_plan, run_folds  # deferred: imports the pipeline (the engines)
+    from ltr.experiment.pipeline import (  # deferred: the engines
+        check_data_fits,
+        check_run_config,
+        member_search_path,
+    )
+    from ltr.experiment.record import (  # deferred: the pipeline
+        connect_and_load,
+        split_datasets,
+        train_and_record,
+    )
+    from ltr.tracking.writer import make_tracker  # deferred: MLflow, only for a fold protocol's tracker
+
+    systems = list(configs)
+    search_paths = {s: system_search_path(exp, s, cli_overrides) for s in systems}
+    first = configs[systems[0]]
+    for s, cfg in configs.items():
+        validate_config(cfg)
+        try:
+            with member_search_path(search_paths[s]):  # every system's metrics and model before any training
+                check_run_config(cfg)
+        except LtrError as exc:
+            raise ConfigError(f"system {s!r}: {exc}") from exc
+        if OmegaConf.to_container(cfg.data, resolve=True) != OmegaConf.to_container(first.data, resolve=True):
+            raise ConfigError(
+                f"system {s!r} uses different data than {systems[0]!r}; a comparison needs the same queries"
+            )
+    exp, run_name = titled_for_data(
+        exp, data_label(first.data), data_label(compose_system(exp, systems[0], ()).data)
+    )
+    root = Path(first.paths.root).resolve()
+    out_dir = Path(out_dir) if out_dir is not None else root / "reports" / str(exp.name)
+    plan = fold_plan(first.data)
+    if plan is None:
+        tracker, splits = connect_and_load(first, console)  # an unreachable server fails here
+        if "test" not in splits:
+            raise ConfigError(
+                f"data '{first.data.name}' has no test split; a comparison scores the test queries"
+            )
+        for s, cfg in configs.items():  # every system's conventions against the labels, before any training
+            try:
+                check_data_fits(cfg, splits)
+            except LtrError as exc:
+                raise ConfigError(f"system {s!r}: {exc}") from exc
+    else:  # every fold is loaded by the protocol itself, one at a time
+        tracker, splits = make_tracker(first.tracking, root), {}
+    command, _ = command_line("ltr.compare")
+    parent_tags = {
+        "ltr.compare.role": "parent",
+        "ltr.compare.experiment": str(exp.name),
+        "ltr.command": command,
+        "ltr.data": str(first.data.name),
+        **{
+            k: v
+            for k, v in run_tags(first, splits, entry="ltr.compare").items()
+            if k.startswith(("git.", "version.", "ltr.data.fingerprint", "mlflow.source."))
+        },
+    }
+    frames: dict[str, Any] = {}
+    children: dict[str, str | None] = {}
+    conventions: dict[str, str] = {}
+    summaries: dict[str, Any] = {}  # system → FoldSummary (fold protocols)
+    ranked: dict[str, Any] = {}  # system → qid → (ranked labels, ideal labels) on the test split
+    with tracker.start(run_name=run_name, tags=parent_tags):
+        settings = OmegaConf.to_container(exp, resolve=True)
+        published = settings.pop("published", None)  # metric names with '@' are no MLflow param keys
+        tracker.log_params(flatten_params(settings))
+        if published is not None:
+            tracker.log_dict(published, "leaderboard/published.json")
+        tracker.log_params(
+            {"seed": first.seed, "num_threads": first.num_threads, "cli_overrides": " ".join(cli_overrides)}
+        )
+        tracker.log_datasets(split_datasets(first.data, splits, parent_tags))
+        with task_progress(len(systems), f"comparison {exp.name}") as advance:
+            for system in systems:
+                cfg = configs[system]
+                tags = run_tags(cfg, splits, entry="ltr.compare") | {
+                    "ltr.compare.system": system,
+                    "ltr.compare.experiment": str(exp.name),
+                    "ltr.command": rerun_command("ltr.train", system_overrides(exp, system, cli_overrides)),
+                }
+                with member_search_path(search_paths[system]), interrupted_run(tracker):
+                    if plan is not None:
+                        folds_run = run_folds(
+                            cfg,
+                            plan,
+                            console,
+                            tracker=tracker.spawn(),
+                            parent_run_id=tracker.run_id,
+                            run_name=system,
+                            tags=tags,
+                        )
+                        summaries[system] = folds_run.summary
+                        frames[system], children[system] = folds_run.summary.frame, folds_run.run_id
+                        outcome = next(iter(folds_run.runs.values())).outcome
+                    else:
+                        recorded = train_and_record(
+                            cfg,
+                            splits,
+                            tracker.spawn(),
+                            run_name=system,
+                            tags=tags,
+                            parent_run_id=tracker.run_id,
+                            console=console,
+                            plots_dir=out_dir / "plots",
+                            label=system,
+                        )
+                        frames[system], children[system] = recorded.outcome.frames["test"], recorded.run_id
+                        outcome = recorded.outcome
+                        ranked[system] = ranked_labels_of(outcome.ranker, splits["test"])
+                conventions = conventions or outcome.conventions.describe()
+                advance(system)
+        note = "Metric conventions: " + ", ".join(f"{k}={v}" for k, v in conventions.items()) + "."
+        if plan is not None:
+            note += f" Test queries of {plan.description}, pooled (per fold: folds.md)."
+        report = build_report(frames, exp, seed=int(first.seed))
+        agreement = build_agreement(frames, exp, seed=int(first.seed))
+        attributes = split_attributes(splits["test"]) if "test" in splits else None
+        failures = build_failure_analysis(
+            frames, exp, seed=int(first.seed), attributes=attributes, ranked=ranked
+        )
+        files = write_outputs(
+            report,
+            frames,
+            exp,
+            out_dir,
+            seed=int(first.seed),
+            note=note,
+            agreement=agreement,
+            failures=failures,
+        )
+        extra = extra_tables(report, exp, summaries, float(first.eval.bootstrap.confidence))
+        for name, text in extra.items():
+            (out_dir / name).write_text(text)
+            files.append(out_dir / name)
+        files += sorted((out_dir / "plots").glob("learning_curves_*.png")) + sorted(
+            (out_dir / "plots").glob("feature_importance_*.png")
+        )
+        tracker.log_metrics(leaderboard_metrics(report))
+        tracker.set_tags(
+            {
+                "ltr.compare.best": report.best(str(exp.primary)),
+                "ltr.compare.systems": ",".join(report.systems),
+            }
+        )
+        for path in files:
+            tracker.log_artifact(path, "plots" if path.parent.name == "plots" else "leaderboard")
+        parent_id = tracker.run_id
+    return ComparisonResult(
+        report,
+        out_dir,
+        files,
+        parent_id,
+        children,
+        exp=exp,
+        agreement=agreement,
+        failures=failures,
+        extra=extra,
+        tracker_uri=tracker.uri if tracker.enabled else None,
+        run_name=run_name,
+    )
+
+
+def report_from_mlflow(
+    uri: str,
+    exp: Any,
+    *,
+    run_ids: Sequence[str] = (),
+    run_names: Sequence[str] = (),
+    experiment: str | None = None,
+    parent_run_id: str | None = None,
+    baseline: str | None = None,
+    split: str = "test",
+    out_dir: Path,
+    seed: int = 42,
+    console: Any = None,
+) -> ComparisonResult:
+    """Rebuild the leaderboard from runs already logged (their ``per_query/<split>.parquet``)."""
+    console = console or Console(highlight=False)
+    runs = find_runs(
+        uri, run_ids=run_ids, run_names=run_names, experiment=experiment, parent_run_id=parent_run_id
+    )
+    if len(runs) < 2:
+        raise ConfigError(f"--from-mlflow: need at least 2 runs to compare, found {len(runs)} in {uri}")
+    frames: dict[str, Any] = {}
+    ids: dict[str, str] = {}
+    fingerprints: dict[str, str | None] = {}
+    for run in runs:
+        label = run["tags"].get("ltr.compare.system") or run["name"] or run["run_id"]
+        if label in frames:
+            label = f"{label}-{run['run_id'][:8]}"
+        frames[label], ids[label] = (
+            download_frame(uri, run["run_id"], f"per_query/{split}.parquet"),
+            run["run_id"],
+        )
+        fingerprints[label] = run["tags"].get(f"ltr.data.fingerprint.{split}")
+    check_same_data(frames, ids, fingerprints, split)
+    for label, run in zip(frames, runs, strict=True):
+        if leak := run["tags"].get(f"ltr.leakage.{split}"):
+            console.print(
+                f"[yellow]warning:[/yellow] run {label!r} ({run['run_id']}): {leak}", soft_wrap=True
+            )
+    data_names = {run["tags"].get("ltr.data") for run in runs}
+    if exp.name == FROM_MLFLOW["name"] and len(data_names) == 1 and None not in data_names:
+        exp.title = f"{FROM_MLFLOW['title']} on {data_names.pop()}"
+    chosen = baseline or (exp.baseline if exp.get("baseline") in frames else next(iter(frames)))
+    if chosen not in frames:
+        raise ConfigError(f"--baseline {chosen!r} is not one of the runs: {', '.join(frames)}")
+    exp.baseline = chosen
+    missing = [(s, m) for s in frames for m in exp.metrics if m not in frames[s].columns]
+    if missing:
+        raise ConfigError(
+            f"run {missing[0][0]!r} has no per-query values of {missing[0][1]!r}; logged: {', '.join(frames[missing[0][0]].columns)}"
+        )
+    report = build_report(frames, exp, seed=seed)
+    agreement = build_agreement(frames, exp, seed=seed)
+    failures = build_failure_analysis(frames, exp, seed=seed)
+    note = "Rebuilt from MLflow runs " + ", ".join(f"{s}={ids[s]}" for s in frames) + "."
+    files = write_outputs(
+        report, frames, exp, out_dir, seed=seed, note=note, agreement=agreement, failures=failures
+    )
+    return ComparisonResult(
+        report, out_dir, files, None, dict(ids), exp=exp, agreement=agreement, failures=failures
+    )

@@ -1,0 +1,1 @@
+"""One module per export target: ONNX, the search engines' LTR formats, the engines' own files."""

@@ -1,0 +1,1 @@
+"""Ensembles of configured rankers: bagging, score fusion, a learned blend, stacking."""

@@ -1,0 +1,1 @@
+"""Output for people: console tables, PNG plots, progress bars."""

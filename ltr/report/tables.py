@@ -1,0 +1,117 @@
+"""Tables for people: the console summary of a run (and, later, leaderboards and plots).
+
+>>> import numpy as np
+>>> from ltr.experiment.pipeline import SplitResult
+>>> model = SplitResult("test", 2, {"ndcg@10": np.array([0.9, np.nan])})
+>>> base = SplitResult("test", 2, {"ndcg@10": np.array([0.3, np.nan])})
+>>> import io
+>>> from rich.console import Console
+>>> console = Console(width=100, record=True, file=io.StringIO())
+>>> console.print(results_table(model, base, model_name="lambdamart"))
+>>> text = console.export_text()
+>>> "0.9000" in text and "+0.6000" in text
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.markdown import Markdown
+from rich.table import Table
+from rich.text import Text
+
+
+def results_table(model: Any, baseline: Any, *, model_name: str) -> Table:
+    """Mean of each metric for the model next to the random baseline on the same queries.
+
+    ``model`` and ``baseline`` are :class:`ltr.experiment.pipeline.SplitResult` of the same split.
+    """
+    table = Table(title=f"{model.split} metrics ({model.n_queries:,} queries)")
+    table.add_column("metric")
+    table.add_column(model_name, justify="right")
+    table.add_column("random scores", justify="right")
+    table.add_column("Δ", justify="right")
+    for metric in model.per_query:
+        ours, theirs = model.mean(metric), baseline.mean(metric)
+        table.add_row(metric, f"{ours:.4f}", f"{theirs:.4f}", f"{ours - theirs:+.4f}")
+    return table
+
+
+def conventions_note(model: Any, conventions: Mapping[str, str]) -> str:
+    """One line saying which conventions produced the numbers, and how many queries were skipped.
+
+    >>> import numpy as np
+    >>> from ltr.experiment.pipeline import SplitResult
+    >>> r = SplitResult("test", 3, {"ndcg@10": np.array([0.5, np.nan, 1.0])})
+    >>> conventions_note(r, {"preset": "ltr", "ties": "average"})
+    'conventions: preset=ltr, ties=average; 1 of 3 queries have no relevant document and are not averaged'
+    """
+    note = "conventions: " + ", ".join(f"{k}={v}" for k, v in conventions.items())
+    skipped = max((model.n_skipped(m) for m in model.per_query), default=0)
+    if skipped:
+        note += f"; {skipped} of {model.n_queries} queries have no relevant document and are not averaged"
+    return note
+
+
+def leaderboard_table(report: Any, *, title: str | None = None, decimals: int = 4) -> Table:
+    """A :class:`ltr.analysis.comparison.ComparisonReport` as a terminal table: systems × metrics, each cell
+    ``mean [CI]``, the best mean per metric in bold, ``†`` = significantly different from the baseline.
+    The legend (:meth:`~ltr.analysis.comparison.ComparisonReport.legend`) is the caption.
+
+    >>> import io, numpy as np, pandas as pd
+    >>> from rich.console import Console
+    >>> from ltr.analysis.comparison import compare
+    >>> q = [f"q{i}" for i in range(30)]
+    >>> rng = np.random.default_rng(0)
+    >>> rep = compare({"bm25_base": pd.DataFrame({"ndcg@10": rng.random(30)}, index=q),
+    ...                "lambda_mart": pd.DataFrame({"ndcg@10": rng.random(30) + 0.3}, index=q)},
+    ...               baseline="bm25_base", B=500)
+    >>> console = Console(width=120, record=True, file=io.StringIO())
+    >>> console.print(leaderboard_table(rep, title="demo"))
+    >>> text = console.export_text()
+    >>> "lambda_mart" in text and "bm25_base (baseline)" in text and "\\_" not in text and "**" not in text
+    True
+    """
+    table = Table(title=title, caption=report.legend(), caption_justify="left", title_justify="left")
+    table.add_column("system")
+    for metric in report.metrics:
+        table.add_column(metric, justify="right")
+    for system in report.systems:
+        cells: list[Text] = [Text(system + (" (baseline)" if system == report.baseline else ""))]
+        for metric in report.metrics:
+            r = report.row(system, metric)
+            best = system in report.best_systems(metric, decimals)
+            cell = Text(f"{r.mean:.{decimals}f}", style="bold" if best else "")
+            cell.append("†" if r.significant else " ")
+            cell.append(f" [{r.ci_low:.{decimals}f}, {r.ci_high:.{decimals}f}]", style="dim")
+            cells.append(cell)
+        table.add_row(*cells)
+    return table
+
+
+def print_comparison(console: Any, report: Any, *, title: str, sections: Sequence[str] = ()) -> None:
+    """A comparison on the console: the leaderboard as a terminal table (:func:`leaderboard_table`), then
+    each Markdown ``section`` (detail, metric agreement, failure analysis) rendered for the terminal —
+    tables drawn, bold shown, no ``**`` or ``\\_`` left. The same report written to a file stays Markdown.
+    A console that is not a terminal gets the same layout as plain text.
+
+    >>> import io, numpy as np, pandas as pd
+    >>> from rich.console import Console
+    >>> from ltr.analysis.comparison import compare
+    >>> q = [f"q{i}" for i in range(20)]
+    >>> rep = compare({"base_line": pd.DataFrame({"ndcg@10": np.linspace(0, 1, 20)}, index=q),
+    ...                "new_model": pd.DataFrame({"ndcg@10": np.linspace(0.2, 1, 20)}, index=q)},
+    ...               baseline="base_line", B=200)
+    >>> console = Console(width=150, file=io.StringIO())
+    >>> print_comparison(console, rep, title="demo", sections=[rep.detail_markdown()])
+    >>> text = console.file.getvalue()
+    >>> "base_line (baseline)" in text and "ndcg@10 vs base_line" in text and "\\_" not in text and "**" not in text
+    True
+    """
+    console.print()
+    console.print(leaderboard_table(report, title=title))
+    for section in sections:
+        console.print()
+        console.print(Markdown(section))
