@@ -1,10 +1,14 @@
-"""Shared test fixtures: the real-data folder (``LTR_TEST_DATA``, skipped when absent), temp MLflow stores."""
+"""Shared test fixtures: the real-data folder (``LTR_TEST_DATA``, skipped when absent), one MLflow server per
+session with a killable proxy per test, an experiment name per test."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+import uuid
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,15 +37,37 @@ def shared_data() -> Path:
     return folder
 
 
-@pytest.fixture
-def mlflow_server(tmp_path):
-    """A real ``mlflow server`` on 127.0.0.1 with its store under ``tmp_path``: ``(process, url)``.
-
-    Tests may kill it (:func:`helpers.kill_server`); it is killed at the end otherwise.
+@pytest.fixture(scope="session")
+def mlflow_session_server(tmp_path_factory) -> Iterator[str]:
+    """One real ``mlflow server`` on 127.0.0.1 for the whole session (under pytest-xdist: one per worker),
+    its store in a session temp folder: its URL. A server start costs ~10 s; tests share it and keep
+    apart by experiment (:func:`experiment_name`) and run ids. Nobody kills it: see :func:`mlflow_server`.
     """
     from helpers import kill_server, start_mlflow_server  # deferred: imports mlflow, which few tests need
 
-    proc, url = start_mlflow_server(tmp_path)
-    yield proc, url
-    if proc.poll() is None:
-        kill_server(proc)
+    proc, url = start_mlflow_server(tmp_path_factory.mktemp("mlflow-server"))
+    yield url
+    kill_server(proc)
+
+
+@pytest.fixture
+def mlflow_server(mlflow_session_server) -> Iterator[tuple[Any, str]]:
+    """A killable MLflow server for one test: ``(server, url)``.
+
+    ``server`` is a proxy of the test's own (:func:`helpers.killable_server`) in front of the session's
+    shared server; ``server.kill()`` looks to every client as a killed server does (connection refused,
+    connections in progress reset) while the real server lives on for the other tests. ``url`` is the
+    proxy's; ``server.upstream`` is the shared server's (a server "back" after the kill: the same store).
+    """
+    from helpers import killable_server
+
+    server = killable_server(mlflow_session_server)
+    server.upstream = mlflow_session_server
+    yield server, server.url
+    server.kill()
+
+
+@pytest.fixture
+def experiment_name(request) -> str:
+    """An MLflow experiment name of this test's own (tests share one server: :func:`mlflow_session_server`)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name)[:80] + "-" + uuid.uuid4().hex[:8]

@@ -9,6 +9,7 @@ import contextlib
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -20,6 +21,8 @@ from typing import Any
 from mlflow.tracking import MlflowClient
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+#: ``python PAUSED_RUN HANDSHAKE_DIR K MODULE ARGS``: ``python -m MODULE ARGS`` pausing in boosting round K
+PAUSED_RUN = str(PROJECT_ROOT / "tests" / "paused_run.py")
 
 # tiny synthetic splits: a whole training run takes seconds
 TINY_DATA = [
@@ -84,6 +87,61 @@ def run_train_cli(
         text=True,
         timeout=timeout,
     )
+
+
+def train_main_in_process(args: list[str], root: Path, monkeypatch: Any, *, ci: bool = True) -> int:
+    """``python -m ltr.train ARGS`` in this process, as its ``__main__`` runs it (process set-up, then the
+    Hydra app under :func:`ltr.cli.run_hydra_app`), with :func:`cli_env`'s environment: the exit code.
+
+    Its output goes to this process's ``sys.stdout`` / ``sys.stderr`` (read it with ``capsys``). For the
+    error paths, where a child process adds nothing but its start-up (seconds); the tests that need a real
+    process (a traceback left out by the interpreter, a signal, a closed pipe) use :func:`run_train_cli`.
+    The logging set-up Hydra makes for a job is undone afterwards.
+    """
+    import logging
+
+    import ltr.train
+    from ltr.cli import configure_process_environment
+
+    for name, value in cli_env(root, ci=ci).items():
+        if os.environ.get(name) != value:
+            monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys, "argv", [str(Path(ltr.train.__file__)), *args])
+    logger = logging.getLogger()
+    handlers, level = logger.handlers[:], logger.level
+    try:
+        configure_process_environment()
+        ltr.train._hydra_entry()
+    except SystemExit as exc:
+        return 0 if exc.code is None else int(exc.code)
+    finally:
+        for handler in logger.handlers[:]:
+            if handler not in handlers:
+                logger.removeHandler(handler)
+                handler.close()
+        for handler in handlers:
+            if handler not in logger.handlers:
+                logger.addHandler(handler)
+        logger.setLevel(level)
+    return 0
+
+
+def command_in_process(module: str, args: list[str]) -> int:
+    """``python -m MODULE ARGS`` (``ltr.data``, ``ltr.evaluate``, ``ltr.labelnext``, ``ltr.clicks``, …) in this
+    process: the module's ``main(ARGS)`` under :func:`ltr.cli.run_cli`, as its ``__main__`` block runs it
+    (argparse's own exits included): the exit code. Output on this process's streams (``capsys``)."""
+    import importlib
+
+    from ltr.cli import run_cli
+
+    command = importlib.import_module(module)
+    if not hasattr(command, "main"):
+        command = importlib.import_module(f"{module}.__main__")
+    try:
+        run_cli(lambda: command.main(list(args)))
+    except SystemExit as exc:
+        return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
+    return 0
 
 
 def compose_config(overrides: list[str], **kwargs: Any):
@@ -211,13 +269,23 @@ class ForwardingProxy:
 
         host, port = upstream.removeprefix("http://").split(":")
         dropped = {h.lower() for h in drop_headers} | {"host"}
+        proxy = self
+        #: set by :meth:`kill`: every request from then on has its connection reset, unanswered
+        self.dead = False
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None: ...
 
+            def reset(self) -> None:
+                """Drop the connection with a TCP reset, as the kernel does for a killed server's sockets."""
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.close_connection = True
+
             def forward(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
+                if proxy.dead:
+                    return self.reset()
                 if intercept is not None and intercept(self, body):
                     return
                 conn = http.client.HTTPConnection(host, int(port), timeout=60)
@@ -225,6 +293,9 @@ class ForwardingProxy:
                 conn.request(self.command, self.path, body=body, headers=headers)
                 response = conn.getresponse()
                 data = response.read()
+                conn.close()
+                if proxy.dead:  # killed while the server worked: the client never hears back
+                    return self.reset()
                 self.send_response(response.status)
                 for key, value in response.getheaders():
                     if key.lower() not in ("transfer-encoding", "connection", "content-length"):
@@ -232,19 +303,35 @@ class ForwardingProxy:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
-                conn.close()
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = forward
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.handle_error = lambda request, address: None  # a client gone mid-answer is no news
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+        self._closed = False
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        """Stop listening (new connections are refused); requests in progress are still answered."""
+        if not self._closed:
+            self._closed = True
+            self.server.shutdown()
+            self.server.server_close()
+
+    def kill(self) -> None:
+        """Die as a SIGKILLed server looks to its clients: nothing listens on the port any more (connection
+        refused), and every request in progress or still to be read has its connection reset, unanswered."""
+        self.dead = True
+        self.close()
+
+
+def killable_server(upstream: str) -> ForwardingProxy:
+    """A server that a test may kill (:meth:`ForwardingProxy.kill`): a proxy of its own in front of the
+    session's shared ``mlflow server`` (``upstream``), which lives on for the other tests."""
+    return ForwardingProxy(upstream)
 
 
 @contextlib.contextmanager

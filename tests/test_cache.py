@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import command_in_process
 
 from ltr.data import RankingData
 from ltr.data._syntax import ParseOptions
@@ -321,7 +322,7 @@ def _in_place_edit(tmp_path: Path):
     return path, before, RankingData(X=X, y=y, qid=before.qid), edit
 
 
-def test_verify_cache_sees_an_in_place_rewrite_from_python_config_and_cli(tmp_path):
+def test_verify_cache_sees_an_in_place_rewrite_from_python_config_and_cli(tmp_path, capsys):
     """Before: no way to ask for the full-content check outside the private load_cached(full_hash=)."""
     from ltr.data.registry import load_dataset
 
@@ -341,23 +342,13 @@ def test_verify_cache_sees_an_in_place_rewrite_from_python_config_and_cli(tmp_pa
     assert load_dataset(cfg | {"verify_cache": True})["train"].fingerprint() == after.fingerprint()
 
     def labels(*flags: str) -> dict:
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "ltr.data",
-                "info",
-                str(path),
-                "--cache-dir",
-                str(cache),
-                "--json",
-                *flags,
-            ],
-            capture_output=True,
-            text=True,
+        """``python -m ltr.data info PATH --json FLAGS``'s label histogram (its main in-process)."""
+        code = command_in_process(
+            "ltr.data", ["info", str(path), "--cache-dir", str(cache), "--json", *flags]
         )
-        assert proc.returncode == 0, proc.stderr
-        return json.loads(proc.stdout)["file"]["label_histogram"]
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        return json.loads(out)["file"]["label_histogram"]
 
     hist = {str(int(k)): int(v) for k, v in zip(*np.unique(after.y, return_counts=True), strict=True)}
     assert labels("--verify-cache") == hist

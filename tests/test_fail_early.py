@@ -15,7 +15,17 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import PROJECT_ROOT, TINY_DATA, cli_env, compose_config, quick_model, run_train_cli, store_client
+from helpers import (
+    PROJECT_ROOT,
+    TINY_DATA,
+    cli_env,
+    command_in_process,
+    compose_config,
+    quick_model,
+    run_train_cli,
+    store_client,
+    train_main_in_process,
+)
 
 import ltr.experiment.record
 from ltr.core.errors import ConfigError, DataError, LtrError
@@ -151,22 +161,17 @@ def test_the_trec_preset_runs_on_files_with_document_ids(tmp_path, spies):
 # --- the spelling follows the interface ----------------------------------------------------------------
 
 
-def test_a_parse_option_is_spelled_as_each_interface_spells_it(tmp_path):
+def test_a_parse_option_is_spelled_as_each_interface_spells_it(tmp_path, monkeypatch, capsys):
     zero = write_file(tmp_path / "zero.txt", [0, 1, 2], zero_based=True)
     # Python: the keyword
     with pytest.raises(DataError, match=r"load with zero_based=True if the file is 0-based"):
         load_svmlight(zero)
-    # python -m ltr.data: the flag
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr.data", "info", str(zero)],
-        capture_output=True,
-        text=True,
-        cwd=PROJECT_ROOT,
-    )
-    assert proc.returncode == 2
-    assert "load with --zero-based if the file is 0-based" in proc.stderr
-    assert "zero_based" not in proc.stderr and "Traceback" not in proc.stderr
-    # the Hydra command line: the override (top level for your own files)
+    # python -m ltr.data: the flag (its main in-process; the real process below)
+    assert command_in_process("ltr.data", ["info", str(zero)]) == 2
+    err = capsys.readouterr().err
+    assert "load with --zero-based if the file is 0-based" in err
+    assert "zero_based" not in err and "Traceback" not in err
+    # the Hydra command line: the override (top level for your own files), from a real process
     data = ["data=svmlight", f"data.train={zero}", "data.n_features=3"]
     proc = run_train_cli(["+model=linear", "tracking=none", *data], tmp_path)
     assert proc.returncode == 2, proc.stderr
@@ -174,45 +179,45 @@ def test_a_parse_option_is_spelled_as_each_interface_spells_it(tmp_path):
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
 
 
-def test_ltr_data_flags_exist_for_every_option_its_messages_name(tmp_path):
-    """A label 1.5 / a negative label: the message names a flag the command really has, and it works."""
+def test_ltr_data_flags_exist_for_every_option_its_messages_name(tmp_path, capsys):
+    """A label 1.5 / a negative label: the message names a flag the command really has, and it works
+    (``python -m ltr.data``'s main in-process: argparse refuses a flag it lacks with exit 2)."""
     path = tmp_path / "real.txt"
     path.write_text("1.5 qid:1 1:1\n-1 qid:1 1:0\n")
-    base = [sys.executable, "-m", "ltr.data", "info", str(path)]
-    first = subprocess.run(base, capture_output=True, text=True, cwd=PROJECT_ROOT)
-    assert "load with --no-integer-labels to accept" in first.stderr
-    second = subprocess.run([*base, "--no-integer-labels"], capture_output=True, text=True, cwd=PROJECT_ROOT)
-    assert "load with --allow-negative-labels to accept" in second.stderr
-    third = subprocess.run(
-        [*base, "--no-integer-labels", "--allow-negative-labels"],
-        capture_output=True,
-        text=True,
-        cwd=PROJECT_ROOT,
-    )
-    assert third.returncode == 0, third.stderr
-    assert "docs 2" in third.stdout
+    base = ["info", str(path)]
+    assert command_in_process("ltr.data", base) == 2
+    assert "load with --no-integer-labels to accept" in capsys.readouterr().err
+    assert command_in_process("ltr.data", [*base, "--no-integer-labels"]) == 2
+    assert "load with --allow-negative-labels to accept" in capsys.readouterr().err
+    assert command_in_process("ltr.data", [*base, "--no-integer-labels", "--allow-negative-labels"]) == 0
+    third = capsys.readouterr()
+    assert "docs 2" in third.out, third.err
     # a checker's message about one option names the flag too
-    bad = subprocess.run([*base, "--label-range", "4", "0"], capture_output=True, text=True, cwd=PROJECT_ROOT)
-    assert bad.stderr.startswith("error: --label-range: must be (low, high) with low <= high"), bad.stderr
+    assert command_in_process("ltr.data", [*base, "--label-range", "4", "0"]) == 2
+    bad = capsys.readouterr().err
+    assert bad.startswith("error: --label-range: must be (low, high) with low <= high"), bad
 
 
-def test_ltr_data_info_synthetic_says_what_to_do_then_reads_the_generated_files(tmp_path):
-    cmd = [sys.executable, "-m", "ltr.data", "info", "synthetic", "--data-dir", str(tmp_path / "data")]
-    before = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
-    assert before.returncode == 2
-    assert "no such file" not in before.stderr
-    assert "python -m ltr.train" in before.stderr and "generates them on first use" in before.stderr
-    unknown = subprocess.run(
-        [sys.executable, "-m", "ltr.data", "info", "mslr"], capture_output=True, text=True, cwd=tmp_path
-    )
-    assert "nor a dataset name" in unknown.stderr and "mslr_web10k" in unknown.stderr
+def test_ltr_data_info_synthetic_says_what_to_do_then_reads_the_generated_files(
+    tmp_path, monkeypatch, capsys
+):
+    """``python -m ltr.data info`` (its main in-process, run from ``tmp_path``)."""
+    monkeypatch.chdir(tmp_path)
+    cmd = ["info", "synthetic", "--data-dir", str(tmp_path / "data")]
+    assert command_in_process("ltr.data", cmd) == 2
+    before = capsys.readouterr().err
+    assert "no such file" not in before
+    assert "python -m ltr.train" in before and "generates them on first use" in before
+    command_in_process("ltr.data", ["info", "mslr"])
+    unknown = capsys.readouterr().err
+    assert "nor a dataset name" in unknown and "mslr_web10k" in unknown
     folder = tmp_path / "data" / "synthetic"
     folder.mkdir(parents=True)
     for name in ("train", "vali", "test"):
         write_file(folder / f"{name}.txt", [0, 1, 2])
-    after = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
-    assert after.returncode == 0, after.stderr
-    assert after.stdout.count("queries 6") == 3
+    assert command_in_process("ltr.data", cmd) == 0
+    after = capsys.readouterr()
+    assert after.out.count("queries 6") == 3, after.err
 
 
 # --- the command line: exit 2, one line, no traceback --------------------------------------------------
@@ -236,7 +241,25 @@ CLI_CASES = [
 @pytest.mark.parametrize(
     ("overrides", "expected"), CLI_CASES, ids=lambda v: " ".join(v) if isinstance(v, list) else None
 )
-def test_cli_user_errors_exit_2_with_one_line(tmp_path, overrides, expected):
+def test_cli_user_errors_exit_2_with_one_line(tmp_path, overrides, expected, monkeypatch, capsys):
+    """The command's ``main`` in-process (what ``python -m ltr.train`` runs): exit code 2, one ``error:``
+    line, nothing trained; a traceback could not be printed here without an exception escaping, which
+    fails the test. Real processes: :func:`test_cli_user_errors_in_a_real_process_exit_2_with_one_line`."""
+    code = train_main_in_process(
+        ["+model=lambdamart", *TINY_DATA, "tracking=none", *overrides], tmp_path, monkeypatch
+    )
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert expected in err
+    assert "Traceback" not in err and "HYDRA_FULL_ERROR" not in err
+    assert "Training" not in out  # nothing was trained
+
+
+@pytest.mark.parametrize(("overrides", "expected"), [CLI_CASES[0], CLI_CASES[6]], ids=["hydra", "ltr"])
+def test_cli_user_errors_in_a_real_process_exit_2_with_one_line(tmp_path, overrides, expected):
+    """One of Hydra's composition errors and one of ltr's checks from a real ``python -m ltr.train``: the
+    process's exit status 2 and its whole stderr one line, no traceback from the interpreter."""
     proc = run_train_cli(
         ["+model=lambdamart", *TINY_DATA, "tracking=none", *overrides], tmp_path, timeout=300
     )

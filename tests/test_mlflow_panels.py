@@ -20,13 +20,12 @@ from typing import Any
 
 import pytest
 from helpers import (
+    PAUSED_RUN,
     PROJECT_ROOT,
     TINY_DATA,
     ForwardingProxy,
     cli_env,
-    kill_server,
     run_train_cli,
-    start_mlflow_server,
     store_client,
 )
 from mlflow.tracking import MlflowClient
@@ -130,15 +129,15 @@ def _split(name: str, digest: str) -> SplitDataset:
 @pytest.mark.slow  # ~50 s: a server start and bounded retries against the dead server
 @pytest.mark.parametrize("dies", ["before the child", "inside the child"])
 def test_children_in_the_fallback_store_keep_their_parent_and_datasets(
-    tmp_path, mlflow_server, monkeypatch, dies
+    tmp_path, mlflow_server, monkeypatch, dies, experiment_name
 ):
     """A comparison-shaped run (parent + spawned children, as ``ltr.compare`` logs them) whose server
     dies: the parent moves to the fallback store with its child, the children name the fallback parent,
     and ``import-fallback`` restores parent links and dataset inputs on the target."""
     for name, value in HTTP_LIMITS.items():
         monkeypatch.setenv(name, value)
-    proc, url = mlflow_server
-    parent = Tracker(url, "exp", fallback_root=tmp_path / "work")
+    server, url = mlflow_server
+    parent = Tracker(url, experiment_name, fallback_root=tmp_path / "work")
     t0 = time.monotonic()
     with parent.start(run_name="compare-x", tags={"ltr.compare.role": "parent"}):
         parent.log_datasets([_split("test", "a" * 16)])
@@ -146,11 +145,11 @@ def test_children_in_the_fallback_store_keep_their_parent_and_datasets(
         for i, system in enumerate(["one", "two"]):
             child = parent.spawn()
             if i == 0 and dies == "before the child":
-                kill_server(proc)
+                server.kill()
             with child.start(run_name=system, parent_run_id=parent.run_id):
                 child.log_datasets([_split("train", "b" * 16), _split("test", "a" * 16)])
                 if i == 0 and dies == "inside the child":
-                    kill_server(proc)
+                    server.kill()
                 child.log_metrics({"test/ndcg_at_10": 0.5 + i / 10})
         parent.log_metrics({"leaderboard/one/ndcg_at_10": 0.5})
     assert time.monotonic() - t0 < 120
@@ -172,7 +171,8 @@ def test_children_in_the_fallback_store_keep_their_parent_and_datasets(
     pairs = dict(import_fallback(store, target))
     client = MlflowClient(target)
     copies = {
-        r.info.run_name: r for r in client.search_runs([client.get_experiment_by_name("exp").experiment_id])
+        r.info.run_name: r
+        for r in client.search_runs([client.get_experiment_by_name(experiment_name).experiment_id])
     }
     new_parent = copies["compare-x"].info.run_id
     assert pairs[fallback_parent.info.run_id] == new_parent
@@ -207,9 +207,9 @@ class DyingProxy(ForwardingProxy):
         super().__init__(upstream, gate)
 
 
-def _fallback_store(path: Path) -> list[str]:
+def _fallback_store(path: Path, experiment: str = "exp") -> list[str]:
     """A fallback store as a comparison leaves it: a parent and two children with dataset inputs."""
-    tracker = Tracker(f"sqlite:///{path}", "exp", artifact_root=path.parent / "art")
+    tracker = Tracker(f"sqlite:///{path}", experiment, artifact_root=path.parent / "art")
     ids = []
     with tracker.start(run_name="compare-x"):
         tracker.log_params({"seed": 1})
@@ -248,15 +248,15 @@ def test_import_into_an_unreachable_server_is_one_line_naming_the_option(tmp_pat
 
 @pytest.mark.slow  # ~40 s: a server start, bounded retries against the dead proxy
 def test_import_into_a_server_that_dies_part_way_is_one_line_and_a_rerun_completes_it(
-    tmp_path, mlflow_server
+    tmp_path, mlflow_session_server, experiment_name
 ):
     """``python -m ltr.tracking import-fallback`` (a real process) into a server that dies while the
     second run is being copied: exit 2 with one line, no traceback, the first run marked imported;
     the same command once the server answers again copies the rest, each run exactly once (the
     half-copied run is replaced), with the parent links."""
-    _, url = mlflow_server
+    url = mlflow_session_server
     store = tmp_path / "mlflow-fallback.db"
-    parent, one, two = _fallback_store(store)
+    parent, one, two = _fallback_store(store, experiment_name)
     proxy = DyingProxy(url, die_after_create=2)
     try:
         cut = _import_cli(store, proxy.url)
@@ -270,7 +270,7 @@ def test_import_into_a_server_that_dies_part_way_is_one_line_and_a_rerun_complet
     )
     assert f"nothing is lost: the runs not imported stay in {store}" in line
     server = MlflowClient(url)
-    exp = server.get_experiment_by_name("exp").experiment_id
+    exp = server.get_experiment_by_name(experiment_name).experiment_id
     assert len(server.search_runs([exp])) == 2  # the parent, and the child the server died on (half-copied)
 
     again = _import_cli(store, url)
@@ -299,15 +299,19 @@ def test_sweep_jobs_and_their_summary_name_their_entry_points(tmp_path):
     assert sources == [("ltr.sweep", "JOB", 0), ("ltr.train", "JOB", 3), ("ltr.train", "JOB", 3)]
 
 
-@pytest.mark.slow  # ~3 min: a real comparison, a real server killed under it, a restart, an import
-def test_a_comparison_whose_server_dies_keeps_its_tree_in_the_fallback_store(tmp_path, mlflow_server):
+@pytest.mark.slow  # ~1 min: a real comparison, the server killed under it, an import
+def test_a_comparison_whose_server_dies_keeps_its_tree_in_the_fallback_store(
+    tmp_path, mlflow_server, experiment_name
+):
     """``python -m ltr.compare`` (a real process) while its server is killed during the second system's
     training: exit 0; the fallback store holds the parent (with all it logged) and the second system
     under it, with its datasets; the first system's run stays on the server. ``import-fallback`` into
-    the restarted server gives one tree again: the imported parent holds both systems."""
+    the server once it is back (the same store) gives one tree again: the imported parent holds both
+    systems. The comparison pauses in the second system's round 10 of 40 (tests/paused_run.py) with its
+    first curve points on the server; the server dies there, then training resumes."""
     import yaml
 
-    proc_server, url = mlflow_server
+    server_proxy, url = mlflow_server
     spec = {
         "name": "dies",
         "overrides": ["data=synthetic"],
@@ -316,33 +320,34 @@ def test_a_comparison_whose_server_dies_keeps_its_tree_in_the_fallback_store(tmp
         "stats": {"B": 200},
         "systems": {
             "feature": {"model": "feature"},
-            "slow": {"model": "lambdamart", "overrides": ["model.params.n_trees=3000",
+            "slow": {"model": "lambdamart", "overrides": ["model.params.n_trees=40",
                      "model.params.learning_rate=0.001", "model.early_stopping.patience=null"]},
         },
     }  # fmt: skip
     path = tmp_path / "dies.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     root = tmp_path / "work"
-    args = [f"experiment={path}", *TINY_DATA, "num_threads=1", "eval.bootstrap.B=200", f"tracking.uri={url}"]
+    handshake = tmp_path / "handshake"
+    handshake.mkdir()
+    args = [f"experiment={path}", *TINY_DATA, "num_threads=1", "eval.bootstrap.B=200", f"tracking.uri={url}",
+            f"tracking.experiment={experiment_name}"]  # fmt: skip
     compare = subprocess.Popen(
-        [sys.executable, "-m", "ltr.compare", *args], cwd=PROJECT_ROOT, env=cli_env(root),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, PAUSED_RUN, str(handshake), "10", "ltr.compare", *args], cwd=PROJECT_ROOT,
+        env=cli_env(root), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        server = MlflowClient(url)
         deadline = time.monotonic() + 300
-        while compare.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.5)
-            exp = server.get_experiment_by_name("ltr")
-            if exp and any(
-                server.get_metric_history(r.info.run_id, "curve/valid/ndcg_at_10")
-                for r in server.search_runs([exp.experiment_id], "tags.`ltr.compare.system` = 'slow'")
-            ):
-                break
-        else:
+        while not (handshake / "paused").exists() and compare.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not (handshake / "paused").exists():
             compare.kill()
-            pytest.fail("the slow system never logged a curve point:\n" + compare.communicate()[1][-3000:])
-        kill_server(proc_server)
+            pytest.fail("the slow system never reached round 10:\n" + compare.communicate()[1][-3000:])
+        server = MlflowClient(url)
+        exp = server.get_experiment_by_name(experiment_name)
+        (slow,) = server.search_runs([exp.experiment_id], "tags.`ltr.compare.system` = 'slow'")
+        assert server.get_metric_history(slow.info.run_id, "curve/valid/ndcg_at_10")  # training in progress
+        server_proxy.kill()
+        (handshake / "resume").touch()
         _, err = compare.communicate(timeout=600)
     finally:
         if compare.poll() is None:
@@ -354,7 +359,7 @@ def test_a_comparison_whose_server_dies_keeps_its_tree_in_the_fallback_store(tmp
     fallback = MlflowClient(f"sqlite:///{store}")
     runs = {
         r.info.run_name: r
-        for r in fallback.search_runs([fallback.get_experiment_by_name("ltr").experiment_id])
+        for r in fallback.search_runs([fallback.get_experiment_by_name(experiment_name).experiment_id])
     }
     assert set(runs) == {"compare-dies", "slow"}
     parent = runs["compare-dies"]
@@ -364,14 +369,11 @@ def test_a_comparison_whose_server_dies_keeps_its_tree_in_the_fallback_store(tmp
     assert runs["slow"].data.tags["mlflow.parentRunId"] == parent.info.run_id
     assert len(runs["slow"].inputs.dataset_inputs) == 3
 
-    proc_again, url_again = start_mlflow_server(tmp_path)  # the same store, back
-    try:
-        imported = _import_cli(store, url_again)
-        assert imported.returncode == 0, imported.stderr[-3000:]
-        client = MlflowClient(url_again)
-        tree = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
-    finally:
-        kill_server(proc_again)
+    url_again = server_proxy.upstream  # the same store, back (the real server behind the killed proxy)
+    imported = _import_cli(store, url_again)
+    assert imported.returncode == 0, imported.stderr[-3000:]
+    client = MlflowClient(url_again)
+    tree = client.search_runs([client.get_experiment_by_name(experiment_name).experiment_id])
     new_parent = next(r for r in tree if r.data.tags.get("ltr.fallback.source_run_id") == parent.info.run_id)
     children = {
         r.info.run_name: r for r in tree if r.data.tags.get("mlflow.parentRunId") == new_parent.info.run_id

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -90,10 +89,14 @@ def test_loaded_splits_match_generator_and_have_disjoint_queries(tmp_path):
 
 # --- first use by several processes at once (issue 11, item 3) -------------------------------------
 _GENERATE = """
-import json, sys, time
+import json, os, sys, time
+from pathlib import Path
 from ltr.data.synthetic import ensure_synthetic
-directory, seed, start = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-time.sleep(max(0.0, start - time.time()))  # all processes start generating together
+directory, seed, barrier, n = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
+(barrier / str(os.getpid())).touch()  # this interpreter has imported ltr
+deadline = time.monotonic() + 300
+while len(list(barrier.iterdir())) < n and time.monotonic() < deadline:
+    time.sleep(0.01)  # all processes start generating together: once every one has imported ltr
 cfg = {"dir": directory, "seed": seed, "n_queries": {"train": 400, "valid": 150, "test": 150}}
 paths = ensure_synthetic(directory, cfg)
 print(json.dumps({s: str(p) for s, p in paths.items()}))
@@ -113,9 +116,13 @@ def _run_all(commands: list[list[str]], timeout: int = 600, **popen) -> list[sub
 
 
 def _generate_together(directory: Path, seeds: list[int]) -> list[subprocess.CompletedProcess]:
-    start = time.time() + 3.0  # after every interpreter has imported ltr
+    """One process per seed, all generating into ``directory`` at the same instant (a file barrier: each
+    waits until every one has imported ltr)."""
+    barrier = directory.with_name(directory.name + "-barrier")
+    barrier.mkdir(parents=True)
+    n = str(len(seeds))
     return _run_all(
-        [[sys.executable, "-c", _GENERATE, str(directory), str(seed), str(start)] for seed in seeds]
+        [[sys.executable, "-c", _GENERATE, str(directory), str(seed), str(barrier), n] for seed in seeds]
     )
 
 
@@ -181,10 +188,15 @@ def test_four_train_processes_in_a_fresh_root_all_succeed(tmp_path):
 
 
 _LOAD = """
-import sys, time
+import os, sys, time
+from pathlib import Path
 from ltr.data.synthetic import load_synthetic
-directory, start = sys.argv[1], float(sys.argv[2])
-time.sleep(max(0.0, start - time.time()))
+directory, barrier, n, delay = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+(barrier / str(os.getpid())).touch()  # this interpreter has imported ltr
+deadline = time.monotonic() + 300
+while len(list(barrier.iterdir())) < n and time.monotonic() < deadline:
+    time.sleep(0.01)
+time.sleep(delay)  # counted from the moment every process has imported ltr
 cfg = {"dir": directory, "seed": 5, "n_queries": {"train": 600, "valid": 2, "test": 2}}
 print(load_synthetic(cfg)["train"].fingerprint())
 """
@@ -192,13 +204,16 @@ print(load_synthetic(cfg)["train"].fingerprint())
 
 def test_staggered_first_loads_in_a_fresh_folder_all_succeed(tmp_path):
     """8 real processes load the synthetic data in a fresh folder, starting 0.15 s apart (as the jobs of a
-    parallel sweep do): all succeed with the same data. The big train split and tiny other splits make
-    the race likely: a process still writing train.txt replaces it just after the first one starts
-    parsing it. Before: that aborted the early one ("the file changed while it was being parsed"), and
-    with it the sweep; on the old code this test failed in 2 of 3 runs (it is a race)."""
-    start = time.time() + 3.0
+    parallel sweep do; counted from when all have imported ltr): all succeed with the same data. The big
+    train split and tiny other splits make the race likely: a process still writing train.txt replaces it
+    just after the first one starts parsing it. Before: that aborted the early one ("the file changed
+    while it was being parsed"), and with it the sweep; on the old code this test failed in 2 of 3 runs
+    (it is a race)."""
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    data = tmp_path / "data"
     results = _run_all(
-        [[sys.executable, "-c", _LOAD, str(tmp_path), str(start + 0.15 * k)] for k in range(8)]
+        [[sys.executable, "-c", _LOAD, str(data), str(barrier), "8", str(0.15 * k)] for k in range(8)]
     )
     assert [r.returncode for r in results] == [0] * 8, [r.stderr[-1500:] for r in results]
     assert len({r.stdout for r in results}) == 1

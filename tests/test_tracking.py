@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import PROJECT_ROOT, TINY_DATA, ForwardingProxy, cli_env, kill_server
+from helpers import PAUSED_RUN, PROJECT_ROOT, TINY_DATA, ForwardingProxy, cli_env
 from mlflow.tracking import MlflowClient
 
 from ltr.core.errors import ConfigError, NotFittedError
@@ -137,15 +137,17 @@ def _lose_the_first_race(endpoint: str, answered: list[str]) -> Any:
     return intercept
 
 
-def test_a_lost_dataset_race_on_a_server_is_retried_and_the_run_stays_there(tmp_path, mlflow_server):
+def test_a_lost_dataset_race_on_a_server_is_retried_and_the_run_stays_there(
+    tmp_path, mlflow_session_server, experiment_name
+):
     """A real server behind a proxy that answers the first ``log-inputs`` with the 400 a PostgreSQL-backed
     server gave when another process inserted the same dataset first: the tracker calls again, the
     datasets are on the server's run, and nothing moved to the fallback store."""
-    _, upstream = mlflow_server
+    upstream = mlflow_session_server
     answered: list[str] = []
     proxy = ForwardingProxy(upstream, intercept=_lose_the_first_race("/runs/log-inputs", answered))
     try:
-        tracker = Tracker(proxy.url, "race", fallback_root=tmp_path / "fallback")
+        tracker = Tracker(proxy.url, experiment_name, fallback_root=tmp_path / "fallback")
         with tracker.start(run_name="racer"):
             tracker.log_datasets([SplitDataset("tiny-train", "abc123", "/data/train.txt", "train")])
     finally:
@@ -155,7 +157,9 @@ def test_a_lost_dataset_race_on_a_server_is_retried_and_the_run_stays_there(tmp_
     assert (logged.dataset.name, logged.dataset.digest) == ("tiny-train", "abc123")
 
 
-def test_sweep_workers_promoting_on_one_parent_retry_a_lost_race(tmp_path, mlflow_server):
+def test_sweep_workers_promoting_on_one_parent_retry_a_lost_race(
+    tmp_path, mlflow_session_server, experiment_name
+):
     """At the end of a sweep every worker promotes the best trial on the shared parent run, so two may add
     the same new metric, param or tag keys at once. A proxy answers the first metrics, params and tags
     ``log-batch`` with the duplicate-key 400 of a lost race: :func:`ltr.sweep.runs.promote` calls again,
@@ -164,7 +168,7 @@ def test_sweep_workers_promoting_on_one_parent_retry_a_lost_race(tmp_path, mlflo
 
     from ltr.sweep.runs import promote
 
-    _, upstream = mlflow_server
+    upstream = mlflow_session_server
     answered: list[str] = []
     proxy = ForwardingProxy(upstream, intercept=_lose_the_first_race("/runs/log-batch", answered))
     try:
@@ -177,7 +181,7 @@ def test_sweep_workers_promoting_on_one_parent_retry_a_lost_race(tmp_path, mlflo
                     value=value,
                 )
             )
-        tracker = Tracker(proxy.url, "sweep")
+        tracker = Tracker(proxy.url, experiment_name)
         parent = tracker.client.create_run(tracker.experiment_id, run_name="sweep-parent").info.run_id
         promote(study, tracker, parent, tmp_path)
     finally:
@@ -291,23 +295,33 @@ def test_unknown_flavor_is_refused_naming_the_ranker(tmp_path):
 # --- a real MLflow server: credentials, a server that dies mid-run, the fallback store ----------------
 
 
-def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_imports(tmp_path, mlflow_server):
-    """Kill a real `mlflow server` while `python -m ltr.train` boosts: the process ends in bounded time,
+def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_imports(
+    tmp_path, mlflow_server, experiment_name, capsys
+):
+    """Kill the MLflow server while `python -m ltr.train` boosts: the process ends in bounded time,
     exit 0, with params, curves, metrics, artifacts and model in <root>/mlflow-fallback.db, and
-    `python -m ltr.tracking import-fallback` brings the run (model included) into another store."""
-    proc_server, url = mlflow_server
+    `python -m ltr.tracking import-fallback` brings the run (model included) into another store.
+
+    The training process pauses in round 10 of 40 (tests/paused_run.py: a file handshake, no timing)
+    with rounds 0..10 on the server; the server is killed (its proxy: connection refused, requests
+    in progress reset) and training resumes, so the server dies mid-fit every time."""
+    server_proxy, url = mlflow_server
     root = tmp_path / "work"
+    handshake = tmp_path / "handshake"
+    handshake.mkdir()
+    n_trees, pause_at = 40, 10
     args = [
         "+model=lambdamart",
         *TINY_DATA,
         "num_threads=1",
-        "model.params.n_trees=3000",
+        f"model.params.n_trees={n_trees}",
         "model.params.learning_rate=0.001",
         "model.early_stopping.patience=null",
         f"tracking.uri={url}",
+        f"tracking.experiment={experiment_name}",
     ]
     train = subprocess.Popen(
-        [sys.executable, "-m", "ltr.train", *args],
+        [sys.executable, PAUSED_RUN, str(handshake), str(pause_at), "ltr.train", *args],
         cwd=PROJECT_ROOT,
         env=cli_env(root),
         stdout=subprocess.PIPE,
@@ -315,22 +329,20 @@ def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_impo
         text=True,
     )
     try:
-        server = MlflowClient(url)
         deadline = time.monotonic() + 300
-        server_run = None
-        while server_run is None and time.monotonic() < deadline and train.poll() is None:
-            time.sleep(0.5)
-            exp = server.get_experiment_by_name("ltr")
-            for r in server.search_runs([exp.experiment_id]) if exp else []:
-                if server.get_metric_history(r.info.run_id, "curve/valid/ndcg_at_10"):
-                    server_run = r.info.run_id
-        if server_run is None:
+        while not (handshake / "paused").exists() and time.monotonic() < deadline and train.poll() is None:
+            time.sleep(0.1)
+        if not (handshake / "paused").exists():
             train.kill()
-            pytest.fail(
-                "training never logged a curve point to the server:\n" + train.communicate()[1][-3000:]
-            )
-        kill_server(proc_server)
+            pytest.fail("training never reached round 10:\n" + train.communicate()[1][-3000:])
+        server = MlflowClient(url)
+        (on_server,) = server.search_runs([server.get_experiment_by_name(experiment_name).experiment_id])
+        server_run = on_server.info.run_id
+        sent = [m.step for m in server.get_metric_history(server_run, "curve/valid/ndcg_at_10")]
+        assert sent == list(range(pause_at + 1))  # training is in progress, its first points on the server
+        server_proxy.kill()
         killed_at = time.monotonic()
+        (handshake / "resume").touch()
         out, err = train.communicate(timeout=400)
         elapsed = time.monotonic() - killed_at
     finally:
@@ -345,16 +357,16 @@ def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_impo
     assert "Traceback" not in err
 
     fallback = MlflowClient(f"sqlite:///{store}")
-    (r,) = fallback.search_runs([fallback.get_experiment_by_name("ltr").experiment_id])
+    (r,) = fallback.search_runs([fallback.get_experiment_by_name(experiment_name).experiment_id])
     run_id = r.info.run_id
     assert r.info.status == "FINISHED"
     assert r.data.tags[TAG_FALLBACK_FOR] == url and r.data.tags["ltr.fallback.server_run_id"] == server_run
-    assert r.data.params["model.params.n_trees"] == "3000"
+    assert r.data.params["model.params.n_trees"] == str(n_trees)
     assert r.data.params["tracking.uri"] == url
     assert 0.0 <= r.data.metrics["test/ndcg_at_10"] <= 1.0
     assert "metric_conventions.gain" in r.data.params  # logged after training, after the kill
     steps = [m.step for m in fallback.get_metric_history(run_id, "curve/valid/ndcg_at_10")]
-    assert steps == list(range(3000))  # the points sent before the kill were replayed, none lost
+    assert steps == list(range(n_trees))  # the points sent before the kill were replayed, none lost
     assert {a.path for a in fallback.list_artifacts(run_id)} >= {"config", "per_query", "plots"}
     assert f"run {run_id}" in out  # the console names the run where it really is
 
@@ -362,12 +374,12 @@ def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_impo
     imported = import_fallback_cli(str(store), "--to", target)
     assert imported.returncode == 0, imported.stderr[-3000:]
     client = MlflowClient(target)
-    (new,) = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    (new,) = client.search_runs([client.get_experiment_by_name(experiment_name).experiment_id])
     assert f"imported run {run_id} as run {new.info.run_id}" in imported.stdout
     assert new.info.status == "FINISHED" and new.info.run_name == r.info.run_name
     assert new.data.params == r.data.params
     assert new.data.metrics == r.data.metrics
-    assert len(client.get_metric_history(new.info.run_id, "curve/valid/ndcg_at_10")) == 3000
+    assert len(client.get_metric_history(new.info.run_id, "curve/valid/ndcg_at_10")) == n_trees
     assert {a.path for a in client.list_artifacts(new.info.run_id)} >= {"config", "per_query", "plots"}
     import mlflow
 
@@ -382,11 +394,15 @@ def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_impo
     X = np.random.default_rng(0).random((4, len(features)))
     frame = as_frame(X, qid=np.array([1, 1, 2, 2]))
     np.testing.assert_allclose(np.ravel(model.predict(frame)), np.ravel(original.predict(frame)))
-    again = import_fallback_cli(str(store), "--to", target)
-    assert again.returncode == 0 and "0 run(s) imported" in again.stdout  # imported runs are not copied twice
-    missing = import_fallback_cli(str(tmp_path / "nowhere.db"), "--to", target)
-    assert missing.returncode == 2 and missing.stderr.startswith("error: import-fallback: no fallback store")
-    assert "Traceback" not in missing.stderr
+    # the same command again, and on a missing store: in-process (the real process was shown above)
+    from ltr.tracking.__main__ import main as tracking_main
+
+    capsys.readouterr()
+    assert tracking_main(["import-fallback", str(store), "--to", target]) == 0
+    assert "0 run(s) imported" in capsys.readouterr().out  # imported runs are not copied twice
+    assert tracking_main(["import-fallback", str(tmp_path / "nowhere.db"), "--to", target]) == 2
+    missing = capsys.readouterr().err
+    assert missing.startswith("error: import-fallback: no fallback store") and missing.count("\n") == 1
 
 
 def import_fallback_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -424,16 +440,18 @@ class BasicAuthProxy(ForwardingProxy):
         super().__init__(upstream, check, drop_headers=("authorization",))
 
 
-def test_credentials_in_the_server_uri_reach_the_server_and_are_never_shown(tmp_path, mlflow_server):
+def test_credentials_in_the_server_uri_reach_the_server_and_are_never_shown(
+    tmp_path, mlflow_session_server, experiment_name
+):
     """``tracking.uri=http://user:secret@host:port``: every request carries the credentials (a proxy
     refuses any other), and the secret is in no output, param, tag or config artifact."""
-    _, url = mlflow_server
+    url = mlflow_session_server
     proxy = BasicAuthProxy(url, "ann", "s3cr3t")
     try:
         uri = f"http://ann:s3cr3t@127.0.0.1:{proxy.port}"
         proc = subprocess.run(
             [sys.executable, "-m", "ltr.train", "+model=lambdamart", *TINY_DATA, "num_threads=1",
-             "model.params.n_trees=5", f"tracking.uri={uri}"],
+             "model.params.n_trees=5", f"tracking.uri={uri}", f"tracking.experiment={experiment_name}"],
             cwd=PROJECT_ROOT, env=cli_env(tmp_path / "work"), capture_output=True, text=True, timeout=600,
         )  # fmt: skip
     finally:
@@ -442,7 +460,7 @@ def test_credentials_in_the_server_uri_reach_the_server_and_are_never_shown(tmp_
     assert proxy.authorized > 0 and proxy.refused == 0
     assert "s3cr3t" not in proc.stdout + proc.stderr
     client = MlflowClient(url)
-    (r,) = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    (r,) = client.search_runs([client.get_experiment_by_name(experiment_name).experiment_id])
     assert r.info.status == "FINISHED"
     assert r.data.params["tracking.uri"] == f"http://ann:***@127.0.0.1:{proxy.port}"
     written = [*r.data.params.values(), *r.data.tags.values()]
@@ -452,8 +470,8 @@ def test_credentials_in_the_server_uri_reach_the_server_and_are_never_shown(tmp_
     assert "s3cr3t" not in Path(local).read_text() and "ann:***@" in Path(local).read_text()
 
 
-def test_wrong_credentials_fail_before_training_with_one_masked_line(tmp_path, mlflow_server):
-    _, url = mlflow_server
+def test_wrong_credentials_fail_before_training_with_one_masked_line(tmp_path, mlflow_session_server):
+    url = mlflow_session_server
     proxy = BasicAuthProxy(url, "ann", "s3cr3t")
     try:
         proc = subprocess.run(
@@ -474,7 +492,7 @@ def test_wrong_credentials_fail_before_training_with_one_masked_line(tmp_path, m
 
 @pytest.mark.parametrize("kill_before", ["start", "metrics", "end"])
 def test_server_dying_between_calls_or_before_the_run_ends_loses_nothing(
-    tmp_path, mlflow_server, monkeypatch, kill_before
+    tmp_path, mlflow_server, monkeypatch, kill_before, experiment_name
 ):
     """In-process: the server dies before a later call (or only before the run is ended): the fallback
     run holds everything, the call that failed included, and ends FINISHED; the import command is printed."""
@@ -482,22 +500,22 @@ def test_server_dying_between_calls_or_before_the_run_ends_loses_nothing(
 
     for name, value in HTTP_LIMITS.items():
         monkeypatch.setenv(name, value)
-    proc, url = mlflow_server
+    server, url = mlflow_server
     note = tmp_path / "note.txt"
     note.write_text("hello")
-    tracker = Tracker(url, "exp", fallback_root=tmp_path / "work")
+    tracker = Tracker(url, experiment_name, fallback_root=tmp_path / "work")
     t0 = time.monotonic()
     if kill_before == "start":
-        kill_server(proc)
+        server.kill()
     with tracker.start(run_name="r", tags={"ltr.command": "x tracking.uri=http://a:pw@h:1"}):
         tracker.log_params({"p": 1})
         tracker.log_artifact(note, "notes")
         tracker.log_iteration_values([(0, {"valid/ndcg@10": 0.25})])
         if kill_before == "metrics":
-            kill_server(proc)
+            server.kill()
         tracker.log_metrics({"test/ndcg_at_10": 0.5})
         if kill_before == "end":
-            kill_server(proc)
+            server.kill()
     assert time.monotonic() - t0 < 120
     store = tmp_path / "work" / "mlflow-fallback.db"
     assert tracker.uri == f"sqlite:///{store}" and tracker.fallback_from == url

@@ -118,6 +118,10 @@ def test_lightgbm_sees_every_vocabulary_value(train):
 
 
 def test_lightgbm_null_and_gain_conversions(train):
+    """``num_leaves: null`` reaches LightGBM as its largest value, 131072 leaves: LightGBM sizes its
+    histogram pool by leaves × bins, so that fit sees three of the 46 features (~0.5 s instead of ~20 s;
+    the conversions do not depend on the features, the labels 0..4 of the gain table are all there)."""
+    few_features = RankingData(X=train.X[:, :3], y=train.y, qid=train.qid)
     params = {
         "n_trees": 2,
         "num_leaves": None,
@@ -126,7 +130,7 @@ def test_lightgbm_null_and_gain_conversions(train):
         "label_gain": "linear",
     }
     assert_engine_saw(
-        lightgbm_view(fit("lambdamart", params, train).booster_),
+        lightgbm_view(fit("lambdamart", params, few_features).booster_),
         {
             "num_leaves": 131072,  # "unlimited": LightGBM's largest value
             "max_depth": -1,
