@@ -98,8 +98,6 @@ def train_main_in_process(args: list[str], root: Path, monkeypatch: Any, *, ci: 
     process (a traceback left out by the interpreter, a signal, a closed pipe) use :func:`run_train_cli`.
     The logging set-up Hydra makes for a job is undone afterwards.
     """
-    import logging
-
     import ltr.train
     from ltr.cli import configure_process_environment
 
@@ -107,23 +105,44 @@ def train_main_in_process(args: list[str], root: Path, monkeypatch: Any, *, ci: 
         if os.environ.get(name) != value:
             monkeypatch.setenv(name, value)
     monkeypatch.setattr(sys, "argv", [str(Path(ltr.train.__file__)), *args])
-    logger = logging.getLogger()
-    handlers, level = logger.handlers[:], logger.level
-    try:
-        configure_process_environment()
-        ltr.train._hydra_entry()
-    except SystemExit as exc:
-        return 0 if exc.code is None else int(exc.code)
-    finally:
-        for handler in logger.handlers[:]:
-            if handler not in handlers:
-                logger.removeHandler(handler)
-                handler.close()
-        for handler in handlers:
-            if handler not in logger.handlers:
-                logger.addHandler(handler)
-        logger.setLevel(level)
+    with restored_logging():
+        try:
+            configure_process_environment()
+            ltr.train._hydra_entry()
+        except SystemExit as exc:
+            return 0 if exc.code is None else int(exc.code)
     return 0
+
+
+@contextlib.contextmanager
+def restored_logging() -> Iterator[None]:
+    """Undo the logging set-up made inside the block (Hydra configures logging for every job it runs):
+    each logger's handlers, level, propagation and disabled flag as they were; handlers added inside
+    are closed (they may write to a captured stream that is gone after the test)."""
+    import logging
+
+    def state() -> dict[str, tuple]:
+        loggers = [
+            logging.root,
+            *(v for v in logging.root.manager.loggerDict.values() if isinstance(v, logging.Logger)),
+        ]
+        return {lg.name: (lg, lg.handlers[:], lg.level, lg.propagate, lg.disabled) for lg in loggers}
+
+    before = state()
+    try:
+        yield
+    finally:
+        for name, (lg, handlers, *_rest) in state().items():
+            kept = before.get(name, (lg, [], logging.NOTSET, True, False))
+            for handler in handlers:
+                if handler not in kept[1]:
+                    lg.removeHandler(handler)
+                    handler.close()
+            for handler in kept[1]:
+                if handler not in lg.handlers:
+                    lg.addHandler(handler)
+            lg.setLevel(kept[2])
+            lg.propagate, lg.disabled = kept[3], kept[4]
 
 
 def command_in_process(module: str, args: list[str]) -> int:

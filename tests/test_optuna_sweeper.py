@@ -2,8 +2,10 @@
 
 The truth is Optuna itself: a plain ``optuna.create_study(sampler=TPESampler(seed=…))`` asked with the
 same distributions in the same order and told the same values must propose exactly the trials the
-sweeper launched. The sweeps run a toy Hydra app (a formula, no training) in a subprocess: real Hydra,
-real plugin discovery, real launchers, seconds per sweep.
+sweeper launched. The sweeps run a toy Hydra app (a formula, no training): real Hydra, real plugin
+discovery, real launchers. Where a test checks the sweeper's logic the app runs in this process
+(``sweep_in_process``, a fraction of a second per sweep); what needs a real process (its exit status,
+SIGKILL, Ctrl-C, a job ending the process, two processes on one study, joblib's workers) runs one.
 """
 
 from __future__ import annotations
@@ -139,6 +141,35 @@ def _run_app(folder: Path, *overrides: str, timeout: int = 300) -> subprocess.Co
     )
 
 
+@pytest.fixture
+def sweep_in_process(monkeypatch, capsys):
+    """``python app.py -m OVERRIDES`` in ``folder``, run in this process (``runpy``: the same app, the same
+    Hydra and plugin discovery, the basic launcher's jobs in the sweeping process, as in a real one), as
+    a :class:`subprocess.CompletedProcess` (its exit code, stdout and stderr). For the sweeper's logic; what
+    only a real process shows (its exit status and stderr as the shell sees them, a signal, a job ending
+    the process, two processes on one study, joblib's workers) runs :func:`_run_app`."""
+    import runpy
+
+    from helpers import restored_logging
+
+    def run(folder: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
+        argv = [str(folder / "app.py"), "-m", *overrides]
+        with monkeypatch.context() as patch:
+            patch.chdir(folder)
+            patch.setattr(sys, "argv", argv)
+            capsys.readouterr()
+            code = 0
+            with restored_logging():
+                try:
+                    runpy.run_path(argv[0], run_name="__main__")
+                except SystemExit as exc:
+                    code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+            out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(argv, code, out, err)
+
+    return run
+
+
 def _jobs(folder: Path, sweep: str = "sweep") -> list[dict]:
     """Each job's config as the app saw it, in job order."""
     paths = sorted((folder / sweep).glob("*/params.json"), key=lambda p: int(p.parent.name))
@@ -173,9 +204,9 @@ def _proposed(jobs: list[dict], keys=("lr", "leaves", "m", "c")) -> list[tuple]:
     return [tuple(job[k] for k in keys) for job in jobs]
 
 
-def test_the_sweeper_proposes_exactly_what_optuna_proposes_and_records_the_best(tmp_path):
+def test_the_sweeper_proposes_exactly_what_optuna_proposes_and_records_the_best(tmp_path, sweep_in_process):
     app = _write_app(tmp_path)
-    proc = _run_app(app)
+    proc = sweep_in_process(app)
     assert proc.returncode == 0, proc.stderr[-3000:]
     truth = _plain_optuna(_truth_space(), 8)
     jobs = _jobs(app)
@@ -191,10 +222,12 @@ def test_the_sweeper_proposes_exactly_what_optuna_proposes_and_records_the_best(
     assert not any(j["in_worker"] for j in jobs)  # the basic launcher runs jobs in the sweeping process
 
 
-def test_command_line_sweeps_become_choices_and_fixed_values_replace_searched_ones(tmp_path):
+def test_command_line_sweeps_become_choices_and_fixed_values_replace_searched_ones(
+    tmp_path, sweep_in_process
+):
     """``c=x,y`` replaces the ``choice(a, b, c)`` of params in place; ``m=42`` takes m out of the search."""
     app = _write_app(tmp_path)
-    proc = _run_app(app, "c=x,y", "m=42")
+    proc = sweep_in_process(app, "c=x,y", "m=42")
     assert proc.returncode == 0, proc.stderr[-3000:]
     space = _truth_space()
     del space["m"]
@@ -207,9 +240,11 @@ def test_command_line_sweeps_become_choices_and_fixed_values_replace_searched_on
     assert {job["m"] for job in jobs} == {42}
 
 
-def test_failed_trials_are_told_fail_and_the_sweep_goes_on_within_max_failure_rate(tmp_path):
+def test_failed_trials_are_told_fail_and_the_sweep_goes_on_within_max_failure_rate(
+    tmp_path, sweep_in_process
+):
     app = _write_app(tmp_path, max_failure_rate=1.0)
-    proc = _run_app(app, "raise_when=b", "nan_when=c")
+    proc = sweep_in_process(app, "raise_when=b", "nan_when=c")
     assert proc.returncode == 0, proc.stderr[-3000:]
     jobs = _jobs(app)
     assert len(jobs) == 8
@@ -235,25 +270,25 @@ def test_the_first_failure_stops_the_sweep_by_default(tmp_path):
     assert results["n_trials"]["FAIL"] == 1 and results["n_trials"]["COMPLETE"] == first_b
 
 
-def test_a_bad_search_space_fails_before_any_trial_naming_the_parameter(tmp_path):
+def test_a_bad_search_space_fails_before_any_trial_naming_the_parameter(tmp_path, sweep_in_process):
     app = _write_app(tmp_path, params={**PARAMS, "lr": "tag(log, interval(0, 0.3))"})
-    proc = _run_app(app)
+    proc = sweep_in_process(app)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "hydra.sweeper.params.lr" in proc.stderr
     assert not list((app / "sweep").glob("*/params.json"))
 
 
-def test_a_searched_key_the_config_lacks_fails_when_the_first_batch_is_composed(tmp_path):
+def test_a_searched_key_the_config_lacks_fails_when_the_first_batch_is_composed(tmp_path, sweep_in_process):
     app = _write_app(tmp_path, params={**PARAMS, "no_such_key": "interval(0, 1)"})
-    proc = _run_app(app)
+    proc = sweep_in_process(app)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "a trial's overrides do not compose" in proc.stderr and "no_such_key" in proc.stderr
     assert not list((app / "sweep").glob("*/params.json"))
 
 
-def test_a_sampler_that_cannot_be_built_is_named(tmp_path):
+def test_a_sampler_that_cannot_be_built_is_named(tmp_path, sweep_in_process):
     app = _write_app(tmp_path)
-    proc = _run_app(app, "hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler")
+    proc = sweep_in_process(app, "hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "hydra.sweeper.sampler: cannot build optuna.samplers.RandomSampler" in proc.stderr
     assert [line for line in proc.stderr.splitlines() if "n_startup_trials" in line][0].startswith("error: ")
@@ -261,13 +296,15 @@ def test_a_sampler_that_cannot_be_built_is_named(tmp_path):
     assert not (app / "sweep").exists() or not list((app / "sweep").glob("*/params.json"))
 
 
-def test_a_study_in_storage_is_continued_by_the_next_run_up_to_n_trials(tmp_path):
+def test_a_study_in_storage_is_continued_by_the_next_run_up_to_n_trials(tmp_path, sweep_in_process):
     """n_trials is the size of the study: a rerun of a finished search adds nothing, a larger n_trials
     adds the difference — and the four trials are those of one uninterrupted 4-trial search."""
     db = tmp_path / "optuna.db"
     app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=2)
     for run, n_trials in enumerate((2, 2, 4)):
-        proc = _run_app(app, f"hydra.sweep.dir={tmp_path}/sweep{run}", f"hydra.sweeper.n_trials={n_trials}")
+        proc = sweep_in_process(
+            app, f"hydra.sweep.dir={tmp_path}/sweep{run}", f"hydra.sweeper.n_trials={n_trials}"
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
     study = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
     assert [t.state.name for t in study.trials] == ["COMPLETE"] * 4
@@ -279,11 +316,11 @@ def test_a_study_in_storage_is_continued_by_the_next_run_up_to_n_trials(tmp_path
     assert [t.params for t in study.trials] == [t.params for t in truth.trials]
 
 
-def test_another_search_on_a_stored_study_is_refused_naming_what_differs(tmp_path):
+def test_another_search_on_a_stored_study_is_refused_naming_what_differs(tmp_path, sweep_in_process):
     db = tmp_path / "optuna.db"
     app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=1)
-    assert _run_app(app).returncode == 0
-    proc = _run_app(app, "c=a,b", "hydra.sweeper.n_trials=2")
+    assert sweep_in_process(app).returncode == 0
+    proc = sweep_in_process(app, "c=a,b", "hydra.sweeper.n_trials=2")
     assert proc.returncode == 2
     assert "hydra.sweeper.study_name='toy'" in proc.stderr and "differs in: c" in proc.stderr
 
@@ -346,7 +383,7 @@ def _wait_for(path_glob, root: Path, proc: subprocess.Popen, timeout: float = 12
         time.sleep(0.1)
 
 
-def test_a_sweep_killed_mid_trial_resumes_to_the_trials_of_an_uninterrupted_run(tmp_path):
+def test_a_sweep_killed_mid_trial_resumes_to_the_trials_of_an_uninterrupted_run(tmp_path, sweep_in_process):
     """SIGKILL while trial 3 runs; the same command again: trial 3 is FAIL (interrupted) and retried once
     with its parameters, and the finished trials are exactly those of a sweep that was never killed."""
     db = tmp_path / "killed.db"
@@ -354,7 +391,7 @@ def test_a_sweep_killed_mid_trial_resumes_to_the_trials_of_an_uninterrupted_run(
     _interrupt_at_job(app, tmp_path, 3, signal.SIGKILL)
     stored = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
     assert [t.state.name for t in stored.trials] == ["COMPLETE"] * 3 + ["RUNNING"]  # what SIGKILL leaves
-    again = _run_app(app, f"hydra.sweep.dir={tmp_path}/second")
+    again = sweep_in_process(app, f"hydra.sweep.dir={tmp_path}/second")
     assert again.returncode == 0, again.stderr[-3000:]
     assert "interrupted trials [3] enqueued again" in again.stdout + again.stderr
     study = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
@@ -364,14 +401,14 @@ def test_a_sweep_killed_mid_trial_resumes_to_the_trials_of_an_uninterrupted_run(
     assert killed.user_attrs["ltr.failure"] == "interrupted"
     assert retry.user_attrs["ltr.retry_of"] == 3 and retry.params == killed.params
     # a third run of the same command has nothing left to do and retries nothing twice
-    third = _run_app(app, f"hydra.sweep.dir={tmp_path}/third")
+    third = sweep_in_process(app, f"hydra.sweep.dir={tmp_path}/third")
     assert (
         third.returncode == 0
         and len(optuna.load_study(study_name="toy", storage=f"sqlite:///{db}").trials) == 7
     )
     # the truth: the same search run through in one go
     clean = tmp_path / "clean.db"
-    whole = _run_app(
+    whole = sweep_in_process(
         _write_app(tmp_path / "clean", storage=f"sqlite:///{clean}", study_name="toy", n_trials=6),
     )
     assert whole.returncode == 0, whole.stderr[-3000:]
@@ -379,14 +416,14 @@ def test_a_sweep_killed_mid_trial_resumes_to_the_trials_of_an_uninterrupted_run(
     assert len(_finished(clean)) == 6
 
 
-def test_ctrl_c_fails_the_running_trial_as_interrupted_and_the_rerun_retries_it(tmp_path):
+def test_ctrl_c_fails_the_running_trial_as_interrupted_and_the_rerun_retries_it(tmp_path, sweep_in_process):
     db = tmp_path / "optuna.db"
     app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=4)
     _interrupt_at_job(app, tmp_path, 1, signal.SIGINT)
     study = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
     assert [t.state.name for t in study.trials] == ["COMPLETE", "FAIL"]
     assert study.trials[1].user_attrs["ltr.failure"] == "interrupted"
-    assert _run_app(app, f"hydra.sweep.dir={tmp_path}/second").returncode == 0
+    assert sweep_in_process(app, f"hydra.sweep.dir={tmp_path}/second").returncode == 0
     study = optuna.load_study(study_name="toy", storage=f"sqlite:///{db}")
     assert [t.state.name for t in study.trials] == ["COMPLETE", "FAIL"] + ["COMPLETE"] * 3
     assert study.trials[2].params == study.trials[1].params
@@ -425,7 +462,7 @@ def test_two_processes_on_one_sqlite_study_finish_n_distinct_trials(tmp_path):
     assert len(jobs) == 10
 
 
-def test_enqueued_trials_give_the_same_results_with_two_workers_as_serially(tmp_path):
+def test_enqueued_trials_give_the_same_results_with_two_workers_as_serially(tmp_path, sweep_in_process):
     fixed = [{"lr": 0.01 * (i + 1), "leaves": 10 + i, "m": 20 + i, "c": "abc"[i % 3]} for i in range(6)]
     serial_db, shared_db = tmp_path / "serial.db", tmp_path / "shared.db"
     serial = _write_app(
@@ -435,7 +472,7 @@ def test_enqueued_trials_give_the_same_results_with_two_workers_as_serially(tmp_
         n_trials=6,
         enqueue_trials=fixed,
     )
-    assert _run_app(serial).returncode == 0
+    assert sweep_in_process(serial).returncode == 0
     shared = _write_app(
         tmp_path / "shared",
         storage=f"sqlite:///{shared_db}",
@@ -455,7 +492,9 @@ def test_enqueued_trials_give_the_same_results_with_two_workers_as_serially(tmp_
     [(False, False), (True, False), (False, True)],
     ids=["enqueued", "retry", "last"],
 )
-def test_a_parameter_set_enqueued_twice_by_racing_workers_runs_once(tmp_path, copy_of_retry, copy_last):
+def test_a_parameter_set_enqueued_twice_by_racing_workers_runs_once(
+    tmp_path, copy_of_retry, copy_last, sweep_in_process
+):
     """Optuna's enqueue_trial(skip_if_exists=True) checks, then adds: two workers starting at once (or
     recovering the same interrupted trial) can enqueue one parameter set twice. The storage is built
     in that state; the copy is dropped (when asked, or at the end when the study filled before it),
@@ -479,7 +518,7 @@ def test_a_parameter_set_enqueued_twice_by_racing_workers_runs_once(tmp_path, co
     app = _write_app(
         tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=n_trials, enqueue_trials=fixed
     )
-    proc = _run_app(app)
+    proc = sweep_in_process(app)
     assert proc.returncode == 0, proc.stderr[-3000:]
     done = _finished(db)
     assert len(done) == n_trials  # no more
@@ -492,12 +531,12 @@ def test_a_parameter_set_enqueued_twice_by_racing_workers_runs_once(tmp_path, co
     assert not [t for t in trials if t.state.name == "WAITING"]
 
 
-def test_glob_searches_the_options_of_a_config_group(tmp_path):
+def test_glob_searches_the_options_of_a_config_group(tmp_path, sweep_in_process):
     app = _write_app(tmp_path, params={}, n_trials=4)
     for option, c in (("one", "b"), ("two", "c")):
         (app / "opt").mkdir(exist_ok=True)
         (app / "opt" / f"{option}.yaml").write_text(f"# @package _global_\nc: {c}\n")
-    proc = _run_app(app, "+opt=glob(*)")
+    proc = sweep_in_process(app, "+opt=glob(*)")
     assert proc.returncode == 0, proc.stderr[-3000:]
     space = {"+opt": CategoricalDistribution(["one", "two"])}
     c_of = {"one": "b", "two": "c"}
