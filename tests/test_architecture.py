@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -323,13 +324,73 @@ IMPORT_ALLOWS: dict[str, frozenset[str]] = {
 }
 
 
-@pytest.mark.parametrize("module", sorted(IMPORT_ALLOWS))
-def test_importing_a_stage_leaves_heavy_packages_unloaded(module: str) -> None:
+#: One interpreter for every import check: it forks a child per group of allowed packages, which imports
+#: them (loading an allowed package first hides nothing: whatever it loads is recorded too), and that
+#: child forks a grandchild per module, which imports the module and reports what is in ``sys.modules``.
+#: Each module is imported into a process that has never imported any other ltr module.
+_FORKED_CHECKS = """
+import json, os, sys
+plan, watched, out = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+
+def forked(body):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            body()
+            code = 0
+        except BaseException as exc:
+            sys.stderr.write(repr(exc) + "\\n")
+            code = 1
+        sys.stdout.flush()
+        os._exit(code)
+    return os.waitpid(pid, 0)[1]
+
+def check(module):
+    def body():
+        __import__(module)
+        with open(os.path.join(out, module), "w") as f:
+            f.write(" ".join(m for m in watched if m in sys.modules))
+    return body
+
+def group(preload, modules):
+    def body():
+        for name in preload:
+            __import__(name)
+        for module in modules:
+            forked(check(module))
+    return body
+
+for preload, modules in plan:
+    forked(group(preload, modules))
+"""
+
+
+@pytest.fixture(scope="module")
+def loaded_by_import(tmp_path_factory) -> dict[str, Any]:
+    """What importing each module of :data:`IMPORT_ALLOWS` into a fresh process loads, of the watched
+    packages (:data:`_FORKED_CHECKS`: one interpreter, a forked process per module); ``"stderr"``: what
+    the failed imports said."""
+    import json
+
     watched = sorted(HEAVY | {"numba"})
-    code = f"import sys, {module}; print(' '.join(m for m in {watched!r} if m in sys.modules))"
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for module, allowed in sorted(IMPORT_ALLOWS.items()):
+        groups.setdefault(tuple(sorted(allowed)), []).append(module)
+    out = tmp_path_factory.mktemp("imports")
     env = {**os.environ, "PYTHONPATH": str(PACKAGE_DIR.parent)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    loaded = set(out.stdout.split()) - IMPORT_ALLOWS[module]
+    args = [json.dumps(list(groups.items())), json.dumps(watched), str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-c", _FORKED_CHECKS, *args], capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    loaded = {f.name: set(f.read_text().split()) for f in out.iterdir()}
+    return loaded | {"stderr": proc.stderr}
+
+
+@pytest.mark.parametrize("module", sorted(IMPORT_ALLOWS))
+def test_importing_a_stage_leaves_heavy_packages_unloaded(module: str, loaded_by_import) -> None:
+    assert module in loaded_by_import, f"import {module} failed: {loaded_by_import['stderr'][-3000:]}"
+    loaded = loaded_by_import[module] - IMPORT_ALLOWS[module]
     assert not loaded, f"import {module} loads {sorted(loaded)}: defer them ('# deferred: <why>')"
 
 
@@ -337,31 +398,65 @@ def test_importing_a_stage_leaves_heavy_packages_unloaded(module: str) -> None:
 ENGINES = ("lightgbm", "xgboost", "catboost", "dask", "distributed")
 
 
-@pytest.mark.parametrize(
-    ("model", "params", "engines"),
-    [
-        ("lambdamart_unbiased", {"n_trees": 2}, {"lightgbm"}),  # click-trained LightGBM: no XGBoost
-        ("lambdamart_xgb_clicks", {"n_trees": 2}, {"xgboost"}),  # click-trained XGBoost: no LightGBM
-        ("linear", {}, set()),  # scikit-learn only
-        ("feature", {}, set()),  # no engine at all
-    ],
-)
-def test_fitting_a_model_loads_only_its_engine(model: str, params: dict, engines: set[str]) -> None:
-    code = (
-        "import sys, numpy as np\n"
-        "from ltr.data import RankingData\n"
-        "from ltr.models import build_ranker\n"
-        "rng = np.random.default_rng(0)\n"
-        "data = RankingData(X=rng.random((40, 3)).astype(np.float32), y=rng.integers(0, 3, 40),"
-        " qid=np.repeat(np.arange(8), 5))\n"
-        f"ranker = build_ranker({{'name': {model!r}, 'params': {params!r}}}, seed=0, num_threads=1)\n"
-        "ranker.fit(data, data)\n"
-        f"print(' '.join(m for m in {ENGINES!r} if m in sys.modules))\n"
-    )
+FIT_CASES = [
+    ("lambdamart_unbiased", {"n_trees": 2}, {"lightgbm"}),  # click-trained LightGBM: no XGBoost
+    ("lambdamart_xgb_clicks", {"n_trees": 2}, {"xgboost"}),  # click-trained XGBoost: no LightGBM
+    ("linear", {}, set()),  # scikit-learn only
+    ("feature", {}, set()),  # no engine at all
+]
+
+#: One interpreter imports ltr.data and ltr.models (which load no engine: see the import checks above),
+#: then forks a child per model, which fits it and reports the engines in ``sys.modules``.
+_FORKED_FITS = """
+import json, os, sys
+import numpy as np
+from ltr.data import RankingData
+from ltr.models import build_ranker
+cases, engines, out = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+for model, params in cases:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            rng = np.random.default_rng(0)
+            data = RankingData(X=rng.random((40, 3)).astype(np.float32), y=rng.integers(0, 3, 40),
+                               qid=np.repeat(np.arange(8), 5))
+            ranker = build_ranker({"name": model, "params": params}, seed=0, num_threads=1)
+            ranker.fit(data, data)
+            with open(os.path.join(out, model), "w") as f:
+                f.write(" ".join(m for m in engines if m in sys.modules))
+            code = 0
+        except BaseException as exc:
+            sys.stderr.write(f"{model}: {exc!r}\\n")
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    os.waitpid(pid, 0)
+"""
+
+
+@pytest.fixture(scope="module")
+def engines_after_fit(tmp_path_factory) -> dict[str, Any]:
+    """The engine packages loaded by fitting each model of :data:`FIT_CASES` in a process that had
+    loaded none (:data:`_FORKED_FITS`); ``"stderr"``: what failed fits said."""
+    import json
+
+    out = tmp_path_factory.mktemp("fits")
     env = {**os.environ, "PYTHONPATH": str(PACKAGE_DIR.parent)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert set(out.stdout.split()) == engines
+    args = [json.dumps([[m, p] for m, p, _ in FIT_CASES]), json.dumps(ENGINES), str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-c", _FORKED_FITS, *args], capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {f.name: set(f.read_text().split()) for f in out.iterdir()} | {"stderr": proc.stderr}
+
+
+@pytest.mark.parametrize(("model", "params", "engines"), FIT_CASES)
+def test_fitting_a_model_loads_only_its_engine(
+    model: str, params: dict, engines: set[str], engines_after_fit
+) -> None:
+    assert model in engines_after_fit, engines_after_fit["stderr"][-2000:]
+    assert engines_after_fit[model] == engines
 
 
 # --- the checker on a synthetic package (it must be able to fail) --------------------------------
