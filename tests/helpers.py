@@ -145,22 +145,25 @@ def restored_logging() -> Iterator[None]:
             lg.propagate, lg.disabled = kept[3], kept[4]
 
 
-def command_in_process(module: str, args: list[str]) -> int:
+def command_in_process(module: str, args: list[str], *, run_cli: bool = True) -> int:
     """``python -m MODULE ARGS`` (``ltr.data``, ``ltr.evaluate``, ``ltr.labelnext``, ``ltr.clicks``, …) in this
-    process: the module's ``main(ARGS)`` under :func:`ltr.cli.run_cli`, as its ``__main__`` block runs it
-    (argparse's own exits included): the exit code. Output on this process's streams (``capsys``)."""
+    process, as its ``__main__`` block runs it: the module's ``main(ARGS)`` under :func:`ltr.cli.run_cli`
+    (``run_cli=False``: ``sys.exit(main())``, as ``ltr.export`` does); argparse's own exits included.
+    Returns the exit code; the output is on this process's streams (``capsys``). An exception that a real
+    process would end in with a traceback escapes from here (the test fails with it)."""
     import importlib
 
-    from ltr.cli import run_cli
+    from ltr import cli
 
     command = importlib.import_module(module)
     if not hasattr(command, "main"):
         command = importlib.import_module(f"{module}.__main__")
     try:
-        run_cli(lambda: command.main(list(args)))
+        if run_cli:
+            cli.run_cli(lambda: command.main(list(args)))
+        sys.exit(command.main(list(args)))
     except SystemExit as exc:
         return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
-    return 0
 
 
 def compose_config(overrides: list[str], **kwargs: Any):
