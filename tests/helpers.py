@@ -105,13 +105,25 @@ def train_main_in_process(args: list[str], root: Path, monkeypatch: Any, *, ci: 
         if os.environ.get(name) != value:
             monkeypatch.setenv(name, value)
     monkeypatch.setattr(sys, "argv", [str(Path(ltr.train.__file__)), *args])
-    with restored_logging():
+    with restored_logging(), restored_environment():
         try:
             configure_process_environment()
             ltr.train._hydra_entry()
         except SystemExit as exc:
             return 0 if exc.code is None else int(exc.code)
     return 0
+
+
+@contextlib.contextmanager
+def restored_environment() -> Iterator[None]:
+    """``os.environ`` as it was before the block (a command sets MLflow's and ltr's variables for its
+    process; in-process they would leak into the tests that follow)."""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 @contextlib.contextmanager
@@ -158,12 +170,13 @@ def command_in_process(module: str, args: list[str], *, run_cli: bool = True) ->
     command = importlib.import_module(module)
     if not hasattr(command, "main"):
         command = importlib.import_module(f"{module}.__main__")
-    try:
-        if run_cli:
-            cli.run_cli(lambda: command.main(list(args)))
-        sys.exit(command.main(list(args)))
-    except SystemExit as exc:
-        return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
+    with restored_environment():
+        try:
+            if run_cli:
+                cli.run_cli(lambda: command.main(list(args)))
+            sys.exit(command.main(list(args)))
+        except SystemExit as exc:
+            return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
 
 
 def compose_config(overrides: list[str], **kwargs: Any):

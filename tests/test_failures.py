@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import PROJECT_ROOT, TINY_DATA, compose_config, free_port, store_client
+from helpers import PROJECT_ROOT, TINY_DATA, compose_config, free_port, store_client, train_main_in_process
 
 from ltr.core.errors import ConfigError
 from ltr.models.engines.lgbm import LambdaMART
@@ -80,32 +80,26 @@ def test_unreachable_tracking_server_fails_fast_before_training(tmp_path):
     assert not (tmp_path / "data").exists()  # failed before the data was even generated
 
 
-def test_unreachable_server_cli_exits_2_with_message(tmp_path):
+# The command-line cases below run ``python -m ltr.train``'s main in-process (train_main_in_process:
+# the exit code and the stderr of the same code path); real processes: tests/test_fail_early.py.
+
+
+def test_unreachable_server_cli_exits_2_with_message(tmp_path, monkeypatch, capsys):
     port = free_port()
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr.train", "+model=lambdamart", f"tracking.uri=http://127.0.0.1:{port}"],
-        cwd=PROJECT_ROOT,
-        env={**os.environ, "LTR_ROOT": str(tmp_path), "MLFLOW_DISABLE_TELEMETRY": "true"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 2
-    assert "unreachable" in proc.stderr and "tracking=none" in proc.stderr
-    assert "Training" not in proc.stdout
+    args = ["+model=lambdamart", f"tracking.uri=http://127.0.0.1:{port}"]
+    assert train_main_in_process(args, tmp_path, monkeypatch, ci=False) == 2
+    out, err = capsys.readouterr()
+    assert "unreachable" in err and "tracking=none" in err
+    assert "Training" not in out
 
 
-def test_wrong_type_fails_at_the_command_line(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr.train", "+model=lambdamart", "eval.bootstrap.B=many"],
-        cwd=PROJECT_ROOT,
-        env={**os.environ, "LTR_ROOT": str(tmp_path), "MLFLOW_DISABLE_TELEMETRY": "true"},
-        capture_output=True,
-        text=True,
-        timeout=120,
+def test_wrong_type_fails_at_the_command_line(tmp_path, monkeypatch, capsys):
+    assert (
+        train_main_in_process(["+model=lambdamart", "eval.bootstrap.B=many"], tmp_path, monkeypatch, ci=False)
+        != 0
     )
-    assert proc.returncode != 0
-    assert "eval.bootstrap.B" in proc.stderr and "many" in proc.stderr
+    err = capsys.readouterr().err
+    assert "eval.bootstrap.B" in err and "many" in err
     assert not (tmp_path / "mlflow.db").exists()
 
 
@@ -201,20 +195,14 @@ def test_sqlite_store_that_is_a_folder_is_one_config_error(tmp_path):
         (["tracking.uri=null"], "(its artifact folder): "),  # <root>/mlartifacts is a file here
     ],
 )
-def test_bad_or_read_only_store_cli_exits_2_with_one_line(tmp_path, overrides, says):
+def test_bad_or_read_only_store_cli_exits_2_with_one_line(tmp_path, overrides, says, monkeypatch, capsys):
     (tmp_path / "mlartifacts").write_text("not a folder")
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr.train", "+model=lambdamart", *overrides],
-        cwd=PROJECT_ROOT,
-        env={**os.environ, "LTR_ROOT": str(tmp_path), "MLFLOW_DISABLE_TELEMETRY": "true"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    assert says in proc.stderr and "Traceback" not in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert "Training" not in proc.stdout
+    code = train_main_in_process(["+model=lambdamart", *overrides], tmp_path, monkeypatch, ci=False)
+    out, err = capsys.readouterr()
+    assert code == 2, err[-2000:]
+    assert says in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "Training" not in out
 
 
 def test_store_that_is_not_an_mlflow_database_is_one_config_error(tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import compose_config, run_train_cli, store_client, write_fold_standin, write_letor
+from helpers import compose_config, store_client, train_main_in_process, write_fold_standin, write_letor
 
 from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData
@@ -313,15 +313,16 @@ def test_loading_several_folds_at_once_names_the_protocol():
         load_dataset({"kind": "mq2008", "name": "mq2008", "fold": "all", "dir": "nowhere"})
 
 
-def test_the_command_line_reports_a_bad_fold_in_its_spelling(tmp_path):
-    proc = run_train_cli(
-        ["+model=linear", "data=mq2008", "data.fold=[1,7]", f"paths.root={tmp_path}"], tmp_path
-    )
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip().splitlines()[-1] == (
+def test_the_command_line_reports_a_bad_fold_in_its_spelling(tmp_path, monkeypatch, capsys):
+    """``python -m ltr.train`` (its main in-process): exit 2, the fold named as the command line spells it."""
+    args = ["+model=linear", "data=mq2008", "data.fold=[1,7]", f"paths.root={tmp_path}"]
+    code = train_main_in_process(args, tmp_path, monkeypatch)
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    assert err.strip().splitlines()[-1] == (
         "error: data.fold: expected a fold 1..5, all, or a list of folds such as [1,3,5]; got [1, 7]"
     )
-    assert "Training" not in proc.stdout and not (tmp_path / "mlflow.db").exists()
+    assert "Training" not in out and not (tmp_path / "mlflow.db").exists()
 
 
 def test_a_sweep_job_of_the_protocol_reports_the_means_over_folds(letor_runs, tmp_path):

@@ -5,12 +5,10 @@ The wheel side (the same lookup in an installed package, from an empty folder) i
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import PROJECT_ROOT, compose_config, write_user_data
+from helpers import PROJECT_ROOT, compose_config, train_main_in_process, write_user_data
 
 from ltr.core.errors import LtrError
 from ltr.core.resources import config_dir, experiments_dir, package_folder, source_checkout, work_root
@@ -105,19 +103,16 @@ def test_user_experiment_file_with_user_data(user_folder):
     assert (cfg.data.name, cfg.model.name, cfg.seed) == ("mydata", "lambdamart", 7)
 
 
-def test_train_cli_config_dir_adds_user_groups(user_folder):
+def test_train_cli_config_dir_adds_user_groups(user_folder, monkeypatch, capsys):
     # Hydra's own flag; --cfg job --resolve prints the composed config without training
-    done = subprocess.run(
-        [sys.executable, "-m", "ltr.train", "--config-dir", "myconf", "+model=lambdamart", "data=mydata"]
-        + ["--cfg", "job", "--resolve"],
-        cwd=user_folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "name: mydata" in done.stdout
-    assert f"train: {user_folder}/data/mydata/train.txt" in done.stdout
+    # (python -m ltr.train's main in-process, run from the user's folder)
+    monkeypatch.chdir(user_folder)
+    args = ["--config-dir", "myconf", "+model=lambdamart", "data=mydata", "--cfg", "job", "--resolve"]
+    code = train_main_in_process(args, user_folder, monkeypatch)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "name: mydata" in out
+    assert f"train: {user_folder}/data/mydata/train.txt" in out
 
 
 def _user_model(folder: Path) -> None:
@@ -128,21 +123,16 @@ def _user_model(folder: Path) -> None:
     )
 
 
-def test_user_model_as_ensemble_member_through_hydra_searchpath(user_folder):
+def test_user_model_as_ensemble_member_through_hydra_searchpath(user_folder, monkeypatch, capsys):
     # README: hydra.searchpath=[file://myconf] works like --config-dir; before, an ensemble member from it was
     # "no model config 'my_linear'" (members were composed from the app's search path, which lacks it)
     from ltr.train import run
 
     _user_model(user_folder)
-    done = subprocess.run(
-        [sys.executable, "-m", "ltr.train", "+model=ensemble_mean", "model.members=[my_linear,linear]"]
-        + ["data=mydata", "tracking=none", "hydra.searchpath=[file://myconf]"],
-        cwd=user_folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    monkeypatch.chdir(user_folder)  # python -m ltr.train's main in-process, run from the user's folder
+    args = ["+model=ensemble_mean", "model.members=[my_linear,linear]", "data=mydata", "tracking=none"]
+    code = train_main_in_process([*args, "hydra.searchpath=[file://myconf]"], user_folder, monkeypatch)
+    assert code == 0, capsys.readouterr().err[-3000:]
     overrides = ["+model=ensemble_mean", "model.members=[my_linear]", "data=mydata", "tracking=none"]
     cfg = compose_config([*overrides, "hydra.searchpath=[file://myconf]"])
     with pytest.raises(LtrError, match="model.members.0: no model config 'my_linear'"):

@@ -159,9 +159,15 @@ def _restated(body, base, prefix=""):
 CONF_YAMLS = sorted(p for p in CONF_DIR.rglob("*.yaml") if p.name != "config.yaml")
 
 
+@pytest.fixture(scope="module")
+def composed_once():
+    """One composition: it registers ltr's schemas and discovers Hydra's plugins (launcher/sweeper nodes),
+    both process-wide, for the tests that read the ConfigStore afterwards."""
+    return _compose([])
+
+
 @pytest.mark.parametrize("path", CONF_YAMLS, ids=[p.relative_to(CONF_DIR).as_posix() for p in CONF_YAMLS])
-def test_no_conf_yaml_restates_a_default_of_the_schema_it_composes(path):
-    _compose([])  # registers ltr's schemas and discovers Hydra's plugins (launcher/sweeper nodes)
+def test_no_conf_yaml_restates_a_default_of_the_schema_it_composes(path, composed_once):
     body = OmegaConf.to_container(OmegaConf.load(path))
     for where, base in _schema_nodes(path, body):
         block = body
@@ -173,9 +179,8 @@ def test_no_conf_yaml_restates_a_default_of_the_schema_it_composes(path):
         )
 
 
-def test_the_restated_defaults_check_sees_each_kind_of_node(tmp_path):
+def test_the_restated_defaults_check_sees_each_kind_of_node(tmp_path, composed_once):
     """The check above finds the nodes of each defaults-list form (else it would pass vacuously)."""
-    _compose([])
     kinds = {}
     for path in CONF_YAMLS:
         body = OmegaConf.to_container(OmegaConf.load(path))

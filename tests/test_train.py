@@ -14,7 +14,16 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from helpers import PROJECT_ROOT, TINY_DATA, cli_env, compose_config, quick_model, run_train_cli, store_client
+from helpers import (
+    PROJECT_ROOT,
+    TINY_DATA,
+    cli_env,
+    compose_config,
+    quick_model,
+    run_train_cli,
+    store_client,
+    train_main_in_process,
+)
 
 from ltr.core.errors import ConfigError
 from ltr.train import available_models, run
@@ -112,12 +121,13 @@ def test_cli_run_is_logged_completely(cli_run):
     assert scores.shape == (3,) and np.isfinite(scores).all()
 
 
-def test_no_model_lists_available_models(tmp_path):
-    proc = run_train_cli([], tmp_path, ci=False)
-    assert proc.returncode == 2
-    assert "+model=lambdamart" in proc.stderr
+def test_no_model_lists_available_models(tmp_path, monkeypatch, capsys):
+    """``python -m ltr.train`` with no model (its main in-process): exit 2 and every model listed."""
+    assert train_main_in_process([], tmp_path, monkeypatch, ci=False) == 2
+    err = capsys.readouterr().err
+    assert "+model=lambdamart" in err
     for name in available_models():
-        assert name in proc.stderr
+        assert name in err
 
 
 def test_run_is_deterministic_and_returns_validation_metric(tmp_path):
