@@ -179,6 +179,17 @@ def command_in_process(module: str, args: list[str], *, run_cli: bool = True) ->
             return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
 
 
+def completed_in_process(
+    module: str, args: list[str], capsys: Any, *, run_cli: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """:func:`command_in_process` as a :class:`subprocess.CompletedProcess` (exit code, stdout, stderr read
+    with ``capsys``), for tests written against ``subprocess.run``."""
+    capsys.readouterr()
+    code = command_in_process(module, args, run_cli=run_cli)
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["python", "-m", module, *args], code, out, err)
+
+
 def compose_config(overrides: list[str], **kwargs: Any):
     """The app's config for ``overrides``, composed as ``python -m ltr.train`` would (typed groups too)."""
     from hydra import compose, initialize_config_dir

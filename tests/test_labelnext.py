@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import completed_in_process
 
 from ltr.analysis.label_priorities import label_priorities
 from ltr.core.errors import MetricError
@@ -113,7 +114,7 @@ def test_ordering_puts_the_uncertain_and_the_decisive_queries_first():
         label_priorities(probs * 2, offsets, sa)
 
 
-def test_cli_label_next(tmp_path):
+def test_cli_label_next(tmp_path, capsys):
     probs, offsets, sa, sb = random_case(4)
     data = tmp_path / "d.txt"
     rows = []
@@ -137,11 +138,11 @@ def test_cli_label_next(tmp_path):
     assert [r["variance"] for r in out["queries"]] == pytest.approx(
         [r["variance"] for r in api.table("expected_change")]
     )
-    bad = subprocess.run(
-        [sys.executable, "-m", "ltr.labelnext", "--data", str(data), "--probs", str(tmp_path / "a.txt"),
-         "--scores", str(tmp_path / "a.txt")],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    bad = completed_in_process(  # the error: the command's main in-process (the real process above)
+        "ltr.labelnext",
+        ["--data", str(data), "--probs", str(tmp_path / "a.txt"), "--scores", str(tmp_path / "a.txt")],
+        capsys,
+    )
     assert bad.returncode == 2 and "a.txt" in bad.stderr
 
 

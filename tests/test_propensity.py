@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import completed_in_process
 from scipy.optimize import minimize
 
 from ltr.clicks import simulate_log_table
@@ -162,14 +163,19 @@ def run_cli(*args):
     )
 
 
-def test_cli_json_output_and_errors(tmp_path):
+def test_cli_json_output_and_errors(tmp_path, capsys):
+    """``python -m ltr.clicks``: the first command a real process, the rest its main in-process."""
+
+    def in_process(*args: str):
+        return completed_in_process("ltr.clicks", list(args), capsys)
+
     log = tmp_path / "log.csv"
     done = run_cli(
         "simulate", str(log), "--queries", "60", "--rounds", "10", "--rand-top", "5", "--top-k", "5"
     )
     assert done.returncode == 0, done.stderr
     out = tmp_path / "p.json"
-    done = run_cli(
+    done = in_process(
         "propensity",
         str(log),
         "--method",
@@ -187,9 +193,9 @@ def test_cli_json_output_and_errors(tmp_path):
     assert json.loads(out.read_text()) == result
     api = estimate_propensities(read_click_log(log), method="randomization", n_bootstrap=50, seed=0)
     assert api.as_json() == result
-    table = run_cli("propensity", str(log), "--method", "randomization", "--bootstrap", "20")
+    table = in_process("propensity", str(log), "--method", "randomization", "--bootstrap", "20")
     assert "bootstrap over queries" in table.stdout and "       5" in table.stdout
-    bad = run_cli("propensity", str(tmp_path / "missing.csv"), "--method", "em")
+    bad = in_process("propensity", str(tmp_path / "missing.csv"), "--method", "em")
     assert bad.returncode == 2 and "missing.csv: no such click log file" in bad.stderr
 
 

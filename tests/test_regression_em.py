@@ -11,6 +11,7 @@ import sys
 import lightgbm as lgb
 import numpy as np
 import pytest
+from helpers import completed_in_process
 
 from ltr.clicks import simulate_log_table
 from ltr.clicks.propensity import estimate_propensities, impression_log, read_click_log
@@ -170,9 +171,15 @@ def run_cli(*args):
     )
 
 
-def test_cli_simulated_log_joins_its_features_file(tmp_path):
+def test_cli_simulated_log_joins_its_features_file(tmp_path, capsys):
+    """``python -m ltr.clicks``: simulate in-process (its main), the estimate in a real process (the same
+    seed in another process gives identical output), the error in-process."""
     log, features = tmp_path / "log.csv", tmp_path / "features.txt"
-    done = run_cli("simulate", str(log), "--queries", "40", "--rounds", "2", "--features-out", str(features))
+    done = completed_in_process(
+        "ltr.clicks",
+        ["simulate", str(log), "--queries", "40", "--rounds", "2", "--features-out", str(features)],
+        capsys,
+    )
     assert done.returncode == 0, done.stderr
     assert "wrote the features of" in done.stdout
     args = ("propensity", str(log), "--method", "regression-em", "--features", str(features), "--json",
@@ -186,7 +193,7 @@ def test_cli_simulated_log_joins_its_features_file(tmp_path):
         read_click_log(log), method="regression-em", features=features, n_bootstrap=3, iterations=3
     )
     assert api.as_json() == result  # the same seed in another process: identical output
-    bad = run_cli("propensity", str(log), "--method", "regression-em")
+    bad = completed_in_process("ltr.clicks", ["propensity", str(log), "--method", "regression-em"], capsys)
     assert bad.returncode == 2 and "method regression-em needs the documents' features" in bad.stderr
 
 
