@@ -37,6 +37,48 @@ def shared_data() -> Path:
     return folder
 
 
+@pytest.fixture(scope="session", autouse=True)
+def copied_mlflow_schema() -> Iterator[None]:
+    """A new SQLite MLflow store starts as a byte copy of the session's first one.
+
+    MLflow builds a new SQLite store by creating its tables and running its schema migrations (alembic),
+    1-3 s each time, and the tests create well over a hundred stores. The first new store of the session
+    (in this process) is built by MLflow as usual and its bytes are kept right after; every later new
+    store (an empty SQLite file that MLflow is about to initialise) gets those bytes instead. What MLflow
+    then does with the store (its schema check, the default experiment) is unchanged. Child processes
+    build their stores as usual.
+    """
+    import threading
+
+    import mlflow.store.db.utils as db_utils
+    import mlflow.store.model_registry.sqlalchemy_store as registry_store
+
+    real = db_utils._initialize_tables
+    template: list[bytes] = []
+    lock = threading.Lock()
+
+    def initialize(engine: Any) -> None:
+        url = engine.url
+        path = Path(url.database) if url.get_backend_name() == "sqlite" and url.database else None
+        with lock:
+            new = path is not None and path.is_file() and path.stat().st_size == 0
+            if new and template:
+                engine.dispose()
+                with path.open("r+b") as f:  # in place: the same file every engine of it has open
+                    f.write(template[0])
+                if db_utils._all_tables_exist(engine):
+                    return
+            real(engine)
+            if new and not template:
+                template.append(path.read_bytes())
+
+    db_utils._initialize_tables = initialize
+    registry_store._initialize_tables = initialize
+    yield
+    db_utils._initialize_tables = real
+    registry_store._initialize_tables = real
+
+
 @pytest.fixture(scope="session")
 def mlflow_session_server(tmp_path_factory) -> Iterator[str]:
     """One real ``mlflow server`` on 127.0.0.1 for the whole session (under pytest-xdist: one per worker),
