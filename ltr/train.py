@@ -71,14 +71,12 @@ def execute(cfg: Any) -> RecordedRun | FoldsRun:
     """Check, train, evaluate, log and print one configured run (:class:`ltr.experiment.record.RecordedRun`), or
     every fold of a fold protocol (:class:`ltr.experiment.folds.FoldsRun`)."""
     # deferred (each): the engines load after configure_process_environment() (see __main__)
+    from ltr.experiment.conventions import check_data_fits  # deferred: imports the models
     from ltr.experiment.folds import fold_plan, run_folds  # deferred: imports the pipeline
-    from ltr.experiment.pipeline import (  # deferred: imports the engines
-        check_data_fits,
-        check_run_config,
-        data_cluster,
-        member_search_path,
-    )
+    from ltr.experiment.pipeline import check_run_config  # deferred: imports the engines
     from ltr.experiment.record import connect_and_load, train_and_record  # deferred: imports the pipeline
+    from ltr.experiment.splits import data_cluster  # deferred: imports the Dask backend
+    from ltr.models.ensembles.members import member_search_path  # deferred: imports the models
 
     if cfg.get("model") is None:
         raise ConfigError(missing_model_message())
