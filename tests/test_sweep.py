@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import TINY_DATA, compose_config, quick_model, run_train_cli, store_client
+from helpers import TINY_DATA, compose_config, quick_model, run_train_cli, store_client, train_main_in_process
 from rich.console import Console
 
 from ltr.core.errors import ConfigError
@@ -159,8 +159,14 @@ def _optuna_sweep(tmp_path: Path, *overrides: str) -> tuple[subprocess.Completed
     return proc, results.parent, yaml.safe_load(results.read_text())
 
 
-def test_optuna_sweep_runs_trials_and_reports_the_best(tmp_path):
-    _, sweep_dir, results = _optuna_sweep(tmp_path, "hydra.sweeper.n_trials=3")
+def test_optuna_sweep_runs_trials_and_reports_the_best(tmp_path, monkeypatch, capsys):
+    """The same sweep as :func:`_optuna_sweep` with ``python -m ltr.train``'s main in-process (the sweeper,
+    the basic launcher and the summary callback as in a real process; real processes: the slow tests)."""
+    args = ["-m", "+model=lambdamart", "hparams_search=lambdamart_optuna", "hydra.sweeper.n_trials=3", *TINY]
+    code = train_main_in_process([*args, "num_threads=1", "tracking=none"], tmp_path, monkeypatch)
+    assert code == 0, capsys.readouterr().err[-3000:]
+    (results_file,) = (tmp_path / "multirun").glob("*/*/optimization_results.yaml")
+    sweep_dir, results = results_file.parent, yaml.safe_load(results_file.read_text())
     summary = json.loads((sweep_dir / "sweep_summary.json").read_text())
     assert summary["n_jobs"] == 3
     values = [j["value"] for j in summary["jobs"]]
