@@ -17,7 +17,7 @@ import lightgbm as lgb
 import mlflow
 import numpy as np
 import pytest
-from helpers import TINY_DATA, run_train_cli, store_client
+from helpers import TINY_DATA, store_client, train_main_in_process
 from test_position_bias import CLICKS, LIGHTGBM_CLICKS
 
 from ltr.clicks import clicks_from_config, simulate_log_table
@@ -209,9 +209,10 @@ def test_lambdamart_clicks_trains_the_objective_on_the_log_positions(small, tmp_
     np.testing.assert_array_equal(load_ranker(tmp_path / "m").predict(small), ours.predict(small))
 
 
-def test_train_cli_logs_the_propensities_with_the_run(tmp_path):
-    """``python -m ltr.train +model=lambdamart_clicks model.clicks.propensities=P.json``: the path and the
-    floor are run params, the θ used is in the logged model's manifest, the model is the custom objective's."""
+def test_train_cli_logs_the_propensities_with_the_run(tmp_path, monkeypatch, capsys):
+    """``python -m ltr.train +model=lambdamart_clicks model.clicks.propensities=P.json`` (its main
+    in-process): the path and the floor are run params, the θ used is in the logged model's manifest,
+    the model is the custom objective's."""
     theta = [1.0 / r for r in range(1, 11)]
     path = tmp_path / "p.json"
     path.write_text(json.dumps({"position": list(range(1, 11)), "examination": theta}))
@@ -223,8 +224,8 @@ def test_train_cli_logs_the_propensities_with_the_run(tmp_path):
         *TINY_DATA,
         "num_threads=1",
     ]
-    proc = run_train_cli(args, tmp_path)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    code = train_main_in_process(args, tmp_path, monkeypatch)
+    assert code == 0, capsys.readouterr().err[-3000:]
     client = store_client(tmp_path)
     (run,) = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
     assert run.data.params["model.clicks.propensities"] == str(path)
