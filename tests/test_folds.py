@@ -59,10 +59,11 @@ def _execute(overrides: list[str]):
 
 
 def _protocol_and_separate_runs(root: Path, data: list[str], key: str, folds: list[int]):
-    """The fold protocol (``key=all``/K folds) and separate single runs of each fold, one store."""
+    """The fold protocol (``key=all``/K folds), logged to ``root``'s store, and separate single runs of each
+    fold (not logged: the tests compare their outcomes, which tracking does not change)."""
     common = [*QUICK, *data, f"paths.root={root}"]
     protocol = _execute(common)
-    separate = {k: _execute([*common, f"{key}={k}"]) for k in folds}
+    separate = {k: _execute([*common, f"{key}={k}", "tracking=none"]) for k in folds}
     return protocol, separate
 
 
