@@ -13,13 +13,8 @@ import pytest
 from scipy.optimize import minimize
 
 from ltr.clicks import simulate_log_table
-from ltr.clicks.propensity import (
-    estimate_propensities,
-    impression_log,
-    read_click_log,
-    read_propensities,
-    write_propensities,
-)
+from ltr.clicks.logs import impression_log, read_click_log, read_propensities, write_propensities
+from ltr.clicks.propensity import estimate_propensities
 from ltr.core.errors import ConfigError, DataError
 from ltr.data.synthetic import generate
 from ltr.models import build_ranker

@@ -31,15 +31,10 @@ import json
 from collections.abc import Sequence
 
 from ltr.cli import print_result, run_cli
-from ltr.clicks import simulate_log_table
-from ltr.clicks.propensity import (
-    ITERATIONS,
-    METHODS,
-    Propensities,
-    estimate_propensities,
-    read_click_log,
-    write_propensities,
-)
+from ltr.clicks.logs import Propensities, read_click_log, write_propensities
+from ltr.clicks.propensity import METHODS, estimate_propensities
+from ltr.clicks.regression_em import ITERATIONS
+from ltr.clicks.simulation import simulate_log_table
 from ltr.data.svmlight import write_svmlight
 from ltr.data.synthetic import generate
 
