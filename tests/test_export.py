@@ -360,6 +360,143 @@ def test_exported_file_scores_like_the_model(
     assert np.allclose(shipped, exported, rtol=1e-6, atol=1e-6)
 
 
+# --- LightGBM splits whose missing_type is None or Zero ---------------------------------------------
+# Every other model here is trained on data with NaN, so LightGBM writes missing_type NaN for every
+# split. Without NaN in training it writes None (NaN is then scored as 0.0, whatever default_left
+# says), with zero_as_missing Zero (0, |x| <= 1e-35 and NaN take the default direction).
+#: every target that takes LightGBM trees: (format, write options)
+LIGHTGBM_TARGETS = [pytest.param(f, {}, id=f) for f in FORMATS if f != "xgboost"] + [
+    pytest.param("elasticsearch", {"model_type": "ranklib"}, id="elasticsearch-ranklib")
+]
+#: LightGBM's kZeroThreshold: its predictor reads every |x| <= this as 0
+LIGHTGBM_ZERO = F32(1e-35)
+
+
+def all_positive(data: RankingData) -> RankingData:
+    return RankingData(X=np.abs(data.X) + F32(0.25), y=data.y, qid=data.qid, name=data.name)
+
+
+NO_NAN = {"train": make_data(1, 40, nan_share=0.0), "valid": make_data(2, 10, nan_share=0.0)}
+MISSING_TYPE_MODELS: dict[str, tuple[dict[str, Any], dict[str, RankingData]]] = {
+    # no NaN in training: LightGBM writes missing_type None
+    "none": ({"name": "lambdamart", "params": TREE_PARAMS}, NO_NAN),
+    # zero_as_missing on features that are never 0: missing_type Zero, and (these data, LightGBM 4.7)
+    # every split's default direction is the side 0 falls on anyway, so the model is exportable
+    "zero": (
+        {
+            "name": "regression",
+            "params": {"n_trees": 20, "min_data_in_leaf": 5, "num_leaves": 4},
+            "engine_params": {"zero_as_missing": True},
+        },
+        {split: all_positive(d) for split, d in NO_NAN.items()},
+    ),
+    # zero_as_missing with zeros and NaN in training: some splits send 0 against their threshold
+    "zero_mixed": (
+        {"name": "lambdamart", "params": TREE_PARAMS, "engine_params": {"zero_as_missing": True}},
+        {"train": TRAIN, "valid": VALID},
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def missing_type_models() -> dict[str, Any]:
+    return {
+        name: build_ranker(cfg, seed=3, num_threads=1).fit(data["train"], data["valid"])
+        for name, (cfg, data) in MISSING_TYPE_MODELS.items()
+    }
+
+
+def native_splits(ranker: Any) -> list[dict[str, Any]]:
+    """Every split of the trees the ranker predicts with, as LightGBM's own dump has it."""
+    found = []
+
+    def walk(node: dict[str, Any]) -> None:
+        if "split_feature" in node:
+            found.append(node)
+            walk(node["left_child"])
+            walk(node["right_child"])
+
+    for info in ranker.booster_.dump_model(num_iteration=ranker.n_iterations_)["tree_info"]:
+        walk(info["tree_structure"])
+    return found
+
+
+def zero_goes_left(split: dict[str, Any]) -> bool:
+    """Where LightGBM's ``fval <= threshold`` sends 0.0."""
+    return float(split["threshold"]) >= 0.0  # LightGBM: 0.0 <= threshold
+
+
+def edge_rows(ranker: Any, base: np.ndarray, copies: int = 2) -> np.ndarray:
+    """``base`` rows with one feature set to: each native threshold's float32 and the float32 just below
+    and above it, 0.0, -0.0, NaN, ±1e-35 (LightGBM's zero band) and the float32 beyond it, ±1e-36, ±1e30."""
+    values: dict[int, set[float]] = {f: set() for f in range(N_FEATURES)}
+    for split in native_splits(ranker):
+        with np.errstate(over="ignore"):  # a split at LightGBM's 1e300: +inf
+            t = F32(split["threshold"])
+        values[split["split_feature"]] |= {float(t), float(np.nextafter(t, F32(-np.inf))),
+                                           float(np.nextafter(t, F32(np.inf)))}  # fmt: skip
+    specials = [0.0, -0.0, np.nan, 1e-36, -1e-36, 1e30, -1e30]
+    for z in (LIGHTGBM_ZERO, -LIGHTGBM_ZERO):
+        specials += [float(z), float(np.nextafter(z, F32(np.copysign(np.inf, z))))]
+    rng = np.random.default_rng(11)
+    rows = [base]
+    for feature, found in values.items():
+        for value in sorted(found) + specials:
+            extra = base[rng.integers(0, base.shape[0], copies)].copy()
+            extra[:, feature] = value
+            rows.append(extra)
+    X = np.vstack(rows).astype(F32)
+    assert np.signbit(X[X == 0]).any() and np.isnan(X).any()  # -0.0 and NaN survive the stacking
+    return X[: (X.shape[0] // 10) * 10]
+
+
+@pytest.mark.parametrize("model", list(MISSING_TYPE_MODELS))
+@pytest.mark.parametrize(("fmt", "options"), LIGHTGBM_TARGETS)
+def test_lightgbm_splits_without_nan_missing_type_score_like_lightgbm(
+    missing_type_models: dict[str, Any], model: str, fmt: str, options: dict[str, Any], tmp_path: Path
+) -> None:
+    """Kills (ltr/export/reading.py, ``_lightgbm_tree``): a missing_type None split sending NaN by
+    ``default_left`` or against where 0 goes (``nan = zero_left`` swapped), a Zero split sending NaN against
+    its default direction, a Zero split read like a NaN one (the refusal dropped: a split that sends 0
+    against its threshold is then exported with the wrong side for 0); and (``lightgbm_threshold``) values
+    within LightGBM's ±1e-35 zero band not routed like 0."""
+    ranker = missing_type_models[model]
+    splits = native_splits(ranker)
+    kinds = {s["missing_type"] for s in splits}
+    against = [s for s in splits if s["missing_type"] == "Zero" and s["default_left"] != zero_goes_left(s)]
+    # the premises, from LightGBM's own dump
+    if model == "none":
+        assert kinds == {"None"}
+        # LightGBM writes default_left for None splits too; where 0 goes right it is not NaN's side
+        assert any(s["default_left"] and not zero_goes_left(s) for s in splits)
+    else:
+        assert kinds == {"Zero"}
+        assert bool(against) == (model == "zero_mixed"), len(against)
+    refuse = bool(against) and fmt != "lightgbm"  # only the engine's own file keeps such a split
+    try:
+        out, written = write(ranker, fmt, tmp_path, **options)
+    except ConfigError as e:
+        assert refuse, e
+        assert "zero_as_missing split" in str(e) and "sends 0 against its threshold" in str(e)
+        assert not any(tmp_path.iterdir()), "a refused export writes nothing"
+        return
+    fresh = make_data(5, 8, nan_share=0.0)
+    X = engine_view(fmt, out, edge_rows(ranker, (all_positive(fresh) if model == "zero" else fresh).X))
+    data = RankingData(X=X, y=np.zeros(X.shape[0]), qid=np.repeat(np.arange(X.shape[0] // 10), 10))
+    truth = np.asarray(ranker.booster_.predict(X, num_iteration=ranker.n_iterations_), dtype=np.float64)
+    names = default_names(N_FEATURES)
+    exported = independent_scores(fmt, out, names, X)
+    shipped = np.asarray(FORMATS[fmt].score(out, X, names), dtype=np.float64)
+    keep = np.ones(X.shape[0], dtype=bool)  # stated gaps (Solr's (0, 1e-35]) are not compared
+    for gap in written.gaps:
+        keep &= ~((X[:, gap.feature] > gap.low) & (X[:, gap.feature] <= gap.high))
+    assert keep.mean() > 0.9
+    kept = RankingData(X=X[keep], y=data.y[keep], qid=data.qid[keep])
+    assert_parity(exported[keep], truth[keep], kept)
+    assert_parity(shipped[keep], truth[keep], kept)
+    assert not refuse, "exported a split that sends 0 against its threshold instead of refusing it"
+
+
 @pytest.mark.parametrize(("model", "fmt"), sorted(EXPECTED_REFUSALS))
 def test_a_model_the_format_cannot_express_is_refused(
     models: dict[str, Any], model: str, fmt: str, tmp_path: Path
