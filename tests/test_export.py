@@ -543,24 +543,121 @@ def test_zero_as_missing_splits_that_send_zero_against_the_threshold_are_refused
         write(ranker, "onnx", tmp_path)
 
 
-def test_only_the_best_iteration_is_exported(tmp_path: Path) -> None:
-    ranker = build_ranker(
-        {
-            "name": "lambdamart",
-            "params": {"n_trees": 60, "learning_rate": 0.3},
-            "early_stopping": {"patience": 3},
-        },
-        num_threads=1,
-    ).fit(TRAIN, VALID)
-    assert ranker.best_iteration_ is not None and ranker.best_iteration_ + 1 < 60
-    out, _ = write(ranker, "solr", tmp_path)
-    assert len(json.loads(out.read_text())["params"]["trees"]) == ranker.best_iteration_ + 1
-
-
 #: every target that takes XGBoost trees: (format, write options)
 XGBOOST_TARGETS = [pytest.param(f, {}, id=f) for f in FORMATS if f != "lightgbm"] + [
     pytest.param("elasticsearch", {"model_type": "ranklib"}, id="elasticsearch-ranklib")
 ]
+PATIENCE = 3
+EARLY_STOPPED = {
+    "lightgbm": {
+        "name": "lambdamart",
+        "params": {"n_trees": 60, "learning_rate": 0.3, "min_data_in_leaf": 3},
+    },
+    "xgboost": {"name": "lambdamart_xgb", "params": {"n_trees": 60, "learning_rate": 0.3}},
+}
+
+
+@pytest.fixture(scope="module")
+def trees_past_the_best() -> dict[str, Any]:
+    """Per engine, an early-stopped ranker whose booster still holds the ``PATIENCE`` rounds trained after its best one.
+
+    ``ltr``'s own fits trim the booster (LightGBM reloads it at the best iteration, the XGBoost adapter
+    slices it), but a booster trained to the end is what ``backend=dask`` LambdaMART keeps (it finds the
+    best round afterwards). Here: the same fit run to ``best + 1 + PATIENCE`` rounds without early stopping
+    (the trees do not depend on when training stops), its booster put into the early-stopped ranker.
+    """
+    return {engine: _with_trees_past_the_best(cfg) for engine, cfg in EARLY_STOPPED.items()}
+
+
+def _with_trees_past_the_best(cfg: dict[str, Any]) -> Any:
+    stopped = build_ranker({**cfg, "early_stopping": {"patience": PATIENCE}}, seed=3, num_threads=1).fit(
+        TRAIN, VALID
+    )
+    best = stopped.best_iteration_
+    assert best is not None and best + 1 + PATIENCE < 60
+    rounds = best + 1 + PATIENCE
+    full = build_ranker(
+        {**cfg, "params": {**cfg["params"], "n_trees": rounds}, "early_stopping": {"patience": 0}},
+        seed=3,
+        num_threads=1,
+    ).fit(TRAIN, VALID)
+    X = held_out_rows(stopped).X
+    assert np.array_equal(engine_predict(stopped, X), engine_predict(full, X, best + 1))  # the same trees
+    stopped.booster_ = full.booster_
+    return stopped
+
+
+def engine_predict(ranker: Any, X: np.ndarray, rounds: int | None = None) -> np.ndarray:
+    """The engine's own raw scores of ``ranker.booster_`` over its first ``rounds`` rounds (all when None)."""
+    if ranker.engine == "lightgbm":
+        return np.asarray(ranker.booster_.predict(X, num_iteration=rounds or -1), dtype=np.float64)
+    import xgboost as xgb
+
+    dmatrix = xgb.DMatrix(X, missing=np.nan)
+    margin = ranker.booster_.predict(dmatrix, output_margin=True, iteration_range=(0, rounds or 0))
+    return np.asarray(margin, dtype=np.float64)
+
+
+def exported_tree_count(fmt: str, out: Path) -> int:
+    """Trees in a written file, counted in the file's own structure."""
+    if fmt == "onnx":
+        import onnx
+
+        (node,) = onnx.load(str(out)).graph.node[:1]
+        treeids = next(a for a in node.attribute if a.name == "nodes_treeids").ints
+        return len(set(treeids))
+    if fmt in ("opensearch", "elasticsearch"):
+        model = json.loads(out.read_text())["model"]["model"]
+        if model["type"] == "model/ranklib":
+            return model["definition"].count("<tree ")
+        return len(json.loads(model["definition"]))
+    if fmt == "solr":
+        return len(json.loads(out.read_text())["params"]["trees"])
+    if fmt == "vespa":
+        body = json.loads(out.read_text())
+        return len(body) if isinstance(body, list) else len(body["tree_info"])
+    if fmt == "lightgbm":
+        import lightgbm as lgb
+
+        return lgb.Booster(model_file=str(out)).num_trees()
+    import xgboost as xgb
+
+    return xgb.Booster(model_file=str(out)).num_boosted_rounds()
+
+
+@pytest.mark.parametrize(
+    ("engine", "fmt", "options"),
+    [pytest.param("lightgbm", *p.values, id="lightgbm-" + p.id) for p in LIGHTGBM_TARGETS]
+    + [pytest.param("xgboost", *p.values, id="xgboost-" + p.id) for p in XGBOOST_TARGETS],
+)
+def test_only_the_best_iteration_is_exported(
+    trees_past_the_best: dict[str, Any], engine: str, fmt: str, options: dict[str, Any], tmp_path: Path
+) -> None:
+    """Kills: every tree of the booster exported instead of the best iteration's (ltr/export/reading.py
+    ``from_lightgbm``'s ``num_iteration`` and ``from_xgboost``'s slice; native.py's ``num_iteration`` /
+    slice): the file must hold ``best_iteration + 1`` trees and score like the engine's own predict at the best
+    round (LightGBM ``num_iteration``, XGBoost ``iteration_range``), not like every tree."""
+    ranker = trees_past_the_best[engine]
+    best = ranker.best_iteration_
+    booster_trees = (
+        ranker.booster_.num_trees() if engine == "lightgbm" else ranker.booster_.num_boosted_rounds()
+    )
+    assert booster_trees == best + 1 + PATIENCE  # the premise: trees past the best round are there
+    out, written = write(ranker, fmt, tmp_path, **options)
+    assert exported_tree_count(fmt, out) == best + 1
+    data = held_out_rows(ranker)
+    X = engine_view(fmt, out, data.X)
+    at_best = engine_predict(ranker, X, best + 1)
+    assert np.abs(engine_predict(ranker, X) - at_best).max() > 1e-2  # the later trees change the scores
+    names = default_names(N_FEATURES)
+    keep = np.ones(X.shape[0], dtype=bool)  # stated gaps are not compared
+    for gap in written.gaps:
+        keep &= ~((X[:, gap.feature] > gap.low) & (X[:, gap.feature] <= gap.high))
+    kept = RankingData(X=X[keep], y=data.y[keep], qid=data.qid[keep])
+    for scores in (independent_scores(fmt, out, names, X), FORMATS[fmt].score(out, X, names)):
+        assert_parity(np.asarray(scores, dtype=np.float64)[keep], at_best[keep], kept)
+
+
 BASE_SCORE = 50.0
 
 
