@@ -423,3 +423,27 @@ def test_no_kernel_reads_or_writes_past_a_window_or_an_output_array(tmp_path, mo
             _same_as_reference(
                 file, ParseOptions(output="dense", n_features=7), monkeypatch, chunk, threads=2
             )
+
+
+# --- where the parts start ---------------------------------------------------------------------------
+def test_part_bounds_read_only_the_valid_bytes():
+    """Parts start at line starts of ``buf[:n]``, found from those bytes alone.
+
+    Was a latent out-of-bounds read (fixed): with fewer valid bytes than parts (a 1-byte last window and
+    two threads) the search for part 1's start began at 0 and read ``buf[-1]``, i.e. the last byte of the
+    whole buffer (numba wraps negative indices): the bounds then depended on that byte (stale data or the
+    next line), though every outcome was a valid split.
+    """
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        n = int(rng.integers(0, 12))
+        parts = int(rng.integers(1, 5))
+        valid = rng.choice(np.frombuffer(b"ab \n", dtype=np.uint8), n)
+        bounds = set()
+        for tail in (b"\n" * 8, b"x" * 8):  # what follows the valid bytes must not matter
+            buf = np.concatenate([valid, np.frombuffer(tail, dtype=np.uint8)])
+            got = _fastparse._part_bounds(buf, n, parts)
+            assert got[0] == 0 and got[-1] == n and np.all(np.diff(got) >= 0)
+            assert all(b in (0, n) or valid[b - 1] == ord("\n") for b in got), (valid.tobytes(), got)
+            bounds.add(tuple(got))
+        assert len(bounds) == 1, (valid.tobytes(), parts, bounds)
