@@ -27,15 +27,14 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from rich.console import Console
 
-from ltr.cli import (
-    config_spelling,
+from ltr.cli.running import (
     configure_process_environment,
     exit_with_error,
     interrupted_run,
     mark_reported,
     run_hydra_app,
-    spelled_as,
 )
+from ltr.cli.spelling import config_spelling, spelled_as
 from ltr.core.errors import ConfigError, LtrError
 from ltr.core.resources import config_dir
 from ltr.experiment.console import print_label_scale, print_run_summary, print_tracker_location

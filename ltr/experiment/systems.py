@@ -24,11 +24,8 @@ from typing import Any
 from omegaconf import OmegaConf
 from rich.console import Console
 
-from ltr.cli import (
-    config_spelling,
-    interrupted_run,
-    spelled_as,
-)
+from ltr.cli.running import interrupted_run
+from ltr.cli.spelling import config_spelling, spelled_as
 from ltr.core.errors import ConfigError, LtrError
 from ltr.experiment.experiments import (
     FROM_MLFLOW,
