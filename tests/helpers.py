@@ -91,7 +91,7 @@ def run_train_cli(
 
 def train_main_in_process(args: list[str], root: Path, monkeypatch: Any, *, ci: bool = True) -> int:
     """``python -m ltr.train ARGS`` in this process, as its ``__main__`` runs it (process set-up, then the
-    Hydra app under :func:`ltr.cli.run_hydra_app`), with :func:`cli_env`'s environment: the exit code.
+    Hydra app under :func:`ltr.cli.running.run_hydra_app`), with :func:`cli_env`'s environment: the exit code.
 
     Its output goes to this process's ``sys.stdout`` / ``sys.stderr`` (read it with ``capsys``). For the
     error paths, where a child process adds nothing but its start-up (seconds); the tests that need a real
@@ -99,7 +99,7 @@ def train_main_in_process(args: list[str], root: Path, monkeypatch: Any, *, ci: 
     The logging set-up Hydra makes for a job is undone afterwards.
     """
     import ltr.train
-    from ltr.cli import configure_process_environment
+    from ltr.cli.running import configure_process_environment
 
     for name, value in cli_env(root, ci=ci).items():
         if os.environ.get(name) != value:
@@ -159,13 +159,13 @@ def restored_logging() -> Iterator[None]:
 
 def command_in_process(module: str, args: list[str], *, run_cli: bool = True) -> int:
     """``python -m MODULE ARGS`` (``ltr.data``, ``ltr.evaluate``, ``ltr.labelnext``, ``ltr.clicks``, …) in this
-    process, as its ``__main__`` block runs it: the module's ``main(ARGS)`` under :func:`ltr.cli.run_cli`
+    process, as its ``__main__`` block runs it: the module's ``main(ARGS)`` under :func:`ltr.cli.running.run_cli`
     (``run_cli=False``: ``sys.exit(main())``, as ``ltr.export`` does); argparse's own exits included.
     Returns the exit code; the output is on this process's streams (``capsys``). An exception that a real
     process would end in with a traceback escapes from here (the test fails with it)."""
     import importlib
 
-    from ltr import cli
+    from ltr.cli import running as cli
 
     command = importlib.import_module(module)
     if not hasattr(command, "main"):

@@ -21,7 +21,7 @@ from pathlib import Path
 def main() -> None:
     folder, pause_at, module, args = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 
-    from ltr.cli import configure_process_environment
+    from ltr.cli.running import configure_process_environment
 
     configure_process_environment()  # before the engines load, as python -m ltr.train/compare does
 
