@@ -9,6 +9,9 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 STAMP := $(VENV)/.ltr-synced
 PYTEST_ARGS ?=
+# the suite runs on 2 xdist workers, a test file per worker at a time (module fixtures built once)
+PYTEST_WORKERS ?= 2
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 
 export MLFLOW_DISABLE_TELEMETRY := true
 export UV_PYTHON_DOWNLOADS := never
@@ -31,10 +34,10 @@ train: $(STAMP)
 	$(VENV)/bin/python -m ltr.train +model=lambdamart
 
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -m "not slow" $(XDIST) $(PYTEST_ARGS)
 
 test-all: $(STAMP)
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check ltr tests benchmarks

@@ -29,7 +29,7 @@ from typing import Any
 from omegaconf import OmegaConf
 from rich.console import Console
 
-from ltr.cli import configure_process_environment, run_cli
+from ltr.cli.running import configure_process_environment, run_cli
 from ltr.core.errors import ConfigError, LtrError
 from ltr.core.resources import work_root
 from ltr.experiment.console import print_tracker_location

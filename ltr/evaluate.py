@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.cli import print_result, run_cli
+from ltr.cli.running import print_result, run_cli
 from ltr.core.errors import ConfigError
 from ltr.core.resources import work_root
 from ltr.data import RankingData
@@ -402,4 +402,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.cli)
+    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.cli.running)

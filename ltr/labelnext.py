@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ltr.analysis.label_priorities import ORDERINGS, LabelPriorities, label_priorities
-from ltr.cli import print_result, run_cli
+from ltr.cli.running import print_result, run_cli
 from ltr.core.errors import ConfigError, DataError
 from ltr.core.resources import work_root
 from ltr.data.svmlight import load_svmlight
@@ -140,4 +140,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.cli)
+    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.cli.running)

@@ -27,15 +27,14 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from rich.console import Console
 
-from ltr.cli import (
-    config_spelling,
+from ltr.cli.running import (
     configure_process_environment,
     exit_with_error,
     interrupted_run,
     mark_reported,
     run_hydra_app,
-    spelled_as,
 )
+from ltr.cli.spelling import config_spelling, spelled_as
 from ltr.core.errors import ConfigError, LtrError
 from ltr.core.resources import config_dir
 from ltr.experiment.console import print_label_scale, print_run_summary, print_tracker_location
@@ -71,14 +70,12 @@ def execute(cfg: Any) -> RecordedRun | FoldsRun:
     """Check, train, evaluate, log and print one configured run (:class:`ltr.experiment.record.RecordedRun`), or
     every fold of a fold protocol (:class:`ltr.experiment.folds.FoldsRun`)."""
     # deferred (each): the engines load after configure_process_environment() (see __main__)
+    from ltr.experiment.conventions import check_data_fits  # deferred: imports the models
     from ltr.experiment.folds import fold_plan, run_folds  # deferred: imports the pipeline
-    from ltr.experiment.pipeline import (  # deferred: imports the engines
-        check_data_fits,
-        check_run_config,
-        data_cluster,
-        member_search_path,
-    )
+    from ltr.experiment.pipeline import check_run_config  # deferred: imports the engines
     from ltr.experiment.record import connect_and_load, train_and_record  # deferred: imports the pipeline
+    from ltr.experiment.splits import data_cluster  # deferred: imports the Dask backend
+    from ltr.models.ensembles.members import member_search_path  # deferred: imports the models
 
     if cfg.get("model") is None:
         raise ConfigError(missing_model_message())

@@ -45,3 +45,43 @@ def mlflow_server(tmp_path):
     yield proc, url
     if proc.poll() is None:
         kill_server(proc)
+
+
+#: set to skip the warm-up of numba's compile cache (``tests/warm_kernels.py``) at the start of a session
+NO_WARMUP_ENV = "LTR_TEST_NO_WARMUP"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Compile the numba kernels once before any test (and before xdist starts its workers).
+
+    Runs ``tests/warm_kernels.py``'s two groups as two processes at once in the controlling process
+    only (an xdist worker has ``workerinput``); a warm cache costs a second or two, a fresh clone the
+    compilation once, which the suite would otherwise pay inside its tests, once per worker.
+    """
+    config = session.config
+    if hasattr(config, "workerinput") or os.environ.get(NO_WARMUP_ENV) or config.option.collectonly:
+        return
+    import subprocess  # deferred: only the controlling process warms the cache
+    import sys
+    import time
+
+    script = Path(__file__).with_name("warm_kernels.py")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])}
+    start = time.monotonic()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), group], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        for group in ("parse", "metrics")
+    ]
+    outputs = [proc.communicate()[0].decode(errors="replace") for proc in procs]
+    elapsed = time.monotonic() - start
+    failed = [out for proc, out in zip(procs, outputs, strict=True) if proc.returncode != 0]
+    if failed:  # the tests that use the kernels will fail with the reason; say it once here too
+        raise pytest.UsageError("tests/warm_kernels.py failed:\n" + "\n".join(out[-2000:] for out in failed))
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and elapsed > 10:
+        reporter.write_line(
+            f"numba: ltr's kernels compiled into numba's cache in {elapsed:.0f} s (once per clone)"
+        )

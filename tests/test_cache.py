@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import logging
 import multiprocessing as mp
@@ -375,6 +377,58 @@ def fresh_warnings(monkeypatch):
     monkeypatch.setattr(cache_module, "_warned", set())
 
 
+#: Linux capabilities that let root ignore permission bits (linux/capability.h)
+CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 1, 2
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+@contextlib.contextmanager
+def permission_bits_apply_to_root():
+    """Make permission bits apply to this thread even as root; a no-op for any other user.
+
+    Root ignores them through the capability CAP_DAC_OVERRIDE (and CAP_DAC_READ_SEARCH): both are
+    dropped from the calling thread's *effective* set for the block (they stay *permitted*, so they are
+    raised again afterwards), the way CI runs the tests as root. A 0o555 folder then refuses root's
+    writes with EACCES, exactly as it refuses everyone else's.
+    """
+    if os.geteuid() != 0:
+        yield
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if not hasattr(libc, "capget"):
+        pytest.skip("root without Linux capabilities: permission bits cannot be made to apply")
+    version_3 = 0x20080522  # _LINUX_CAPABILITY_VERSION_3: two 32-bit words per set
+    data = (_CapData * 2)()
+    if libc.capget(ctypes.byref(_CapHeader(version_3, 0)), data) != 0:
+        pytest.skip(
+            f"capget failed ({os.strerror(ctypes.get_errno())}): cannot drop root's permission override"
+        )
+    saved = [word.effective for word in data]
+    for cap in (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH):
+        data[cap // 32].effective &= ~(1 << cap % 32)
+    if libc.capset(ctypes.byref(_CapHeader(version_3, 0)), data) != 0:
+        pytest.skip(
+            f"capset failed ({os.strerror(ctypes.get_errno())}): cannot drop root's permission override"
+        )
+    try:
+        yield
+    finally:
+        for word, effective in zip(data, saved, strict=True):
+            word.effective = effective
+        assert libc.capset(ctypes.byref(_CapHeader(version_3, 0)), data) == 0, os.strerror(ctypes.get_errno())
+
+
 def _unwritable(tmp_path: Path, how: str) -> Path:
     if how == "read-only file system":
         try:
@@ -386,30 +440,49 @@ def _unwritable(tmp_path: Path, how: str) -> Path:
     if how == "a file where the folder should be":
         (tmp_path / "blocker").write_text("")
         return tmp_path / "blocker" / "cache"
-    if os.geteuid() == 0:
-        pytest.skip("root ignores directory permissions")
     ro = tmp_path / "ro"
     ro.mkdir(mode=0o555)
-    return ro / "cache"
+    if how == "no permission in the folder":  # the folder exists: its entry's temporary folder is refused
+        return ro
+    return ro / "cache"  # "no permission": the folder cannot be created
 
 
 @pytest.mark.parametrize(
-    "how", ["read-only file system", "a file where the folder should be", "no permission"]
+    "how",
+    [
+        "read-only file system",
+        "a file where the folder should be",
+        "no permission",
+        "no permission in the folder",
+    ],
 )
 def test_unwritable_cache_dir_falls_back_to_the_user_cache_with_one_warning(
     src, tmp_path, monkeypatch, caplog, fresh_warnings, how
 ):
-    """Before: PermissionError/OSError traceback although the file parsed fine."""
+    """Before: PermissionError/OSError traceback although the file parsed fine.
+
+    The "no permission" cases run as root too (CI runs as root): :func:`permission_bits_apply_to_root`.
+    Kills (ltr/data/cache.py ``_through_cache``): a write failure with EACCES not caught (e.g. only
+    read-only file systems and non-folders handled) — the load then fails instead of falling back.
+    """
     cache = _unwritable(tmp_path, how)
     user = tmp_path / "user-cache"
     monkeypatch.setenv("LTR_CACHE_DIR", str(user))
     want = load_svmlight(src, engine="python").fingerprint()
-    with caplog.at_level(logging.WARNING, logger="ltr.data.cache"):
+    permission = how.startswith("no permission")
+    as_user = permission_bits_apply_to_root() if permission else contextlib.nullcontext()
+    with caplog.at_level(logging.WARNING, logger="ltr.data.cache"), as_user:
+        if permission:  # the premise: this process cannot write there now
+            with pytest.raises(PermissionError):
+                (cache / "probe").mkdir(parents=True)
         got = [load_svmlight(src, cache_dir=cache, engine="python") for _ in range(3)]
     assert [d.fingerprint() for d in got] == [want] * 3
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1, caplog.text
     assert str(cache) in warnings[0].getMessage() and str(user) in warnings[0].getMessage()
+    if permission:
+        assert "Permission denied" in warnings[0].getMessage()
+        assert list(tmp_path.joinpath("ro").iterdir()) == []  # nothing left in the refused folder
     [entry] = _entries(user)
     assert read_entry(entry).fingerprint() == want
     assert not got[2].X.flags.writeable  # the reloads came from the user cache's memory map

@@ -209,7 +209,7 @@ def test_every_file_kind_has_the_workers_read_the_data_with_backend_dask():
     from omegaconf import OmegaConf
 
     from ltr.distributed.backend import resolve_backend
-    from ltr.experiment.pipeline import data_cluster, workers_read_data
+    from ltr.experiment.splits import data_cluster, workers_read_data
 
     def cfg(backend: str, kind: str):
         return OmegaConf.create({"backend": {"name": backend}, "data": {"name": kind}})
@@ -242,7 +242,7 @@ def _overrides(model: str, backend: str, root: Path, letor: Path, n_trees: int =
 
 def _assert_local_values(outcome, local_cfg) -> dict:
     """The per-query values of ``outcome`` equal a local evaluation of its ranker on a local load."""
-    from ltr.experiment.pipeline import EvalConventions
+    from ltr.experiment.conventions import EvalConventions
 
     local = load_dataset(local_cfg.data)
     conventions = EvalConventions.from_config(local_cfg.eval)
@@ -258,7 +258,8 @@ def _assert_local_values(outcome, local_cfg) -> dict:
 def test_a_registry_run_on_worker_splits_is_evaluated_as_locally(
     client, standin, tmp_path, driver_builds, model
 ):
-    from ltr.experiment.pipeline import fit_and_evaluate, load_splits
+    from ltr.experiment.pipeline import fit_and_evaluate
+    from ltr.experiment.splits import load_splits
 
     letor = standin / "letor"
     dask_cfg = compose_config(_overrides(model, "dask", tmp_path, letor))
@@ -294,7 +295,8 @@ def refuse_data_in_this_process(monkeypatch) -> None:
 def test_worker_processes_train_a_registry_fold_as_local_training_does(tmp_path, model, monkeypatch):
     """A 2-process LocalCluster reads an MQ2008-shaped fold the driver cannot read, and its test NDCG@10
     is within 0.01 of local training on the same fold (the tolerance of tests/test_dask_lightgbm.py)."""
-    from ltr.experiment.pipeline import data_cluster, fit_and_evaluate, load_splits
+    from ltr.experiment.pipeline import fit_and_evaluate
+    from ltr.experiment.splits import data_cluster, load_splits
 
     letor = write_fold_standin(tmp_path / "letor", n_queries=600, max_docs=60, seed=11)
     args = ["model.params.num_leaves=15"] if model == "lambdamart" else []

@@ -309,13 +309,8 @@ def test_the_pipeline_evaluates_worker_shards_into_the_same_outcome_form(
     client, configs, shard_files, tmp_path, model
 ):
     from ltr.distributed.shards import gather_split, load_sharded
-    from ltr.experiment.pipeline import (
-        EvalConventions,
-        SplitResult,
-        ci_bounds,
-        fit_and_evaluate,
-        random_scores,
-    )
+    from ltr.experiment.conventions import EvalConventions
+    from ltr.experiment.pipeline import SplitResult, ci_bounds, fit_and_evaluate, random_scores
 
     root, test = shard_files
     write_svmlight(test, tmp_path / "test.txt")

@@ -79,7 +79,11 @@ def test_model_and_scores_files_compare_together(saved, capsys):
         ("absent", "--model absent: no such file or folder"),
         ("FILE", "a model is a folder"),
         ("DIR", "not an ltr model (no manifest.json"),
-        ("s3://bucket/model", "expected runs:/<run id>/model, models:/<name>/<version> or a folder"),
+        (
+            "ftp://host/model",
+            "expected runs:/<run id>/model, models:/<name>/<version>, an MLflow artifact URI",
+        ),
+        ("s3://bucket/model", "--model s3://bucket/model: cannot load it from "),  # boto3 is not installed
     ],
 )
 def test_bad_model_sources(saved, tmp_path, monkeypatch, source, message, capsys):

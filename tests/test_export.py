@@ -360,6 +360,143 @@ def test_exported_file_scores_like_the_model(
     assert np.allclose(shipped, exported, rtol=1e-6, atol=1e-6)
 
 
+# --- LightGBM splits whose missing_type is None or Zero ---------------------------------------------
+# Every other model here is trained on data with NaN, so LightGBM writes missing_type NaN for every
+# split. Without NaN in training it writes None (NaN is then scored as 0.0, whatever default_left
+# says), with zero_as_missing Zero (0, |x| <= 1e-35 and NaN take the default direction).
+#: every target that takes LightGBM trees: (format, write options)
+LIGHTGBM_TARGETS = [pytest.param(f, {}, id=f) for f in FORMATS if f != "xgboost"] + [
+    pytest.param("elasticsearch", {"model_type": "ranklib"}, id="elasticsearch-ranklib")
+]
+#: LightGBM's kZeroThreshold: its predictor reads every |x| <= this as 0
+LIGHTGBM_ZERO = F32(1e-35)
+
+
+def all_positive(data: RankingData) -> RankingData:
+    return RankingData(X=np.abs(data.X) + F32(0.25), y=data.y, qid=data.qid, name=data.name)
+
+
+NO_NAN = {"train": make_data(1, 40, nan_share=0.0), "valid": make_data(2, 10, nan_share=0.0)}
+MISSING_TYPE_MODELS: dict[str, tuple[dict[str, Any], dict[str, RankingData]]] = {
+    # no NaN in training: LightGBM writes missing_type None
+    "none": ({"name": "lambdamart", "params": TREE_PARAMS}, NO_NAN),
+    # zero_as_missing on features that are never 0: missing_type Zero, and (these data, LightGBM 4.7)
+    # every split's default direction is the side 0 falls on anyway, so the model is exportable
+    "zero": (
+        {
+            "name": "regression",
+            "params": {"n_trees": 20, "min_data_in_leaf": 5, "num_leaves": 4},
+            "engine_params": {"zero_as_missing": True},
+        },
+        {split: all_positive(d) for split, d in NO_NAN.items()},
+    ),
+    # zero_as_missing with zeros and NaN in training: some splits send 0 against their threshold
+    "zero_mixed": (
+        {"name": "lambdamart", "params": TREE_PARAMS, "engine_params": {"zero_as_missing": True}},
+        {"train": TRAIN, "valid": VALID},
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def missing_type_models() -> dict[str, Any]:
+    return {
+        name: build_ranker(cfg, seed=3, num_threads=1).fit(data["train"], data["valid"])
+        for name, (cfg, data) in MISSING_TYPE_MODELS.items()
+    }
+
+
+def native_splits(ranker: Any) -> list[dict[str, Any]]:
+    """Every split of the trees the ranker predicts with, as LightGBM's own dump has it."""
+    found = []
+
+    def walk(node: dict[str, Any]) -> None:
+        if "split_feature" in node:
+            found.append(node)
+            walk(node["left_child"])
+            walk(node["right_child"])
+
+    for info in ranker.booster_.dump_model(num_iteration=ranker.n_iterations_)["tree_info"]:
+        walk(info["tree_structure"])
+    return found
+
+
+def zero_goes_left(split: dict[str, Any]) -> bool:
+    """Where LightGBM's ``fval <= threshold`` sends 0.0."""
+    return float(split["threshold"]) >= 0.0  # LightGBM: 0.0 <= threshold
+
+
+def edge_rows(ranker: Any, base: np.ndarray, copies: int = 2) -> np.ndarray:
+    """``base`` rows with one feature set to: each native threshold's float32 and the float32 just below
+    and above it, 0.0, -0.0, NaN, ±1e-35 (LightGBM's zero band) and the float32 beyond it, ±1e-36, ±1e30."""
+    values: dict[int, set[float]] = {f: set() for f in range(N_FEATURES)}
+    for split in native_splits(ranker):
+        with np.errstate(over="ignore"):  # a split at LightGBM's 1e300: +inf
+            t = F32(split["threshold"])
+        values[split["split_feature"]] |= {float(t), float(np.nextafter(t, F32(-np.inf))),
+                                           float(np.nextafter(t, F32(np.inf)))}  # fmt: skip
+    specials = [0.0, -0.0, np.nan, 1e-36, -1e-36, 1e30, -1e30]
+    for z in (LIGHTGBM_ZERO, -LIGHTGBM_ZERO):
+        specials += [float(z), float(np.nextafter(z, F32(np.copysign(np.inf, z))))]
+    rng = np.random.default_rng(11)
+    rows = [base]
+    for feature, found in values.items():
+        for value in sorted(found) + specials:
+            extra = base[rng.integers(0, base.shape[0], copies)].copy()
+            extra[:, feature] = value
+            rows.append(extra)
+    X = np.vstack(rows).astype(F32)
+    assert np.signbit(X[X == 0]).any() and np.isnan(X).any()  # -0.0 and NaN survive the stacking
+    return X[: (X.shape[0] // 10) * 10]
+
+
+@pytest.mark.parametrize("model", list(MISSING_TYPE_MODELS))
+@pytest.mark.parametrize(("fmt", "options"), LIGHTGBM_TARGETS)
+def test_lightgbm_splits_without_nan_missing_type_score_like_lightgbm(
+    missing_type_models: dict[str, Any], model: str, fmt: str, options: dict[str, Any], tmp_path: Path
+) -> None:
+    """Kills (ltr/export/reading.py, ``_lightgbm_tree``): a missing_type None split sending NaN by
+    ``default_left`` or against where 0 goes (``nan = zero_left`` swapped), a Zero split sending NaN against
+    its default direction, a Zero split read like a NaN one (the refusal dropped: a split that sends 0
+    against its threshold is then exported with the wrong side for 0); and (``lightgbm_threshold``) values
+    within LightGBM's ±1e-35 zero band not routed like 0."""
+    ranker = missing_type_models[model]
+    splits = native_splits(ranker)
+    kinds = {s["missing_type"] for s in splits}
+    against = [s for s in splits if s["missing_type"] == "Zero" and s["default_left"] != zero_goes_left(s)]
+    # the premises, from LightGBM's own dump
+    if model == "none":
+        assert kinds == {"None"}
+        # LightGBM writes default_left for None splits too; where 0 goes right it is not NaN's side
+        assert any(s["default_left"] and not zero_goes_left(s) for s in splits)
+    else:
+        assert kinds == {"Zero"}
+        assert bool(against) == (model == "zero_mixed"), len(against)
+    refuse = bool(against) and fmt != "lightgbm"  # only the engine's own file keeps such a split
+    try:
+        out, written = write(ranker, fmt, tmp_path, **options)
+    except ConfigError as e:
+        assert refuse, e
+        assert "zero_as_missing split" in str(e) and "sends 0 against its threshold" in str(e)
+        assert not any(tmp_path.iterdir()), "a refused export writes nothing"
+        return
+    fresh = make_data(5, 8, nan_share=0.0)
+    X = engine_view(fmt, out, edge_rows(ranker, (all_positive(fresh) if model == "zero" else fresh).X))
+    data = RankingData(X=X, y=np.zeros(X.shape[0]), qid=np.repeat(np.arange(X.shape[0] // 10), 10))
+    truth = np.asarray(ranker.booster_.predict(X, num_iteration=ranker.n_iterations_), dtype=np.float64)
+    names = default_names(N_FEATURES)
+    exported = independent_scores(fmt, out, names, X)
+    shipped = np.asarray(FORMATS[fmt].score(out, X, names), dtype=np.float64)
+    keep = np.ones(X.shape[0], dtype=bool)  # stated gaps (Solr's (0, 1e-35]) are not compared
+    for gap in written.gaps:
+        keep &= ~((X[:, gap.feature] > gap.low) & (X[:, gap.feature] <= gap.high))
+    assert keep.mean() > 0.9
+    kept = RankingData(X=X[keep], y=data.y[keep], qid=data.qid[keep])
+    assert_parity(exported[keep], truth[keep], kept)
+    assert_parity(shipped[keep], truth[keep], kept)
+    assert not refuse, "exported a split that sends 0 against its threshold instead of refusing it"
+
+
 @pytest.mark.parametrize(("model", "fmt"), sorted(EXPECTED_REFUSALS))
 def test_a_model_the_format_cannot_express_is_refused(
     models: dict[str, Any], model: str, fmt: str, tmp_path: Path
@@ -406,30 +543,158 @@ def test_zero_as_missing_splits_that_send_zero_against_the_threshold_are_refused
         write(ranker, "onnx", tmp_path)
 
 
-def test_only_the_best_iteration_is_exported(tmp_path: Path) -> None:
-    ranker = build_ranker(
-        {
-            "name": "lambdamart",
-            "params": {"n_trees": 60, "learning_rate": 0.3},
-            "early_stopping": {"patience": 3},
-        },
+#: every target that takes XGBoost trees: (format, write options)
+XGBOOST_TARGETS = [pytest.param(f, {}, id=f) for f in FORMATS if f != "lightgbm"] + [
+    pytest.param("elasticsearch", {"model_type": "ranklib"}, id="elasticsearch-ranklib")
+]
+PATIENCE = 3
+EARLY_STOPPED = {
+    "lightgbm": {
+        "name": "lambdamart",
+        "params": {"n_trees": 60, "learning_rate": 0.3, "min_data_in_leaf": 3},
+    },
+    "xgboost": {"name": "lambdamart_xgb", "params": {"n_trees": 60, "learning_rate": 0.3}},
+}
+
+
+@pytest.fixture(scope="module")
+def trees_past_the_best() -> dict[str, Any]:
+    """Per engine, an early-stopped ranker whose booster still holds the ``PATIENCE`` rounds trained after its best one.
+
+    ``ltr``'s own fits trim the booster (LightGBM reloads it at the best iteration, the XGBoost adapter
+    slices it), but a booster trained to the end is what ``backend=dask`` LambdaMART keeps (it finds the
+    best round afterwards). Here: the same fit run to ``best + 1 + PATIENCE`` rounds without early stopping
+    (the trees do not depend on when training stops), its booster put into the early-stopped ranker.
+    """
+    return {engine: _with_trees_past_the_best(cfg) for engine, cfg in EARLY_STOPPED.items()}
+
+
+def _with_trees_past_the_best(cfg: dict[str, Any]) -> Any:
+    stopped = build_ranker({**cfg, "early_stopping": {"patience": PATIENCE}}, seed=3, num_threads=1).fit(
+        TRAIN, VALID
+    )
+    best = stopped.best_iteration_
+    assert best is not None and best + 1 + PATIENCE < 60
+    rounds = best + 1 + PATIENCE
+    full = build_ranker(
+        {**cfg, "params": {**cfg["params"], "n_trees": rounds}, "early_stopping": {"patience": 0}},
+        seed=3,
         num_threads=1,
     ).fit(TRAIN, VALID)
-    assert ranker.best_iteration_ is not None and ranker.best_iteration_ + 1 < 60
-    out, _ = write(ranker, "solr", tmp_path)
-    assert len(json.loads(out.read_text())["params"]["trees"]) == ranker.best_iteration_ + 1
+    X = held_out_rows(stopped).X
+    assert np.array_equal(engine_predict(stopped, X), engine_predict(full, X, best + 1))  # the same trees
+    stopped.booster_ = full.booster_
+    return stopped
 
 
-def test_xgboost_base_score_is_folded_in(models: dict[str, Any], tmp_path: Path) -> None:
-    ranker = models["lambdamart_xgb"]
+def engine_predict(ranker: Any, X: np.ndarray, rounds: int | None = None) -> np.ndarray:
+    """The engine's own raw scores of ``ranker.booster_`` over its first ``rounds`` rounds (all when None)."""
+    if ranker.engine == "lightgbm":
+        return np.asarray(ranker.booster_.predict(X, num_iteration=rounds or -1), dtype=np.float64)
+    import xgboost as xgb
+
+    dmatrix = xgb.DMatrix(X, missing=np.nan)
+    margin = ranker.booster_.predict(dmatrix, output_margin=True, iteration_range=(0, rounds or 0))
+    return np.asarray(margin, dtype=np.float64)
+
+
+def exported_tree_count(fmt: str, out: Path) -> int:
+    """Trees in a written file, counted in the file's own structure."""
+    if fmt == "onnx":
+        import onnx
+
+        (node,) = onnx.load(str(out)).graph.node[:1]
+        treeids = next(a for a in node.attribute if a.name == "nodes_treeids").ints
+        return len(set(treeids))
+    if fmt in ("opensearch", "elasticsearch"):
+        model = json.loads(out.read_text())["model"]["model"]
+        if model["type"] == "model/ranklib":
+            return model["definition"].count("<tree ")
+        return len(json.loads(model["definition"]))
+    if fmt == "solr":
+        return len(json.loads(out.read_text())["params"]["trees"])
+    if fmt == "vespa":
+        body = json.loads(out.read_text())
+        return len(body) if isinstance(body, list) else len(body["tree_info"])
+    if fmt == "lightgbm":
+        import lightgbm as lgb
+
+        return lgb.Booster(model_file=str(out)).num_trees()
+    import xgboost as xgb
+
+    return xgb.Booster(model_file=str(out)).num_boosted_rounds()
+
+
+@pytest.mark.parametrize(
+    ("engine", "fmt", "options"),
+    [pytest.param("lightgbm", *p.values, id="lightgbm-" + p.id) for p in LIGHTGBM_TARGETS]
+    + [pytest.param("xgboost", *p.values, id="xgboost-" + p.id) for p in XGBOOST_TARGETS],
+)
+def test_only_the_best_iteration_is_exported(
+    trees_past_the_best: dict[str, Any], engine: str, fmt: str, options: dict[str, Any], tmp_path: Path
+) -> None:
+    """Kills: every tree of the booster exported instead of the best iteration's (ltr/export/reading.py
+    ``from_lightgbm``'s ``num_iteration`` and ``from_xgboost``'s slice; native.py's ``num_iteration`` /
+    slice): the file must hold ``best_iteration + 1`` trees and score like the engine's own predict at the best
+    round (LightGBM ``num_iteration``, XGBoost ``iteration_range``), not like every tree."""
+    ranker = trees_past_the_best[engine]
+    best = ranker.best_iteration_
+    booster_trees = (
+        ranker.booster_.num_trees() if engine == "lightgbm" else ranker.booster_.num_boosted_rounds()
+    )
+    assert booster_trees == best + 1 + PATIENCE  # the premise: trees past the best round are there
+    out, written = write(ranker, fmt, tmp_path, **options)
+    assert exported_tree_count(fmt, out) == best + 1
+    data = held_out_rows(ranker)
+    X = engine_view(fmt, out, data.X)
+    at_best = engine_predict(ranker, X, best + 1)
+    assert np.abs(engine_predict(ranker, X) - at_best).max() > 1e-2  # the later trees change the scores
+    names = default_names(N_FEATURES)
+    keep = np.ones(X.shape[0], dtype=bool)  # stated gaps are not compared
+    for gap in written.gaps:
+        keep &= ~((X[:, gap.feature] > gap.low) & (X[:, gap.feature] <= gap.high))
+    kept = RankingData(X=X[keep], y=data.y[keep], qid=data.qid[keep])
+    for scores in (independent_scores(fmt, out, names, X), FORMATS[fmt].score(out, X, names)):
+        assert_parity(np.asarray(scores, dtype=np.float64)[keep], at_best[keep], kept)
+
+
+BASE_SCORE = 50.0
+
+
+@pytest.fixture(scope="module")
+def xgboost_with_base_score() -> Any:
+    """An XGBoost ranker whose base score (the margin every tree adds to) is far from 0."""
+    cfg = {"name": "lambdamart_xgb", "params": {"n_trees": 25}, "engine_params": {"base_score": BASE_SCORE}}
+    return build_ranker(cfg, seed=3, num_threads=1).fit(TRAIN, VALID)
+
+
+@pytest.mark.parametrize(("fmt", "options"), XGBOOST_TARGETS)
+def test_xgboost_base_score_is_folded_in(
+    xgboost_with_base_score: Any, fmt: str, options: dict[str, Any], tmp_path: Path
+) -> None:
+    """Kills: the base score dropped (ltr/export/reading.py ``from_xgboost``: ``base = 0.0``; trees.py
+    ``base_folded`` not shifting the first tree; onnx.py ``base_values`` of 0) or counted twice (folded
+    into the first tree and also kept as ONNX's ``base_values``): every written file must score like
+    XGBoost's own margin, which includes the base score of 50."""
+    import xgboost as xgb
+
+    ranker = xgboost_with_base_score
     config = json.loads(ranker.booster_.save_config())
     base = float(str(config["learner"]["learner_model_param"]["base_score"]).strip("[]"))
-    out, _ = write(ranker, "opensearch", tmp_path)
-    definition = json.loads(json.loads(out.read_text())["model"]["model"]["definition"])
-    margin = ranker.booster_.predict(__import__("xgboost").DMatrix(TRAIN.X[:5]), output_margin=True)
-    raw = es_xgboost_json(definition, default_names(N_FEATURES), TRAIN.X[:5])
-    assert base != 0.0 or np.allclose(raw, margin, rtol=1e-5)
-    assert np.allclose(raw, margin, rtol=1e-5, atol=1e-5)
+    assert base == BASE_SCORE  # the premise, from XGBoost's own config
+    out, written = write(ranker, fmt, tmp_path, **options)
+    data = held_out_rows(ranker)
+    X = engine_view(fmt, out, data.X)
+    margin = ranker.booster_.predict(xgb.DMatrix(X, missing=np.nan), output_margin=True).astype(np.float64)
+    trees_only = margin - base
+    assert np.abs(trees_only).max() < 10  # the base score, not the trees, puts the scores near 50
+    names = default_names(N_FEATURES)
+    keep = np.ones(X.shape[0], dtype=bool)  # stated gaps are not compared
+    for gap in written.gaps:
+        keep &= ~((X[:, gap.feature] > gap.low) & (X[:, gap.feature] <= gap.high))
+    kept = RankingData(X=X[keep], y=data.y[keep], qid=data.qid[keep])
+    for scores in (independent_scores(fmt, out, names, X), FORMATS[fmt].score(out, X, names)):
+        assert_parity(np.asarray(scores, dtype=np.float64)[keep], margin[keep], kept)
 
 
 def test_feature_map_names_the_features(models: dict[str, Any], tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from ltr.core.errors import ConfigError
 from ltr.data import load_svmlight
 from ltr.data.registry import REGISTRY
 from ltr.data.synthetic import generate
-from ltr.experiment.pipeline import EvalConventions, LabelScale, label_scale
+from ltr.experiment.conventions import EvalConventions, LabelScale, label_scale
 from ltr.metrics.conventions import PRESETS, Conventions
 from ltr.train import execute
 

@@ -368,7 +368,7 @@ def test_presets_and_new_conventions_through_the_eval_config():
     """`eval.preset=letor` with list-valued overrides as Hydra passes them (a ListConfig)."""
     from omegaconf import OmegaConf
 
-    from ltr.experiment.pipeline import EvalConventions
+    from ltr.experiment.conventions import EvalConventions
 
     cfg = OmegaConf.create({"preset": "letor", "conventions": {"zero_beyond_list": ["ndcg", "meanndcg"]}})
     conventions = EvalConventions.from_config(cfg)

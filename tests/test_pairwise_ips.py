@@ -21,7 +21,8 @@ from helpers import TINY_DATA, run_train_cli, store_client
 from test_position_bias import CLICKS, LIGHTGBM_CLICKS
 
 from ltr.clicks import clicks_from_config, simulate_log_table
-from ltr.clicks.propensity import estimate_propensities, impression_log
+from ltr.clicks.logs import impression_log
+from ltr.clicks.propensity import estimate_propensities
 from ltr.core.errors import ConfigError
 from ltr.data.synthetic import generate
 from ltr.metrics import evaluate

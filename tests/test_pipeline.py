@@ -20,7 +20,8 @@ from mlflow.tracking import MlflowClient
 from sklearn.metrics import ndcg_score
 
 from ltr.data import RankingData
-from ltr.experiment.pipeline import EvalConventions, fit_and_evaluate
+from ltr.experiment.conventions import EvalConventions
+from ltr.experiment.pipeline import fit_and_evaluate
 from ltr.experiment.record import log_outcome, train_and_record
 from ltr.stats import bootstrap_ci
 from ltr.tracking.writer import NullTracker, Tracker

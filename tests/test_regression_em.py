@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from ltr.clicks import simulate_log_table
-from ltr.clicks.propensity import estimate_propensities, impression_log, read_click_log
+from ltr.clicks.logs import impression_log, read_click_log
+from ltr.clicks.propensity import estimate_propensities
 from ltr.clicks.regression_em import RelevanceRegressor, fit_relevance
 from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData

@@ -6,10 +6,12 @@ import itertools
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from scipy import stats
+from scipy.special import ndtr, ndtri
 from scipy.stats import _resampling
 
 from ltr.core.errors import ConfigError, DataError
@@ -47,6 +49,90 @@ def test_bca_interval_equals_scipy_recipe_on_the_same_replicates() -> None:
         reps, float(x.mean()), method="bca", confidence=0.95, acceleration=accel
     )
     assert (low, high) == pytest.approx(tuple(ref), rel=1e-12)
+
+
+def _scipy_bca_on(x: np.ndarray, replicates: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """scipy's BCa interval of the mean of ``x`` computed on the given replicates (its public
+    ``bootstrap_result`` argument: a previous bootstrap distribution, here with no new resamples)."""
+    previous = SimpleNamespace(bootstrap_distribution=replicates)
+    ref = stats.bootstrap(
+        (x,), np.mean, n_resamples=0, bootstrap_result=previous, method="BCa",
+        confidence_level=confidence, vectorized=True,
+    )  # fmt: skip
+    return float(ref.confidence_interval.low), float(ref.confidence_interval.high)
+
+
+@pytest.mark.parametrize(
+    ("n", "p", "data_seed"), [(25, 0.4, 0), (25, 0.4, 4), (25, 0.2, 1), (40, 0.5, 2), (12, 0.6, 3)]
+)
+def test_bca_with_replicates_tied_to_the_estimate_equals_scipy_on_the_same_replicates(
+    n: int, p: float, data_seed: int
+) -> None:
+    """A 0/1 metric on n queries: replicates are multiples of 1/n and ~17 % of them equal the estimate.
+
+    Kills (ltr/stats/bootstrap.py ``interval_from_replicates``, z0): ties counted as below the estimate
+    (``#{θ* <= θ} / B``) or above it (``#{θ* < θ} / B``) instead of half each; on the first case the latter
+    moved the interval from [0.20, 0.56] to [0.16, 0.52]. Both sides use the replicates ``bootstrap_ci``
+    drew (same seed); scipy's ``bootstrap(method="BCa")`` computes z0, the acceleration and the quantiles
+    itself.
+    """
+    x = (np.random.default_rng(data_seed).random(n) < p).astype(np.float64)
+    ours = bootstrap_ci(x, B=10_000, seed=1)
+    replicates = bootstrap_replicates(x, B=10_000, seed=1)  # the ones bootstrap_ci drew
+    ties = float(np.mean(replicates == x.mean()))
+    assert 0.1 < ties < 0.3, ties  # the premise: many replicates tied to the estimate
+    low, high = _scipy_bca_on(x, replicates)
+    assert (ours.low, ours.high) == pytest.approx((low, high), abs=1e-12)
+    if (n, data_seed) == (25, 0):
+        assert (low, high) == pytest.approx((0.20, 0.56), abs=1e-12)  # the review's case, as scipy has it
+
+
+def test_bca_on_scipys_own_tied_replicates_equals_scipy() -> None:
+    """The other way round: scipy resamples a paired 0/1 difference (values -1, 0, 1, many ties at the
+    estimate) and ltr's interval from scipy's replicates equals scipy's (kills the same z0 mutants)."""
+    rng = np.random.default_rng(5)
+    a, b = (rng.random(30) < 0.5).astype(float), (rng.random(30) < 0.35).astype(float)
+    d = a - b
+    ref = stats.bootstrap((d,), np.mean, n_resamples=8000, method="BCa", rng=9, vectorized=True)
+    replicates = ref.bootstrap_distribution
+    assert float(np.mean(replicates == d.mean())) > 0.05
+    low, high = interval_from_replicates(
+        replicates,
+        float(d.mean()),
+        method="bca",
+        confidence=0.95,
+        acceleration=_jackknife_acceleration(d, None),
+    )
+    assert (low, high) == pytest.approx(
+        (ref.confidence_interval.low, ref.confidence_interval.high), abs=1e-12
+    )
+
+
+def test_bca_z0_counts_each_tie_as_half_below_half_above() -> None:
+    """The tie convention by hand (docs/statistics.md: z0 = Φ⁻¹((#{θ* < θ} + #{θ* ≤ θ}) / 2B), scipy's).
+
+    Eight replicates, estimate 3: 2 below, 4 tied, 2 above. Half the ties below: share 8/16, z0 = 0,
+    so with no acceleration BCa is exactly the percentile interval. Counting the ties below (share 6/8)
+    or above (2/8) gives z0 = ±0.674 and another interval.
+    """
+    reps = np.array([1.0, 2.0, 3.0, 3.0, 3.0, 3.0, 4.0, 5.0])
+    bca = interval_from_replicates(reps, 3.0, method="bca", confidence=0.95, acceleration=0.0)
+    percentile = interval_from_replicates(reps, 3.0, method="percentile", confidence=0.95)
+    assert percentile == pytest.approx(np.quantile(reps, [0.025, 0.975]), rel=1e-12)
+    assert bca == pytest.approx(percentile, rel=1e-12)  # equal to rounding (Φ(Φ⁻¹(0.025)), 1 − 0.95)
+    # scipy agrees: data [2, 4] have mean 3 and (symmetric) acceleration 0
+    assert bca == pytest.approx(_scipy_bca_on(np.array([2.0, 4.0]), reps), rel=1e-12)
+    # one below, two tied, five above: share (1 + 3) / 16 = 1/4, z0 = Φ⁻¹(1/4) = -0.6745;
+    # α₁,₂ = Φ(2·z0 ∓ 1.96) = 0.000468, 0.7294; quantiles at α·7 = 0.00328 and 5.106 (linear)
+    reps = np.array([1.0, 2.0, 2.0, 3.0, 3.0, 3.0, 3.0, 3.0])
+    z0 = ndtri(0.25)
+    assert z0 == pytest.approx(-0.6744897501960817, rel=1e-15)
+    alphas = ndtr(2 * z0 + np.array([-1.0, 1.0]) * ndtri(0.975))
+    assert alphas == pytest.approx([0.000468, 0.7294], abs=1e-4)
+    low, high = interval_from_replicates(reps, 2.0, method="bca", confidence=0.95, acceleration=0.0)
+    assert low == pytest.approx(1.0 + alphas[0] * 7, rel=1e-12) and high == 3.0
+    # scipy agrees: data [1, 3] have mean 2 and (symmetric) acceleration 0
+    assert (low, high) == pytest.approx(_scipy_bca_on(np.array([1.0, 3.0]), reps), rel=1e-12)
 
 
 def test_resampling_law_is_exactly_multinomial() -> None:

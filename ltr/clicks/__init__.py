@@ -8,7 +8,8 @@ Rankers trained on such logs are in :mod:`ltr.models.clicks`; the command line i
 ``python -m ltr.clicks`` (docs/position_bias.md).
 """
 
-from ltr.clicks.propensity import Propensities, estimate_propensities, read_click_log
+from ltr.clicks.logs import Propensities, read_click_log
+from ltr.clicks.propensity import estimate_propensities
 from ltr.clicks.simulation import (
     CLICK_MODELS,
     ClickConfig,

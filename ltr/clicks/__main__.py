@@ -30,16 +30,11 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from ltr.cli import print_result, run_cli
-from ltr.clicks import simulate_log_table
-from ltr.clicks.propensity import (
-    ITERATIONS,
-    METHODS,
-    Propensities,
-    estimate_propensities,
-    read_click_log,
-    write_propensities,
-)
+from ltr.cli.running import print_result, run_cli
+from ltr.clicks.logs import Propensities, read_click_log, write_propensities
+from ltr.clicks.propensity import METHODS, estimate_propensities
+from ltr.clicks.regression_em import ITERATIONS
+from ltr.clicks.simulation import simulate_log_table
 from ltr.data.svmlight import write_svmlight
 from ltr.data.synthetic import generate
 
@@ -130,4 +125,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.cli)
+    run_cli(main)  # a closed pipe (`| head`) and Ctrl-C end quietly / in one line (ltr.cli.running)

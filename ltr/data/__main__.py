@@ -9,7 +9,7 @@
 
 Parse options for files: --n-features, --zero-based, --allow-unsorted, --nonfinite, --label-range LO HI,
 --no-integer-labels, --allow-negative-labels, --regroup. Errors name these flags (``--zero-based``), not
-the Python keywords (``zero_based=True``): :func:`ltr.cli.respell`.
+the Python keywords (``zero_based=True``): :func:`ltr.cli.spelling.respell`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from ltr.data.info import format_summary, summarize
 from ltr.data.registry import REGISTRY, default_dir, download_for, load_dataset
 from ltr.data.svmlight import load_svmlight
 from ltr.data.synthetic import N_FEATURES, SPLIT_FILES
-from ltr.cli import Spelling, run_cli, spelled_as
+from ltr.cli.running import run_cli
+from ltr.cli.spelling import Spelling, spelled_as
 from ltr.core.errors import ConfigError, LtrError
 from ltr.core.resources import work_root
 

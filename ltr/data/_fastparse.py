@@ -789,7 +789,7 @@ def _part_bounds(buf, n, parts):
     bounds[0] = 0
     for p in range(1, parts):
         j = max(n * p // parts, bounds[p - 1])
-        while j < n and buf[j - 1] != _LF:
+        while 0 < j < n and buf[j - 1] != _LF:  # j = 0 is a line start: buf[-1] is not ours to read
             j += 1
         bounds[p] = j
     bounds[parts] = n

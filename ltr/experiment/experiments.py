@@ -18,9 +18,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ltr.cli import (
-    hydra_error_message,
-)
+from ltr.cli.running import hydra_error_message
 from ltr.core.config_check import defaults
 from ltr.core.errors import ConfigError
 from ltr.core.resources import config_dir, experiments_dir

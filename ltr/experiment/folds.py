@@ -48,9 +48,11 @@ from ltr.core.errors import ConfigError, DataError
 from ltr.data.config import letor_fold_choice
 from ltr.data.registry import check_cv_inputs, default_dir, get_spec, placement_hint
 from ltr.experiment.console import print_data_summary, print_tracker_location
-from ltr.experiment.pipeline import SplitResult, check_splits, ci_bounds, load_splits
+from ltr.experiment.conventions import check_splits
+from ltr.experiment.pipeline import SplitResult, ci_bounds
 from ltr.experiment.provenance import command_line, rerun_command, run_tags
 from ltr.experiment.record import RecordedRun, train_and_record
+from ltr.experiment.splits import load_splits
 from ltr.tracking.writer import flatten_params, make_tracker, mlflow_metric_name
 
 SUMMARY_SPLIT = "test"
@@ -313,7 +315,7 @@ def child_overrides(plan: FoldPlan, fold: int, overrides: Sequence[str]) -> list
 
 
 def load_fold(plan: FoldPlan, cfg: Any, fold: int, client: Any = None) -> dict[str, Any]:
-    """The splits of one fold (its single-run config's :func:`~ltr.experiment.pipeline.load_splits`: read here, or
+    """The splits of one fold (its single-run config's :func:`~ltr.experiment.splits.load_splits`: read here, or
     with a Dask ``client`` parsed by its workers), with the ``test`` split the summary needs."""
     fold_cfg = plan.fold_config(cfg, fold)
     data_cfg = fold_cfg.data
@@ -345,7 +347,7 @@ def run_folds(
     and the first fold is loaded before the run starts, so a bad file or split fails first.
     ``tracker``/``parent_run_id``/``run_name``/``tags``: the protocol's own run inside a larger one
     (``ltr.compare``: one per system, under the comparison's parent run). ``client``: a Dask client
-    (:func:`ltr.experiment.pipeline.data_cluster`) whose workers parse every fold's files (``backend=dask``).
+    (:func:`ltr.experiment.splits.data_cluster`) whose workers parse every fold's files (``backend=dask``).
     """
     if SUMMARY_SPLIT not in cfg.eval.splits:
         raise ConfigError(

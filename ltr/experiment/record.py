@@ -37,7 +37,9 @@ from omegaconf import OmegaConf
 from ltr.data.registry import load_dataset, split_files
 from ltr.distributed.shards import ShardedSplit
 from ltr.experiment.console import print_data_summary, print_training_start
-from ltr.experiment.pipeline import Outcome, SplitResult, check_splits, fit_and_evaluate, load_splits
+from ltr.experiment.conventions import check_splits
+from ltr.experiment.pipeline import Outcome, SplitResult, fit_and_evaluate
+from ltr.experiment.splits import load_splits
 from ltr.models.monitor import OnIteration
 from ltr.report.plots import feature_importance, plot_feature_importance, plot_learning_curves
 from ltr.report.progress import iteration_progress
@@ -54,7 +56,7 @@ def connect_and_load(
     """The start of every entry point: the tracker, then the dataset's splits, summarised on the console.
 
     The tracker comes first so that an unreachable MLflow server fails before any data is read.
-    With a Dask ``client`` (:func:`ltr.experiment.pipeline.data_cluster`) the workers parse the splits;
+    With a Dask ``client`` (:func:`ltr.experiment.splits.data_cluster`) the workers parse the splits;
     ``shared`` (a sweep's trial) reuses the splits this process loaded last for the same data config
     (:func:`ltr.sweep.shared_data.load_shared`).
     """

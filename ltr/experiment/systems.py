@@ -24,11 +24,8 @@ from typing import Any
 from omegaconf import OmegaConf
 from rich.console import Console
 
-from ltr.cli import (
-    config_spelling,
-    interrupted_run,
-    spelled_as,
-)
+from ltr.cli.running import interrupted_run
+from ltr.cli.spelling import config_spelling, spelled_as
 from ltr.core.errors import ConfigError, LtrError
 from ltr.experiment.experiments import (
     FROM_MLFLOW,
@@ -102,17 +99,17 @@ def _run_comparison(
     exp: Any, configs: Mapping[str, Any], cli_overrides: Sequence[str], out_dir: Path | None, console: Any
 ) -> ComparisonResult:
     # deferred (each): the engines load after configure_process_environment() (see __main__)
-    from ltr.experiment.folds import fold_plan, run_folds  # deferred: imports the pipeline (the engines)
-    from ltr.experiment.pipeline import (  # deferred: the engines
-        check_data_fits,
-        check_run_config,
-        member_search_path,
+    from ltr.experiment.conventions import (
+        check_data_fits,  # deferred: the pipeline's package loads the engines
     )
+    from ltr.experiment.folds import fold_plan, run_folds  # deferred: imports the pipeline (the engines)
+    from ltr.experiment.pipeline import check_run_config  # deferred: the engines
     from ltr.experiment.record import (  # deferred: the pipeline
         connect_and_load,
         split_datasets,
         train_and_record,
     )
+    from ltr.models.ensembles.members import member_search_path  # deferred: with the models above
     from ltr.tracking.writer import make_tracker  # deferred: MLflow, only for a fold protocol's tracker
 
     systems = list(configs)

@@ -109,6 +109,8 @@ def evaluate_trec(
     (IDCG from all judged documents, including c, which the run did not retrieve).
 
     >>> import shutil, tempfile
+    >>> from pathlib import Path
+    >>> from ltr.io.trec import read_qrels, read_run
     >>> d = Path(tempfile.mkdtemp())
     >>> _ = (d / "q").write_text("1 0 a 2\\n1 0 b 0\\n1 0 c 1\\n")
     >>> _ = (d / "r").write_text("1 Q0 b 1 2.0 t\\n1 Q0 a 2 1.0 t\\n1 Q0 z 3 1.0 t\\n")

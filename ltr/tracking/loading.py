@@ -80,8 +80,9 @@ def load_model(source: str, *, tracking_uri: str, option: str = "--model") -> Lo
     """
     where = f"{option} {source}"
     if source.startswith(URI_SCHEMES) and not Path(source).exists():
-        check_store_exists(tracking_uri, where)
-        check_server_reachable(tracking_uri)
+        if source.startswith(("runs:/", "models:/")):  # read through the tracking store
+            check_store_exists(tracking_uri, where)
+            check_server_reachable(tracking_uri)
         with tempfile.TemporaryDirectory(prefix="ltr-model-") as tmp:
             local = _download(source, tracking_uri, Path(tmp), where)
             folder = ranker_folder(local)

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ltr.clicks import ClickLog, clicks_from_config, resolve_click_config
-from ltr.clicks.propensity import read_propensities
+from ltr.clicks.logs import read_propensities
 from ltr.core.config_check import join
 from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData

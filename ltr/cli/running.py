@@ -1,6 +1,6 @@
-"""What every command-line entry point (``python -m ltr.train``, ``ltr.compare``, …) shares.
+"""How every command (``python -m ltr.train``, ``ltr.compare``, …) ends: exit codes and one error line.
 
-Entry points import this module, never each other. Besides the process environment it holds the
+Commands import this module, never each other. Besides the process environment it holds the
 one policy for how a command ends (:func:`run_cli`, :func:`run_hydra_app`):
 
 * a user error (:class:`~ltr.core.errors.LtrError`, or a Hydra/OmegaConf composition error: an unknown
@@ -11,37 +11,32 @@ one policy for how a command ends (:func:`run_cli`, :func:`run_hydra_app`):
   killed by the signal reports);
 * ``HYDRA_FULL_ERROR=1`` (set by the user) keeps the full Python traceback, as Hydra documents.
 
-The spelling of options follows the interface (:class:`Spelling`, :func:`spelled_as`): library
-messages name an option as the Python API spells it (``load with zero_based=True``); the entry point
-rewrites that to its own spelling — ``data.zero_based=true`` on the Hydra command line (``data.parse.``
-for a registry dataset), ``--zero-based`` in ``python -m ltr.data``.
-
->>> respell("x.txt:3: feature index 0; load with zero_based=True if the file is 0-based",
-...         Spelling.hydra({"zero_based": "data."}))
-'x.txt:3: feature index 0; load with data.zero_based=true if the file is 0-based'
->>> respell("choose a policy: nonfinite='keep' or nonfinite='clip'", Spelling.flags({"nonfinite", "zero_based"}))
-'choose a policy: --nonfinite keep or --nonfinite clip'
+A user error's message is rewritten to the command's spelling of options first
+(:mod:`ltr.cli.spelling`).
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import dataclasses
 import os
-import re
 import signal
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NoReturn
 
+from ltr.cli.spelling import Spelling, spelled_as
 from ltr.core.errors import LtrError
-from ltr.data.config import PARSE_KEYS, SvmlightDataSchema
-from ltr.metrics.conventions import Conventions
 
 EXIT_USAGE = 2  # bad input (every ltr entry point)
+
+
 EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130
+
+
 EXIT_BROKEN_PIPE = 128 + 13  # 141: SIGPIPE (signal.SIGPIPE does not exist on Windows)
+
+
 FULL_ERROR = "HYDRA_FULL_ERROR"
 
 
@@ -79,9 +74,6 @@ def interrupted_run(tracker: Any) -> Iterator[None]:
             raise
         run_id = getattr(tracker, "run_id", None) if getattr(tracker, "enabled", False) else None
         raise Interrupted(f"run {run_id} marked KILLED" if run_id else "") from None
-
-
-# --- how a command ends ------------------------------------------------------------------------------
 
 
 def run_cli(main: Callable[[], int | None], *, spelling: Spelling | None = None) -> NoReturn:
@@ -242,121 +234,3 @@ def _accepted_keys(cause: Any) -> str:
     parent = getattr(cause, "parent_node", None)
     keys = list(parent.keys()) if isinstance(parent, Mapping) else []
     return ", ".join(map(str, keys))
-
-
-# --- the spelling of options --------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Spelling:
-    """How one interface writes the option ``name=value`` that a library message names in Python spelling.
-
-    ``style`` is ``"python"`` (unchanged), ``"hydra"`` (``prefix + name=value`` with YAML values:
-    ``true``, ``null``, ``[0, 4]``; ``prefixes`` maps each option name to its config path prefix) or
-    ``"flags"`` (``--name-with-dashes value``; ``True`` → the bare flag, ``False`` → ``--no-name``;
-    ``prefixes`` lists the options the command has flags for). Options not in ``prefixes`` stay as written.
-    """
-
-    style: str
-    prefixes: Mapping[str, str]
-
-    @classmethod
-    def hydra(cls, prefixes: Mapping[str, str]) -> Spelling:
-        return cls("hydra", dict(prefixes))
-
-    @classmethod
-    def flags(cls, names: Iterable[str]) -> Spelling:
-        return cls("flags", dict.fromkeys(names, "--"))
-
-    def key(self, name: str) -> str:
-        """The option's name alone, as a message that starts ``name: ...`` names it.
-
-        >>> Spelling.hydra({"huge": "data.parse."}).key("huge"), Spelling.flags({"n_features"}).key("n_features")
-        ('data.parse.huge', '--n-features')
-        """
-        return self.prefixes[name] + (name if self.style == "hydra" else name.replace("_", "-"))
-
-    def spell(self, name: str, value: Any) -> str:
-        """``name=value`` in this interface's spelling.
-
-        >>> Spelling.hydra({"label_range": "data."}).spell("label_range", (0, 4))
-        'data.label_range=[0, 4]'
-        >>> Spelling.flags({"label_range"}).spell("label_range", (0, 4)), Spelling.flags({"regroup"}).spell("regroup", False)
-        ('--label-range 0 4', '--no-regroup')
-        """
-        if self.style == "hydra":
-            return f"{self.prefixes[name]}{name}={_yaml(value)}"
-        flag = "--" + name.replace("_", "-")
-        if value is True:
-            return flag
-        if value is False:
-            return "--no-" + name.replace("_", "-")
-        if isinstance(value, list | tuple):
-            return f"{flag} {' '.join(_yaml(v) for v in value)}"
-        return f"{flag} {_yaml(value)}"
-
-
-_VALUE = r"True|False|None|'[^']*'|\"[^\"]*\"|\([^()]*\)|\[[^\[\]]*\]|[-+]?[\w.]+"
-
-
-def respell(text: str, spelling: Spelling | None) -> str:
-    """``text`` with every ``name=value`` of an option in ``spelling.prefixes`` written in that spelling, and
-    a leading ``name:`` (a checker's message about the option) as the option's name.
-
-    >>> respell("n_features: must be in [0, inf], got -1", Spelling.flags({"n_features"}))
-    '--n-features: must be in [0, inf], got -1'
-    """
-    if spelling is None or spelling.style == "python" or not spelling.prefixes:
-        return text
-    names = "|".join(sorted(map(re.escape, spelling.prefixes), key=len, reverse=True))
-    pattern = re.compile(rf"(?<![\w.\-])({names})=({_VALUE})")
-    text = re.sub(rf"^({names}):", lambda m: spelling.key(m.group(1)) + ":", text)
-
-    def replace(match: re.Match[str]) -> str:
-        try:
-            value = ast.literal_eval(match.group(2))
-        except (ValueError, SyntaxError):
-            value = match.group(2)  # a bare word: already the value's spelling
-        return spelling.spell(match.group(1), value)
-
-    return pattern.sub(replace, text)
-
-
-def _yaml(value: Any) -> str:
-    if value is True or value is False:
-        return str(value).lower()
-    if value is None:
-        return "null"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_yaml(v) for v in value) + "]"
-    if isinstance(value, float) and value == int(value):
-        return str(int(value))
-    return str(value)
-
-
-@contextlib.contextmanager
-def spelled_as(spelling: Spelling | None) -> Iterator[None]:
-    """Re-raise an :class:`~ltr.core.errors.LtrError` from the body with its options in ``spelling`` (same class)."""
-    try:
-        yield
-    except LtrError as exc:
-        text = respell(str(exc), spelling)
-        if text != str(exc):
-            exc.args = (text,)
-        raise
-
-
-def config_spelling(data_cfg: Mapping[str, Any] | None) -> Spelling:
-    """The Hydra spelling of a run's options: parse options under ``data.`` where the data schema declares
-    them (your own ``svmlight`` files: ``zero_based``, ``nonfinite``, ...), else under ``data.parse.``;
-    ``verify_cache`` under ``data.``; metric conventions under ``eval.conventions.``.
-
-    >>> svmlight, mq2008 = config_spelling({"kind": "svmlight"}), config_spelling({"kind": "mq2008"})
-    >>> svmlight.spell("zero_based", True), svmlight.spell("docid", True), mq2008.spell("zero_based", True)
-    ('data.zero_based=true', 'data.parse.docid=true', 'data.parse.zero_based=true')
-    """
-    kind = str((data_cfg or {}).get("kind") or (data_cfg or {}).get("name") or "")
-    top_level = {f.name for f in dataclasses.fields(SvmlightDataSchema)} if kind == "svmlight" else set()
-    prefixes = {f.name: "eval.conventions." for f in dataclasses.fields(Conventions)}
-    prefixes |= {key: "data." if key in top_level else "data.parse." for key in PARSE_KEYS}
-    return Spelling.hydra(prefixes | {"verify_cache": "data."})

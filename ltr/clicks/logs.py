@@ -1,0 +1,233 @@
+"""Click logs and propensity files: the impression-log container, reading a log file, writing and reading θ.
+
+A **click log** has one row per shown document and the columns ``session`` (one result page),
+``qid`` (its query), ``doc`` (the document id, unique within the query), ``position`` (1-based
+display position) and ``click`` (0 or 1), as CSV or Parquet (:func:`read_click_log`; every error names
+the file, the line and the column). Estimated propensities are written as JSON (``position`` 1..K,
+``examination``, the CI bounds: :func:`write_propensities`) and read back by the click-trained models
+(:func:`read_propensities`, errors naming the config key).
+
+>>> log = impression_log(session=[1, 1], qid=["a", "a"], doc=["x", "y"], position=[1, 2], click=[1, 0])
+>>> log.position.tolist(), log.click.tolist()
+([1, 2], [1.0, 0.0])
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ltr.core.errors import ConfigError, DataError
+
+LOG_COLUMNS = ("session", "qid", "doc", "position", "click")
+
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+@dataclass(frozen=True)
+class ImpressionLog:
+    """A validated click log as integer codes: ``query`` 0..Q−1, ``pair`` (query, doc) 0..P−1."""
+
+    query: np.ndarray
+    pair: np.ndarray
+    position: np.ndarray  # 1-based
+    click: np.ndarray  # 0.0 / 1.0
+    source: str = "click log"
+    # per pair: its qid and doc as the log spells them and the first 0-based row showing it
+    pair_qid: np.ndarray | None = None
+    pair_doc: np.ndarray | None = None
+    pair_row: np.ndarray | None = None
+    row_label: str = "row"
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.query.max(initial=-1)) + 1
+
+
+@dataclass(frozen=True)
+class Propensities:
+    """Examination per position, normalised to position 1, with a bootstrap percentile CI."""
+
+    position: np.ndarray
+    examination: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    method: str
+    n_bootstrap: int
+    confidence: float
+    seed: int
+
+    def as_json(self) -> dict[str, list[Any]]:
+        """``{"position": [1, 2, …], "examination": [1.0, …], "ci_low": […], "ci_high": […]}``."""
+        return {
+            "position": [int(p) for p in self.position],
+            "examination": [float(v) for v in self.examination],
+            "ci_low": [float(v) for v in self.ci_low],
+            "ci_high": [float(v) for v in self.ci_high],
+        }
+
+
+def impression_log(
+    *,
+    session: Sequence[Any] | np.ndarray,
+    qid: Sequence[Any] | np.ndarray,
+    doc: Sequence[Any] | np.ndarray,
+    position: Sequence[Any] | np.ndarray,
+    click: Sequence[Any] | np.ndarray,
+    source: str = "click log",
+    row_label: str = "row",
+) -> ImpressionLog:
+    """Validate the five columns (errors name ``source``, the column and the 1-based row)."""
+    columns = {"session": session, "qid": qid, "doc": doc, "position": position, "click": click}
+    arrays = {name: np.asarray(values, dtype=object) for name, values in columns.items()}
+    n = len(arrays["session"])
+    for name, values in arrays.items():
+        if len(values) != n:
+            raise DataError(f"{source}: column {name!r} has {len(values)} rows, column 'session' {n}")
+    if n == 0:
+        raise DataError(f"{source}: the click log has no rows")
+    for name in ("session", "qid", "doc"):
+        bad = [i for i, v in enumerate(arrays[name]) if _missing(v)]
+        if bad:
+            raise DataError(f"{source}: column {name!r}, {row_label} {bad[0] + 1}: empty value")
+    pos = _integers(arrays["position"], source, "position", row_label, "an integer >= 1 (1-based)", low=1)
+    clk = _integers(arrays["click"], source, "click", row_label, "0 or 1", low=0, high=1)
+
+    keys = {
+        name: np.unique(arrays[name].astype(str), return_inverse=True)[1]
+        for name in ("session", "qid", "doc")
+    }
+    session_codes, query_codes = keys["session"], keys["qid"]
+    first_query = np.full(session_codes.max() + 1, -1)
+    first_query[session_codes[::-1]] = query_codes[::-1]  # the first row of each session wins
+    wrong = np.flatnonzero(first_query[session_codes] != query_codes)
+    if wrong.size:
+        i = int(wrong[0])
+        raise DataError(
+            f"{source}: column 'qid', {row_label} {i + 1}: session {arrays['session'][i]!r} already has "
+            f"another qid (one session is one query's result page)"
+        )
+    slot = session_codes.astype(np.int64) * (int(pos.max()) + 1) + pos
+    _, first, counts = np.unique(slot, return_index=True, return_counts=True)
+    if np.any(counts > 1):
+        dup = np.setdiff1d(np.arange(n), first)[0]
+        raise DataError(
+            f"{source}: column 'position', {row_label} {dup + 1}: session {arrays['session'][dup]!r} "
+            f"already shows a document at position {pos[dup]}"
+        )
+    _, pair_row, pair = np.unique(
+        np.stack([query_codes, keys["doc"]], axis=1), axis=0, return_index=True, return_inverse=True
+    )
+    return ImpressionLog(
+        query=query_codes,
+        pair=pair.ravel(),
+        position=pos,
+        click=clk.astype(np.float64),
+        source=source,
+        pair_qid=arrays["qid"][pair_row],
+        pair_doc=arrays["doc"][pair_row],
+        pair_row=pair_row,
+        row_label=row_label,
+    )
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value)) or str(value).strip() == ""
+
+
+def _integers(
+    values: np.ndarray,
+    source: str,
+    column: str,
+    row_label: str,
+    expected: str,
+    *,
+    low: int,
+    high: int | None = None,
+) -> np.ndarray:
+    out = np.empty(len(values), dtype=np.int64)
+    for i, v in enumerate(values):
+        try:
+            f = (
+                float(str(v).strip())
+                if not isinstance(v, (int, float, np.integer, np.floating))
+                else float(v)
+            )
+        except ValueError:
+            f = float("nan")
+        if not (np.isfinite(f) and f == int(f) and f >= low and (high is None or f <= high)):
+            raise DataError(
+                f"{source}: column {column!r}, {row_label} {i + 1}: expected {expected}, got {v!r}"
+            )
+        out[i] = int(f)
+    return out
+
+
+def read_click_log(path: str | Path) -> ImpressionLog:
+    """Read and validate a CSV (header row) or Parquet (``.parquet``/``.pq``) click log."""
+    import pandas as pd  # deferred: pandas loads only when a click log file is read
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such click log file")
+    parquet = path.suffix.lower() in PARQUET_SUFFIXES
+    try:
+        if parquet:
+            frame = pd.read_parquet(path)
+        else:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except Exception as exc:  # noqa: BLE001 - any reader failure is the file's problem, said with its name
+        kind = "Parquet" if parquet else "CSV"
+        raise DataError(f"{path}: not a readable {kind} click log ({type(exc).__name__}: {exc})") from exc
+    frame.columns = [str(c).strip() for c in frame.columns]
+    missing = [c for c in LOG_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(
+            f"{path}: missing column(s) {', '.join(missing)}; a click log has the columns "
+            f"{', '.join(LOG_COLUMNS)} (found {', '.join(map(str, frame.columns)) or 'none'})"
+        )
+    # CSV rows are counted after the header: data row N is line N + 1
+    row_label = "row" if parquet else "data row"
+    return impression_log(
+        **{c: frame[c].to_numpy(dtype=object) for c in LOG_COLUMNS}, source=str(path), row_label=row_label
+    )
+
+
+def write_propensities(propensities: Propensities, path: str | Path) -> None:
+    """Write :meth:`Propensities.as_json` to ``path``."""
+    Path(path).write_text(json.dumps(propensities.as_json(), indent=1) + "\n", encoding="utf-8")
+
+
+def read_propensities(path: str | Path, where: str = "clicks.propensities") -> np.ndarray:
+    """θ per 0-based position from a ``--json`` file (``position`` 1..K in order, ``examination`` > 0).
+
+    Errors name ``where`` (the config key) and the file.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{where}: no such propensity file {str(path)!r}") from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{where}: {path} is not a JSON propensity file ({exc})") from exc
+    if not isinstance(data, dict) or not {"position", "examination"} <= set(data):
+        raise ConfigError(
+            f"{where}: {path} needs the keys 'position' and 'examination' (python -m ltr.clicks propensity --json)"
+        )
+    position, theta = data["position"], data["examination"]
+    if not (isinstance(position, list) and isinstance(theta, list) and len(position) == len(theta) and theta):
+        raise ConfigError(f"{where}: {path}: 'position' and 'examination' must be lists of the same length")
+    if position != list(range(1, len(position) + 1)):
+        raise ConfigError(f"{where}: {path}: 'position' must be 1, 2, …, {len(position)} in order")
+    values = np.asarray(theta, dtype=object)
+    if not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) and v > 0 for v in values
+    ):
+        raise ConfigError(f"{where}: {path}: every 'examination' value must be a finite number > 0")
+    return values.astype(np.float64)
