@@ -147,6 +147,29 @@ def test_discriminative_power_counts_pairs_below_alpha(test: str) -> None:
     assert agr.discriminative_power["ndcg@10"] > agr.discriminative_power["rr"]
 
 
+def test_a_pair_whose_asl_equals_alpha_is_not_significant() -> None:
+    """Sakai's discriminative power counts ASL < α, strictly. Three queries on which system y beats x by
+    the same 0.25: of the 2³ sign flips only all-plus and all-minus reach |mean| = 0.25, so the exact
+    two-sided ASL is 2/8 = 0.25 (scipy's exact paired permutation test agrees); at α = 0.25 the pair is
+    not significant.
+
+    Kills mutant #10 (``discriminative_power`` counting ``p <= alpha``).
+    """
+    q = ["q1", "q2", "q3"]
+    x = pd.DataFrame({"a": [0.25, 0.5, 0.0], "b": [0.1, 0.9, 0.4]}, index=q)
+    y = pd.DataFrame({"a": [0.5, 0.75, 0.25], "b": [0.3, 0.2, 0.6]}, index=q)
+    exact = stats.permutation_test(
+        (x["a"].to_numpy(), y["a"].to_numpy()),
+        lambda u, v, axis: np.mean(u - v, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+    ).pvalue
+    assert exact == pytest.approx(0.25)
+    agr = metric_agreement({"x": x, "y": y}, alpha=0.25, B=20, test_B=1000)
+    assert agr.pvalues[0, 0] == pytest.approx(0.25)
+    assert agr.discriminative_power["a"] == 0.0
+
+
 def test_nan_queries_are_dropped_for_every_metric() -> None:
     frames = _frames(n_queries=20)
     frames["sys1"].loc["q3", "err@10"] = np.nan

@@ -149,6 +149,57 @@ def test_rank_systems_and_report_match_numpy():
     assert row.significant and report.row("bad", "err@10").losses == 50
 
 
+def test_rank_systems_compares_means_over_the_queries_every_system_scored():
+    """System a skipped q3 (NaN): both are ranked on q1, q2 only — a 0.5, b 0.6, so b first. Each system's
+    mean over its own queries would rank a (0.5) above b ((0.6 + 0.6 + 0.0)/3 = 0.4).
+
+    Kills mutant #5 (``rank_systems`` with each system's nanmean over its own queries).
+    """
+    frames = {
+        "a": pd.DataFrame({"qid": [1, 2, 3], "ndcg@10": [0.5, 0.5, np.nan]}),
+        "b": pd.DataFrame({"qid": [1, 2, 3], "ndcg@10": [0.6, 0.6, 0.0]}),
+    }
+    assert rank_systems(frames, "ndcg@10", "a") == ["b", "a"]
+
+
+def test_leaderboard_metrics_leave_out_undefined_values():
+    """The parent run's ``leaderboard/…`` metrics hold finite numbers only. Here every query gains exactly
+    0.25 (exact in binary): the differences have sd 0, so Cohen's d is 0.25/0 = inf, which is no value to
+    chart; the mean, CI, diff and adjusted p are kept. The baseline has no diff (NaN in the report).
+
+    Kills mutant #6 (``leaderboard_metrics`` without the finite filter: ``…_effect_size = inf`` logged).
+    """
+    from ltr.analysis.comparison import compare
+    from ltr.experiment.leaderboard import leaderboard_metrics
+
+    base = pd.DataFrame({"ndcg@10": np.arange(20) / 32}, index=range(20))
+    new = pd.DataFrame({"ndcg@10": np.arange(20) / 32 + 0.25}, index=range(20))
+    report = compare({"base": base, "new": new}, baseline="base", B=200, seed=0)
+    assert report.row("new", "ndcg@10").effect_size == np.inf
+    out = leaderboard_metrics(report)
+    assert all(np.isfinite(v) for v in out.values())
+    assert "leaderboard/new/ndcg_at_10_effect_size" not in out
+    assert out["leaderboard/new/ndcg_at_10_diff"] == 0.25 and "leaderboard/new/ndcg_at_10_p_adjusted" in out
+    assert "leaderboard/base/ndcg_at_10" in out and "leaderboard/base/ndcg_at_10_ci_low" in out
+    assert not [k for k in out if k.startswith("leaderboard/base/") and k.endswith(("_diff", "_p_adjusted"))]
+
+
+def test_runs_without_a_fingerprint_on_every_side_are_compared_by_query_ids():
+    """One run has the fingerprint tag, the other (an older run) has none: the fingerprints cannot be
+    compared, so the query ids decide — equal ids pass, different ids are refused.
+
+    Kills mutant #7 (``check_same_data`` comparing fingerprints as soon as *any* run has one: fp1 vs None).
+    """
+    from ltr.experiment.leaderboard import check_same_data
+
+    f = {"a": pd.DataFrame({"qid": [1, 2]}), "b": pd.DataFrame({"qid": [1, 2]})}
+    runs = {"a": "r1", "b": "r2"}
+    check_same_data(f, runs, {"a": "fp1", "b": None}, "test")
+    f["b"] = pd.DataFrame({"qid": [1, 3]})
+    with pytest.raises(ConfigError, match="scored different test queries"):
+        check_same_data(f, runs, {"a": "fp1", "b": None}, "test")
+
+
 @pytest.mark.slow
 def test_comparison_writes_leaderboard_plots_and_mlflow_parent_with_children(comparison):
     root, exp, result = comparison

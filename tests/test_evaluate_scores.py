@@ -162,6 +162,8 @@ BAD_SCORES = [
     ("0.5\n" * 5 + "high\n" + "0.5\n" * 12, r"s.txt:6: score must be a number, got 'high'"),
     ("0.5\n" * 7 + "nan\n" + "0.5\n" * 10, r"s.txt:8: score must be finite, got 'nan'"),
     ("0.5\n" * 3 + "\n" + "0.5\n" * 15, r"s.txt:4: a blank line among the scores"),
+    # a run of blank lines is named by its first line (mutant #24 named the last, line 6)
+    ("0.5\n" * 3 + "\n\n\n" + "0.5\n" * 15, r"s.txt:4: a blank line among the scores"),
     ("0.5\n" * 3 + "1 0.5\n", r"s.txt:4: expected 1 field \(one score per line\), got 2"),
     ("1 2\n", r"s.txt:1: cannot tell the score format from 2 fields"),
     ("", r"s.txt: no scores \(the file is empty\)"),
@@ -307,6 +309,23 @@ def test_docnos_fall_back_to_row_numbers(tmp_path, capsys):
     # row 2's comment is free text, not an id: its row number stands in, as for rows without a comment
     assert [r[:4] for r in rows] == [["5", "Q0", "2", "1"], ["5", "Q0", "1", "2"], ["6", "Q0", "3", "1"]]
     assert docnos(np.array(["", "x"]), 2).tolist() == ["1", "x"]
+
+
+def test_docnos_with_surrounding_whitespace_are_not_ids(tmp_path):
+    """A docid with a leading or trailing space or tab holds whitespace (the docstring's rule): its row
+    number stands in, so the run written with these docnos is valid (a docno with whitespace is refused).
+
+    Kills mutant #25 (``docnos`` without the ``d == d.strip()`` test: ' d1' and 'd2<tab>' kept as ids). Data
+    read from a file never has such ids (the reader strips comments); data built in memory can.
+    """
+    ids = docnos(np.array([" d1", "d2\t", "d3"]), 3)
+    assert ids.tolist() == ["1", "2", "d3"]
+    from ltr.io.trec import write_trec_run
+
+    write_trec_run(
+        tmp_path / "r.run", np.array([7, 7, 7]), np.array([0, 3]), ids, np.array([0.5, 1.0, 0.0]), "t"
+    )
+    assert [line.split()[2] for line in (tmp_path / "r.run").read_text().splitlines()] == ["2", "1", "d3"]
 
 
 def test_usage_errors_name_the_options(small, capsys):

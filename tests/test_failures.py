@@ -176,6 +176,20 @@ def test_bad_tracking_uri_is_one_config_error_naming_it(tmp_path, uri, says):
     assert "\n" not in str(info.value)
 
 
+def test_a_sqlite_uri_naming_no_file_is_refused_as_such(tmp_path, monkeypatch):
+    """``check_store_uri('sqlite:///')`` names no file: the message says how a SQLite URI is spelled.
+    (``make_tracker`` and ``import-fallback`` resolve the URI first, which turns ``sqlite:///`` into the
+    current folder; the checker is public and called on its own too.)
+
+    Kills mutant #3 (the ``rest == "/"`` test dropped: the current folder was checked and called unwritable).
+    """
+    from ltr.tracking.store import check_store_uri
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=re.escape("sqlite:///: a SQLite store is sqlite:///relative")):
+        check_store_uri("sqlite:///")
+
+
 def test_sqlite_store_that_is_a_folder_is_one_config_error(tmp_path):
     from ltr.tracking.writer import make_tracker
 

@@ -229,3 +229,46 @@ def test_fusion_and_blend_arguments_are_checked_by_the_one_checker():
     ):
         with pytest.raises(ConfigError, match=message):
             coordinate_ascent(S, y, offsets, **kwargs)
+
+
+def _ranked_labels_descend(X: np.ndarray, w: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> bool:
+    """Whether ``X @ w`` puts every query's documents in non-increasing label order (NDCG = 1 for any gain)."""
+    s = X @ w
+    return all(
+        np.all(np.diff(labels[a:b][np.argsort(-s[a:b], kind="stable")]) <= 0)
+        for a, b in zip(offsets[:-1], offsets[1:], strict=True)
+    )
+
+
+def test_blend_returns_the_weights_of_its_best_member_when_nothing_beats_it():
+    """Member 0 ranks both queries perfectly (NDCG 1, nothing can do strictly better), member 1 reversed:
+    the blend's weights must rank like member 0 — the score it reports is that of the weights it returns.
+
+    Kills mutant #21 (the first restart from the *worst* member: no restart strictly beats the best member's
+    1.0, so the worst member's one-hot weights were returned with the best member's score).
+    """
+    from ltr.models.ensembles.blend import coordinate_ascent
+
+    labels = np.array([2.0, 1.0, 0.0, 0.0, 1.0, 2.0])
+    offsets = np.array([0, 3, 6])
+    X = np.column_stack([labels, -labels])
+    fit = coordinate_ascent(X, labels, offsets, metric="ndcg@10", seed=0)
+    assert fit.score == 1.0 and fit.member_scores[0] == 1.0 and fit.member_scores[1] < 1.0
+    assert _ranked_labels_descend(X, fit.weights, labels, offsets)
+
+
+def test_blend_moves_a_zero_weight_off_zero_in_one_restart():
+    """The module example with one restart: it starts at member 0 alone (w = [1, 0]); each member is right on
+    one query, and any w_1 in (w_0/2, 2·w_0) ranks both relevant documents first (by hand: query 1 scores
+    w_0 vs 0.5·w_1, query 2 w_1 vs 0.5·w_0), so the line search along the zero weight must reach NDCG 1.
+
+    Kills mutant #22 (without the ``origin != 0`` guard a zero weight's step is step_base·|0| = 0: stuck at 0).
+    """
+    from ltr.models.ensembles.blend import coordinate_ascent
+
+    labels = np.array([1.0, 0.0, 1.0, 0.0])
+    offsets = np.array([0, 2, 4])
+    X = np.array([[1.0, 0.0], [0.0, 0.5], [0.0, 1.0], [0.5, 0.0]])
+    fit = coordinate_ascent(X, labels, offsets, metric="ndcg@10", n_restarts=1, seed=0)
+    assert fit.score == 1.0 and 0.5 * fit.weights[0] < fit.weights[1] < 2 * fit.weights[0]
+    assert _ranked_labels_descend(X, fit.weights, labels, offsets)

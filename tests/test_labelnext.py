@@ -96,6 +96,27 @@ def test_monte_carlo_agrees_with_exact_within_its_standard_error(seed):
     np.testing.assert_array_equal(again.variance, mc.variance)  # seeded
 
 
+def test_monte_carlo_variance_is_the_unbiased_sample_variance_with_its_stderr(monkeypatch):
+    """Monte Carlo by hand: one query of one document, grade 0 or 1, so ``ndcg@1`` (no relevant document
+    counts 0) is the drawn grade. Five draws 1, 0, 0, 1, 1 give m̄ = 0.6, the unbiased sample variance
+    Σ(m − m̄)²/(n − 1) = (3·0.16 + 2·0.36)/4 = 0.3, and the standard error of the variance estimate
+    sd((m − m̄)², ddof 1)/√n: (m − m̄)² = 0.16, 0.36, 0.36, 0.16, 0.16 (mean 0.24), sd = √(0.048/4) = 0.10954,
+    /√5 = 0.048990.
+
+    Kills mutants #12 (the n/(n − 1) correction dropped: 0.24) and #14 (the stderr's ddof 0: 0.043818).
+    """
+    import ltr.analysis.label_priorities as lp
+
+    draws = iter([1.0, 0.0, 0.0, 1.0, 1.0])
+    monkeypatch.setattr(lp, "sample_labels", lambda p, rng: np.array([next(draws)]))
+    p = label_priorities(
+        np.array([[0.5, 0.5]]), [0, 1], [0.0], metric="ndcg@1", max_enumeration=1, n_samples=5
+    )
+    assert p.method == ["monte-carlo"]
+    assert p.variance[0] == pytest.approx(0.3, rel=1e-12)
+    assert p.variance_stderr[0] == pytest.approx(np.sqrt(0.048 / 4) / np.sqrt(5), rel=1e-12)
+
+
 def test_ordering_puts_the_uncertain_and_the_decisive_queries_first():
     # q1: every label certain (variance 0); q2: one document a coin flip; q3: all coin flips
     certain, coin = [1.0, 0.0], [0.5, 0.5]

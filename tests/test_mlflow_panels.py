@@ -231,6 +231,24 @@ def _import_cli(store: Path, target: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+def test_imported_children_name_the_imported_parent(tmp_path):
+    """A fallback store holding a parent and two children (as a comparison leaves it), imported into another
+    store: each child's ``mlflow.parentRunId`` names the parent's *new* id there, not its id in the fallback
+    store (the slow server tests check this too; this one needs no server, ~10 s).
+
+    Kills mutant #4 (``_import_run`` dropping the translation of the parent tag: children kept the old id).
+    """
+    store = tmp_path / "mlflow-fallback.db"
+    parent, *children = _fallback_store(store)
+    target = f"sqlite:///{tmp_path}/imported.db"
+    pairs = dict(import_fallback(store, target))
+    assert set(pairs) == {parent, *children}
+    client = MlflowClient(target)
+    for child in children:
+        copy = client.get_run(pairs[child])
+        assert copy.data.tags["mlflow.parentRunId"] == pairs[parent] != parent
+
+
 def test_import_into_an_unreachable_server_is_one_line_naming_the_option(tmp_path):
     from helpers import free_port
 

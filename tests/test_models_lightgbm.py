@@ -219,6 +219,57 @@ def test_query_over_lightgbm_limit_names_query():
         make().fit(data)
 
 
+def test_a_query_of_exactly_lightgbms_limit_trains():
+    """LightGBM's ranking objectives accept up to 10,000 rows per query (its own check refuses 10,001,
+    shown here on the raw engine): a query of exactly 10,000 rows must train, not be refused by ltr.
+
+    Kills mutant #18 (``check_query_size`` refusing ``>= limit``).
+    """
+    n = 10_000
+    rng = np.random.default_rng(0)
+    X, y = rng.random((n + 2, 1)).astype(np.float32), rng.integers(0, 3, n + 2)
+    lgb.train(
+        {"objective": "lambdarank", "verbosity": -1, "num_threads": 1}, lgb.Dataset(X, y, group=[2, n]), 1
+    )
+    data = RankingData(X=X, y=y, qid=np.r_[[5, 5], np.full(n, 77)], name="limit.txt")
+    assert make(params={"n_trees": 1}).fit(data).predict(data).shape == (n + 2,)
+
+
+def test_a_query_weighted_zero_is_accepted():
+    """A weight of 0 leaves a query out of the loss (weights must be >= 0, so 0 is allowed): its rows get
+    weight 0, and LightGBM trains on the rest.
+
+    Kills mutant #19 (``row_weights`` refusing ``weight <= 0``).
+    """
+    from ltr.models.checks import row_weights
+
+    d = RankingData(X=np.zeros((3, 1), np.float32), y=[0, 1, 0], qid=[1, 1, 2], weight=[2.0, 0.0])
+    assert row_weights(d).tolist() == [2.0, 2.0, 0.0]
+    train = generate(n_queries=30, seed=5, max_docs=20)
+    weighted = RankingData(
+        X=train.X, y=train.y, qid=train.qid, weight=np.r_[0.0, np.ones(train.n_queries - 1)], name="w"
+    )
+    assert make(params={"n_trees": 3}).fit(weighted).predict(weighted).shape == (train.n_docs,)
+
+
+def test_validation_labels_above_the_training_labels_get_a_gain():
+    """``label_gain: linear`` is a table over 0..max label of train *and* the evaluated splits: a validation
+    label 4 above every training label (0-2) needs gain entry 4, or LightGBM's own NDCG on the validation
+    set fails on it.
+
+    Kills mutant #20 (``watch`` taking the largest label of the training split only).
+    """
+    rng = np.random.default_rng(1)
+    train = RankingData(
+        X=rng.random((60, 3)).astype(np.float32), y=rng.integers(0, 3, 60), qid=np.repeat(np.arange(6), 10)
+    )
+    valid_y = rng.integers(0, 3, 30)
+    valid_y[4] = 4
+    valid = RankingData(X=rng.random((30, 3)).astype(np.float32), y=valid_y, qid=np.repeat(np.arange(3), 10))
+    r = make(params={"n_trees": 3, "label_gain": "linear"}).fit(train, valid)
+    assert r.engine_params_["label_gain"] == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
 def test_valid_must_have_same_features(splits):
     train, _ = splits
     other = RankingData(X=np.zeros((3, 2), np.float32), y=[0, 1, 0], qid=[1, 1, 1], name="v.txt")

@@ -138,6 +138,19 @@ def test_time_saved_is_the_skipped_rounds_times_the_mean_seconds_per_round():
     assert saved.seconds == pytest.approx(160 * (9.9 + 2 * 2.1) / (99 + 2 * 19))
 
 
+def test_a_pruned_trial_that_outran_its_planned_rounds_saved_nothing():
+    """A pruned trial that ran more rounds than planned (12 of 10) skipped no rounds: it counts 0, not −2,
+    so it cannot cancel another trial's saving (here 100 − 20 = 80 rounds at 0.1 s).
+
+    Kills mutant #30 (``time_saved`` without ``max(planned − rounds, 0)``).
+    """
+    over = {"ltr.rounds": 12, "ltr.timed_rounds": 11, "ltr.seconds": 1.1, "ltr.planned_rounds": 10}
+    pruned = {"ltr.rounds": 20, "ltr.timed_rounds": 19, "ltr.seconds": 1.9, "ltr.planned_rounds": 100}
+    saved = time_saved([(True, over), (True, pruned)])
+    assert saved.pruned == 2 and saved.rounds_skipped == 80
+    assert saved.seconds == pytest.approx(80 * 0.1)
+
+
 def test_planned_rounds_are_n_trees_or_the_members():
     assert planned_rounds(OmegaConf.create({"model": {"params": {"n_trees": 300}}})) == 300
     assert planned_rounds(OmegaConf.create({"model": {"members": ["a", "b", "c"]}})) == 3

@@ -73,6 +73,30 @@ def linear_relevance_log(seed: int, tmp_path):
     return impression_log(**cols), path, theta
 
 
+def test_a_position_no_impression_of_the_replicate_shows_has_no_estimate():
+    """A bootstrap replicate whose drawn queries never show position 3 (weight 0 on every cell there) has
+    no data on θ_3: it is NaN, which the bootstrap skips, not a made-up value (1: "always examined").
+
+    Kills mutant #29 (``regression_em`` returning θ without the ``pos_n > 0`` mask).
+    """
+    from ltr.clicks.regression_em import Cells, regression_em
+
+    rng = np.random.default_rng(0)
+    n_pairs = 300
+    X = rng.random((n_pairs, 2))
+    pair = np.repeat(np.arange(n_pairs), 3)
+    pos = np.tile([0, 1, 2], n_pairs)
+    n = np.full(pair.size, 4.0)
+    c = rng.binomial(4, np.where(pos == 0, 0.5, 0.25)).astype(np.float64)
+    w = np.where(pos == 2, 0.0, 1.0)  # position 3 is in no query of this replicate
+    regressor = RelevanceRegressor(X, None, seed=0, num_threads=1)
+    theta, _ = regression_em(
+        regressor, Cells(n, c, pair, pos, 3), w, np.random.default_rng(1), iterations=2, trees=2
+    )
+    assert theta[0] == 1.0 and 0.0 < theta[1] <= 1.0
+    assert np.isnan(theta[2])
+
+
 def test_recovers_examination_where_relevance_is_a_function_of_the_features(tmp_path):
     log, path, theta = linear_relevance_log(0, tmp_path)
     reg = estimate_propensities(log, method="regression-em", features=path, n_bootstrap=1, seed=0)

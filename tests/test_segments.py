@@ -172,6 +172,43 @@ def test_ranked_labels_and_worst_queries_by_hand() -> None:
     assert "| new | q1 | 0.3000 | 0.8000 | -0.5000 | 0 1 0 | 2 1 0 |" in text
 
 
+def test_worst_queries_break_equal_losses_by_the_smaller_system_value() -> None:
+    """Two queries lose the same 0.5 (exact in binary): the one where the system scores less (a: 0.25)
+    comes first, although it comes second in query order; the documented tie-break is value, then order.
+
+    Kills mutant #8 (ties broken by query order only).
+    """
+    values = pd.Series([0.5, 0.25, 0.9], index=["b", "a", "c"])
+    base = pd.Series([1.0, 0.75, 0.9], index=["b", "a", "c"])
+    worst = worst_queries(values, base, {}, system="new", k=2)
+    assert [w.qid for w in worst] == ["a", "b"] and [w.diff for w in worst] == [-0.5, -0.5]
+
+
+def test_query_attributes_of_an_empty_query_count_no_relevant_document() -> None:
+    """Offsets may hold an empty query (q2 of [0, 2, 2, 3]): it has 0 documents and 0 relevant ones, not
+    the count of the next query's first document that a plain ``reduceat`` gives there.
+
+    Kills mutant #9 (``n_relevant`` without the ``sizes > 0`` mask: 1 for q2).
+    """
+    a = query_attributes(np.array([1.0, 0.0, 2.0]), np.array([0, 2, 2, 3]), ["q1", "q2", "q3"])
+    assert a["n_docs"].tolist() == [2, 0, 1]
+    assert a["n_relevant"].tolist() == [1, 0, 1]
+
+
+def test_query_attributes_of_empty_queries_anywhere() -> None:
+    """An empty query's highest label is 0 (it has no document), not the next query's first label (2.0 for
+    q2 before the fix), and an empty query at the end is counted, not an IndexError from ``reduceat``.
+    """
+    a = query_attributes(np.array([1.0, 0.0, 2.0]), np.array([0, 2, 2, 3]), ["q1", "q2", "q3"])
+    assert a["max_label"].tolist() == [1.0, 0.0, 2.0]
+    b = query_attributes(np.array([1.0, 0.0, 2.0]), np.array([0, 0, 2, 3, 3]), ["q0", "q1", "q2", "q3"])
+    assert b.to_dict("list") == {
+        "n_docs": [0, 2, 1, 0],
+        "n_relevant": [0, 1, 1, 0],
+        "max_label": [0.0, 1.0, 2.0, 0.0],
+    }
+
+
 def test_segment_plot_has_a_panel_per_family(tmp_path) -> None:  # noqa: ANN001 - pytest fixture
     from ltr.report.plots import plot_segments
 

@@ -36,6 +36,15 @@ def test_kfold_partitions_queries():
         query_kfold(10, 1, seed=0)
 
 
+def test_kfold_train_positions_are_sorted():
+    """Each fold's training positions are sorted (a ``subset`` of them keeps the file's query order).
+
+    Kills mutant #27 (``query_kfold`` returning the training positions in the shuffled order).
+    """
+    for train, test in query_kfold(23, 5, seed=3):
+        assert train.tolist() == sorted(set(range(23)) - set(test.tolist()))
+
+
 def test_kfold_agrees_with_sklearn_group_semantics():
     """Every test fold holds whole queries, like scikit-learn's GroupKFold (rows never straddle folds)."""
     from sklearn.model_selection import GroupKFold
@@ -67,6 +76,17 @@ def test_train_valid_test(sparse):
         split_queries(10, [0.5, 0.6], seed=0)
     with pytest.raises(ConfigError, match="empty split"):
         split_queries(2, [0.8, 0.1, 0.1], seed=0)
+
+
+def test_split_sizes_round_the_cumulative_fractions_to_the_nearest_query():
+    """10 queries at (0.66, 0.2, 0.14): 0.66·10 = 6.6 → 7 training queries, 0.86·10 = 8.6 → 9, so 2 valid and
+    the last split takes the remaining 1 (rounding each fraction gives the same 7, 2, 1; truncating 6, 2, 2).
+
+    Kills mutant #28 (``np.floor`` for ``np.round`` in ``split_queries``).
+    """
+    assert [g.size for g in split_queries(10, [0.66, 0.2, 0.14], seed=0)] == [7, 2, 1]
+    s = train_valid_test(_data(10), (0.66, 0.2, 0.14), seed=1)
+    assert [s[k].n_queries for k in ("train", "valid", "test")] == [7, 2, 1]
 
 
 def test_mslr_rotation_matches_the_published_layout():

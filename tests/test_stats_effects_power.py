@@ -75,6 +75,37 @@ def test_t_power_matches_simulated_scipy_t_tests() -> None:
     assert rate == pytest.approx(predicted, abs=4 * np.sqrt(predicted * (1 - predicted) / sims))
 
 
+def test_normal_power_counts_both_tails() -> None:
+    """A two-sided level-α z-test rejects with probability α when Δ is (nearly) 0, and at a small effect
+    its rejection rate in simulated z-tests includes the wrong-direction tail Φ(−Δ/se − z).
+
+    Kills mutant #15 (``achieved_power`` without the ``Φ(−ncp − z)`` term: α/2 at Δ → 0).
+    """
+    assert achieved_power(100, 1e-9, 1.0) == pytest.approx(0.05, rel=1e-6)
+    assert achieved_power(100, 1e-9, 1.0, alpha=0.2, paired=True) == pytest.approx(0.2, rel=1e-6)
+    # n = 2 paired, σ_d = 1: se = 1/√2; Δ = 0.5·se → Φ(0.5 − 1.96) + Φ(−0.5 − 1.96) = 0.0721 + 0.0069
+    rng = np.random.default_rng(3)
+    sims, se = 400_000, 1 / np.sqrt(2)
+    mean_d = rng.normal(0.5 * se, se, sims)  # the mean of 2 paired differences with σ_d = 1
+    rate = np.mean(np.abs(mean_d) / se > stats.norm.isf(0.025))
+    predicted = achieved_power(2, 0.5 * se, 1.0, paired=True)
+    assert rate == pytest.approx(predicted, abs=4 * np.sqrt(predicted * (1 - predicted) / sims))
+
+
+def test_t_power_of_a_tiny_unpaired_sample_matches_simulated_scipy_t_tests() -> None:
+    """n = 3 per system: the unpaired t-test has 2n − 2 = 4 degrees of freedom (critical t 2.776, not 2.571
+    at df 5), which a simulation of scipy's ``ttest_ind`` resolves at this size.
+
+    Kills mutant #16 (``df = 2n − 1`` for the unpaired t power: the simulation at n = 12 cannot tell df 22 from 23).
+    """
+    rng = np.random.default_rng(21)
+    sims, n, delta, sigma = 200_000, 3, 1.5, 1.0
+    x, y = rng.normal(delta, sigma, (sims, n)), rng.normal(0.0, sigma, (sims, n))
+    rate = np.mean(stats.ttest_ind(x, y, axis=1).pvalue <= 0.05)
+    predicted = achieved_power(n, delta, sigma, method="t")
+    assert rate == pytest.approx(predicted, abs=4 * np.sqrt(predicted * (1 - predicted) / sims))
+
+
 def test_t_sample_size_is_smallest_n_reaching_power() -> None:
     n = queries_needed(0.05, 0.08, paired=True, method="t")
     assert n >= queries_needed(0.05, 0.08, paired=True)

@@ -103,3 +103,15 @@ def test_invalid_inputs() -> None:
         tukey_hsd([["x", "y"], ["z", "w"]])
     with pytest.raises(DataError, match="±inf"):
         tukey_hsd(np.array([[0.1, np.inf], [0.2, 0.3]]))
+
+
+def test_identical_all_zero_systems_are_not_different() -> None:
+    """Two systems scoring 0 on every query (e.g. nDCG on a hard test set): every resample's range is 0,
+    as large as the observed 0, so p = (B + 1)/(B + 1) = 1 by the module's definition — never 1/(B + 1).
+
+    Kills mutant #17 (``searchsorted(..., side="right")``: counts only R* > |Δ|, which differs only when the
+    tolerance is 0, i.e. an all-zero table, and there calls two identical systems significantly different).
+    """
+    zeros = np.zeros(20)
+    r = tukey_hsd({"a": zeros, "b": zeros, "c": zeros}, B=200, seed=0)
+    assert r.pvalue("a", "b") == 1.0 and r.pvalue("b", "c") == 1.0

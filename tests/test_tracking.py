@@ -24,6 +24,48 @@ from ltr.tracking.store import _INSERT_RACE_RETRIES, is_connection_error, retry_
 from ltr.tracking.writer import TAG_FALLBACK_FOR, NullTracker, SplitDataset, Tracker, flatten_params
 
 
+def test_a_password_without_a_user_name_is_masked():
+    """A token-only server URI (``https://:TOKEN@host``, an empty user name) hides the token like any password.
+
+    Kills mutant #1 (the masking pattern requiring a non-empty user name: the token was written in clear).
+    """
+    from ltr.tracking.store import mask_secrets
+
+    assert mask_secrets("tracking.uri=https://:t0ken@mlflow.example.org seed=1") == (
+        "tracking.uri=https://:***@mlflow.example.org seed=1"
+    )
+
+
+def test_credentials_with_an_unencoded_at_sign_are_split_like_urllib_reads_them():
+    """``http://ann:p@ss@host:5000``: the host follows the *last* ``@``, as ``urllib.parse`` reads it
+    (username ``ann``, password ``p@ss``).
+
+    Kills mutant #2 (``split_credentials`` splitting at the first ``@``: password ``p``, host ``ss@host``).
+    """
+    from urllib.parse import urlsplit
+
+    from ltr.tracking.store import split_credentials
+
+    uri = "http://ann:p@ss@127.0.0.1:5000/path"
+    parts = urlsplit(uri)
+    assert (parts.username, parts.password, parts.hostname) == ("ann", "p@ss", "127.0.0.1")
+    assert split_credentials(uri) == ("http://127.0.0.1:5000/path", "ann", "p@ss")
+
+
+def test_a_password_with_an_unencoded_at_sign_is_masked_whole():
+    """The password ``p@ss`` that :func:`split_credentials` hands to MLflow is hidden entirely: before the
+    fix the mask stopped at its first ``@`` and params, tags and messages showed ``ann:***@ss@127.0.0.1``.
+    Other URIs in the same text, and ``@`` after the authority, are left as they are.
+    """
+    from ltr.tracking.store import mask_secrets
+
+    text = "tracking.uri=http://ann:p@ss@127.0.0.1:5000/path?to=a@b x=http://b:c@h2 mail=u@example.org"
+    assert mask_secrets(text) == (
+        "tracking.uri=http://ann:***@127.0.0.1:5000/path?to=a@b x=http://b:***@h2 mail=u@example.org"
+    )
+    assert mask_secrets("http://h:5000?x=a:b@c") == "http://h:5000?x=a:b@c"  # no userinfo: nothing to hide
+
+
 def test_retry_backs_off_on_sqlite_lock_then_succeeds():
     calls = []
 

@@ -57,10 +57,17 @@ def query_attributes(
             f"query_attributes: {off.shape[0] - 1} queries in offsets, {len(query_ids)} query ids"
         )
     sizes = np.diff(off)
-    n_rel = np.add.reduceat((y >= relevant_from).astype(np.int64), off[:-1]) if y.size else sizes * 0
-    top = np.maximum.reduceat(y, off[:-1]) if y.size else sizes * 0.0
+    # an empty query has no relevant document and highest label 0; reduceat over the non-empty queries'
+    # starts only (a plain reduceat gives an empty query the next query's first value, and fails on a
+    # trailing one)
+    nonempty = sizes > 0
+    n_rel, top = np.zeros(sizes.shape[0], dtype=np.int64), np.zeros(sizes.shape[0])
+    if nonempty.any():
+        starts = off[:-1][nonempty]
+        n_rel[nonempty] = np.add.reduceat((y >= relevant_from).astype(np.int64), starts)
+        top[nonempty] = np.maximum.reduceat(y, starts)
     return pd.DataFrame(
-        {"n_docs": sizes, "n_relevant": np.where(sizes > 0, n_rel, 0), "max_label": top},
+        {"n_docs": sizes, "n_relevant": n_rel, "max_label": top},
         index=pd.Index(list(query_ids), name="qid"),
     )
 

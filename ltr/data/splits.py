@@ -39,7 +39,8 @@ T = TypeVar("T")
 def query_kfold(
     n_queries: int, k: int, *, seed: int, shuffle: bool = True
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``k`` (train, test) pairs of sorted query positions; each query is in exactly one test fold."""
+    """``k`` (train, test) pairs of query positions, train sorted and test in the seeded shuffled order
+    (``shuffle=False``: sorted too); each query is in exactly one test fold."""
     k = check_value(k, int, Constraint(low=2), "k")
     if n_queries < k:
         raise ConfigError(f"cannot make {k} folds from {n_queries} queries")

@@ -88,7 +88,8 @@ def load_model(source: str, *, tracking_uri: str, option: str = "--model") -> Lo
             folder = ranker_folder(local)
             if folder is None:
                 raise ConfigError(
-                    f"{where}: not an ltr model (no {RANKER_FOLDER / MANIFEST} among its artifacts)"
+                    f"{where}: not an ltr model (no {MANIFEST}, nor {RANKER_FOLDER / MANIFEST} of a logged "
+                    "model, among its artifacts)"
                 )
             ranker = _load(folder, where)
         name = _registered_name(source) if source.startswith("models:/") else ranker.name

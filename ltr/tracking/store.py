@@ -46,7 +46,9 @@ HTTP_LIMITS = {
 }
 
 
-_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*):[^/\s@]*@")
+#: ``scheme://user:password@`` up to the *last* ``@`` of the authority (``/``, ``?``, ``#`` or whitespace end
+#: it), as :func:`split_credentials` and ``urllib`` read it: an unencoded ``@`` in a password is masked too
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*):[^/?#\s]*@")
 
 
 def mask_secrets(text: str) -> str:
