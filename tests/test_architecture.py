@@ -324,10 +324,11 @@ IMPORT_ALLOWS: dict[str, frozenset[str]] = {
 }
 
 
-#: One interpreter for every import check: it forks a child per group of allowed packages, which imports
-#: them (loading an allowed package first hides nothing: whatever it loads is recorded too), and that
-#: child forks a grandchild per module, which imports the module and reports what is in ``sys.modules``.
-#: Each module is imported into a process that has never imported any other ltr module.
+#: One interpreter for every import check: it imports numpy and scipy (allowed everywhere), then forks a
+#: child per group of allowed packages, which imports them (loading an allowed package first hides
+#: nothing: whatever it loads is in ``sys.modules`` too), and that child forks a grandchild per module,
+#: which imports the module and reports the watched packages in ``sys.modules``. Each module is imported
+#: into a process that has never imported any other ltr module.
 _FORKED_CHECKS = """
 import json, os, sys
 plan, watched, out = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
@@ -360,6 +361,7 @@ def group(preload, modules):
             forked(check(module))
     return body
 
+import numpy, scipy.special, scipy.stats  # allowed everywhere (numpy/scipy), and scipy.stats takes ~1 s
 for preload, modules in plan:
     forked(group(preload, modules))
 """
