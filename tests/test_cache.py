@@ -141,7 +141,7 @@ def _worker(args):
     return d.fingerprint()
 
 
-@pytest.mark.slow  # ~10 s: 3 spawned interpreters racing on one cache entry, twice; a race test, CI
+@pytest.mark.slow  # ~5 s: 3 spawned interpreters racing on one cache entry, twice; a race test, CI
 def test_parallel_processes_share_one_entry(tmp_path):
     """Several processes load the same file at once (empty cache, then a corrupted entry): all get the
     same data, exactly one good entry remains, no temporary folders are left behind."""

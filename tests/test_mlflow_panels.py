@@ -126,7 +126,7 @@ def _split(name: str, digest: str) -> SplitDataset:
     return SplitDataset(f"d/{name}", digest, f"/data/{name}.txt", name, {"n_queries": 2})
 
 
-@pytest.mark.slow  # ~50 s: a server start and bounded retries against the dead server
+@pytest.mark.slow  # ~10 s: bounded retries against the dead server (the session's server, a killed proxy)
 @pytest.mark.parametrize("dies", ["before the child", "inside the child"])
 def test_children_in_the_fallback_store_keep_their_parent_and_datasets(
     tmp_path, mlflow_server, monkeypatch, dies, experiment_name
@@ -264,7 +264,7 @@ def test_import_into_an_unreachable_server_is_one_line_naming_the_option(tmp_pat
                 if "ltr.fallback.imported_as" in r.data.tags]  # fmt: skip
 
 
-@pytest.mark.slow  # ~40 s: a server start, bounded retries against the dead proxy
+@pytest.mark.slow  # ~12 s: two real import processes, bounded retries against the dead proxy
 def test_import_into_a_server_that_dies_part_way_is_one_line_and_a_rerun_completes_it(
     tmp_path, mlflow_session_server, experiment_name
 ):
@@ -317,7 +317,7 @@ def test_sweep_jobs_and_their_summary_name_their_entry_points(tmp_path):
     assert sources == [("ltr.sweep", "JOB", 0), ("ltr.train", "JOB", 3), ("ltr.train", "JOB", 3)]
 
 
-@pytest.mark.slow  # ~1 min: a real comparison, the server killed under it, an import
+@pytest.mark.slow  # ~30 s: a real comparison, the server killed under it, an import
 def test_a_comparison_whose_server_dies_keeps_its_tree_in_the_fallback_store(
     tmp_path, mlflow_server, experiment_name
 ):

@@ -336,7 +336,7 @@ def test_a_job_that_ends_the_process_leaves_its_stored_trial_failed_not_running(
     assert _jobs(app)[-1]["c"] == "b"
 
 
-@pytest.mark.slow  # ~5 s: a real sweep whose jobs run in joblib's worker processes; process plumbing, CI
+@pytest.mark.slow  # ~4 s: a real sweep whose jobs run in joblib's worker processes; process plumbing, CI
 def test_batches_of_n_jobs_go_through_the_joblib_launcher_together(tmp_path):
     """n_jobs=2: trials are asked two at a time before either is told — Optuna's batch proposals."""
     app = _write_app(tmp_path, n_trials=6, n_jobs=2)
@@ -384,7 +384,7 @@ def _wait_for(path_glob, root: Path, proc: subprocess.Popen, timeout: float = 12
         time.sleep(0.1)
 
 
-@pytest.mark.slow  # ~10 s: a real sweep SIGKILLed mid-trial, then 3 more sweeps; its value is in CI
+@pytest.mark.slow  # ~9 s: a real sweep SIGKILLed mid-trial, then 3 more sweeps; its value is in CI
 def test_a_sweep_killed_mid_trial_resumes_to_the_trials_of_an_uninterrupted_run(tmp_path, sweep_in_process):
     """SIGKILL while trial 3 runs; the same command again: trial 3 is FAIL (interrupted) and retried once
     with its parameters, and the finished trials are exactly those of a sweep that was never killed."""
@@ -418,7 +418,7 @@ def test_a_sweep_killed_mid_trial_resumes_to_the_trials_of_an_uninterrupted_run(
     assert len(_finished(clean)) == 6
 
 
-@pytest.mark.slow  # ~8 s: a real sweep interrupted by SIGINT, then a rerun; its value is in CI
+@pytest.mark.slow  # ~6 s: a real sweep interrupted by SIGINT, then a rerun; its value is in CI
 def test_ctrl_c_fails_the_running_trial_as_interrupted_and_the_rerun_retries_it(tmp_path, sweep_in_process):
     db = tmp_path / "optuna.db"
     app = _write_app(tmp_path / "app", storage=f"sqlite:///{db}", study_name="toy", n_trials=4)
@@ -450,7 +450,7 @@ def _two_workers(app: Path, tmp_path: Path, prefix: str, *, sleep: str) -> None:
         assert worker.returncode == 0, err[-3000:]
 
 
-@pytest.mark.slow  # ~10 s: two real sweep processes racing on one study (they must overlap); CI
+@pytest.mark.slow  # ~7 s: two real sweep processes racing on one study (they must overlap); CI
 def test_two_processes_on_one_sqlite_study_finish_n_distinct_trials(tmp_path):
     """The same command twice at once: exactly n_trials trials complete, each once, run by both workers."""
     db = tmp_path / "optuna.db"
@@ -466,7 +466,7 @@ def test_two_processes_on_one_sqlite_study_finish_n_distinct_trials(tmp_path):
     assert len(jobs) == 10
 
 
-@pytest.mark.slow  # ~15 s: two real sweep processes on one study against a serial sweep; CI
+@pytest.mark.slow  # ~9 s: two real sweep processes on one study against a serial sweep; CI
 def test_enqueued_trials_give_the_same_results_with_two_workers_as_serially(tmp_path, sweep_in_process):
     fixed = [{"lr": 0.01 * (i + 1), "leaves": 10 + i, "m": 20 + i, "c": "abc"[i % 3]} for i in range(6)]
     serial_db, shared_db = tmp_path / "serial.db", tmp_path / "shared.db"

@@ -126,7 +126,7 @@ def _generate_together(directory: Path, seeds: list[int]) -> list[subprocess.Com
     )
 
 
-@pytest.mark.slow  # ~20 s: 2 rounds of 4 interpreters generating at once; a race test, its value is in CI
+@pytest.mark.slow  # ~17 s: 2 rounds of 4 interpreters generating at once; a race test, its value is in CI
 def test_processes_generating_in_one_fresh_folder_all_succeed_and_never_mix_settings(tmp_path):
     """4 real processes start generating at the same instant in an empty folder, two with another seed:
     all succeed, and the splits on disk are exactly those of the settings the manifest records (before,
@@ -203,7 +203,7 @@ print(load_synthetic(cfg)["train"].fingerprint())
 """
 
 
-@pytest.mark.slow  # ~15 s: 8 interpreters importing ltr on 2 cores; a race test, its value is in CI
+@pytest.mark.slow  # ~8 s: 8 interpreters importing ltr on 2 cores; a race test, its value is in CI
 def test_staggered_first_loads_in_a_fresh_folder_all_succeed(tmp_path):
     """8 real processes load the synthetic data in a fresh folder, starting 0.15 s apart (as the jobs of a
     parallel sweep do; counted from when all have imported ltr): all succeed with the same data. The big
