@@ -10,7 +10,7 @@ and spend a second or two here. Run by hand: ``python tests/warm_kernels.py pars
 Each group calls the public functions the suite calls, with the argument types the suite uses
 (a numba kernel is compiled once per type signature): float32 parsing (``data.parse.dtype=float64``
 compiles another ~20 s, left to the few tests that use it), the cache's checksum, LETOR text generation, every metric family under every tie convention, the bootstrap
-(percentile and BCa), the paired tests and Tukey's HSD.
+(percentile and BCa), the paired tests, Tukey's HSD and the pairwise IPS gradients.
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ def warm_parse() -> None:
 
 
 def warm_metrics() -> None:
-    """Every metric family under every tie convention; the statistics' resampling kernels."""
+    """Every metric family under every tie convention; the statistics' resampling kernels; pairwise IPS."""
     from ltr.metrics import evaluate
+    from ltr.models.clicks.pairwise_ips import PairwiseIPSObjective
     from ltr.stats import bootstrap_ci, paired_bootstrap_ci, randomization_test, tukey_hsd
 
     rng = np.random.default_rng(0)
@@ -58,6 +59,8 @@ def warm_metrics() -> None:
         paired_bootstrap_ci(a, b, B=50, seed=0, method=method)
     randomization_test(a, b, B=50, seed=0)
     tukey_hsd({"a": a, "b": b, "c": (a + b) / 2}, B=50, seed=0)
+    objective = PairwiseIPSObjective(offsets=offsets, labels=labels, pair_weight=np.ones(offsets[-1]))
+    objective(scores, None)  # the pairwise IPS LambdaMART gradients
 
 
 GROUPS = {"parse": warm_parse, "metrics": warm_metrics}
