@@ -24,15 +24,15 @@ import argparse
 import json
 import math
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
 from ltr.analysis.label_priorities import ORDERINGS, LabelPriorities, label_priorities
 from ltr.cli.running import print_result, run_cli
-from ltr.core.errors import ConfigError, DataError
+from ltr.core.errors import ConfigError
 from ltr.core.resources import work_root
 from ltr.data.svmlight import load_svmlight
+from ltr.io.label_probs import read_label_probs
 from ltr.io.predictions import read_scores
 from ltr.tracking.loading import load_model
 from ltr.tracking.store import resolve_tracking_uri
@@ -58,27 +58,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tracking-uri", default=None, help="MLflow store for runs:/ and models: sources")
     parser.add_argument("--json", action="store_true")
     return parser
-
-
-def read_label_probs(path: str | Path, n_rows: int) -> np.ndarray:
-    """A (n_rows, n_grades) array from ``.npy`` or a CSV/whitespace text file; errors name the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: no such label-probability file")
-    try:
-        if path.suffix == ".npy":
-            probs = np.load(path, allow_pickle=False)
-        else:
-            text = path.read_text(encoding="utf-8")
-            probs = np.loadtxt(path, delimiter="," if "," in text else None, ndmin=2)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: not a label-probability table ({exc})") from exc
-    probs = np.asarray(probs, dtype=np.float64)
-    if probs.ndim != 2 or probs.shape[0] != n_rows or probs.shape[1] < 2:
-        raise DataError(
-            f"{path}: expected {n_rows} rows (one per data row) of >= 2 grade probabilities, got shape {probs.shape}"
-        )
-    return probs
 
 
 def model_label_probs(source: str, data: object, tracking_uri: str | None) -> np.ndarray:
