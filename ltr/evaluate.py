@@ -61,9 +61,8 @@ from ltr.data.registry import REGISTRY, default_dir, load_dataset
 from ltr.data.svmlight import load_svmlight
 from ltr.io.predictions import SCORE_FORMATS, read_scores, write_scores
 from ltr.io.trec import docnos, read_qrels, read_run, write_trec_run
-from ltr.metrics.compute import evaluate
 from ltr.metrics.conventions import PRESETS, describe_conventions
-from ltr.metrics.trec import TrecResult, evaluate_trec, format_trec, trec_measures
+from ltr.metrics.trec import TrecResult, evaluate_labelled, evaluate_trec, format_trec
 from ltr.tracking.loading import load_model
 from ltr.tracking.store import resolve_tracking_uri
 
@@ -203,31 +202,6 @@ def _trec_systems(args: argparse.Namespace, measures: Sequence[str], preset: str
     results = [evaluate_trec(qrels, run, measures, preset=preset) for run in runs]
     names = _names([r.tag for r in runs], args.run)
     return [System(n, g, r) for n, g, r in zip(names, args.run, results, strict=True)]
-
-
-def evaluate_labelled(
-    labels: np.ndarray,
-    scores: np.ndarray,
-    offsets: np.ndarray,
-    topics: Sequence[str],
-    measures: Sequence[str],
-    *,
-    preset: str,
-    docno: np.ndarray,
-    tag: str,
-) -> TrecResult:
-    """Per-query values of ``measures`` (trec_eval or ltr names, keyed as given) on labelled rows.
-
-    Labels 0, 2, 1 ranked in that order: P@1 = 0; NDCG@2 (exp2 gain) = (3/log2 3) / (3 + 1/log2 3).
-
-    >>> r = evaluate_labelled(np.array([0.0, 2, 1]), np.array([0.3, 0.2, 0.1]), np.array([0, 3]), ["7"],
-    ...                       ["P_1", "ndcg@2"], preset="ltr", docno=np.array(["a", "b", "c"]), tag="x")
-    >>> r.topics, {m: round(float(v[0]), 6) for m, v in r.values.items()}
-    (['7'], {'P_1': 0.0, 'ndcg@2': 0.521296})
-    """
-    pairs = trec_measures(measures)
-    values = evaluate([m for _, m in pairs], labels, scores, offsets, preset=preset, docno=docno)
-    return TrecResult(list(topics), {display: values[metric] for display, metric in pairs}, tag)
 
 
 def load_letor(args: argparse.Namespace, n_features: int | None) -> RankingData:

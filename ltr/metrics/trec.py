@@ -157,6 +157,32 @@ def evaluate_trec(
     )
 
 
+def evaluate_labelled(
+    labels: np.ndarray,
+    scores: np.ndarray,
+    offsets: np.ndarray,
+    topics: Sequence[str],
+    measures: Sequence[str],
+    *,
+    preset: str,
+    docno: np.ndarray,
+    tag: str,
+) -> TrecResult:
+    """Per-query values of ``measures`` (trec_eval or ltr names, keyed as given) on labelled rows.
+
+    Labels 0, 2, 1 ranked in that order: P@1 = 0; NDCG@2 (exp2 gain) = (3/log2 3) / (3 + 1/log2 3).
+
+    >>> import numpy as np
+    >>> r = evaluate_labelled(np.array([0.0, 2, 1]), np.array([0.3, 0.2, 0.1]), np.array([0, 3]), ["7"],
+    ...                       ["P_1", "ndcg@2"], preset="ltr", docno=np.array(["a", "b", "c"]), tag="x")
+    >>> r.topics, {m: round(float(v[0]), 6) for m, v in r.values.items()}
+    (['7'], {'P_1': 0.0, 'ndcg@2': 0.521296})
+    """
+    pairs = trec_measures(measures)
+    values = evaluate([m for _, m in pairs], labels, scores, offsets, preset=preset, docno=docno)
+    return TrecResult(list(topics), {display: values[metric] for display, metric in pairs}, tag)
+
+
 def format_trec(result: TrecResult, *, per_topic: bool = False) -> str:
     """trec_eval's text output: ``measure<TAB>topic<TAB>value`` (value to 4 decimals), then ``all``.
 
