@@ -204,7 +204,8 @@ def compose_config(overrides: list[str], **kwargs: Any):
 
 def store_client(root: Path) -> MlflowClient:
     """Client of the SQLite store a run with ``paths.root=root`` writes."""
-    return MlflowClient(tracking_uri=f"sqlite:///{root.resolve()}/mlflow.db")
+    uri = f"sqlite:///{root.resolve()}/mlflow.db"
+    return MlflowClient(tracking_uri=uri, registry_uri=uri)
 
 
 def free_port() -> int:

@@ -11,6 +11,7 @@ import pytest
 
 from ltr.data.synthetic import generate
 from ltr.models import build_ranker
+from ltr.tracking.store import process_uris
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 mlflow = pytest.importorskip("mlflow")
@@ -24,10 +25,8 @@ FAST = {
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     root = tmp_path_factory.mktemp("mlflow")
-    previous = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(f"sqlite:///{root}/mlflow.db")
-    yield mlflow.create_experiment("ensemble-pyfunc", artifact_location=(root / "artifacts").as_uri())
-    mlflow.set_tracking_uri(previous)
+    with process_uris(f"sqlite:///{root}/mlflow.db"):
+        yield mlflow.create_experiment("ensemble-pyfunc", artifact_location=(root / "artifacts").as_uri())
 
 
 @pytest.mark.slow  # MLflow model logging and loading: 60-120 s on a busy 2-core machine

@@ -16,6 +16,7 @@ from helpers import TINY_DATA, quick_model, run_train_cli, store_client, write_l
 from sklearn.datasets import load_svmlight_file
 
 from ltr.evaluate import main
+from ltr.tracking.store import process_uris
 
 
 def run_json(args: list[str], capsys) -> dict:
@@ -133,12 +134,8 @@ def test_logged_model_reproduces_the_runs_test_metrics_and_engine_scores(logged,
     assert out["mean"]["err@10"] == pytest.approx(run.data.metrics["test/err_at_10"], abs=1e-12)
     scores = np.loadtxt(tmp_path / "s.txt")
     # MLflow's own loader of the logged pyfunc model, fed the documented input (features f1… + qid)
-    previous = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(uri)  # MLflow resolves runs:/ through its process-wide tracking URI
-    try:
+    with process_uris(uri):  # MLflow resolves runs:/ through its process-wide tracking URI
         local = Path(mlflow.artifacts.download_artifacts(artifact_uri=source, dst_path=str(tmp_path / "m")))
-    finally:
-        mlflow.set_tracking_uri(previous)
     X, _, qid = load_svmlight_file(str(test_file), n_features=46, query_id=True)
     pyfunc = mlflow.pyfunc.load_model(str(local))
     np.testing.assert_allclose(
@@ -160,14 +157,8 @@ def test_registered_model_version_writes_a_run_tagged_with_its_name(logged, tmp_
     from mlflow.tracking import MlflowClient
 
     root, run, uri = logged
-    previous = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
-    mlflow.set_tracking_uri(uri)
-    mlflow.set_registry_uri(uri)
-    try:  # what a user does: register the run's model
+    with process_uris(uri, uri):  # what a user does: register the run's model
         assert mlflow.register_model(f"runs:/{run.info.run_id}/model", "my-ranker").version in (1, "1")
-    finally:
-        mlflow.set_tracking_uri(previous[0])
-        mlflow.set_registry_uri(previous[1])
     test_file = root / "data" / "synthetic" / "test.txt"
     args = ["--data", str(test_file), "--tracking-uri", uri, "-m", "map"]
     by_version = run_json(

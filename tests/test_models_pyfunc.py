@@ -11,6 +11,7 @@ import pytest
 from ltr.core.errors import DataError
 from ltr.data.synthetic import generate
 from ltr.models import build_ranker
+from ltr.tracking.store import process_uris
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 mlflow = pytest.importorskip("mlflow")
@@ -27,11 +28,8 @@ FAST = {
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     root = tmp_path_factory.mktemp("mlflow")
-    previous = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(f"sqlite:///{root}/mlflow.db")
-    experiment = mlflow.create_experiment("pyfunc-test", artifact_location=(root / "artifacts").as_uri())
-    yield experiment
-    mlflow.set_tracking_uri(previous)
+    with process_uris(f"sqlite:///{root}/mlflow.db"):
+        yield mlflow.create_experiment("pyfunc-test", artifact_location=(root / "artifacts").as_uri())
 
 
 def round_trip(store, models: list[str]) -> None:

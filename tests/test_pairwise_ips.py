@@ -29,6 +29,7 @@ from ltr.metrics import evaluate
 from ltr.models import build_ranker, load_ranker
 from ltr.models.clicks.pairwise_ips import PairwiseIPSObjective
 from ltr.tracking.loading import RANKER_FOLDER, load_model
+from ltr.tracking.store import process_uris
 
 
 def brute_force(offsets, labels, scores, weight, *, sigmoid=1.0, norm=True, truncation=30, gain=None):
@@ -233,12 +234,8 @@ def test_train_cli_logs_the_propensities_with_the_run(tmp_path, monkeypatch, cap
     assert run.data.params["model.clicks.propensity_floor"] == "0.2"
     uri = f"sqlite:///{tmp_path.resolve()}/mlflow.db"
     source = f"runs:/{run.info.run_id}/model"
-    previous = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(uri)  # MLflow resolves runs:/ through its process-wide tracking URI
-    try:
+    with process_uris(uri):  # MLflow resolves runs:/ through its process-wide tracking URI
         local = mlflow.artifacts.download_artifacts(artifact_uri=source, dst_path=str(tmp_path / "dl"))
-    finally:
-        mlflow.set_tracking_uri(previous)
     manifest = json.loads((Path(local) / RANKER_FOLDER / "manifest.json").read_text())
     assert manifest["state"]["propensities"] == pytest.approx(theta)
     assert manifest["state"]["clicks"]["propensity_floor"] == 0.2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import sqlite3
 import subprocess
@@ -283,6 +284,51 @@ def test_child_runs_parquet_and_statuses(tmp_path):
         find_runs(uri, run_names=["zzz"])
     with pytest.raises(ConfigError, match="has no artifact"):
         download_frame(uri, runs["parent"].info.run_id, "per_query/test.parquet")
+
+
+@pytest.mark.parametrize("user_uri", [None, "sqlite:///users-own.db"])
+def test_mlflow_process_state_is_left_as_found(user_uri, tmp_path, monkeypatch):
+    """A run or a model load in a user's process leaves MLflow's URIs and their variables as it found them.
+
+    Restoring with ``set_tracking_uri(get_tracking_uri())`` pins MLflow's resolved default and exports
+    it as ``MLFLOW_TRACKING_URI`` to every later subprocess (a registered model then lands in the wrong
+    store: CI caught it in test_export).
+    """
+    import mlflow
+    from mlflow.tracking._model_registry import utils as registry_utils
+    from mlflow.tracking._tracking_service import utils as tracking_utils
+
+    from ltr.tracking.loading import load_model
+
+    for key in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(tracking_utils, "_tracking_uri", None)
+    monkeypatch.setattr(registry_utils, "_registry_uri", None)
+    if user_uri:
+        mlflow.set_tracking_uri(user_uri)
+    before = (
+        tracking_utils._tracking_uri,
+        registry_utils._registry_uri,
+        os.environ.get("MLFLOW_TRACKING_URI"),
+    )
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    parent = Tracker(uri, "exp", artifact_root=tmp_path / "art")
+    with parent.start(run_name="parent"):
+        assert mlflow.get_tracking_uri() == uri  # the fluent API writes to the run's store meanwhile
+        child = parent.spawn()
+        with child.start(run_name="child", parent_run_id=parent.run_id):
+            pass
+        assert mlflow.get_tracking_uri() == uri
+    for source in (f"runs:/{parent.run_id}/model", "models:/nothing/1"):
+        with pytest.raises(ConfigError, match="cannot load it from"):
+            load_model(source, tracking_uri=uri)
+    after = (
+        tracking_utils._tracking_uri,
+        registry_utils._registry_uri,
+        os.environ.get("MLFLOW_TRACKING_URI"),
+    )
+    assert after == before
+    assert "MLFLOW_REGISTRY_URI" not in os.environ
 
 
 # --- the ranker says how it is logged ---------------------------------------------------------------

@@ -26,6 +26,7 @@ from helpers import (
 )
 
 from ltr.core.errors import ConfigError
+from ltr.tracking.store import process_uris
 from ltr.train import available_models, run
 
 TINY = [*TINY_DATA, *quick_model(30), "num_threads=1"]
@@ -110,14 +111,10 @@ def test_cli_run_is_logged_completely(cli_run):
 
     logged = client.search_logged_models(experiment_ids=[exp.experiment_id])
     assert logged and logged[0].source_run_id == r.info.run_id
-    previous = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(client.tracking_uri)
-    try:
+    with process_uris(client.tracking_uri):
         assert "python_function" in get_model_info(logged[0].model_uri).flavors
         model = mlflow.pyfunc.load_model(logged[0].model_uri)  # the README's input: f1 … f46 + qid
         scores = model.predict(as_frame(np.zeros((3, 46)), qid=[1, 1, 2]))
-    finally:
-        mlflow.set_tracking_uri(previous)
     assert scores.shape == (3,) and np.isfinite(scores).all()
 
 

@@ -32,7 +32,7 @@ from typing import Any
 from ltr.core.errors import ConfigError, LtrError
 from ltr.models import load_ranker
 from ltr.models.base import MANIFEST
-from ltr.tracking.store import check_server_reachable, mask_secrets
+from ltr.tracking.store import check_server_reachable, mask_secrets, process_uris
 
 #: the folder of a logged model holding the saved ranker (:data:`ltr.models.pyfunc.ARTIFACT`; that
 #: module imports MLflow at load, so the name is repeated here and a test keeps the two equal)
@@ -140,14 +140,9 @@ def _download(source: str, tracking_uri: str, into: Path, where: str) -> Path:
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # no progress bars in the output
     # MLflow resolves runs:/ (the run's logged model) and models:/ (the registry) through its
     # process-wide tracking and registry URIs, whatever tracking_uri= says: point both at the store
-    previous = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
-    mlflow.set_tracking_uri(tracking_uri)
-    mlflow.set_registry_uri(tracking_uri)
     try:
-        return Path(mlflow.artifacts.download_artifacts(artifact_uri=source, dst_path=str(into)))
+        with process_uris(tracking_uri, tracking_uri):
+            return Path(mlflow.artifacts.download_artifacts(artifact_uri=source, dst_path=str(into)))
     except (MlflowException, OSError, ImportError) as exc:  # ImportError: a cloud store's client is missing
         first = mask_secrets(str(exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"{where}: cannot load it from {mask_secrets(tracking_uri)}: {first}") from None
-    finally:
-        mlflow.set_tracking_uri(previous[0])
-        mlflow.set_registry_uri(previous[1])

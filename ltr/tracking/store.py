@@ -226,6 +226,39 @@ def is_server_uri(uri: str) -> bool:
     return uri.startswith(("http://", "https://"))
 
 
+@contextmanager
+def process_uris(tracking_uri: str, registry_uri: str | None = None) -> Iterator[None]:
+    """Point MLflow's process-wide tracking (and registry) URI at a store, then restore them exactly.
+
+    MLflow's fluent API (``mlflow.start_run``, ``log_model``, ``download_artifacts`` of ``runs:/`` and
+    ``models:/``) reads process-wide URIs, and ``mlflow.set_tracking_uri`` also exports
+    ``MLFLOW_TRACKING_URI`` (``set_registry_uri``: ``MLFLOW_REGISTRY_URI``) to the environment.
+    Restoring with ``set_*_uri(get_*_uri())`` would pin the *resolved default* and leak it into the
+    environment of every later subprocess; this restores the unset state as unset.
+    """
+    import mlflow  # deferred: slow import (see the module docstring)
+    from mlflow.tracking._model_registry import utils as registry_utils
+    from mlflow.tracking._tracking_service import utils as tracking_utils
+
+    saved = (
+        tracking_utils._tracking_uri,
+        registry_utils._registry_uri,
+        {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")},
+    )
+    mlflow.set_tracking_uri(tracking_uri)
+    if registry_uri is not None:
+        mlflow.set_registry_uri(registry_uri)
+    try:
+        yield
+    finally:
+        tracking_utils._tracking_uri, registry_utils._registry_uri = saved[0], saved[1]
+        for key, value in saved[2].items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def open_store(
     mlflow: Any, uri: str, experiment: str, artifact_root: str | os.PathLike[str] | None
 ) -> tuple[Any, str]:
@@ -237,12 +270,8 @@ def open_store(
     with _store_lock(uri):
         client = MlflowClient(tracking_uri=uri)
         retry_call(client.search_experiments, max_results=1)
-        previous = mlflow.get_tracking_uri()
-        mlflow.set_tracking_uri(uri)
-        try:
+        with process_uris(uri):
             retry_call(mlflow.search_experiments, max_results=1)
-        finally:
-            mlflow.set_tracking_uri(previous)
         location = Path(artifact_root).resolve().as_uri() if artifact_root else None
         return client, experiment_id(client, experiment, location)
 

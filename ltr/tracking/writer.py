@@ -28,7 +28,7 @@ import sys
 import time
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from ltr.tracking.store import (
     mask_secrets,
     masked,
     open_store,
+    process_uris,
     resolve_tracking_uri,
     retry_call,
 )
@@ -235,14 +236,14 @@ class Tracker:
         import shutil
         import tempfile
 
-        mlflow = self._mlflow
         all_tags = {k: mask_secrets(str(v)) for k, v in (tags or {}).items()}
         if parent_run_id:
             all_tags[TAG_PARENT] = parent_run_id
         self._run_name, self._run_tags = run_name, all_tags
         if self.fallback_root is not None and self.fallback_from is None:
             self._journal, self._stash = [], Path(tempfile.mkdtemp(prefix="ltr-run-"))
-        previous_uri = mlflow.get_tracking_uri()
+        uris = ExitStack()  # MLflow's process-wide URIs, restored exactly when the run ends
+        uris.enter_context(process_uris(self.uri))
         try:
             self.run_id = None
             self._guarded(self._open_run, journaled=True)  # a fallback opens the run itself
@@ -263,7 +264,7 @@ class Tracker:
                 if self.fallback_from is not None:
                     print(fallback_message(self.run_id or "", self.uri, self.fallback_from), file=sys.stderr)
         finally:
-            mlflow.set_tracking_uri(previous_uri)
+            uris.close()
             if self._stash is not None:
                 shutil.rmtree(self._stash, ignore_errors=True)
             self._journal, self._stash = None, None
