@@ -250,11 +250,12 @@ def register_configs() -> None:
 
     register_model_configs()
     cs = ConfigStore.instance()
-    cs.store(group="eval", name="schema", node=EvalSchema)
-    cs.store(group="tracking", name="schema", node=TrackingSchema)
-    for name, node in DATA_SCHEMAS.items():
-        cs.store(group="data", name=name, node=node)
-    cs.store(group="backend", name="schema", node=BackendSchema)
+    entries = [("eval", "schema", EvalSchema), ("tracking", "schema", TrackingSchema)]
+    entries += [("data", name, node) for name, node in DATA_SCHEMAS.items()]
+    entries.append(("backend", "schema", BackendSchema))
+    for group, name, node in entries:  # each once a process: storing converts the dataclass again
+        if f"{name}.yaml" not in cs.repo.get(group, {}):
+            cs.store(group=group, name=name, node=node)
     for name, fn in (("ltr_direction", metric_direction), ("ltr_threads_per_job", threads_per_job)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn)
