@@ -1,7 +1,8 @@
 # Two entry points for a fresh Linux machine with Python >= 3.11 and make:
 #   make train   set up .venv if missing, then run LambdaMART on the built-in synthetic data
 #   make test    set up the same .venv, then run the test suite (fast tests; make test-all adds slow ones)
-# The environment is installed from uv.lock (exact versions); uv itself is bootstrapped into .tools/.
+# The environment is installed from uv.lock (exact versions); uv itself is bootstrapped into .tools/;
+# then ltr's numba kernels are compiled into numba's cache (python -m ltr.warmup), once per install.
 PYTHON ?= python3
 UV_VERSION := 0.13.8
 TOOLS := .tools
@@ -28,6 +29,7 @@ $(UV):
 
 $(STAMP): uv.lock pyproject.toml | $(UV)
 	UV_PYTHON=$(PYTHON) $(UV) sync --frozen --compile-bytecode
+	$(VENV)/bin/python -m ltr.warmup --jobs 2 parse metrics float64
 	@touch $@
 
 train: $(STAMP)

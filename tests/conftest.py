@@ -121,17 +121,19 @@ def experiment_name(request) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name)[:80] + "-" + uuid.uuid4().hex[:8]
 
 
-#: set to skip the warm-up of numba's compile cache (``tests/warm_kernels.py``) at the start of a session
+#: set to skip the warm-up of numba's compile cache (``python -m ltr.warmup``) at the start of a session
 NO_WARMUP_ENV = "LTR_TEST_NO_WARMUP"
+#: the kernel groups the suite uses (float64: the few tests that parse to ``dtype=float64``)
+WARMUP = ["--jobs", "2", "parse", "metrics", "float64"]
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Compile the numba kernels once before any test (and before xdist starts its workers).
 
-    Runs ``tests/warm_kernels.py``'s two groups as two processes at once in the controlling process
-    only (an xdist worker has ``workerinput``); a warm cache costs a second or two, a fresh clone the
-    compilation once, which the suite would otherwise pay inside its tests, once per worker.
+    ``make env`` compiles them after installing (``python -m ltr.warmup``); this catches a kernel
+    edited since, in the controlling process only (an xdist worker has ``workerinput``): a warm cache
+    costs a second or two, a changed kernel its compilation once instead of once per worker.
     """
     config = session.config
     if hasattr(config, "workerinput") or os.environ.get(NO_WARMUP_ENV) or config.option.collectonly:
@@ -140,25 +142,18 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     import sys
     import time
 
-    script = Path(__file__).with_name("warm_kernels.py")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])}
     start = time.monotonic()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(script), group], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        )
-        for group in ("parse", "metrics")
-    ]
-    outputs = [proc.communicate()[0].decode(errors="replace") for proc in procs]
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr.warmup", *WARMUP], env=env, cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+    )  # fmt: skip
     elapsed = time.monotonic() - start
-    failed = [out for proc, out in zip(procs, outputs, strict=True) if proc.returncode != 0]
-    if failed:  # the tests that use the kernels will fail with the reason; say it once here too
-        raise pytest.UsageError("tests/warm_kernels.py failed:\n" + "\n".join(out[-2000:] for out in failed))
+    if proc.returncode != 0:  # the tests that use the kernels will fail with the reason; say it once here too
+        raise pytest.UsageError("python -m ltr.warmup failed:\n" + proc.stdout[-4000:])
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None and elapsed > 10:
-        reporter.write_line(
-            f"numba: ltr's kernels compiled into numba's cache in {elapsed:.0f} s (once per clone)"
-        )
+        reporter.write_line(f"numba: ltr's kernels compiled into numba's cache in {elapsed:.0f} s")
 
 
 #: The longest test files (measured: docs/benchmarks.md, "Test suite"), run first: xdist hands out whole

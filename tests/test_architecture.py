@@ -56,6 +56,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ltr.compare",
             "ltr.evaluate",
             "ltr.labelnext",
+            "ltr.warmup",
             "ltr.data.__main__",
             "ltr.clicks.__main__",
             "ltr.export.__main__",

@@ -71,7 +71,7 @@ def leaderboard_table(report: Any, *, title: str | None = None, decimals: int = 
     >>> console = Console(width=120, record=True, file=io.StringIO())
     >>> console.print(leaderboard_table(rep, title="demo"))
     >>> text = console.export_text()
-    >>> "lambda_mart" in text and "bm25_base (baseline)" in text and "\\_" not in text and "**" not in text
+    >>> "lambda_mart" in text and "bm25_base (baseline)" in text and "\\\\_" not in text and "**" not in text
     True
     """
     table = Table(title=title, caption=report.legend(), caption_justify="left", title_justify="left")
@@ -107,7 +107,7 @@ def print_comparison(console: Any, report: Any, *, title: str, sections: Sequenc
     >>> console = Console(width=150, file=io.StringIO())
     >>> print_comparison(console, rep, title="demo", sections=[rep.detail_markdown()])
     >>> text = console.file.getvalue()
-    >>> "base_line (baseline)" in text and "ndcg@10 vs base_line" in text and "\\_" not in text and "**" not in text
+    >>> "base_line (baseline)" in text and "ndcg@10 vs base_line" in text and "\\\\_" not in text and "**" not in text
     True
     """
     console.print()

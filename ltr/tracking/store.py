@@ -237,8 +237,8 @@ def process_uris(tracking_uri: str, registry_uri: str | None = None) -> Iterator
     environment of every later subprocess; this restores the unset state as unset.
     """
     import mlflow  # deferred: slow import (see the module docstring)
-    from mlflow.tracking._model_registry import utils as registry_utils
-    from mlflow.tracking._tracking_service import utils as tracking_utils
+    from mlflow.tracking._model_registry import utils as registry_utils  # deferred: as above
+    from mlflow.tracking._tracking_service import utils as tracking_utils  # deferred: as above
 
     saved = (
         tracking_utils._tracking_uri,
