@@ -36,9 +36,9 @@ from ltr.cli.running import run_cli
 
 
 def _parse(dtype: str) -> None:
-    from ltr.data.svmlight import load_svmlight, write_svmlight
-    from ltr.data.synthetic import generate
-    from ltr.data.textgen import write_letor_text
+    from ltr.data.svmlight import load_svmlight, write_svmlight  # deferred: each group in its own process
+    from ltr.data.synthetic import generate  # deferred: as above
+    from ltr.data.textgen import write_letor_text  # deferred: as above
 
     with tempfile.TemporaryDirectory(prefix="ltr-warm-") as tmp:
         folder = Path(tmp)
@@ -60,9 +60,14 @@ def warm_float64() -> None:
 
 def warm_metrics() -> None:
     """Every metric family under every tie convention; the statistics' resampling kernels; pairwise IPS."""
-    from ltr.metrics import evaluate
-    from ltr.models.clicks.pairwise_ips import PairwiseIPSObjective
-    from ltr.stats import bootstrap_ci, paired_bootstrap_ci, randomization_test, tukey_hsd
+    from ltr.metrics import evaluate  # deferred: as above
+    from ltr.models.clicks.pairwise_ips import PairwiseIPSObjective  # deferred: as above
+    from ltr.stats import (  # deferred: as above
+        bootstrap_ci,
+        paired_bootstrap_ci,
+        randomization_test,
+        tukey_hsd,
+    )
 
     rng = np.random.default_rng(0)
     offsets = np.array([0, 7, 12, 20])

@@ -621,6 +621,7 @@ sys.exit(main(["fetch", "mslr_web10k", "--dir", dest, "--url", url, "--sha256", 
 """
 
 
+@pytest.mark.slow  # two real fetch processes racing: CI only
 def test_two_fetches_into_one_folder_at_once_both_succeed(server, tmp_path):
     """Two real ``python -m ltr.data fetch`` processes (the command's ``main``) install the same mirror
     into one fresh folder at the same moment: both exit 0 and the folder holds the archive, whole.

@@ -83,7 +83,9 @@ def cv_runs(tmp_path_factory, labelled_file):
     return root, protocol, separate
 
 
-@pytest.mark.parametrize("runs", ["letor_runs", "cv_runs"])
+@pytest.mark.parametrize(
+    "runs", [pytest.param("letor_runs", marks=pytest.mark.slow), "cv_runs"]
+)  # LETOR folds: CI
 def test_per_fold_values_equal_separate_single_fold_runs(runs, request):
     _, protocol, separate = request.getfixturevalue(runs)
     assert len(protocol.runs) == len(separate)
@@ -96,7 +98,9 @@ def test_per_fold_values_equal_separate_single_fold_runs(runs, request):
         assert protocol.summary.n_queries[label] == test.n_queries
 
 
-@pytest.mark.parametrize("runs", ["letor_runs", "cv_runs"])
+@pytest.mark.parametrize(
+    "runs", [pytest.param("letor_runs", marks=pytest.mark.slow), "cv_runs"]
+)  # LETOR folds: CI
 def test_mean_sd_and_pooled_ci_match_numpy_and_the_bootstrap(runs, request):
     _, protocol, separate = request.getfixturevalue(runs)
     summary = protocol.summary

@@ -494,8 +494,11 @@ def test_enqueued_trials_give_the_same_results_with_two_workers_as_serially(tmp_
 
 @pytest.mark.parametrize(
     ("copy_of_retry", "copy_last"),
-    [(False, False), (True, False), (False, True)],
-    ids=["enqueued", "retry", "last"],
+    [
+        pytest.param(False, False, id="enqueued", marks=pytest.mark.slow),  # CI: one race in the fast suite
+        pytest.param(True, False, id="retry"),
+        pytest.param(False, True, id="last", marks=pytest.mark.slow),
+    ],
 )
 def test_a_parameter_set_enqueued_twice_by_racing_workers_runs_once(
     tmp_path, copy_of_retry, copy_last, sweep_in_process

@@ -85,6 +85,7 @@ def test_xgboost_unbiased_equals_xgboost_train_on_the_display_ordered_log(data):
     np.testing.assert_allclose(ours.predict(test), booster.predict(xgb.DMatrix(test.X)), rtol=1e-6)
 
 
+@pytest.mark.slow  # model quality over training runs: CI only
 def test_debiased_models_beat_naive_click_training_on_true_labels(data):
     train, test = data["train"], data["test"]
 

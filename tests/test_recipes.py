@@ -177,6 +177,7 @@ def test_a_recipe_runs_end_to_end_on_a_standin_as_documented(tmp_path, name):
         assert "ours: lambdamart (mean over folds)" in published
 
 
+@pytest.mark.slow  # a real recipe run: CI only
 def test_the_lightgbm_recipe_prints_the_page_beside_ours_and_logs_it(tmp_path):
     """Fast: the recipe with 5 trees and few resamples on a 20-query stand-in (the slow test runs it as is)."""
     standin = write_fold_standin(tmp_path / "MSLR-WEB30K", n_queries=20, max_label=4)

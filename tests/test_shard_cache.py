@@ -183,6 +183,7 @@ def _load_range(args) -> str:
     return read_shard(Shard(Path(path), start, stop), {**OPTS, "cache_dir": cache}).fingerprint()
 
 
+@pytest.mark.slow  # real processes racing for one cache entry: CI only
 def test_parallel_processes_share_one_range_entry(tmp_path):
     src = write_svmlight(generate(300, seed=4, min_docs=5, max_docs=30), tmp_path / "par.txt")
     cache = tmp_path / "cache"
@@ -197,6 +198,7 @@ def test_parallel_processes_share_one_range_entry(tmp_path):
     assert len(_entries(cache)) == 1 and not [p for p in cache.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.slow  # a real two-process Dask cluster: CI only
 def test_a_two_process_cluster_reads_byte_ranges_from_the_cache_on_the_second_load(big, tmp_path):
     """Real worker processes: after the first load the parser is replaced on every worker by one
     that raises, and the second load still succeeds with the same arrays."""

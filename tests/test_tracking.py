@@ -180,6 +180,7 @@ def _lose_the_first_race(endpoint: str, answered: list[str]) -> Any:
     return intercept
 
 
+@pytest.mark.slow  # a race on a real server: CI only (retry_call is tested in-process)
 def test_a_lost_dataset_race_on_a_server_is_retried_and_the_run_stays_there(
     tmp_path, mlflow_session_server, experiment_name
 ):
@@ -383,6 +384,7 @@ def test_unknown_flavor_is_refused_naming_the_ranker(tmp_path):
 # --- a real MLflow server: credentials, a server that dies mid-run, the fallback store ----------------
 
 
+@pytest.mark.slow  # a real server killed mid-fit: CI only (the fallback logic is also tested in-process)
 def test_server_killed_mid_training_the_run_lands_in_the_fallback_store_and_imports(
     tmp_path, mlflow_server, experiment_name, capsys
 ):
@@ -528,6 +530,7 @@ class BasicAuthProxy(ForwardingProxy):
         super().__init__(upstream, check, drop_headers=("authorization",))
 
 
+@pytest.mark.slow  # a real server behind an authenticating proxy: CI only (masking is tested in-process)
 def test_credentials_in_the_server_uri_reach_the_server_and_are_never_shown(
     tmp_path, mlflow_session_server, experiment_name
 ):
@@ -578,7 +581,10 @@ def test_wrong_credentials_fail_before_training_with_one_masked_line(tmp_path, m
     assert not (tmp_path / "data").exists()  # before any data was generated
 
 
-@pytest.mark.parametrize("kill_before", ["start", "metrics", "end"])
+@pytest.mark.parametrize(
+    "kill_before",
+    [pytest.param("start", marks=pytest.mark.slow), pytest.param("metrics", marks=pytest.mark.slow), "end"],
+)  # one kill point in the fast suite, all three in CI
 def test_server_dying_between_calls_or_before_the_run_ends_loses_nothing(
     tmp_path, mlflow_server, monkeypatch, kill_before, experiment_name
 ):

@@ -223,6 +223,7 @@ def run_train_cli_on_a_terminal(args: list[str], root: Path, *, ci: bool) -> str
     return b"".join(chunks).decode(errors="replace")
 
 
+@pytest.mark.slow  # two real training processes on a pseudo-terminal: CI only
 def test_progress_bar_on_a_terminal_unless_ci(tmp_path):
     args = [
         "+model=lambdamart",
