@@ -632,3 +632,18 @@ def test_docs_preset_table_matches_presets():
         assert (c.zero_beyond_list == ("ndcg",)) == ("NDCG@k = 0 when n < k" in other), name
         assert (c.rel_threshold == 2.0) == ("relevant = label ≥ 2" in other), name
         assert c.rel_threshold in (1.0, 2.0) and c.err_gmax == 4, name
+
+
+def test_a_strided_column_of_scores_reaches_the_kernels_contiguous():
+    """The kernels are compiled per array layout: a column of a score matrix must not compile them again."""
+    from ltr.metrics import _kernels
+
+    rng = np.random.default_rng(0)
+    matrix = rng.random((20, 3))
+    labels, offsets = rng.integers(0, 3, 20), np.array([0, 8, 20])
+    by_column = evaluate(["ndcg@5", "map"], labels, matrix[:, 1], offsets)
+    by_copy = evaluate(["ndcg@5", "map"], labels, matrix[:, 1].copy(), offsets)
+    for name in by_copy:
+        np.testing.assert_array_equal(by_column[name], by_copy[name])
+    layouts = {arg.layout for sig in _kernels.rank_order.signatures for arg in sig if hasattr(arg, "layout")}
+    assert layouts == {"C"}, _kernels.rank_order.signatures

@@ -37,12 +37,23 @@ def float_array(
     expected: str | None = None,
     error: type[LtrError] = DataError,
 ) -> np.ndarray:
-    """``x`` as a float64 array with ``ndim`` dimensions; else ``error``: ``WHAT must be numeric (...)`` or
-    ``WHAT must be EXPECTED, got shape S`` (``expected`` defaults to ``"1-d"``/``"2-d"``/...)."""
+    """``x`` as a C-contiguous float64 array with ``ndim`` dimensions; else ``error``: ``WHAT must be
+    numeric (...)`` or ``WHAT must be EXPECTED, got shape S`` (``expected`` defaults to ``"1-d"``/``"2-d"``/...).
+
+    Contiguous because the numba kernels are compiled per array layout: a column of a matrix (a strided
+    view) would otherwise compile every kernel it reaches a second time (seconds each), once per process
+    without a warm cache. A strided view is copied; a contiguous float64 array is returned as is.
+
+    >>> m = np.arange(6.0).reshape(3, 2)
+    >>> m[:, 1].flags.c_contiguous, float_array(m[:, 1], "scores").flags.c_contiguous
+    (False, True)
+    >>> row = m[0]; float_array(row, "scores") is row
+    True
+    """
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise error(f"{what} must be numeric ({exc})") from None
     if arr.ndim != ndim:
         raise error(f"{what} must be {expected or f'{ndim}-d'}, got shape {arr.shape}")
-    return arr
+    return np.ascontiguousarray(arr)
