@@ -160,18 +160,19 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 #: files (``--dist loadfile``) in collection order, so a long file collected last would run alone at the
 #: end while the other worker idles. A file missing here keeps its place after these.
 LONGEST_FIRST = (
-    "test_tracking.py",
-    "test_optuna_sweeper.py",
-    "test_export.py",
-    "test_ensemble.py",
-    "test_fail_early.py",
-    "test_train.py",
-    "test_fetch.py",
     "test_compare.py",
-    "test_doctests.py",
+    "test_fail_early.py",
+    "test_export.py",
+    "test_optuna_sweeper.py",
+    "test_train.py",
+    "test_ensemble.py",
+    "test_fetch.py",
     "test_mlflow_panels.py",
-    "test_schemas.py",
+    "test_compressed.py",
     "test_folds.py",
+    "test_dask_shards.py",
+    "test_architecture.py",
+    "test_tracking.py",
 )
 
 

@@ -296,6 +296,7 @@ def test_a_sampler_that_cannot_be_built_is_named(tmp_path, sweep_in_process):
     assert not (app / "sweep").exists() or not list((app / "sweep").glob("*/params.json"))
 
 
+@pytest.mark.slow  # two sweeps on one stored study: CI only
 def test_a_study_in_storage_is_continued_by_the_next_run_up_to_n_trials(tmp_path, sweep_in_process):
     """n_trials is the size of the study: a rerun of a finished search adds nothing, a larger n_trials
     adds the difference — and the four trials are those of one uninterrupted 4-trial search."""
@@ -495,8 +496,8 @@ def test_enqueued_trials_give_the_same_results_with_two_workers_as_serially(tmp_
 @pytest.mark.parametrize(
     ("copy_of_retry", "copy_last"),
     [
-        pytest.param(False, False, id="enqueued", marks=pytest.mark.slow),  # CI: one race in the fast suite
-        pytest.param(True, False, id="retry"),
+        pytest.param(False, False, id="enqueued", marks=pytest.mark.slow),  # racing processes: CI only
+        pytest.param(True, False, id="retry", marks=pytest.mark.slow),
         pytest.param(False, True, id="last", marks=pytest.mark.slow),
     ],
 )

@@ -201,6 +201,7 @@ def test_a_lost_dataset_race_on_a_server_is_retried_and_the_run_stays_there(
     assert (logged.dataset.name, logged.dataset.digest) == ("tiny-train", "abc123")
 
 
+@pytest.mark.slow  # a race on a real server: CI only (retry_call is tested in-process)
 def test_sweep_workers_promoting_on_one_parent_retry_a_lost_race(
     tmp_path, mlflow_session_server, experiment_name
 ):
