@@ -71,8 +71,8 @@ def dist(tmp_path_factory) -> dict[str, Path]:
     args = [find_uv(), "build", "--out-dir", str(out), "--python", sys.executable, str(PROJECT_ROOT)]
     done = timed("uv build (sdist, then wheel from it)", args, timeout=900, env=user_env())
     assert done.returncode == 0, done.stderr[-3000:]
-    (wheel,) = out.glob("ltr-*.whl")
-    (sdist,) = out.glob("ltr-*.tar.gz")
+    (wheel,) = out.glob("ltr_workbench-*.whl")
+    (sdist,) = out.glob("ltr_workbench-*.tar.gz")
     return {"wheel": wheel, "sdist": sdist}
 
 
@@ -91,7 +91,8 @@ def python(dist, tmp_path_factory) -> Path:
     done = timed("python -m venv", [sys.executable, "-m", "venv", str(venv)], timeout=300, env=user_env())
     assert done.returncode == 0, done.stderr
     python = venv / "bin" / "python"
-    install = [str(python), "-m", "pip", "install", "--disable-pip-version-check", str(dist["wheel"])]
+    # the README's install: the wheel with the `export` extra (ONNX), plain pip
+    install = [str(python), "-m", "pip", "install", "--disable-pip-version-check", f"{dist['wheel']}[export]"]
     done = timed("pip install <wheel>", install, timeout=1800, env=user_env())
     assert done.returncode == 0, (
         f"plain `pip install` of the wheel failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
@@ -122,7 +123,7 @@ def test_wheel_and_sdist_carry_the_config_tree_and_experiments(dist, tmp_path):
     ]
     done = timed("uv build --wheel (from the checkout)", direct, timeout=900, env=user_env())
     assert done.returncode == 0, done.stderr[-3000:]
-    (wheel,) = tmp_path.glob("ltr-*.whl")
+    (wheel,) = tmp_path.glob("ltr_workbench-*.whl")
     assert set(zipfile.ZipFile(wheel).namelist()) == names
     for folder in ("conf", "experiments"):
         shipped = {n.removeprefix(f"ltr/{folder}/") for n in names if n.startswith(f"ltr/{folder}/")}
@@ -165,6 +166,12 @@ def test_train_from_an_empty_folder(python, tmp_path):
     assert "git.commit" not in run.data.tags  # not a checkout: the installed version is the provenance
     assert run.data.tags["ltr.cwd"] == str(tmp_path)
     assert 0 < run.data.metrics["test/ndcg_at_10"] <= 1
+    # the README's export, from the same folder: ONNX (the `export` extra), checked by onnxruntime
+    done = ltr_in(
+        python, tmp_path, "export onnx", "ltr.export", f"runs:/{run.info.run_id}/model", "--format", "onnx",
+        "--out", "model.onnx", "--check", "data/synthetic/test.txt",
+    )  # fmt: skip
+    assert (tmp_path / "model.onnx").is_file() and "wrote model.onnx (onnx" in done.stdout
 
 
 def test_packaged_experiment_with_an_ensemble(python, tmp_path):

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from ltr.core.errors import LtrError
+from ltr.core.extras import install_hint
 from ltr.core.resources import work_root
 from ltr.data.svmlight import load_svmlight
 from ltr.export.features import default_names, read_feature_map
@@ -40,7 +41,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "model", metavar="MODEL", help="saved ranker folder, runs:/<run id>/model or models:/<name>/<version>"
     )
-    p.add_argument("--format", required=True, choices=sorted(FORMATS), help="the target engine's format")
+    p.add_argument(
+        "--format", required=True, choices=sorted(FORMATS),
+        help=f"the target engine's format (onnx needs the 'export' extra: {install_hint('export')})",
+    )  # fmt: skip
     p.add_argument("--out", required=True, type=Path, metavar="PATH", help="the file to write")
     p.add_argument(
         "--feature-names",

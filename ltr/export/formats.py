@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ltr.core.errors import ConfigError
+from ltr.core.extras import require_extra
 from ltr.export.reading import MCRANK_REFUSED, from_ranker
 from ltr.export.targets import native, onnx, searchltr, solr, vespa
 from ltr.export.trees import ExpectedGrade, Exportable, LinearScorer, TreeEnsemble, Written
@@ -33,10 +34,11 @@ class Target:
     write: Callable[..., Written]
     score: Callable[[Path, np.ndarray, list[str]], np.ndarray]
     native: bool = False  # writes the ranker's own engine file (no canonical model)
+    extra: str | None = None  # the optional extra the format needs (ltr.core.extras.EXTRAS)
 
 
 FORMATS: dict[str, Target] = {
-    "onnx": Target("onnx", onnx.SUFFIX, onnx.write, onnx.score),
+    "onnx": Target("onnx", onnx.SUFFIX, onnx.write, onnx.score, extra="export"),
     "opensearch": Target("opensearch", searchltr.SUFFIX, searchltr.writer("opensearch"), searchltr.score),
     "elasticsearch": Target(
         "elasticsearch", searchltr.SUFFIX, searchltr.writer("elasticsearch"), searchltr.score
@@ -53,10 +55,15 @@ FORMATS: dict[str, Target] = {
 
 
 def get_target(name: str) -> Target:
-    """The target called ``name`` (a ConfigError listing the formats otherwise)."""
+    """The target called ``name`` (a ConfigError listing the formats otherwise), its extra's modules
+    importable (a ConfigError naming the missing one and the install otherwise): checked before any model
+    is loaded."""
     if name not in FORMATS:
         raise ConfigError(f"--format: expected one of {', '.join(sorted(FORMATS))}, got {name!r}")
-    return FORMATS[name]
+    target = FORMATS[name]
+    if target.extra is not None:
+        require_extra(target.extra, needed_for=f"--format {name}")
+    return target
 
 
 def export(ranker: Any, target: Target, out: Path, names: list[str], **options: Any) -> Written:

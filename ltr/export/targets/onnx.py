@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ltr.core.extras import import_optional
 from ltr.export.trees import ExpectedGrade, Exportable, LinearScorer, TreeEnsemble, Written
 
 INPUT = "features"
@@ -99,8 +100,13 @@ def _linear_nodes(model: LinearScorer, helper: Any, numpy_helper: Any) -> tuple[
 
 def build(model: Exportable, names: list[str]) -> Any:
     """The ONNX ModelProto of ``model`` (feature names go to the graph's doc string, in order)."""
-    # deferred: onnx is the optional `export` extra, loaded only to write ONNX
-    from onnx import TensorProto, checker, helper, numpy_helper
+    onnx = import_optional("onnx", extra="export", needed_for="--format onnx")
+    TensorProto, checker, helper, numpy_helper = (
+        onnx.TensorProto,
+        onnx.checker,
+        onnx.helper,
+        onnx.numpy_helper,
+    )
 
     initializers: list[Any] = []
     if isinstance(model, TreeEnsemble):
@@ -146,8 +152,7 @@ def write(model: Exportable, out: Path, names: list[str], **_: Any) -> Written:
 
 def score(out: Path, X: np.ndarray, names: list[str]) -> np.ndarray:
     """Scores of float32 rows by onnxruntime on the written file (the shipped parity check)."""
-    # deferred: onnxruntime is the optional `export` extra, loaded only to check an ONNX file
-    import onnxruntime as ort
+    ort = import_optional("onnxruntime", extra="export", needed_for="checking an ONNX file (--check)")
 
     session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     return np.asarray(session.run(None, {INPUT: np.asarray(X, dtype=np.float32)})[0], dtype=np.float64)[:, 0]

@@ -1,4 +1,4 @@
-"""``catboost``: CatBoost YetiRank (optional: needs ``pip install 'ltr[catboost]'``; imported lazily).
+"""``catboost``: CatBoost YetiRank (optional: the ``catboost`` extra, :mod:`ltr.core.extras`; imported lazily).
 
 The ltr vocabulary is translated by the table of :mod:`ltr.models.vocabulary` (CatBoost column:
 ``n_trees`` → ``iterations``, ``max_depth`` → ``depth`` (symmetric trees), ``lambda_l2`` →
@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ltr.core.errors import ConfigError, DataError
+from ltr.core.extras import import_optional
 from ltr.data import RankingData
 from ltr.models import vocabulary
 from ltr.models.base import BaseRanker, OnIteration, Resolved
@@ -38,14 +39,7 @@ MODEL_FILE = "model.cbm"
 
 def import_catboost() -> Any:
     """The ``catboost`` module, or a ConfigError saying how to install the optional extra."""
-    try:
-        import catboost  # deferred: optional engine (the 'catboost' extra), loaded when a model is built
-    except ImportError:
-        raise ConfigError(
-            "model catboost needs the optional package catboost: pip install 'ltr[catboost]' "
-            "(or uv sync --extra catboost)"
-        ) from None
-    return catboost
+    return import_optional("catboost", extra="catboost", needed_for="model catboost")
 
 
 class _LtrMetric:
@@ -100,6 +94,7 @@ class CatBoostYetiRank(BaseRanker):
     unsupported_params = vocabulary.refused("catboost")
 
     def _check_params(self, params: dict[str, Any]) -> None:
+        import_catboost()  # the optional extra, named when missing before any data is read
         if params["max_depth"] is None or params["max_depth"] > 16:
             raise ConfigError(
                 f"model catboost: params.max_depth must be 1-16 (CatBoost depth), got {params['max_depth']}"

@@ -1,0 +1,80 @@
+"""The distribution name and the optional extras: one error line naming the missing module and its install."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+
+import pytest
+from helpers import PROJECT_ROOT
+
+from ltr.core.errors import ConfigError
+from ltr.core.extras import DISTRIBUTION, EXTRAS, install_hint
+
+PYPROJECT = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
+
+
+def test_the_distribution_name_is_ours_and_the_extras_are_pyprojects():
+    assert PYPROJECT["project"]["name"] == DISTRIBUTION == "ltr-workbench"  # `ltr` on PyPI is another project
+    declared = PYPROJECT["project"]["optional-dependencies"]
+    for extra, modules in EXTRAS.items():
+        names = {req.split(">")[0].split("=")[0].split("[")[0].strip().lower() for req in declared[extra]}
+        assert set(modules) <= names, (extra, modules, names)
+
+
+def test_the_readme_install_section_names_the_distribution_and_every_extra():
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    section = readme[readme.index("## Install as a package") :]
+    section = section[: section.index("\n## ", 3)]
+    for extra in EXTRAS:
+        assert install_hint(extra) in section, extra
+
+
+def _blocking(tmp_path, module: str) -> dict[str, str]:
+    """An environment whose Python cannot import ``module`` (as if the extra were not installed)."""
+    (tmp_path / "sitecustomize.py").write_text(f"import sys\nsys.modules[{module!r}] = None\n")
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": f"{tmp_path}:{PROJECT_ROOT}",
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+    }
+    return env
+
+
+@pytest.mark.parametrize("module", ["onnx", "onnxruntime"])
+def test_export_to_onnx_without_the_extra_is_one_line_before_any_model_is_read(module, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr.export", str(tmp_path / "no-such-model"), "--format", "onnx",
+         "--out", str(tmp_path / "m.onnx")],
+        env=_blocking(tmp_path, module), cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"error: --format onnx needs the optional package {module} (extra 'export'): "
+        "pip install 'ltr-workbench[export]' (in this checkout: uv sync --extra export)"
+    ]
+    assert not (tmp_path / "m.onnx").exists()
+
+
+def test_export_help_names_the_extra():
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr.export", "--help"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "pip install 'ltr-workbench[export]'" in " ".join(proc.stdout.split())
+
+
+def test_catboost_without_the_extra_names_the_install(monkeypatch):
+    from ltr.models import build_ranker
+
+    monkeypatch.setitem(sys.modules, "catboost", None)
+    with pytest.raises(ConfigError) as raised:
+        build_ranker({"name": "catboost", "params": {}}, seed=0, num_threads=1)
+    assert str(raised.value) == (
+        "model catboost needs the optional package catboost (extra 'catboost'): "
+        "pip install 'ltr-workbench[catboost]' (in this checkout: uv sync --extra catboost)"
+    )
