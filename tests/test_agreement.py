@@ -174,8 +174,16 @@ def test_nan_queries_are_dropped_for_every_metric() -> None:
     frames = _frames(n_queries=20)
     frames["sys1"].loc["q3", "err@10"] = np.nan
     agr = metric_agreement(frames, B=20, test_B=100)
-    assert (agr.n_queries, agr.n_dropped) == (19, 1)
-    assert "1 dropped" in agr.to_markdown()
+    assert (agr.n_queries, agr.n_dropped, agr.n_skipped_by_all) == (19, 1, 0)
+    assert "(1 not scored by every system)" in agr.to_markdown()
+    for system in frames:  # every system skips q5 under ndcg@10: the metric left it out
+        frames[system].loc["q5", "ndcg@10"] = np.nan
+    agr = metric_agreement(frames, B=20, test_B=100)
+    assert (agr.n_queries, agr.n_dropped, agr.n_skipped_by_all) == (18, 2, 1)
+    assert (
+        "(1 skipped by every system: the metric is undefined for them, e.g. no relevant document; 1 not"
+        in (agr.to_markdown())
+    )
 
 
 def test_lower_is_better_metric_is_ranked_reversed() -> None:

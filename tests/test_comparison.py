@@ -103,9 +103,28 @@ def test_t_test_and_bh_options_match_scipy(systems: dict[str, pd.DataFrame]) -> 
 def test_nan_rule_drops_queries_not_scored_by_every_system(report: ComparisonReport) -> None:
     ndcg = report.row("lambdamart", "ndcg@10")
     assert (ndcg.n_queries, ndcg.n_dropped) == (N - 4, 4)  # q3, q17 (bm25) ∪ q17, q40, q41 (rank_net)
+    assert ndcg.n_skipped_by_all == 0  # each was scored by some system
     err = report.row("lambdamart", "err@10")
     assert (err.n_queries, err.n_dropped) == (N, 0)
-    assert "ndcg@10: 246 queries (4 dropped" in report.legend()
+    assert "ndcg@10: 246 queries (4 not scored by every system)" in report.legend()
+
+
+def test_queries_no_system_scored_are_called_skipped_not_unscored() -> None:
+    """A query without a relevant document is skipped by every system (``no_relevant=skip``): the legend
+    says so instead of "not scored by every system"; a query one system missed is counted apart."""
+    q = [f"q{i}" for i in range(30)]
+    rng = np.random.default_rng(3)
+    a = pd.DataFrame({"ndcg@10": rng.random(30)}, index=q)
+    b = pd.DataFrame({"ndcg@10": rng.random(30)}, index=q)
+    a.loc[["q1", "q2"], "ndcg@10"] = np.nan
+    b.loc[["q1", "q2", "q9"], "ndcg@10"] = np.nan  # q9: only b skipped it
+    row = compare({"a": a, "b": b}, baseline="a", B=100).row("b", "ndcg@10")
+    assert (row.n_queries, row.n_dropped, row.n_skipped_by_all) == (27, 3, 2)
+    legend = compare({"a": a, "b": b}, baseline="a", B=100).legend()
+    assert (
+        "ndcg@10: 27 queries (2 skipped by every system: the metric is undefined for them, e.g. no relevant "
+        "document; 1 not scored by every system)"
+    ) in legend
 
 
 def test_array_input_with_query_ids_aligns_by_id(
@@ -386,7 +405,7 @@ def test_compare_on_real_per_query_ndcg_from_pytrec_eval(shared_data: Path) -> N
     for system in ("f215", "f16"):
         ref = stats.ttest_rel(aligned[system], aligned["f90"]).pvalue
         assert t_rep.row(system, "ndcg@10").pvalue == pytest.approx(ref, rel=1e-12)
-    assert "198 queries (3 dropped" in rep.to_markdown()
+    assert "198 queries (3 skipped by every system: the metric is undefined for them" in rep.to_markdown()
     # docs/statistics.md shows this very report: every table row there must be what the code prints
     docs = (Path(__file__).resolve().parents[1] / "docs" / "statistics.md").read_text(encoding="utf-8")
     rows = [line for line in rep.to_markdown(detail=True).splitlines() if line.startswith("| f")]

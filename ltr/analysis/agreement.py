@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from ltr.analysis.comparison import PAIRED_TESTS, paired_pvalue
+from ltr.analysis.comparison import PAIRED_TESTS, dropped_words, paired_pvalue
 from ltr.core.errors import ConfigError, DataError
 from ltr.stats._validate import check_B, check_choice, check_level, check_seed
 
@@ -118,6 +118,8 @@ class MetricAgreement:
     metrics: tuple[str, ...]
     n_queries: int
     n_dropped: int
+    #: of ``n_dropped``, the queries every system skipped under the same metrics (undefined for them)
+    n_skipped_by_all: int
     means: np.ndarray  # systems × metrics
     kendall_tau: np.ndarray
     tau_ap: np.ndarray  # [i, j]: metric i's ranking is the reference
@@ -171,11 +173,7 @@ class MetricAgreement:
             "## Metric agreement",
             "",
             f"{len(self.systems)} systems, {self.n_queries} queries"
-            + (
-                f" ({self.n_dropped} dropped: not scored by every system and metric)"
-                if self.n_dropped
-                else ""
-            )
+            + (f" ({dropped_words(self.n_dropped, self.n_skipped_by_all)})" if self.n_dropped else "")
             + f". τ = Kendall's τ-b between the system rankings by mean; τ_AP (a→b) takes a's ranking as "
             f"the reference (Yilmaz et al. 2008). Pearson/Spearman over all (system, query) values with "
             f"{pct} percentile bootstrap CIs over queries (B = {self.B:,}, seed {self.seed}).",
@@ -211,8 +209,11 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|")
 
 
-def _common_values(per_query: Mapping[str, pd.DataFrame], metrics: Sequence[str]) -> tuple[np.ndarray, int]:
-    """``values[system, query, metric]`` over the queries every system scored under every metric."""
+def _common_values(
+    per_query: Mapping[str, pd.DataFrame], metrics: Sequence[str]
+) -> tuple[np.ndarray, tuple[int, int]]:
+    """``values[system, query, metric]`` over the queries every system scored under every metric, and
+    (queries dropped, of those the ones every system skipped under the same metrics)."""
     systems = list(per_query)
     order = per_query[systems[0]].index
     cubes = []
@@ -234,8 +235,11 @@ def _common_values(per_query: Mapping[str, pd.DataFrame], metrics: Sequence[str]
             )
         cubes.append(frame.loc[order, list(metrics)].to_numpy(dtype=float, na_value=np.nan))
     cube = np.stack(cubes)
-    scored = ~np.isnan(cube).any(axis=(0, 2))
-    return cube[:, scored, :], int((~scored).sum())
+    nan = np.isnan(cube)
+    scored = ~nan.any(axis=(0, 2))
+    # a query every system skipped under the same metrics: the metric, not a system, left it out
+    by_metric = ~scored & (nan == nan[:1]).all(axis=(0, 2))
+    return cube[:, scored, :], (int((~scored).sum()), int(by_metric.sum()))
 
 
 def metric_agreement(
@@ -306,7 +310,8 @@ def metric_agreement(
         systems=systems,
         metrics=tuple(names),
         n_queries=n_q,
-        n_dropped=dropped,
+        n_dropped=dropped[0],
+        n_skipped_by_all=dropped[1],
         means=means,
         kendall_tau=tau,
         tau_ap=tap,

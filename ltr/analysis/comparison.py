@@ -11,7 +11,8 @@ Query sets. Each system's per-query values carry query ids (a DataFrame index, o
 Systems scored on different query sets are refused with :class:`~ltr.core.errors.DataError` naming the
 systems and how many queries differ. NaN marks a query a system skipped (e.g. no relevant document):
 per metric, only the queries that **every** system scored are compared, and the report says how many
-were dropped (``n_dropped``).
+were dropped (``n_dropped``) and how many of those no system scored (``n_skipped_by_all``: the metric is
+undefined for them, e.g. no relevant document under ``no_relevant=skip``).
 
 >>> import numpy as np, pandas as pd
 >>> rng = np.random.default_rng(0)
@@ -85,6 +86,27 @@ class ComparisonRow:
     losses: int | None
     n_queries: int
     n_dropped: int
+    #: of ``n_dropped``, the queries no system scored (the metric is undefined for them, e.g. no relevant
+    #: document under ``no_relevant=skip``); the rest were scored by some systems only
+    n_skipped_by_all: int = 0
+
+
+def dropped_words(n_dropped: int, n_skipped_by_all: int) -> str:
+    """Why queries are left out of a comparison, in words that are true for both kinds.
+
+    >>> dropped_words(14, 14)
+    '14 skipped by every system: the metric is undefined for them, e.g. no relevant document'
+    >>> dropped_words(5, 2)
+    '2 skipped by every system: the metric is undefined for them, e.g. no relevant document; 3 not scored by every system'
+    """
+    parts = []
+    if n_skipped_by_all:
+        parts.append(
+            f"{n_skipped_by_all} skipped by every system: the metric is undefined for them, e.g. no relevant document"
+        )
+    if n_dropped - n_skipped_by_all:
+        parts.append(f"{n_dropped - n_skipped_by_all} not scored by every system")
+    return "; ".join(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +177,7 @@ class ComparisonReport:
         counts = "; ".join(
             f"{m}: {self.row(self.baseline, m).n_queries} queries"
             + (
-                f" ({self.row(self.baseline, m).n_dropped} dropped: not scored by every system)"
+                f" ({dropped_words(self.row(self.baseline, m).n_dropped, self.row(self.baseline, m).n_skipped_by_all)})"
                 if self.row(self.baseline, m).n_dropped
                 else ""
             )
@@ -475,7 +497,8 @@ def compare(
         for system, (ids, values) in tables.items():
             columns[system] = _metric_values(system, metric, len(ids), values)[ids.get_indexer(order)]
         scored = np.logical_and.reduce([~np.isnan(v) for v in columns.values()])
-        n, dropped = int(scored.sum()), int((~scored).sum())
+        by_none = np.logical_and.reduce([np.isnan(v) for v in columns.values()])
+        n, dropped = int(scored.sum()), (int((~scored).sum()), int(by_none.sum()))
         if n < 2:
             raise DataError(
                 f"metric {metric!r}: only {n} queries are scored by every system; need at least 2"
@@ -528,7 +551,7 @@ def _metric_rows(
     metric: str,
     columns: Mapping[str, np.ndarray],
     baseline: str,
-    dropped: int,
+    dropped: tuple[int, int],
     *,
     ci: str,
     B: int,
@@ -554,7 +577,8 @@ def _metric_rows(
             ci_low=mean_ci.low,
             ci_high=mean_ci.high,
             n_queries=values.shape[0],
-            n_dropped=dropped,
+            n_dropped=dropped[0],
+            n_skipped_by_all=dropped[1],
         )
         if s == baseline:
             rows.append(
