@@ -6,6 +6,10 @@ against scikit-learn's ``load_svmlight_file`` where the two tools agree on the f
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -331,3 +335,45 @@ def test_thread_counts_give_identical_results(tmp_path):
     assert prints == {d.fingerprint()}
     cached = load_svmlight(p, n_threads=1, n_features=12, cache_dir=tmp_path / "c")
     assert cached.fingerprint() == d.fingerprint()
+
+
+_TWO_THREADS = """
+import sys, threading
+import numpy as np
+from ltr.data.svmlight import load_svmlight
+paths, results, errors = sys.argv[1:3], {}, []
+def work(i):
+    try:
+        for _ in range(15):
+            results[i] = load_svmlight(paths[i], engine="numba", n_threads=2)
+    except BaseException as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+for t in threads: t.start()
+for t in threads: t.join()
+assert not errors, errors
+for i in range(2):
+    alone = load_svmlight(paths[i], engine="numba", n_threads=2)
+    assert np.array_equal(results[i].X, alone.X) and np.array_equal(results[i].qid, alone.qid)
+print("ok")
+"""
+
+
+def test_two_threads_parsing_at_once_do_not_abort_the_process(tmp_path):
+    """Dask's threaded workers parse shards from two threads at once. numba's ``workqueue`` threading
+    layer (its fallback when OpenMP and TBB do not load) aborts the process when two threads launch
+    parallel kernels together: CI lost an xdist worker to it. Forced here, the parse must still succeed."""
+    from ltr.data.synthetic import generate
+
+    paths = [tmp_path / f"part{i}.txt" for i in range(2)]
+    for i, path in enumerate(paths):
+        write_svmlight(generate(200, seed=i, max_docs=30), path)
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _TWO_THREADS, *map(str, paths)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]

@@ -957,6 +957,13 @@ def _blank_bom(buf: np.ndarray, n: int) -> None:
     buf[:skip] = _SP
 
 
+#: One parse at a time per process: the parallel kernels run on numba's threading layer, and its
+#: ``workqueue`` layer (numba's fallback when neither TBB nor OpenMP loads) aborts the whole process
+#: when two Python threads launch parallel kernels at once — which Dask's threaded workers
+#: (``LocalCluster(processes=False)``) or a user's threads do. Each parse already uses every numba thread.
+_ONE_PARSE_AT_A_TIME = threading.Lock()
+
+
 def parse_path(
     path: Path, opts: S.ParseOptions, *, n_threads: int | None = None, chunk: int | None = None
 ) -> RawParse:
@@ -970,16 +977,17 @@ def parse_path(
         if n_threads is None
         else max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS))
     )
-    previous = numba.get_num_threads()
-    numba.set_num_threads(threads)
     path = Path(path)
-    try:
-        kind = compression_of(path)
-        if kind is None:
-            return _parse(path, opts, threads, CHUNK if chunk is None else chunk)
-        return _parse_stream(path, opts, threads, STREAM_CHUNK if chunk is None else chunk)
-    finally:
-        numba.set_num_threads(previous)
+    with _ONE_PARSE_AT_A_TIME:  # see _ONE_PARSE_AT_A_TIME
+        previous = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            kind = compression_of(path)
+            if kind is None:
+                return _parse(path, opts, threads, CHUNK if chunk is None else chunk)
+            return _parse_stream(path, opts, threads, STREAM_CHUNK if chunk is None else chunk)
+        finally:
+            numba.set_num_threads(previous)
 
 
 @dataclass
