@@ -224,3 +224,37 @@ def test_probs_model_without_class_probabilities_is_refused(tmp_path, capsys):
     ]
     assert main(args) == 2
     assert "gives no class probabilities; use a classification model" in capsys.readouterr().err
+
+
+def test_a_rounded_probability_table_is_accepted_and_bad_rows_are_named_by_file_line(tmp_path, capsys):
+    """Probabilities printed with 5 decimals sum to 0.99999: accepted (and scaled to 1); a row that does
+    not sum to 1, a negative value or a word is named by its 1-based line in the file, comments and blank
+    lines counted."""
+    from ltr.io.label_probs import read_label_probs
+
+    data = tmp_path / "d.txt"
+    data.write_text("0 qid:1 1:0.5\n0 qid:1 1:0.2\n0 qid:2 1:0.9\n0 qid:2 1:0.1\n")
+    (tmp_path / "a.txt").write_text("0.5\n0.2\n0.9\n0.1\n")
+    rounded = "# P(0) P(1) P(2)\n0.33333,0.33333,0.33333\n0.5,0.25,0.25\n\n0.1,0.2,0.7\n0,0,1\n"
+    (tmp_path / "p.csv").write_text(rounded)
+    probs = read_label_probs(tmp_path / "p.csv", 4)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(probs[0], [1 / 3] * 3)
+    args = ["--data", str(data), "--probs", str(tmp_path / "p.csv"), "--scores", str(tmp_path / "a.txt")]
+    assert completed_in_process("ltr.labelnext", args, capsys).returncode == 0
+    for line5, message in [
+        ("0.1,0.2,0.8", "line 5: the probabilities sum to 1.1, not 1 (tolerance 0.001)"),
+        ("0.1,-0.2,1.1", "line 5: probabilities must be finite and >= 0"),
+        ("0.1,x,0.7", "line 5: not a number in '0.1,x,0.7'"),
+        ("0.1,0.9", "line 5: 2 probabilities, but the first row has 3"),
+    ]:
+        (tmp_path / "p.csv").write_text(rounded.replace("0.1,0.2,0.7", line5))
+        bad = completed_in_process("ltr.labelnext", args, capsys)
+        assert bad.returncode == 2, bad.stderr
+        (line,) = bad.stderr.strip().splitlines()
+        assert line.startswith(f"error: {tmp_path / 'p.csv'} {message}"), line
+    np.save(tmp_path / "p.npy", np.array([[0.5, 0.5], [0.2, 0.8], [0.6, 0.6], [1.0, 0.0]]))
+    bad = completed_in_process(
+        "ltr.labelnext", [*args[:2], "--probs", str(tmp_path / "p.npy"), *args[4:]], capsys
+    )
+    assert bad.returncode == 2 and f"{tmp_path / 'p.npy'} row 3: the probabilities sum to 1.2" in bad.stderr

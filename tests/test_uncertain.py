@@ -132,7 +132,7 @@ def test_sample_labels_frequencies():
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: expected_dcg("dcg", [[0.5, 0.4]], [1.0], [0, 1]), "row 0 sums to 0.9"),
+        (lambda: expected_dcg("dcg", [[0.5, 0.4]], [1.0], [0, 1]), r"label_probs\[0\] sums to 0.9"),
         (
             lambda: expected_dcg("dcg", [[1.0, 0.0]], [1.0, 2.0], [0, 2]),
             "label_probs has 1 rows but scores has 2",

@@ -54,7 +54,9 @@ def _as_probs(label_probs: Any, n: int | None = None) -> np.ndarray:
     sums = p.sum(axis=1)
     bad = np.flatnonzero(np.abs(sums - 1.0) > 1e-9)
     if bad.size:
-        raise MetricError(f"label_probs rows must sum to 1; row {bad[0]} sums to {sums[bad[0]]:.12g}")
+        raise MetricError(
+            f"label_probs rows must sum to 1; label_probs[{bad[0]}] sums to {sums[bad[0]]:.12g}"
+        )
     return p
 
 
