@@ -87,6 +87,9 @@ BEFORE_DATA = [
     # labels 0..4 and a threshold of 5: every query of map would silently have no relevant document
     (["eval.conventions.rel_threshold=5"], ["set eval.conventions.rel_threshold=1", "map"]),
     (["model.params.num_leaves=1"], ["model.params.num_leaves"]),
+    # a typo in LightGBM's own parameters trained with the default, silently; LightGBM's spelling under params
+    (["+model.engine_params.min_gain_to_splitt=0.5"], ["did you mean min_gain_to_split?"]),
+    (["+model.params.num_iterations=50"], ["model.params.num_iterations is LightGBM's name for n_trees"]),
     # the synthetic generator's settings, named as the config spells them (numpy refuses negative seeds)
     (["data.seed=-1"], ["data.seed: must be in [0, inf], got -1"]),
     (["data.p_empty=1.0"], ["data.p_empty: must be in [0.0, 1.0), got 1.0"]),

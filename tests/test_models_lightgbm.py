@@ -9,7 +9,7 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 
-from ltr.core.errors import DataError, NotFittedError
+from ltr.core.errors import ConfigError, DataError, NotFittedError
 from ltr.data import RankingData
 from ltr.data.synthetic import generate
 from ltr.metrics import evaluate
@@ -291,3 +291,56 @@ def test_empty_validation_metric_is_an_error(splits):
     empty = RankingData(X=np.zeros((4, 46), np.float32), y=[0, 0, 0, 0], qid=[1, 1, 2, 2], name="v.txt")
     with pytest.raises(DataError, match="no validation query has a relevant document"):
         make().fit(train, empty)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"engine_params": {"min_gain_to_splitt": 0.5}},
+            "model lambdamart: model.engine_params.min_gain_to_splitt is not a LightGBM parameter; "
+            "did you mean min_gain_to_split?",
+        ),
+        (
+            {"engine_params": {"not_a_param": 1}},
+            "model.engine_params.not_a_param is not a LightGBM parameter",
+        ),
+        (
+            {"params": {"num_iterations": 50}},
+            "model lambdamart: model.params.num_iterations is LightGBM's name for n_trees: use model.params.n_trees",
+        ),
+        (
+            {"params": {"n_estimators": 50}},
+            "model.params.n_estimators is LightGBM's name for n_trees",
+        ),  # an alias
+        (
+            {"params": {"min_data_in_leaf": 5, "lambda_l1": 0.1, "eta": 0.1}},
+            "model.params.eta is LightGBM's name",
+        ),
+    ],
+)
+def test_unknown_engine_params_and_engine_spellings_fail_at_build(config, message):
+    """A typo in ``engine_params`` no longer trains with the default silently: it is checked against
+    LightGBM's own parameter table (names and aliases); LightGBM's spelling of an ltr parameter under
+    ``params`` names the ltr key."""
+    with pytest.raises(ConfigError) as raised:
+        build_ranker({"name": "lambdamart", **config}, seed=0, num_threads=1)
+    assert message in str(raised.value)
+
+
+def test_every_lightgbm_parameter_and_alias_is_accepted_in_engine_params():
+    """LightGBM's own table is the truth: each of its names and aliases passes (here: a handful, plus the
+    count of the table, so a table that lost most of its entries would fail)."""
+    from ltr.models.engines.lgbm import lightgbm_parameter_names
+
+    names = lightgbm_parameter_names()
+    assert len(set(names.values())) > 100
+    for key in (
+        "min_split_gain",
+        "feature_pre_filter",
+        "zero_as_missing",
+        "lambdarank_norm",
+        "verbose",
+        "seed",
+    ):
+        build_ranker({"name": "lambdamart", "engine_params": {key: 1}}, seed=0, num_threads=1)

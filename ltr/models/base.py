@@ -29,6 +29,7 @@ validated immediately: a bad config fails when the ranker is built, before any d
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import warnings
 from collections.abc import Mapping
@@ -43,6 +44,7 @@ import ltr
 from ltr.core.config_check import check_block, check_value, defaults, join, plain, setting
 from ltr.core.errors import ConfigError, DataError, NotFittedError
 from ltr.data import RankingData
+from ltr.models import vocabulary
 from ltr.models.checks import check_features
 from ltr.models.monitor import OnIteration, StopRecorder, watch
 from ltr.models.params import MODEL_CONFIGS, resolve_early_stopping, resolve_params
@@ -212,6 +214,7 @@ class BaseRanker:
         """Params, early stopping and engine params with defaults filled in and validated."""
         self._check_run()
         where = getattr(self, "_where", "model")
+        self._refuse_engine_spellings(join(where, "params"))
         params = resolve_params(
             self.params_schema,  # type: ignore[arg-type]
             self.params,
@@ -226,8 +229,45 @@ class BaseRanker:
         engine_params = check_value(
             plain(self.engine_params), dict[str, Any], None, join(where, "engine_params")
         )
+        self._check_engine_params(engine_params or {}, join(where, "engine_params"))
         self._check_params(params)
         return Resolved(params, es, engine_params)
+
+    def engine_parameter_names(self) -> Mapping[str, str]:
+        """The engine's own parameter names and their aliases → the canonical name; empty when the engine
+        publishes no list (then ``engine_params`` go to it unchecked)."""
+        return {}
+
+    def _refuse_engine_spellings(self, where: str) -> None:
+        """A key of ``params`` that is the engine's own name for an ltr parameter (LightGBM's
+        ``num_iterations``, an alias such as ``num_boost_round``): a ConfigError naming the ltr key."""
+        given = plain(self.params)
+        if not isinstance(given, Mapping) or not self.engine:
+            return
+        schema_keys = {f.name for f in dataclasses.fields(self.params_schema)}  # type: ignore[arg-type]
+        aliases = self.engine_parameter_names()
+        for key in given:
+            if key in schema_keys:
+                continue
+            ltr_key = vocabulary.ltr_name_of(self.engine, aliases.get(str(key), str(key)))
+            if ltr_key in schema_keys:
+                raise ConfigError(
+                    f"model {self.name}: {join(where, key)} is {vocabulary.ENGINES[self.engine]}'s name for "
+                    f"{ltr_key}: use {join(where, ltr_key)}"
+                )
+
+    def _check_engine_params(self, engine_params: Mapping[str, Any], where: str) -> None:
+        """Every ``engine_params`` key is one of the engine's own parameters (or aliases), when it lists them."""
+        known = self.engine_parameter_names()
+        if not known:
+            return
+        for key in engine_params:
+            if key not in known:
+                close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.8)
+                raise ConfigError(
+                    f"model {self.name}: {join(where, key)} is not a {vocabulary.ENGINES[self.engine]} parameter"
+                    + (f"; did you mean {close[0]}?" if close else "")
+                )
 
     def _check_params(self, params: dict[str, Any]) -> None:
         """Model-specific cross-parameter checks (override)."""

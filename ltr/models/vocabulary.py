@@ -68,6 +68,7 @@ class Rule:
     doc: str
     emit: Emit | None = None
     reason: str = ""
+    name: str = ""  # the engine's own spelling (rename / if_set / if_true), for "that is ltr's X" hints
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def rename(name: str, *, null: Any = None, note: str = "") -> Rule:
     def emit(value: Any, params: Mapping[str, Any], max_label: int | None) -> dict[str, Any]:
         return {name: null if value is None else value}
 
-    return Rule(doc, emit)
+    return Rule(doc, emit, name=name)
 
 
 def if_set(name: str) -> Rule:
@@ -109,7 +110,7 @@ def if_set(name: str) -> Rule:
     def emit(value: Any, params: Mapping[str, Any], max_label: int | None) -> dict[str, Any]:
         return {} if value is None else {name: value}
 
-    return Rule(f"`{name}` (null → not passed)", emit)
+    return Rule(f"`{name}` (null → not passed)", emit, name=name)
 
 
 def if_true(name: str, note: str) -> Rule:
@@ -118,7 +119,7 @@ def if_true(name: str, note: str) -> Rule:
     def emit(value: Any, params: Mapping[str, Any], max_label: int | None) -> dict[str, Any]:
         return {name: True} if value else {}
 
-    return Rule(f"`{name}` {note}", emit)
+    return Rule(f"`{name}` {note}", emit, name=name)
 
 
 def refuse(hint: str, reason: str) -> Rule:
@@ -405,6 +406,19 @@ def translate(engine: str, params: Mapping[str, Any], *, max_label: int | None =
     for key in sorted(params, key=lambda k: _POSITION.get(k, len(_POSITION))):
         out.update(_emit_for(engine, key)(params[key], params, max_label))
     return out
+
+
+def ltr_name_of(engine: str, spelling: str) -> str | None:
+    """The ltr parameter ``engine`` receives as ``spelling`` (its own name for it), if any.
+
+    >>> ltr_name_of("lightgbm", "num_iterations"), ltr_name_of("xgboost", "eta"), ltr_name_of("lightgbm", "x")
+    ('n_trees', 'learning_rate', None)
+    """
+    for key, term in VOCABULARY.items():
+        rule = term.rules.get(engine)
+        if rule is not None and rule.name == spelling:
+            return key
+    return None
 
 
 def refused(engine: str) -> dict[str, str]:

@@ -27,6 +27,8 @@ Example (tiny data; ``n_trees`` kept small):
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -52,12 +54,31 @@ MODEL_FILE = "model.txt"
 LIGHTGBM_DEFAULT_GAIN_SIZE = 31  # LightGBM's default label_gain is 2^i - 1 for i in 0..30
 
 
+@functools.cache
+def lightgbm_parameter_names() -> dict[str, str]:
+    """Every LightGBM parameter name and alias → its canonical name, from LightGBM's own table
+    (``LGBM_DumpParamAliases``: the C++ config's full list, ~140 parameters).
+
+    >>> names = lightgbm_parameter_names()
+    >>> names["num_boost_round"], names["min_gain_to_split"], "min_gain_to_splitt" in names
+    ('num_iterations', 'min_gain_to_split', False)
+    """
+    import lightgbm as lgb  # deferred: the engine loads when a LightGBM model is built
+
+    table = lgb.basic._ConfigAliases._get_all_param_aliases()
+    return {alias: name for name, aliases in table.items() for alias in (name, *aliases)}
+
+
 class LightGBMRanker(BaseRanker):
     """Shared LightGBM adapter; subclasses fix the objective."""
 
     engine = "lightgbm"
     objective: ClassVar[str] = ""
     ranking_objective: ClassVar[bool] = True  # the objective itself uses query groups
+
+    def engine_parameter_names(self) -> Mapping[str, str]:
+        """LightGBM's own parameter list with every alias (its C API's dump, :func:`lightgbm_parameter_names`)."""
+        return lightgbm_parameter_names()
 
     # --- translation -------------------------------------------------------------------------------
     def translate(
