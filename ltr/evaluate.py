@@ -54,11 +54,16 @@ from typing import Any
 import numpy as np
 
 from ltr.cli.running import print_result, run_cli
+from ltr.core.config_check import check_block
 from ltr.core.errors import ConfigError
 from ltr.core.resources import work_root
 from ltr.data import RankingData
+from ltr.data.config import SyntheticDataSchema
 from ltr.data.registry import REGISTRY, default_dir, load_dataset
 from ltr.data.svmlight import load_svmlight
+from ltr.data.synthetic import N_FEATURES as N_SYNTHETIC_FEATURES
+from ltr.data.synthetic import SPLIT_FILES as SYNTHETIC_FILES
+from ltr.data.synthetic import load_synthetic
 from ltr.io.predictions import SCORE_FORMATS, read_scores, write_scores
 from ltr.io.trec import docnos, read_qrels, read_run, write_trec_run
 from ltr.metrics.conventions import PRESETS, describe_conventions
@@ -205,7 +210,15 @@ def _trec_systems(args: argparse.Namespace, measures: Sequence[str], preset: str
 
 
 def load_letor(args: argparse.Namespace, n_features: int | None) -> RankingData:
-    """The data ``--data`` names: a registry dataset's ``--split``, or a file (row order = file order)."""
+    """The data ``--data`` names: a registry dataset's ``--split`` (``synthetic`` included: the files
+    ``python -m ltr.train`` generated, as they are; generated with the defaults on first use), or a file
+    (row order = file order)."""
+    if args.data == "synthetic" and not Path(args.data).exists():
+        folder = Path(args.dir or Path(args.data_dir) / "synthetic")
+        path = folder / SYNTHETIC_FILES[args.split]
+        if not path.is_file():  # first use, as `python -m ltr.train` would: the generator's defaults
+            load_synthetic(check_block(SyntheticDataSchema, {"dir": str(folder)}, "data"))
+        return load_svmlight(path, docid=True, n_features=n_features or N_SYNTHETIC_FEATURES)
     if args.data in REGISTRY:
         cfg: dict[str, Any] = {
             "kind": args.data,

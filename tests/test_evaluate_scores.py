@@ -492,3 +492,23 @@ def test_mslr_preset_agrees_with_eval_score_mslr_on_the_same_prediction_file(mq2
     ]
     assert not differ, differ[:10]
     assert sum(len(row) for row in printed.values()) == 22 * (len(out["per_query"]) + 1)
+
+
+def test_the_registry_name_synthetic_reads_the_files_train_generated_as_they_are(tmp_path, capsys):
+    """``ltr.data list`` shows ``synthetic``; ``--data synthetic`` evaluates its ``--split`` from the folder
+    ``python -m ltr.train`` wrote (not "no such file"), without regenerating files made with other settings."""
+    from ltr.core.config_check import check_block
+    from ltr.data.config import SyntheticDataSchema
+    from ltr.data.synthetic import load_synthetic
+
+    folder = tmp_path / "data" / "synthetic"
+    cfg = {"dir": str(folder), "n_queries": {"train": 12, "valid": 6, "test": 8}, "max_docs": 10}
+    test = load_synthetic(check_block(SyntheticDataSchema, cfg, "data"))["test"]
+    stamp = (folder / "test.txt").stat().st_mtime_ns
+    scores = tmp_path / "s.txt"
+    scores.write_text("\n".join(repr(float(v)) for v in np.random.default_rng(0).random(test.n_docs)) + "\n")
+    common = ["--scores", str(scores), "-m", "ndcg@10", "--json"]
+    by_name = run_json(["--data", "synthetic", "--data-dir", str(tmp_path / "data"), *common], capsys)
+    by_file = run_json(["--data", str(folder / "test.txt"), *common], capsys)
+    assert by_name["per_query"] == by_file["per_query"] and len(by_name["per_query"]) > 0
+    assert (folder / "test.txt").stat().st_mtime_ns == stamp  # read as it is
