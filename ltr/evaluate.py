@@ -73,6 +73,9 @@ from ltr.tracking.store import resolve_tracking_uri
 
 #: Measures when no ``-m`` is given: trec_eval's defaults for runs, ltr's usual set for LETOR data.
 TREC_DEFAULT_MEASURES = ("ndcg", "map", "P", "recall", "recip_rank")
+#: ``--compare`` without ``-m`` on runs: a short set a person reads in one screen (the full trec_eval
+#: defaults expand P and recall to 21 measures)
+TREC_COMPARE_MEASURES = ("ndcg_cut_10", "map", "P_10", "recip_rank")
 LETOR_DEFAULT_MEASURES = ("ndcg@1", "ndcg@5", "ndcg@10", "map", "p@10")
 SPLITS = ("train", "valid", "test")
 
@@ -362,7 +365,12 @@ def run(args: argparse.Namespace) -> str:
     _check_arguments(args)
     trec = args.data is None
     preset = args.preset or ("trec" if trec else "ltr")
-    measures = args.measures or list(TREC_DEFAULT_MEASURES if trec else LETOR_DEFAULT_MEASURES)
+    if args.measures:
+        measures = args.measures
+    elif trec and args.compare:
+        measures = list(TREC_COMPARE_MEASURES)
+    else:
+        measures = list(TREC_DEFAULT_MEASURES if trec else LETOR_DEFAULT_MEASURES)
     systems = (_trec_systems if trec else _letor_systems)(args, measures, preset)
     conventions = describe_conventions(preset)
     report = _leaderboard(systems, args) if args.compare else None
@@ -379,7 +387,13 @@ def run(args: argparse.Namespace) -> str:
             out["agreement"] = _agreement_json(agreement)
         return json.dumps(out, indent=1, allow_nan=False) + "\n"
     if report is not None:
-        return _terminal_leaderboard(report, agreement)
+        note = (
+            f"measures: {', '.join(measures)} (--compare's default; -m NAME for others, "
+            "e.g. -m P -m recall for trec_eval's full sets)\n"
+            if trec and not args.measures
+            else ""
+        )
+        return note + _terminal_leaderboard(report, agreement)
     return "".join(format_trec(s.result, per_topic=args.per_topic) for s in systems)
 
 

@@ -448,3 +448,57 @@ def test_trec_json_matches_pytrec_eval(tmp_path, capsys):
     for topic, values in theirs.items():
         assert out["per_query"][topic] == pytest.approx(values, abs=1e-12)
     assert out["mean"]["P_10"] == pytest.approx(np.mean([v["P_10"] for v in theirs.values()]), abs=1e-12)
+
+
+def test_compare_without_measures_prints_one_screen_of_a_short_default_set(tmp_path, capsys):
+    """``--compare`` without ``-m`` on runs used trec_eval's 22 default measures: ~800 lines and a grid of
+    "…" at 80 columns. Now a short set, said on the first line with how to get more; every cell whole."""
+    from ltr.evaluate import TREC_COMPARE_MEASURES
+
+    runs = write_trec(tmp_path, n_topics=20)
+    args = ["--qrels", str(tmp_path / "qrels"), *(a for r in runs for a in ("--run", r)), "--compare"]
+    env_columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "80"
+    try:
+        assert main(args) == 0
+    finally:
+        if env_columns is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = env_columns
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0].startswith(f"measures: {', '.join(TREC_COMPARE_MEASURES)} (--compare's default; -m NAME")
+    leaderboard = captured.out[: captured.out.index("Detail:")]
+    assert "…" not in leaderboard and captured.err == ""
+    assert max(map(len, lines[1:])) <= 80 and len(lines) < 150
+    for measure in TREC_COMPARE_MEASURES:
+        assert any(line.startswith(f"│ {measure} ") for line in lines), measure  # metrics down the side
+    assert "every metric: 20 queries" in " ".join(captured.out.split())
+    assert main([*args, "-m", "P", "--json"]) == 0  # asked for: trec_eval's P family, as before
+    assert "P_1000" in {row["metric"] for row in json.loads(capsys.readouterr().out)["comparison"]}
+
+
+def test_a_wide_leaderboard_is_transposed_and_never_cuts_a_system_name():
+    import io
+
+    import pandas as pd
+    from rich.console import Console
+
+    from ltr.analysis.comparison import compare
+    from ltr.report.tables import leaderboard_table
+
+    q = [f"q{i}" for i in range(25)]
+    rng = np.random.default_rng(0)
+    metrics = [f"ndcg@{k}" for k in (1, 3, 5, 10, 20)]
+    names = ["bm25", "lambdamart_with_a_long_descriptive_name"]
+    rep = compare(
+        {n: pd.DataFrame(rng.random((25, 5)), index=q, columns=metrics) for n in names}, baseline="bm25", B=50
+    )
+    for width, transposed in ((80, True), (400, False)):
+        console = Console(width=width, file=io.StringIO(), record=True)
+        console.print(leaderboard_table(rep, width=width))
+        text = console.export_text()
+        assert "…" not in text and "lambdamart_with_a_long_descriptive_name" in text
+        header = text.splitlines()[1]
+        assert ("metric" in header) is transposed

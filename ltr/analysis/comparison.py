@@ -174,15 +174,17 @@ class ComparisonReport:
             else f"{CORRECTION_NAMES[self.correction]}-corrected over the {len(self.systems) - 1} "
             "comparisons per metric"
         )
-        counts = "; ".join(
-            f"{m}: {self.row(self.baseline, m).n_queries} queries"
-            + (
-                f" ({dropped_words(self.row(self.baseline, m).n_dropped, self.row(self.baseline, m).n_skipped_by_all)})"
-                if self.row(self.baseline, m).n_dropped
-                else ""
+        rows = [self.row(self.baseline, m) for m in self.metrics]
+
+        def count(r: ComparisonRow) -> str:
+            return f"{r.n_queries} queries" + (
+                f" ({dropped_words(r.n_dropped, r.n_skipped_by_all)})" if r.n_dropped else ""
             )
-            for m in self.metrics
-        )
+
+        if len(rows) > 1 and len({count(r) for r in rows}) == 1:  # one count when all compared the same
+            counts = f"every metric: {count(rows[0])}"
+        else:
+            counts = "; ".join(f"{m}: {count(r)}" for m, r in zip(self.metrics, rows, strict=True))
         return (
             f"Bold: best mean per metric. {dagger} significantly different from the baseline {self.baseline} "
             f"({TEST_NAMES[self.test]}, {correction}, alpha = {self.alpha:g}). Brackets: "

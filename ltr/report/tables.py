@@ -55,10 +55,14 @@ def conventions_note(model: Any, conventions: Mapping[str, str]) -> str:
     return note
 
 
-def leaderboard_table(report: Any, *, title: str | None = None, decimals: int = 4) -> Table:
+def leaderboard_table(
+    report: Any, *, title: str | None = None, decimals: int = 4, width: int | None = None
+) -> Table:
     """A :class:`ltr.analysis.comparison.ComparisonReport` as a terminal table: systems × metrics, each cell
     ``mean [CI]``, the best mean per metric in bold, ``†`` = significantly different from the baseline.
-    The legend (:meth:`~ltr.analysis.comparison.ComparisonReport.legend`) is the caption.
+    The legend (:meth:`~ltr.analysis.comparison.ComparisonReport.legend`) is the caption. When the rows
+    would not fit in ``width`` columns and there are fewer systems than metrics, the table is transposed
+    (metrics × systems); names are never cut.
 
     >>> import io, numpy as np, pandas as pd
     >>> from rich.console import Console
@@ -74,21 +78,38 @@ def leaderboard_table(report: Any, *, title: str | None = None, decimals: int = 
     >>> "lambda_mart" in text and "bm25_base (baseline)" in text and "\\\\_" not in text and "**" not in text
     True
     """
+    names = {s: s + (" (baseline)" if s == report.baseline else "") for s in report.systems}
+    cells = {
+        (s, m): _leaderboard_cell(report, s, m, decimals) for s in report.systems for m in report.metrics
+    }
+    cell_width = max(len(c.plain) for c in cells.values())
+    needed = max(map(len, names.values())) + len(report.metrics) * (cell_width + 3) + 4
+    transpose = width is not None and needed > width and len(report.systems) < len(report.metrics)
     table = Table(title=title, caption=report.legend(), caption_justify="left", title_justify="left")
-    table.add_column("system")
-    for metric in report.metrics:
-        table.add_column(metric, justify="right")
-    for system in report.systems:
-        cells: list[Text] = [Text(system + (" (baseline)" if system == report.baseline else ""))]
+    if transpose:  # metrics down the side: a long metric list fits the terminal instead of a grid of "…"
+        table.add_column("metric", no_wrap=True)
+        for system in report.systems:
+            table.add_column(names[system], justify="right", min_width=len(names[system]), overflow="fold")
         for metric in report.metrics:
-            r = report.row(system, metric)
-            best = system in report.best_systems(metric, decimals)
-            cell = Text(f"{r.mean:.{decimals}f}", style="bold" if best else "")
-            cell.append("†" if r.significant else " ")
-            cell.append(f" [{r.ci_low:.{decimals}f}, {r.ci_high:.{decimals}f}]", style="dim")
-            cells.append(cell)
-        table.add_row(*cells)
+            table.add_row(Text(metric), *(cells[system, metric] for system in report.systems))
+        return table
+    table.add_column("system", no_wrap=True, min_width=max(map(len, names.values())))
+    for metric in report.metrics:
+        table.add_column(metric, justify="right", overflow="fold")
+    for system in report.systems:
+        table.add_row(Text(names[system]), *(cells[system, metric] for metric in report.metrics))
     return table
+
+
+def _leaderboard_cell(report: Any, system: str, metric: str, decimals: int) -> Text:
+    """``mean† [low, high]``: bold when best, ``†`` when significantly different from the baseline."""
+    r = report.row(system, metric)
+    cell = Text(
+        f"{r.mean:.{decimals}f}", style="bold" if system in report.best_systems(metric, decimals) else ""
+    )
+    cell.append("†" if r.significant else " ")
+    cell.append(f" [{r.ci_low:.{decimals}f}, {r.ci_high:.{decimals}f}]", style="dim")
+    return cell
 
 
 def print_comparison(console: Any, report: Any, *, title: str, sections: Sequence[str] = ()) -> None:
@@ -111,7 +132,7 @@ def print_comparison(console: Any, report: Any, *, title: str, sections: Sequenc
     True
     """
     console.print()
-    console.print(leaderboard_table(report, title=title))
+    console.print(leaderboard_table(report, title=title, width=console.width))
     for section in sections:
         console.print()
         console.print(Markdown(section))
