@@ -91,3 +91,33 @@ def test_a_command_after_the_warm_up_compiles_nothing(tmp_path):
     assert "data saved" not in run.stdout + run.stderr, [
         line for line in (run.stdout + run.stderr).splitlines() if "data saved" in line
     ]
+
+
+def test_kernels_compiled_reads_numbas_cache_index(tmp_path):
+    """True once the warm-up filled the cache (this session's); False in an empty cache (a new install)."""
+    from ltr.data._fastparse import kernels_compiled
+
+    main(["parse"])
+    assert kernels_compiled() is True
+    code = "from ltr.data._fastparse import kernels_compiled; print(kernels_compiled())"
+    env = {"PATH": "/usr/bin:/bin", "NUMBA_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(PROJECT_ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip() == "False", done.stderr[-2000:]
+
+
+def test_training_says_once_that_it_compiles_before_the_silent_minute(tmp_path, monkeypatch):
+    import io
+
+    from helpers import TINY_DATA, compose_config
+    from rich.console import Console
+
+    from ltr.experiment import record
+
+    console = Console(width=200, file=io.StringIO(), record=True)
+    cfg = compose_config(["+model=lambdamart", *TINY_DATA, f"paths.root={tmp_path}", "tracking=none"])
+    for compiled, said in ((False, True), (True, False)):
+        monkeypatch.setattr(record, "kernels_compiled", lambda compiled=compiled: compiled)
+        record.connect_and_load(cfg, console)
+        text = console.export_text(clear=True)
+        assert ("numba: compiling ltr's parser and metric kernels for this install (once" in text) is said
+        assert text.index("Data") >= 0

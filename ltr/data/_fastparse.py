@@ -957,6 +957,16 @@ def _blank_bom(buf: np.ndarray, n: int) -> None:
     buf[:skip] = _SP
 
 
+def kernels_compiled() -> bool:
+    """Whether numba's on-disk cache holds the parser's kernels for this source (so the first parse
+    does not compile for a minute). Reads numba's cache index (a private API: any surprise → True,
+    i.e. no notice)."""
+    try:
+        return bool(_fill_chunk._cache._cache_file._load_index())  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - a numba internals change must not break parsing
+        return True
+
+
 #: One parse at a time per process: the parallel kernels run on numba's threading layer, and its
 #: ``workqueue`` layer (numba's fallback when neither TBB nor OpenMP loads) aborts the whole process
 #: when two Python threads launch parallel kernels at once — which Dask's threaded workers

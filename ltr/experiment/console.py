@@ -20,6 +20,15 @@ if TYPE_CHECKING:
     from ltr.experiment.pipeline import Outcome
 
 
+def print_compile_notice(console: Any) -> None:
+    """Said once per install, before the silent minute: numba compiles ltr's kernels on first use."""
+    console.print(
+        "numba: compiling ltr's parser and metric kernels for this install (once, about a minute on 2 cores; "
+        "`python -m ltr.warmup` does it ahead)",
+        soft_wrap=True,
+    )
+
+
 def print_data_summary(console: Any, data_cfg: Any, splits: Mapping[str, Any]) -> None:
     """The dataset name (with a SYNTHETIC notice for the built-in data) and the size of each split."""
     synthetic = bool(data_cfg.get("synthetic", False))

@@ -34,9 +34,10 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from ltr.data._fastparse import kernels_compiled
 from ltr.data.registry import load_dataset, split_files
 from ltr.distributed.shards import ShardedSplit
-from ltr.experiment.console import print_data_summary, print_training_start
+from ltr.experiment.console import print_compile_notice, print_data_summary, print_training_start
 from ltr.experiment.conventions import check_splits
 from ltr.experiment.pipeline import Outcome, SplitResult, fit_and_evaluate
 from ltr.experiment.splits import load_splits
@@ -61,6 +62,8 @@ def connect_and_load(
     (:func:`ltr.sweep.shared_data.load_shared`).
     """
     tracker = make_tracker(cfg.tracking, Path(cfg.paths.root).resolve())
+    if client is None and not kernels_compiled():
+        print_compile_notice(console)
     if client is not None:
         splits = load_splits(cfg, client)
     elif shared:
