@@ -220,6 +220,10 @@ def test_the_sweeper_proposes_exactly_what_optuna_proposes_and_records_the_best(
     assert f"lr={best_job['lr']}" in results["best_overrides"]
     assert (app / "sweep" / "multirun.yaml").exists()
     assert not any(j["in_worker"] for j in jobs)  # the basic launcher runs jobs in the sweeping process
+    # no pruner, nothing pruned: no "0 trials pruned; ≈ 0 s saved" line; the summary file says it plainly
+    assert "Pruning" not in proc.stdout + proc.stderr and "trials pruned" not in proc.stdout + proc.stderr
+    assert results["pruning"]["summary"] == "no trial pruned"
+    assert "Best trial" in proc.stdout + proc.stderr
 
 
 def test_command_line_sweeps_become_choices_and_fixed_values_replace_searched_ones(

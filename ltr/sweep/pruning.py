@@ -150,7 +150,11 @@ class TimeSaved:
 
         >>> TimeSaved(3, 450, 90.0, 0.2).describe()
         '3 trials pruned; ≈ 90 s saved (450 rounds not run × 0.2000 s per round, the mean over timed trials)'
+        >>> TimeSaved(0, 0, 0.0, 0.2).describe()
+        'no trial pruned'
         """
+        if not self.pruned:
+            return "no trial pruned"
         return (
             f"{self.pruned} trials pruned; ≈ {self.seconds:.0f} s saved ({self.rounds_skipped} rounds not run × "
             f"{self.seconds_per_round:.4f} s per round, the mean over timed trials)"

@@ -547,7 +547,8 @@ def write_results(study: optuna.Study, path: Path) -> dict[str, Any]:
         "summary": saved.describe(),
     }
     OmegaConf.save(OmegaConf.create(results), path)
-    log.info("Pruning: %s", saved.describe())
+    if saved.pruned:  # an unpruned search has nothing to say about pruning
+        log.info("Pruning: %s", saved.describe())
     if best:
         log.info("Best trial %d: value %s, params %s", best.number, best.value, best.params)
     else:
