@@ -78,3 +78,11 @@ def test_catboost_without_the_extra_names_the_install(monkeypatch):
         "model catboost needs the optional package catboost (extra 'catboost'): "
         "pip install 'ltr-workbench[catboost]' (in this checkout: uv sync --extra catboost)"
     )
+
+
+def test_every_run_records_ltrs_version_as_the_distribution_declares_it():
+    """The tag stays ``version.ltr`` (the import name) after the distribution became ``ltr-workbench``:
+    it read the version of a distribution called ``ltr`` and vanished from installed runs."""
+    from ltr.experiment.provenance import package_versions
+
+    assert package_versions()["version.ltr"] == PYPROJECT["project"]["version"]

@@ -22,12 +22,12 @@ from typing import Any
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
+import ltr
 from ltr.core.resources import source_checkout
 from ltr.tracking.writer import source_tags
 
 #: distributions whose versions every run records as ``version.<name>`` tags
 TRACKED_PACKAGES = (
-    "ltr",
     "numpy",
     "scipy",
     "pandas",
@@ -102,8 +102,14 @@ def git_state(repo: Path) -> dict[str, str]:
 
 
 def package_versions() -> dict[str, str]:
-    """``{"version.<distribution>": version}`` for the installed :data:`TRACKED_PACKAGES`."""
-    tags = {}
+    """``{"version.<distribution>": version}`` for the installed :data:`TRACKED_PACKAGES`, and
+    ``version.ltr``: ltr's own (the import name's; the distribution is ``ltr-workbench``).
+
+    >>> import ltr
+    >>> package_versions()["version.ltr"] == ltr.__version__
+    True
+    """
+    tags = {"version.ltr": ltr.__version__}
     for package in TRACKED_PACKAGES:
         try:
             tags[f"version.{package}"] = version(package)
