@@ -28,7 +28,7 @@ import sys
 import time
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -242,29 +242,29 @@ class Tracker:
         self._run_name, self._run_tags = run_name, all_tags
         if self.fallback_root is not None and self.fallback_from is None:
             self._journal, self._stash = [], Path(tempfile.mkdtemp(prefix="ltr-run-"))
-        uris = ExitStack()  # MLflow's process-wide URIs, restored exactly when the run ends
-        uris.enter_context(process_uris(self.uri))
         try:
-            self.run_id = None
-            self._guarded(self._open_run, journaled=True)  # a fallback opens the run itself
-            status = "FINISHED"
-            try:
-                yield self
-            except KeyboardInterrupt:
-                status = "KILLED"
-                self._record_error("interrupted (KeyboardInterrupt / SIGINT)")
-                raise
-            except BaseException:
-                status = "FAILED"
-                text = traceback.format_exc()
-                self._record_error(text)
-                raise
-            finally:
-                self._guarded(lambda: self._end_run(status), journaled=False)
-                if self.fallback_from is not None:
-                    print(fallback_message(self.run_id or "", self.uri, self.fallback_from), file=sys.stderr)
+            with process_uris(self.uri):  # MLflow's process-wide URIs, restored exactly when the run ends
+                self.run_id = None
+                self._guarded(self._open_run, journaled=True)  # a fallback opens the run itself
+                status = "FINISHED"
+                try:
+                    yield self
+                except KeyboardInterrupt:
+                    status = "KILLED"
+                    self._record_error("interrupted (KeyboardInterrupt / SIGINT)")
+                    raise
+                except BaseException:
+                    status = "FAILED"
+                    text = traceback.format_exc()
+                    self._record_error(text)
+                    raise
+                finally:
+                    self._guarded(lambda: self._end_run(status), journaled=False)
+                    if self.fallback_from is not None:
+                        print(
+                            fallback_message(self.run_id or "", self.uri, self.fallback_from), file=sys.stderr
+                        )
         finally:
-            uris.close()
             if self._stash is not None:
                 shutil.rmtree(self._stash, ignore_errors=True)
             self._journal, self._stash = None, None
