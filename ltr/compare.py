@@ -65,7 +65,7 @@ def print_result(console: Any, result: ComparisonResult) -> None:
         console.print(f"\n{text}", markup=False, highlight=False, soft_wrap=True)
     if result.tracker_uri is not None:
         where = f"parent run {result.parent_run_id} ('{result.run_name}')"
-        print_tracker_location(console, where, result.tracker_uri)
+        print_tracker_location(console, where, result.tracker_uri, result.experiment_id, result.parent_run_id)
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:

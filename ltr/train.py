@@ -38,7 +38,7 @@ from ltr.cli.spelling import config_spelling, spelled_as
 from ltr.core.errors import ConfigError, LtrError
 from ltr.core.resources import config_dir
 from ltr.experiment.console import print_label_scale, print_run_summary, print_tracker_location
-from ltr.experiment.provenance import command_line, run_tags
+from ltr.experiment.provenance import command_line, run_name, run_tags
 from ltr.experiment.schemas import register_configs, validate_config
 from ltr.sweep.pruning import ENV_SHARE, ENV_TRIAL, hook_from_environment
 from ltr.sweep.runs import COMMAND_ATTR, ENV_PARENT, RUN_ATTR
@@ -96,14 +96,13 @@ def execute(cfg: Any) -> RecordedRun | FoldsRun:
             # an unreachable server fails here, before the data
             tracker, splits = connect_and_load(cfg, console, client, shared=in_sweep)
             print_label_scale(console, check_data_fits(cfg, splits))  # labels vs conventions, before training
-            run_name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
             pruning = hook_from_environment(cfg)  # a trial of ltr's Optuna sweeper: report, maybe prune
             with interrupted_run(tracker):  # Ctrl-C: the tracker ends the run KILLED; one line says so
                 recorded = train_and_record(
                     cfg,
                     splits,
                     tracker,
-                    run_name=run_name,
+                    run_name=run_name(cfg),
                     tags=run_tags(cfg, splits),
                     console=console,
                     stop=pruning,
@@ -121,7 +120,7 @@ def execute(cfg: Any) -> RecordedRun | FoldsRun:
     print_run_summary(console, recorded.outcome, str(cfg.model.name))
     if tracker.enabled:
         where = f"run {tracker.run_id} in experiment '{cfg.tracking.experiment}'"
-        print_tracker_location(console, where, tracker.uri)
+        print_tracker_location(console, where, tracker.uri, tracker.experiment_id, tracker.run_id)
     return recorded
 
 

@@ -162,26 +162,35 @@ def test_rank_systems_compares_means_over_the_queries_every_system_scored():
     assert rank_systems(frames, "ndcg@10", "a") == ["b", "a"]
 
 
-def test_leaderboard_metrics_leave_out_undefined_values():
-    """The parent run's ``leaderboard/…`` metrics hold finite numbers only. Here every query gains exactly
-    0.25 (exact in binary): the differences have sd 0, so Cohen's d is 0.25/0 = inf, which is no value to
-    chart; the mean, CI, diff and adjusted p are kept. The baseline has no diff (NaN in the report).
-
-    Kills mutant #6 (``leaderboard_metrics`` without the finite filter: ``…_effect_size = inf`` logged).
+def test_leaderboard_metrics_chart_means_and_the_table_leaves_out_undefined_values():
+    """The parent run's ``leaderboard/…`` metrics are the means (one chart each); CI, diff, adjusted p
+    and effect size are rows of its table, with ``None`` for what is undefined. Here every query gains
+    exactly 0.25 (exact in binary): the differences have sd 0, so Cohen's d is 0.25/0 = inf, which is
+    no JSON number. The baseline has no diff (NaN in the report).
     """
     from ltr.analysis.comparison import compare
-    from ltr.experiment.leaderboard import leaderboard_metrics
+    from ltr.experiment.leaderboard import leaderboard_metrics, leaderboard_rows
 
     base = pd.DataFrame({"ndcg@10": np.arange(20) / 32}, index=range(20))
     new = pd.DataFrame({"ndcg@10": np.arange(20) / 32 + 0.25}, index=range(20))
     report = compare({"base": base, "new": new}, baseline="base", B=200, seed=0)
     assert report.row("new", "ndcg@10").effect_size == np.inf
-    out = leaderboard_metrics(report)
-    assert all(np.isfinite(v) for v in out.values())
-    assert "leaderboard/new/ndcg_at_10_effect_size" not in out
-    assert out["leaderboard/new/ndcg_at_10_diff"] == 0.25 and "leaderboard/new/ndcg_at_10_p_adjusted" in out
-    assert "leaderboard/base/ndcg_at_10" in out and "leaderboard/base/ndcg_at_10_ci_low" in out
-    assert not [k for k in out if k.startswith("leaderboard/base/") and k.endswith(("_diff", "_p_adjusted"))]
+    # the metrics (charts) are the means only; everything else is a row of the run's table
+    assert leaderboard_metrics(report) == {
+        "leaderboard/base/ndcg_at_10": report.row("base", "ndcg@10").mean,
+        "leaderboard/new/ndcg_at_10": report.row("new", "ndcg@10").mean,
+    }
+    rows = {r["system"]: r for r in leaderboard_rows(report)}
+    assert rows["new"]["effect_size"] is None  # inf: no JSON number
+    assert (
+        rows["new"]["diff"] == 0.25
+        and rows["new"]["p_adjusted"] == report.row("new", "ndcg@10").pvalue_adjusted
+    )
+    assert (rows["base"]["ci_low"], rows["base"]["ci_high"]) == (
+        report.row("base", "ndcg@10").ci_low,
+        report.row("base", "ndcg@10").ci_high,
+    )
+    assert rows["base"]["diff"] is None and rows["base"]["p_adjusted"] is None
 
 
 def test_runs_without_a_fingerprint_on_every_side_are_compared_by_query_ids():

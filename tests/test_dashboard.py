@@ -1,5 +1,6 @@
 """The MLflow dashboard as a user sees it: a real `mlflow server`, a small comparison logged to it, and the
-experiment page opened in headless Chromium, checked for the runs and their test/ndcg_at_10 values.
+links ltr prints opened in headless Chromium: the runs table (columns, sort, model-training view) and a
+run's page (description, datasets, charts).
 
 The screenshot is kept as ``test-artifacts/dashboard.png`` (gitignored). Needs Debian's ``chromium``
 (``.ci/run`` installs it); outside CI the test is skipped when it is absent.
@@ -23,6 +24,7 @@ from helpers import PROJECT_ROOT, start_mlflow_server
 
 from ltr.experiment.experiments import load_experiment
 from ltr.experiment.systems import run_comparison
+from ltr.tracking.store import dashboard_url
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = PROJECT_ROOT / "test-artifacts"
@@ -147,43 +149,43 @@ def test_dashboard_shows_the_runs_and_their_test_ndcg(server, comparison):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1800, "height": 700})
-            # the experiment page: the comparison's parent run is listed
-            page.goto(f"{url}/#/experiments/{exp_id}/runs", timeout=90_000)
-            page.get_by_text("compare-dashboard", exact=True).first.wait_for(timeout=90_000)
-            # the systems' runs, sorted by test/ndcg_at_10, with that metric (and ERR@10) as columns
-            query = urllib.parse.quote("metrics.`test/ndcg_at_10` > 0")
-            order = urllib.parse.quote("metrics.`test/ndcg_at_10`")
-            page.goto(
-                f"{url}/#/experiments/{exp_id}/runs?searchFilter={query}&orderByKey={order}&orderByAsc=false"
-            )
+            page = browser.new_page(viewport={"width": 2400, "height": 700})
+            # the experiment as MLflow opens it by default: its GenAI overview, no training runs
+            page.goto(f"{url}/#/experiments/{exp_id}", timeout=90_000)
+            page.wait_for_url(re.compile(r".*/overview.*"), timeout=90_000)
+            # the link ltr prints: the model-training runs table, test metrics as columns, best first
+            page.goto(dashboard_url(url, exp_id), timeout=90_000)
             page.get_by_text("lambdamart", exact=True).first.wait_for(timeout=90_000)
-            close = page.get_by_role("button", name="Close", exact=True)  # the assistant side panel, if shown
-            if close.count():
-                close.first.click()
-            page.get_by_role("button", name="Columns").click()
-            page.keyboard.type("test/")
-            for metric in ("test/ndcg_at_10", "test/err_at_10"):
-                page.locator("span").filter(has_text=re.compile(f"^{re.escape(metric)}$")).first.click()
-                page.wait_for_timeout(300)
-            page.keyboard.press("Escape")
             for value in values.values():
-                page.get_by_text(re.compile(re.escape(f"{value}"[:8]))).first.wait_for(timeout=30_000)
+                page.get_by_text(re.compile(re.escape(f"{value}"[:6]))).first.wait_for(timeout=30_000)
             page.wait_for_timeout(1000)
             page.screenshot(path=str(ARTIFACTS / "dashboard.png"))
             text = page.inner_text("body")
+            landed = page.url
         finally:
             browser.close()
-    assert "test/ndcg_at_10" in text and "lambdamart" in text and "feature" in text
+    assert "/runs" in landed and "workflowType=machine_learning" in landed and "/overview" not in landed
+    assert "Model training" in text and "Usage" not in text
+    assert "test/ndcg_at_10" in text and "test/err_at_10" in text and "compare-dashboard" in text
     for name, value in values.items():
-        assert f"{value}"[:8] in text, f"{name}: test/ndcg_at_10 {value} not visible"
+        assert f"{value}"[:6] in text, f"{name}: test/ndcg_at_10 {value} not visible"
+    # sorted by the comparison's primary metric (the first of its metrics: err@10), best first
+    primary = {
+        r["info"]["run_name"]: m["value"]
+        for r in runs
+        for m in r["data"].get("metrics", [])
+        if m["key"] == "test/err_at_10"
+    }
+    best, worst = sorted(primary, key=primary.get, reverse=True)
+    assert text.index(f"\n{best}\n") < text.index(f"\n{worst}\n"), "not sorted by test/err_at_10, best first"
     assert (ARTIFACTS / "dashboard.png").stat().st_size > 20_000
 
 
 def test_run_page_shows_datasets_source_and_the_models_charts_first(server, comparison):
-    """The lambdamart run's page in Chromium: the Overview's Datasets panel lists its splits with the
-    data fingerprint as digest, the Source field names ``ltr.compare``, and the Model metrics tab opens
-    on the model's charts (the random baseline's group comes after the model's test group)."""
+    """The lambdamart run's page in Chromium, from the link ltr prints: the Overview's Datasets panel
+    lists its splits with the data fingerprint as digest, the Source field names ``ltr.compare``, the
+    description states the headline result with its CI, and the Model metrics tab opens on the model's
+    charts (the random baseline's group after the model's test group; no chart of a CI bound or count)."""
     from playwright.sync_api import sync_playwright
 
     from ltr.tracking.writer import DATASET_CONTEXT
@@ -206,7 +208,7 @@ def test_run_page_shows_datasets_source_and_the_models_charts_first(server, comp
     assert {t["key"]: t["value"] for t in parent["data"]["tags"]}["mlflow.source.name"] == "ltr.compare"
     assert len(parent["inputs"]["dataset_inputs"]) == 3
 
-    run_page = f"{url}/#/experiments/{exp_id}/runs/{run['info']['run_id']}"
+    run_page = dashboard_url(url, exp_id, run["info"]["run_id"])  # "this run:" as ltr prints it
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
         try:
@@ -216,10 +218,11 @@ def test_run_page_shows_datasets_source_and_the_models_charts_first(server, comp
             page.get_by_text(f"{first['name']} ({first['digest']})").first.wait_for(timeout=90_000)
             overview = page.inner_text("body")
             page.screenshot(path=str(ARTIFACTS / "run_overview.png"), full_page=True)
-            page.goto(f"{run_page}/model-metrics", timeout=90_000)
+            page.goto(run_page.replace("?", "/model-metrics?"), timeout=90_000)
             cards = page.locator("[data-testid=experiment-view-compare-runs-card] h4[title]")
             cards.first.wait_for(timeout=90_000)
             first_chart = cards.first.get_attribute("title")
+            titles = cards.evaluate_all("cards => cards.map(c => c.title)")
             headers = page.locator("[data-testid=experiment-view-compare-runs-section-header]")
             sections = [h.split("\n")[0].strip() for h in headers.all_inner_texts()]
             page.screenshot(path=str(ARTIFACTS / "run_model_metrics.png"))
@@ -231,3 +234,8 @@ def test_run_page_shows_datasets_source_and_the_models_charts_first(server, comp
     assert first_chart is not None and "baseline" not in first_chart, (first_chart, sections)
     assert first_chart.startswith(("test/", "valid/", "curve/")), first_chart
     assert sections.index("test") < sections.index("test/baseline_random"), sections
+    # the description states the headline result with its CI; CI bounds and counts are no charts
+    description = tags["mlflow.note.content"]
+    assert description.startswith("lambdamart on synthetic: test ") and " CI [" in description
+    assert description in overview
+    assert titles and not [t for t in titles if t.endswith(("_ci_low", "_ci_high", "_n_skipped", "n_queries"))]

@@ -135,9 +135,18 @@ def test_the_parent_run_holds_the_summary_and_one_child_per_fold(letor_runs):
         assert metrics[f"{label.lower()}/test/ndcg_at_10"] == child.data.metrics["test/ndcg_at_10"]
     fold_values = [by_fold[f"Fold{k}"].data.metrics["test/map"] for k in range(1, 6)]
     assert metrics["folds/test/map_mean"] == pytest.approx(np.mean(fold_values))
-    assert metrics["folds/test/map_sd"] == pytest.approx(np.std(fold_values, ddof=1))
-    assert metrics["pooled/test/n_queries"] == 50
-    assert metrics["pooled/test/map_ci_low"] < metrics["pooled/test/map"] < metrics["pooled/test/map_ci_high"]
+    table = pd.read_json(
+        client.download_artifacts(protocol.run_id, "summary/metrics.json", str(root / "dl")), orient="split"
+    ).set_index(["scope", "metric"])
+    assert table.loc[("mean of 5 folds", "map"), "sd"] == pytest.approx(np.std(fold_values, ddof=1))
+    assert table.loc[("pooled", "map"), "n_queries"] == 50
+    assert table.loc[("Fold3", "map"), "mean"] == pytest.approx(by_fold["Fold3"].data.metrics["test/map"], abs=1e-9)
+    pooled = table.loc[("pooled", "map")]
+    assert pooled["mean"] == pytest.approx(metrics["pooled/test/map"], abs=1e-9)
+    assert pooled["ci_low"] < metrics["pooled/test/map"] < pooled["ci_high"]
+    assert not [
+        k for k in metrics if k.endswith(("_sd", "_ci_low", "_ci_high", "n_queries"))
+    ]  # no chart each
     assert parent.data.params["data.fold"] == "all"
     local = Path(client.download_artifacts(protocol.run_id, "per_query/test.parquet", str(root)))
     frame = pd.read_parquet(local)
@@ -147,7 +156,7 @@ def test_the_parent_run_holds_the_summary_and_one_child_per_fold(letor_runs):
         Path(client.download_artifacts(protocol.run_id, "folds/summary.json", str(root))).read_text()
     )
     assert summary["pooled_n_queries"] == 50 and summary["folds"] == [f"Fold{k}" for k in range(1, 6)]
-    assert summary["sd"]["map"] == pytest.approx(metrics["folds/test/map_sd"])
+    assert summary["sd"]["map"] == pytest.approx(np.std(fold_values, ddof=1))
 
 
 def test_a_fold_subset_runs_only_those_folds(tmp_path, standin):

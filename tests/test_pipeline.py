@@ -9,6 +9,7 @@ expected scores are ``X[:, 0]`` and every expected number comes from scikit-lear
 from __future__ import annotations
 
 import io
+import json
 import warnings
 from pathlib import Path
 
@@ -164,11 +165,24 @@ def test_log_step_writes_the_outcome_to_mlflow(splits, tmp_path):
     expected = sklearn_ndcg(test, test.X[:, 0].astype(float), 10)
     kept = np.setdiff1d(np.arange(test.n_queries), NO_RELEVANT_TEST_QUERIES)
     assert metrics["test/ndcg_at_10"] == pytest.approx(expected[kept].mean(), abs=1e-12)
-    assert metrics["test/ndcg_at_10_n_skipped"] == len(NO_RELEVANT_TEST_QUERIES)
-    assert metrics["test/n_queries"] == test.n_queries
-    assert (metrics["test/ndcg_at_5_ci_low"], metrics["test/ndcg_at_5_ci_high"]) == result.cis["test"][
-        "ndcg@5"
-    ]
+    # CI bounds and counts are rows of one table artifact, not metrics (no chart each)
+    assert not [k for k in metrics if k.endswith(("_ci_low", "_ci_high", "_n_skipped", "n_queries"))]
+    local = client.download_artifacts(tracker.run_id, "summary/metrics.json", str(tmp_path / "dl"))
+    table = pd.read_json(local, orient="split").set_index(["split", "metric"])
+    assert table.loc[("test", "ndcg@10"), "n_skipped"] == len(NO_RELEVANT_TEST_QUERIES)
+    assert table.loc[("test", "ndcg@10"), "n_queries"] == test.n_queries
+    assert table.loc[("test", "ndcg@10"), "mean"] == pytest.approx(metrics["test/ndcg_at_10"], abs=1e-12)
+    assert tuple(table.loc[("test", "ndcg@5"), ["ci_low", "ci_high"]]) == pytest.approx(
+        result.cis["test"]["ndcg@5"]
+    )
+    assert {"path": "summary/metrics.json", "type": "table"} in json.loads(
+        run.data.tags["mlflow.loggedArtifacts"]
+    )
+    # the description states the headline result (the first eval metric here) with its 90 % CI
+    low, high = result.cis["test"]["ndcg@5"]
+    assert run.data.tags["mlflow.note.content"].startswith(
+        f"feature on {cfg.data.name}: test ndcg@5 = {metrics['test/ndcg_at_5']:.4f}, 90% CI [{low:.4f}, {high:.4f}]"
+    )
     random_scores = np.random.default_rng(5).random(test.n_docs)
     assert metrics["test/baseline_random/ndcg_at_10"] == pytest.approx(
         np.nanmean(sklearn_ndcg(test, random_scores, 10)[kept]), abs=1e-12

@@ -135,7 +135,7 @@ def test_a_letor_recipe_runs_on_a_standin_in_process(tmp_path):
         # the leaderboard pairs the systems over the pooled test queries of the 5 folds
         pooled = [r for r in result.report.rows if r.system == system and r.metric == "map"][0]
         assert pooled.mean == pytest.approx(run.data.metrics["pooled/test/map"])
-        assert run.data.metrics["pooled/test/n_queries"] == 40
+        assert pooled.n_queries == 40
 
 
 def _run_recipe(name: str, standin: Path, root: Path) -> subprocess.CompletedProcess[str]:

@@ -49,6 +49,16 @@ def test_cli_prints_synthetic_notice_table_and_dashboard_command(cli_run):
     assert f"sqlite:///{root.resolve()}/mlflow.db" in out
     assert "ui --backend-store-uri" in out
     assert (root / "data" / "synthetic" / "train.txt").is_file()
+    # the pages to open: the runs table in ltr's view and the run, both on MLflow's training pages
+    client = store_client(root)
+    exp = client.get_experiment_by_name("ltr")
+    (run,) = client.search_runs([exp.experiment_id])
+    base = f"http://127.0.0.1:5000/#/experiments/{exp.experiment_id}/runs"
+    assert f"runs table: {base}?viewStateShareKey=ltr&workflowType=machine_learning" in out
+    assert f"this run: {base}/{run.info.run_id}?workflowType=machine_learning" in out
+    view = json.loads(exp.tags["mlflow.sharedViewState.ltr"])
+    assert view["orderByKey"] == "metrics.`test/ndcg_at_10`" and view["orderByAsc"] is False
+    assert "metrics.`test/err_at_10`" in view["selectedColumns"]
 
 
 def test_cli_run_is_logged_completely(cli_run):
@@ -77,14 +87,22 @@ def test_cli_run_is_logged_completely(cli_run):
     # tags: provenance
     assert r.data.tags["ltr.data.synthetic"] == "true"
     assert "ltr.command" in r.data.tags and "+model=lambdamart" in r.data.tags["ltr.command"]
-    # CI bounds from ltr.stats' bootstrap (run seed), bracketing the mean
+    # CI bounds from ltr.stats' bootstrap (run seed), bracketing the mean: one table, not charts
+    assert not [k for k in r.data.metrics if k.endswith(("_ci_low", "_ci_high", "_n_skipped", "n_queries"))]
+    local = client.download_artifacts(r.info.run_id, "summary/metrics.json", str(root / "dl"))
+    table = pd.read_json(local, orient="split").set_index(["split", "metric"])
     for split in ("valid", "test"):
-        for metric in ("ndcg_at_10", "err_at_10"):
-            low, high = (
-                r.data.metrics[f"{split}/{metric}_ci_low"],
-                r.data.metrics[f"{split}/{metric}_ci_high"],
-            )
-            assert low < r.data.metrics[f"{split}/{metric}"] < high
+        for metric in ("ndcg@10", "err@10"):
+            low, high = table.loc[(split, metric), ["ci_low", "ci_high"]]
+            assert low < r.data.metrics[f"{split}/{metric.replace('@', '_at_')}"] < high
+    # the run says what it is: name with the overrides, description with the headline and its CI
+    assert r.info.run_name.startswith("lambdamart-synthetic n_queries.train=60 ")
+    assert "n_trees=30" in r.info.run_name
+    low, high = table.loc[("test", "ndcg@10"), ["ci_low", "ci_high"]]
+    assert r.data.tags["mlflow.note.content"].startswith(
+        f"lambdamart on synthetic: test ndcg@10 = {r.data.metrics['test/ndcg_at_10']:.4f}, "
+        f"95% CI [{low:.4f}, {high:.4f}] over 20 queries"
+    )
     # provenance and environment tags
     for tag in ("git.commit", "git.dirty", "ltr.data.fingerprint.test", "version.lightgbm", "version.mlflow"):
         assert r.data.tags[tag]
@@ -94,7 +112,7 @@ def test_cli_run_is_logged_completely(cli_run):
     # per-query values as Parquet: one row per test query, agreeing with the logged mean
     local_pq = client.download_artifacts(r.info.run_id, "per_query/test.parquet", str(root / "dl"))
     frame = pd.read_parquet(local_pq)
-    assert len(frame) == r.data.metrics["test/n_queries"] == 20
+    assert len(frame) == table.loc[("test", "ndcg@10"), "n_queries"] == 20
     assert frame["ndcg@10"].mean() == pytest.approx(r.data.metrics["test/ndcg_at_10"], abs=1e-12)
     assert {"qid", "n_docs", "ndcg@1", "ndcg@20"} <= set(frame.columns)
     # plots

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ltr.report.tables import conventions_note, results_table
-from ltr.tracking.store import dashboard_command
+from ltr.tracking.store import dashboard_command, dashboard_url
 
 if TYPE_CHECKING:
     from ltr.experiment.pipeline import Outcome
@@ -59,7 +59,15 @@ def print_run_summary(console: Any, outcome: Outcome, model_name: str) -> None:
     console.print(conventions_note(result, outcome.conventions.describe()), soft_wrap=True)
 
 
-def print_tracker_location(console: Any, run: str, uri: str) -> None:
-    """``MLflow <run> at <uri>`` and the command that opens the dashboard on that store."""
+def print_tracker_location(
+    console: Any, run: str, uri: str, experiment_id: str | None = None, run_id: str | None = None
+) -> None:
+    """``MLflow <run> at <uri>``, the command that opens the dashboard on that store (a local one), and
+    the pages to open there: the experiment's runs table in ltr's view and the run's own page."""
     console.print(f"[bold]MLflow[/bold] {run} at {uri}", soft_wrap=True)
-    console.print(f"  dashboard: {dashboard_command(uri)}", soft_wrap=True)
+    if not uri.startswith(("http://", "https://")):
+        console.print(f"  dashboard: {dashboard_command(uri)}", soft_wrap=True)
+    if experiment_id is not None:
+        console.print(f"  runs table: {dashboard_url(uri, experiment_id)}", soft_wrap=True)
+        if run_id is not None:
+            console.print(f"  this run: {dashboard_url(uri, experiment_id, run_id)}", soft_wrap=True)

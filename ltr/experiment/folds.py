@@ -15,10 +15,12 @@ summary (:func:`summarise_folds`) of the ``test`` split:
 
 * per fold: the mean over the fold's test queries (``fold<k>/test/<metric>``);
 * over folds: the mean and the sample standard deviation (ddof 1) of the per-fold means
-  (``folds/test/<metric>_mean``, ``_sd``) — the "mean over the 5 folds" papers print;
+  (``folds/test/<metric>_mean``; the sd in the table below) — the "mean over the 5 folds" papers print;
 * pooled: the mean over all test queries of all folds and its bootstrap CI (``eval.bootstrap``,
   run seed; :func:`ltr.experiment.pipeline.ci_bounds`, as a single run's CI) over the concatenated per-query
-  values (``pooled/test/<metric>``, ``_ci_low``, ``_ci_high``, ``pooled/test/n_queries``);
+  values (``pooled/test/<metric>``);
+* ``summary/metrics.json``: one table with all of these, the sd, the pooled CI bounds and the numbers
+  of queries (kept out of the metrics so the dashboard charts only means);
 * ``per_query/test.parquet``: the pooled per-query values with a ``fold`` column, and
   ``folds/summary.json``.
 
@@ -51,9 +53,10 @@ from ltr.experiment.console import print_data_summary, print_tracker_location
 from ltr.experiment.conventions import check_splits
 from ltr.experiment.pipeline import SplitResult, ci_bounds
 from ltr.experiment.provenance import command_line, rerun_command, run_tags
+from ltr.experiment.provenance import run_name as default_run_name
 from ltr.experiment.record import RecordedRun, train_and_record
 from ltr.experiment.splits import load_splits
-from ltr.tracking.writer import flatten_params, make_tracker, mlflow_metric_name
+from ltr.tracking.writer import SUMMARY_TABLE, flatten_params, make_tracker, mlflow_metric_name
 
 SUMMARY_SPLIT = "test"
 
@@ -164,24 +167,60 @@ class FoldSummary:
         return int(sum(self.n_queries.values()))
 
     def mlflow_metrics(self) -> dict[str, float]:
-        """The parent run's metrics: ``fold<k>/…``, ``folds/…_mean`` / ``_sd``, ``pooled/…`` (+ CI)."""
+        """The parent run's metrics (one chart each): ``fold<k>/…``, ``folds/…_mean``, ``pooled/…``.
+
+        The spread, CI bounds and counts are rows of :meth:`summary_rows` instead.
+        """
         split = self.split
-        out: dict[str, float] = {f"pooled/{split}/n_queries": self.n_pooled, "folds/n_folds": len(self.folds)}
+        out: dict[str, float] = {}
         for fold in self.folds:
-            out[f"{fold.lower()}/{split}/n_queries"] = self.n_queries[fold]
             out |= {
                 mlflow_metric_name(f"{fold.lower()}/{split}", m): self.per_fold[fold][m] for m in self.metrics
             }
         for m in self.metrics:
             out[mlflow_metric_name(f"folds/{split}", m, "_mean")] = self.mean[m]
-            out[mlflow_metric_name(f"folds/{split}", m, "_sd")] = self.sd[m]
             out[mlflow_metric_name(f"pooled/{split}", m)] = self.pooled[m]
-            out[mlflow_metric_name(f"pooled/{split}", m, "_n_skipped")] = self.pooled_n_skipped[m]
-            if m in self.pooled_ci:
-                low, high = self.pooled_ci[m]
-                out[mlflow_metric_name(f"pooled/{split}", m, "_ci_low")] = low
-                out[mlflow_metric_name(f"pooled/{split}", m, "_ci_high")] = high
         return {k: float(v) for k, v in out.items() if np.isfinite(v)}
+
+    def summary_rows(self) -> list[dict[str, Any]]:
+        """The parent run's table (:data:`ltr.tracking.writer.SUMMARY_TABLE`): per fold, over the
+        folds (mean and sd of the fold means) and pooled (mean, CI, queries scored and skipped)."""
+
+        def num(v: float | None) -> float | None:
+            return float(v) if v is not None and np.isfinite(v) else None
+
+        rows: list[dict[str, Any]] = []
+        for m in self.metrics:
+            for fold in self.folds:
+                rows.append(
+                    {
+                        "scope": fold,
+                        "metric": m,
+                        "mean": num(self.per_fold[fold][m]),
+                        "n_queries": self.n_queries[fold],
+                    }
+                )
+            rows.append(
+                {
+                    "scope": f"mean of {len(self.folds)} folds",
+                    "metric": m,
+                    "mean": num(self.mean[m]),
+                    "sd": num(self.sd[m]),
+                }
+            )
+            low, high = self.pooled_ci.get(m, (None, None))
+            rows.append(
+                {
+                    "scope": "pooled",
+                    "metric": m,
+                    "mean": num(self.pooled[m]),
+                    "ci_low": num(low),
+                    "ci_high": num(high),
+                    "n_queries": self.n_pooled,
+                    "n_skipped": self.pooled_n_skipped[m],
+                }
+            )
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary (``folds/summary.json``); NaN as ``null``."""
@@ -358,14 +397,13 @@ def run_folds(
     tracker = make_tracker(cfg.tracking, Path(cfg.paths.root).resolve()) if standalone else tracker
     resolved = OmegaConf.to_container(cfg, resolve=True)
     _, overrides = command_line()
-    name = cfg.tracking.get("run_name") or f"{cfg.model.name}-{cfg.data.name}"
     parent_tags = {k: v for k, v in run_tags(cfg, {}).items() if not k.startswith("ltr.data.fingerprint")} | {
         "ltr.folds.role": "parent",
         "ltr.folds.protocol": plan.description,
         "ltr.folds.key": plan.key,
     }
     parent_tags |= dict(tags or {})
-    run_name = run_name or f"{name}-folds"
+    run_name = run_name or default_run_name(cfg, suffix="-folds")
     runs: dict[str, RecordedRun] = {}
     confidence = float((cfg.eval.get("bootstrap") or {}).get("confidence", 0.95))
     console.print(f"[bold]Fold protocol[/bold] {plan.description}", soft_wrap=True)
@@ -387,7 +425,9 @@ def run_folds(
                 fold_cfg,
                 splits,
                 tracker.spawn(),
-                run_name=f"{run_name}-{label.lower()}" if not standalone else f"{name}-{label.lower()}",
+                run_name=f"{run_name}-{label.lower()}"
+                if not standalone
+                else default_run_name(cfg, suffix=f"-{label.lower()}"),
                 tags=child_tags,
                 parent_run_id=tracker.run_id,
                 console=console,
@@ -396,6 +436,7 @@ def run_folds(
         frames = {label: r.outcome.frames[SUMMARY_SPLIT] for label, r in runs.items()}
         summary = summarise_folds(frames, list(cfg.eval.metrics), cfg.eval, int(cfg.seed))
         tracker.log_metrics(summary.mlflow_metrics())
+        tracker.log_table(summary.summary_rows(), SUMMARY_TABLE)
         tracker.log_frame(summary.frame, f"per_query/{SUMMARY_SPLIT}.parquet")
         tracker.log_text(json.dumps(summary.to_dict(), indent=2), "folds/summary.json")
         tracker.set_tags({"ltr.folds.children": ",".join(r.run_id or "" for r in runs.values())})
@@ -416,5 +457,5 @@ def run_folds(
         )
     if tracker.enabled and standalone:
         where = f"parent run {parent_id} ('{run_name}', one child per fold) in experiment '{cfg.tracking.experiment}'"
-        print_tracker_location(console, where, tracker.uri)
+        print_tracker_location(console, where, tracker.uri, tracker.experiment_id, parent_id)
     return FoldsRun(plan, runs, summary, parent_id, first.target, float(np.mean(values)))

@@ -277,18 +277,59 @@ def ranked_labels_of(ranker: Any, data: Any) -> dict[Any, Any]:
 
 
 def leaderboard_metrics(report: Any) -> dict[str, float]:
-    """``leaderboard/<system>/<metric>`` (mean, CI, diff, adjusted p) for the parent run's metrics."""
-    out: dict[str, float] = {}
-    for r in report.rows:
-        key = mlflow_metric_name(f"leaderboard/{r.system}", r.metric)
-        out[key], out[f"{key}_ci_low"], out[f"{key}_ci_high"] = r.mean, r.ci_low, r.ci_high
-        if not r.is_baseline:
-            out[f"{key}_diff"], out[f"{key}_p_adjusted"], out[f"{key}_effect_size"] = (
-                r.diff,
-                r.pvalue_adjusted,
-                r.effect_size,
-            )
-    return {k: v for k, v in out.items() if np.isfinite(v)}
+    """``leaderboard/<system>/<metric>``: each system's mean, the parent run's metrics (one chart each).
+
+    CI bounds, differences, adjusted p-values and effect sizes are rows of :func:`leaderboard_rows`.
+    """
+    out = {mlflow_metric_name(f"leaderboard/{r.system}", r.metric): r.mean for r in report.rows}
+    return {k: float(v) for k, v in out.items() if np.isfinite(v)}
+
+
+def leaderboard_rows(report: Any) -> list[dict[str, Any]]:
+    """The parent run's table (:data:`ltr.tracking.writer.SUMMARY_TABLE`): per system and metric,
+    the mean with its CI, and for a non-baseline system its difference to the baseline, adjusted
+    p-value and effect size (``None`` where undefined)."""
+
+    def num(v: Any) -> float | None:
+        return float(v) if v is not None and np.isfinite(v) else None
+
+    return [
+        {
+            "system": r.system,
+            "metric": r.metric,
+            "mean": num(r.mean),
+            "ci_low": num(r.ci_low),
+            "ci_high": num(r.ci_high),
+            "diff": None if r.is_baseline else num(r.diff),
+            "p_adjusted": None if r.is_baseline else num(r.pvalue_adjusted),
+            "effect_size": None if r.is_baseline else num(r.effect_size),
+        }
+        for r in report.rows
+    ]
+
+
+def comparison_description(report: Any, primary: str) -> str:
+    """The comparison parent run's description (``mlflow.note.content``): the best system on the
+    primary metric with its CI and, unless it is the baseline, its difference to the baseline.
+
+    >>> import numpy as np
+    >>> from ltr.analysis.comparison import compare
+    >>> rep = compare({"bm25": {"map": np.array([0.2, 0.4, 0.3, 0.5])}, "lm": {"map": np.array([0.6, 0.7, 0.5, 0.8])}},
+    ...               baseline="bm25", query_ids=[1, 2, 3, 4], B=200, seed=0)
+    >>> comparison_description(rep, "map").split(";")[0]
+    'Best on test map: lm = 0.6500, 95% CI [0.5500, 0.7250] over 4 queries'
+    """
+    best = report.row(report.best(primary), primary)
+    text = (
+        f"Best on test {primary}: {best.system} = {best.mean:.4f}, {report.confidence:.0%} CI "
+        f"[{best.ci_low:.4f}, {best.ci_high:.4f}] over {best.n_queries} queries"
+    )
+    if not best.is_baseline:
+        text += (
+            f"; {best.diff:+.4f} vs the baseline {report.baseline} "
+            f"(p = {best.pvalue_adjusted:.3g} adjusted, {len(report.systems)} systems)"
+        )
+    return text + "."
 
 
 def published_markdown(exp: Any, ours: Mapping[str, Mapping[str, float]], ours_label: str) -> str:

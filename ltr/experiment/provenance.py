@@ -68,6 +68,55 @@ def command_line(entry: str = "ltr.train") -> tuple[str, list[str]]:
     return rerun_command(entry, overrides), overrides
 
 
+#: overrides left out of a run's name: where it writes, how it runs, what the name already says
+UNNAMED_OVERRIDES = (
+    "hydra.",
+    "paths.",
+    "tracking.",
+    "num_threads",
+    "backend.",
+    "model=",
+    "data=",
+    "eval.bootstrap.",
+)
+#: prefixes dropped from an override in a run's name (``model.params.n_trees=20`` → ``n_trees=20``)
+NAME_PREFIXES = ("model.params.", "model.engine_params.", "model.", "data.", "eval.")
+#: longest run name: MLflow's runs table shows about this much; the full overrides are in ``ltr.overrides``
+MAX_RUN_NAME = 100
+
+
+def run_name(cfg: Any, overrides: Sequence[str] | None = None, *, suffix: str = "") -> str:
+    """A run's name: ``<model>-<data><suffix>`` and the overrides that make it differ, shortened.
+
+    ``tracking.run_name`` (then followed by ``suffix``) wins when set. The overrides are the Hydra job's (:func:`hydra_overrides`:
+    for a sweep's job, its own values), without the ones in :data:`UNNAMED_OVERRIDES` and with the
+    prefixes in :data:`NAME_PREFIXES` dropped; names longer than :data:`MAX_RUN_NAME` end in ``…``.
+
+    >>> from omegaconf import OmegaConf
+    >>> cfg = OmegaConf.create({"model": {"name": "lambdamart"}, "data": {"name": "synthetic"}, "tracking": {}})
+    >>> run_name(cfg, ["+model=lambdamart", "model.params.n_trees=20", "tracking.uri=x", "+model.engine_params.max_bin=63"])
+    'lambdamart-synthetic n_trees=20 max_bin=63'
+    >>> run_name(cfg, ["model.params.n_trees=20"], suffix="-fold1")
+    'lambdamart-synthetic-fold1 n_trees=20'
+    """
+    explicit = (cfg.get("tracking") or {}).get("run_name")
+    if explicit:
+        return f"{explicit}{suffix}"
+    base = f"{cfg.model.name}-{cfg.data.name}{suffix}"
+    shown = []
+    for override in (hydra_overrides() or []) if overrides is None else overrides:
+        text = str(override).lstrip("+~")
+        if text.startswith(UNNAMED_OVERRIDES):
+            continue
+        for prefix in NAME_PREFIXES:
+            if text.startswith(prefix):
+                text = text[len(prefix) :]
+                break
+        shown.append(text)
+    name = " ".join([base, *shown])
+    return name if len(name) <= MAX_RUN_NAME else name[: MAX_RUN_NAME - 1] + "…"
+
+
 def sweep_tags() -> dict[str, str]:
     """``ltr.sweep.id`` (the sweep folder) and ``ltr.sweep.job`` when this is a Hydra multirun job."""
     try:

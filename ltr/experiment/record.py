@@ -6,8 +6,10 @@ with live curves (``curve/<split>/<metric>``, step = iteration) and a progress b
 
 :func:`log_outcome` records, with the names ``docs/experiments.md`` lists ("What a run records"):
 the metric conventions (``metric_conventions.*`` params), the engine's own parameters (``engine.*``),
-``best_iteration``, per split ``<split>/<metric>`` means with ``_ci_low`` / ``_ci_high`` /
-``_n_skipped`` and ``<split>/n_queries``, ``<split>/baseline_random/<metric>``, the choices the model
+``best_iteration``, per split ``<split>/<metric>`` means (charts) while their CI bounds and the
+queries scored and skipped go to one table (:data:`SUMMARY_TABLE`, shown as a table in the
+dashboard), ``<split>/baseline_random/<metric>``, the description (``mlflow.note.content``: the
+headline result with its CI, :func:`run_description`), the choices the model
 learned from the data (:meth:`~ltr.models.base.BaseRanker.learned_choices`: ``learned.*`` params and
 metrics, e.g. the ``feature`` baseline's column and direction, a blend's weights), the per-query
 Parquet files ``per_query/<split>.parquet``, plots under ``plots/`` and the model under ``model/``;
@@ -16,9 +18,8 @@ a split sharing queries with ``train`` is warned about and tagged ``ltr.leakage.
 
 >>> import numpy as np
 >>> from ltr.experiment.pipeline import SplitResult
->>> r = SplitResult("test", 2, {"ndcg@10": np.array([0.5, 1.0])})
->>> split_metrics(r, ["ndcg@10"], {"ndcg@10": (0.5, 1.0)})
-{'test/n_queries': 2, 'test/ndcg_at_10': 0.75, 'test/ndcg_at_10_n_skipped': 0, 'test/ndcg_at_10_ci_low': 0.5, 'test/ndcg_at_10_ci_high': 1.0}
+>>> split_metrics(SplitResult("test", 2, {"ndcg@10": np.array([0.5, 1.0])}), ["ndcg@10"])
+{'test/ndcg_at_10': 0.75}
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from ltr.report.plots import feature_importance, plot_feature_importance, plot_l
 from ltr.report.progress import iteration_progress
 from ltr.sweep.pruning import TrainingStopped
 from ltr.sweep.shared_data import load_shared
-from ltr.tracking.writer import SplitDataset, flatten_params, make_tracker, mlflow_metric_name
+from ltr.tracking.writer import SUMMARY_TABLE, SplitDataset, flatten_params, make_tracker, mlflow_metric_name
 
 log = logging.getLogger(__name__)
 
@@ -120,19 +121,41 @@ class RecordedRun:
     label: str
 
 
-def split_metrics(
+def split_metrics(result: SplitResult, metrics: Sequence[str]) -> dict[str, float]:
+    """The MLflow metrics of one split: each metric's mean as ``<split>/<metric>`` (one chart each).
+
+    CI bounds and counts are not metrics (they would be charts of their own): :func:`summary_rows`.
+    """
+    return {mlflow_metric_name(result.split, m): result.mean(m) for m in metrics}
+
+
+def summary_rows(
     result: SplitResult, metrics: Sequence[str], cis: Mapping[str, tuple[float, float]]
-) -> dict[str, float]:
-    """The MLflow metrics of one split: means, CI bounds, skipped-query counts, number of queries."""
-    split = result.split
-    out: dict[str, float] = {f"{split}/n_queries": result.n_queries}
+) -> list[dict[str, Any]]:
+    """One row per metric of a split for the run's :data:`SUMMARY_TABLE`: mean, CI bounds (``None``
+    without a bootstrap), queries scored and skipped.
+
+    >>> import numpy as np
+    >>> from ltr.experiment.pipeline import SplitResult
+    >>> r = SplitResult("test", 2, {"ndcg@10": np.array([0.5, 1.0])})
+    >>> summary_rows(r, ["ndcg@10"], {"ndcg@10": (0.5, 1.0)})
+    [{'split': 'test', 'metric': 'ndcg@10', 'mean': 0.75, 'ci_low': 0.5, 'ci_high': 1.0, 'n_queries': 2, 'n_skipped': 0}]
+    """
+    rows = []
     for m in metrics:
-        out[mlflow_metric_name(split, m)] = result.mean(m)
-        out[mlflow_metric_name(split, m, "_n_skipped")] = result.n_skipped(m)
-        if m in cis:
-            out[mlflow_metric_name(split, m, "_ci_low")] = cis[m][0]
-            out[mlflow_metric_name(split, m, "_ci_high")] = cis[m][1]
-    return out
+        low, high = cis.get(m, (None, None))
+        rows.append(
+            {
+                "split": result.split,
+                "metric": m,
+                "mean": result.mean(m),
+                "ci_low": low,
+                "ci_high": high,
+                "n_queries": result.n_queries,
+                "n_skipped": result.n_skipped(m),
+            }
+        )
+    return rows
 
 
 def baseline_metric_name(split: str, metric: str) -> str:
@@ -230,6 +253,43 @@ def describe_learned(ranker: Any, top: int = 5) -> list[str]:
     return lines
 
 
+def headline_metric(outcome: Outcome) -> str:
+    """The metric a run is summarised by: the optimised one when evaluated, else the first of ``eval.metrics``."""
+    return outcome.target if outcome.target in outcome.metrics else outcome.metrics[0]
+
+
+def run_description(outcome: Outcome, model: str, data: str, confidence: float = 0.95) -> str:
+    """The run's description (MLflow's ``mlflow.note.content``): the headline result with its CI.
+
+    The :func:`headline_metric`'s mean on the report split, the bootstrap CI when there is one, the number of queries, the
+    random baseline on the same queries, and the optimised validation value and best iteration.
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> from ltr.experiment.pipeline import SplitResult
+    >>> test = SplitResult("test", 4, {"ndcg@10": np.array([0.5, 0.7, 0.9, 0.7])})
+    >>> base = SplitResult("test", 4, {"ndcg@10": np.array([0.3, 0.3, 0.4, 0.2])})
+    >>> o = SimpleNamespace(results={"test": test}, cis={"test": {"ndcg@10": (0.6, 0.8)}}, baseline=base,
+    ...     report_split="test", metrics=("ndcg@10",), target="ndcg@10", value_split="valid", value=0.68,
+    ...     best_iteration=27)
+    >>> run_description(o, "lambdamart", "synthetic")
+    'lambdamart on synthetic: test ndcg@10 = 0.7000, 95% CI [0.6000, 0.8000] over 4 queries (random scores: 0.3000); valid ndcg@10 = 0.6800 (optimised); best iteration 27.'
+    """
+    split = outcome.report_split
+    metric = headline_metric(outcome)
+    result = outcome.results[split]
+    text = f"{model} on {data}: {split} {metric} = {result.mean(metric):.4f}"
+    ci = outcome.cis.get(split, {}).get(metric)
+    if ci is not None:
+        text += f", {confidence:.0%} CI [{ci[0]:.4f}, {ci[1]:.4f}]"
+    text += f" over {result.n_queries} queries (random scores: {outcome.baseline.mean(metric):.4f})"
+    if outcome.value_split != split and outcome.value == outcome.value:
+        text += f"; {outcome.value_split} {outcome.target} = {outcome.value:.4f} (optimised)"
+    if outcome.best_iteration is not None:
+        text += f"; best iteration {outcome.best_iteration}"
+    return text + "."
+
+
 def log_outcome(
     tracker: Any,
     cfg: Any,
@@ -259,11 +319,23 @@ def log_outcome(
     learned_params, learned_metrics = outcome.ranker.learned_choices()
     tracker.log_params({f"learned.{k}": v for k, v in learned_params.items()})
     tracker.log_metrics({f"learned.{k}": v for k, v in learned_metrics.items()})
+    rows = []
     for split, result in outcome.results.items():
-        tracker.log_metrics(split_metrics(result, outcome.metrics, outcome.cis[split]))
+        tracker.log_metrics(split_metrics(result, outcome.metrics))
+        rows += summary_rows(result, outcome.metrics, outcome.cis[split])
         tracker.log_frame(outcome.frames[split], f"per_query/{split}.parquet")
+    tracker.log_table(rows, SUMMARY_TABLE)
     baseline = outcome.baseline
     tracker.log_metrics({baseline_metric_name(baseline.split, m): baseline.mean(m) for m in outcome.metrics})
+    confidence = float((cfg.eval.get("bootstrap") or {}).get("confidence", 0.95))
+    description = run_description(outcome, label or str(cfg.model.name), str(cfg.data.name), confidence)
+    tracker.set_tags({"mlflow.note.content": description})
+    columns = [
+        mlflow_metric_name(outcome.report_split, m) for m in (headline_metric(outcome), *outcome.metrics)
+    ]
+    if outcome.value_split in outcome.results and outcome.value_split != outcome.report_split:
+        columns.append(mlflow_metric_name(outcome.value_split, outcome.target))
+    tracker.set_runs_view(columns)  # the runs table's columns and sort in the dashboard link ltr prints
     data = splits[outcome.report_split]
     if cfg.tracking.get("log_plots", True) or plots_dir is not None:
         log_run_plots(tracker, outcome, data.n_features, plots_dir, label or str(cfg.model.name))

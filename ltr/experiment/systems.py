@@ -41,8 +41,10 @@ from ltr.experiment.leaderboard import (
     build_failure_analysis,
     build_report,
     check_same_data,
+    comparison_description,
     extra_tables,
     leaderboard_metrics,
+    leaderboard_rows,
     ranked_labels_of,
     split_attributes,
     write_outputs,
@@ -53,7 +55,7 @@ from ltr.experiment.schemas import (
 )
 from ltr.report.progress import task_progress
 from ltr.tracking.reader import download_frame, find_runs
-from ltr.tracking.writer import flatten_params
+from ltr.tracking.writer import SUMMARY_TABLE, flatten_params, mlflow_metric_name
 
 
 @dataclass
@@ -61,7 +63,7 @@ class ComparisonResult:
     """What a comparison produced: the report and its analyses, the files written, the MLflow runs.
 
     ``exp`` is the experiment as reported (its title says the data used); ``extra`` the additional
-    tables (``folds.md``, ``published.md``: file name → Markdown); ``tracker_uri`` and ``run_name``
+    tables (``folds.md``, ``published.md``: file name → Markdown); ``tracker_uri``, ``experiment_id`` and ``run_name``
     locate the parent run (``None`` without tracking or for a report rebuilt from MLflow).
     """
 
@@ -76,6 +78,7 @@ class ComparisonResult:
     extra: dict[str, str] = field(default_factory=dict)
     tracker_uri: str | None = None
     run_name: str | None = None
+    experiment_id: str | None = None
 
 
 def run_comparison(
@@ -238,8 +241,12 @@ def _run_comparison(
             (out_dir / "plots").glob("feature_importance_*.png")
         )
         tracker.log_metrics(leaderboard_metrics(report))
+        tracker.log_table(leaderboard_rows(report), SUMMARY_TABLE)
+        primary = str(exp.primary)  # the runs table: the systems' test metrics, best on the primary first
+        tracker.set_runs_view([mlflow_metric_name("test", m) for m in (primary, *report.metrics)])
         tracker.set_tags(
             {
+                "mlflow.note.content": comparison_description(report, str(exp.primary)),
                 "ltr.compare.best": report.best(str(exp.primary)),
                 "ltr.compare.systems": ",".join(report.systems),
             }
@@ -259,6 +266,7 @@ def _run_comparison(
         extra=extra,
         tracker_uri=tracker.uri if tracker.enabled else None,
         run_name=run_name,
+        experiment_id=tracker.experiment_id if tracker.enabled else None,
     )
 
 

@@ -23,7 +23,7 @@ import re
 import shlex
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -122,6 +122,48 @@ def dashboard_command(uri: str) -> str:
     if uri.startswith(("http://", "https://")):
         return f"open {uri} in a browser"
     return f"{exe} ui --backend-store-uri {shlex.quote(uri)} --host 127.0.0.1 --port 5000"
+
+
+#: MLflow's dashboard opens an experiment on its GenAI overview unless the URL asks for model training
+TRAINING_VIEW = "workflowType=machine_learning"
+#: the experiment tag name (after ``mlflow.sharedViewState.``) of ltr's runs-table view (:func:`runs_view`)
+RUNS_VIEW = "ltr"
+RUNS_VIEW_TAG = f"mlflow.sharedViewState.{RUNS_VIEW}"
+#: where ``mlflow ui`` (:func:`dashboard_command`) serves a local store
+LOCAL_DASHBOARD = "http://127.0.0.1:5000"
+
+
+def dashboard_url(uri: str, experiment_id: str, run_id: str | None = None) -> str:
+    """The dashboard page of a run, or of an experiment's runs table in ltr's view (:func:`runs_view`).
+
+    Both open on MLflow's model-training pages (:data:`TRAINING_VIEW`), not its GenAI overview. A
+    server URI gives its own address (credentials removed); a local store, the address
+    :func:`dashboard_command` serves.
+
+    >>> dashboard_url("sqlite:////tmp/mlflow.db", "3")
+    'http://127.0.0.1:5000/#/experiments/3/runs?viewStateShareKey=ltr&workflowType=machine_learning'
+    >>> dashboard_url("http://ann:pw@10.0.0.1:5000/", "3", "ab12")
+    'http://10.0.0.1:5000/#/experiments/3/runs/ab12?workflowType=machine_learning'
+    """
+    base = split_credentials(uri)[0].rstrip("/") if is_server_uri(uri) else LOCAL_DASHBOARD
+    if run_id:
+        return f"{base}/#/experiments/{experiment_id}/runs/{run_id}?{TRAINING_VIEW}"
+    return f"{base}/#/experiments/{experiment_id}/runs?viewStateShareKey={RUNS_VIEW}&{TRAINING_VIEW}"
+
+
+def runs_view(metric_keys: Sequence[str]) -> dict[str, Any]:
+    """MLflow's runs-table view state (a "shared view", stored as the experiment tag :data:`RUNS_VIEW_TAG`):
+    the runs' Source and Models, then ``metric_keys`` as columns, sorted by the first, highest first.
+
+    >>> runs_view(["test/ndcg_at_10", "test/err_at_10"])["selectedColumns"][2:]
+    ['metrics.`test/ndcg_at_10`', 'metrics.`test/err_at_10`']
+    """
+    columns = [f"metrics.`{key}`" for key in dict.fromkeys(metric_keys)]
+    return {
+        "selectedColumns": ["attributes.`Source`", "attributes.`Models`", *columns],
+        "orderByKey": columns[0] if columns else "attributes.start_time",
+        "orderByAsc": False,
+    }
 
 
 def check_server_reachable(

@@ -36,6 +36,7 @@ from typing import Any
 from ltr.core.errors import ConfigError
 from ltr.tracking.store import (
     HTTP_LIMITS,
+    RUNS_VIEW_TAG,
     check_server_reachable,
     check_store_uri,
     check_writable_file,
@@ -47,7 +48,11 @@ from ltr.tracking.store import (
     process_uris,
     resolve_tracking_uri,
     retry_call,
+    runs_view,
 )
+
+#: a run's table (an MLflow table artifact) of what is not charted: CI bounds, spreads, counts, p-values
+SUMMARY_TABLE = "summary/metrics.json"
 
 #: MLflow's limit on one param value (characters)
 PARAM_VALUE_LIMIT = 6000
@@ -156,6 +161,7 @@ class NullTracker:
     def log_text(self, text: str, artifact_file: str) -> None: ...
     def log_artifact(self, path: str | os.PathLike[str], artifact_path: str | None = None) -> None: ...
     def log_frame(self, frame: Any, artifact_file: str) -> None: ...
+    def log_table(self, rows: Sequence[Mapping[str, Any]], artifact_file: str) -> None: ...
     def log_iteration_values(self, rows: list[tuple[int, dict[str, float]]]) -> None: ...
     def log_datasets(self, datasets: Sequence[SplitDataset]) -> None: ...
     def spawn(self) -> NullTracker:
@@ -163,6 +169,7 @@ class NullTracker:
 
     def tag_run(self, run_id: str, tags: Mapping[str, Any]) -> None: ...
     def set_status(self, run_id: str, status: str) -> None: ...
+    def set_runs_view(self, metric_keys: Sequence[str]) -> None: ...
 
     def log_ranker(self, ranker: Any, example: Any = None) -> None: ...
 
@@ -371,6 +378,16 @@ class Tracker:
         """End a run of this store with ``status`` (FINISHED, FAILED or KILLED), e.g. a pruned trial's."""
         retry_call(self.client.set_terminated, run_id, status)
 
+    def set_runs_view(self, metric_keys: Sequence[str]) -> None:
+        """Make ``metric_keys`` the columns (and the first the sort) of the experiment's runs table in
+        the view :func:`~ltr.tracking.store.dashboard_url` opens (:func:`~ltr.tracking.store.runs_view`;
+        the latest run's keys win)."""
+        value = json.dumps(runs_view(metric_keys))
+        self._guarded(
+            lambda: retry_call(self.client.set_experiment_tag, self.experiment_id, RUNS_VIEW_TAG, value),
+            journaled=False,
+        )
+
     def _record_error(self, text: str) -> None:
         """Store the traceback as ``error/traceback.txt`` and its last line as the ``error`` tag."""
         self.log_text(text, "error/traceback.txt")
@@ -468,6 +485,12 @@ class Tracker:
             shutil.copy2(local, copy)
             local = copy
         self._log("log_artifact", str(local), artifact_path)
+
+    def log_table(self, rows: Sequence[Mapping[str, Any]], artifact_file: str) -> None:
+        """``rows`` as an MLflow table artifact (a ``.json`` file the dashboard shows as a table)."""
+        import pandas as pd  # deferred: loaded with MLflow anyway; the module stays light
+
+        self._log("log_table", pd.DataFrame(list(rows)), artifact_file)
 
     def log_frame(self, frame: Any, artifact_file: str) -> None:
         """A pandas DataFrame as a Parquet artifact (e.g. ``per_query/test.parquet``)."""
