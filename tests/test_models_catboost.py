@@ -128,3 +128,12 @@ def test_catboost_only_parameters_are_accepted_and_reach_catboost():
     assert {k: given[k] for k in engine} == engine
     with pytest.raises(ConfigError, match="did you mean random_strength"):
         make(engine_params={**engine, "random_strenght": 2.5})
+
+
+def test_a_synonym_in_engine_params_wins_over_the_translated_parameter():
+    """``engine_params.reg_lambda`` next to the translated ``l2_leaf_reg`` stopped CatBoost's fit ("only
+    one of the parameters l2_leaf_reg, reg_lambda should be initialized"); now it replaces the value."""
+    X = np.random.default_rng(2).normal(size=(40, 3)).astype(np.float32)
+    data = RankingData(X=X, y=(X[:, 0] > 0).astype(int), qid=np.repeat(np.arange(4), 10))
+    r = make({"n_trees": 6}, engine_params={"reg_lambda": 6.5, "n_estimators": 3}).fit(data)
+    assert (r.model_.get_all_params()["l2_leaf_reg"], r.model_.tree_count_) == (6.5, 3)

@@ -278,3 +278,15 @@ def test_xgboost_parameter_list_agrees_with_xgboosts_own_check():
     assert len(names) > 50
     assert not [n for n in names if unused(n, defaults.get(n, 1))]
     assert all(unused(n, 1) for n in ("max_bni", "rate_drop", "n_estimators", ROUNDS))
+
+
+def test_an_alias_in_engine_params_replaces_the_translated_parameter():
+    """``learning_rate`` / ``reg_lambda`` replace the translation's ``eta`` / ``lambda`` (one name each in
+    ``engine_params_``, the one ltr's code reads), and reach XGBoost."""
+    X = np.random.default_rng(1).normal(size=(40, 3)).astype(np.float32)
+    data = RankingData(X=X, y=(X[:, 0] > 0).astype(int), qid=np.repeat(np.arange(4), 10))
+    r = make({"n_trees": 3}, engine_params={"learning_rate": 0.5, "reg_lambda": 2.5}).fit(data)
+    assert (r.engine_params_["eta"], r.engine_params_["lambda"]) == (0.5, 2.5)
+    assert not {"learning_rate", "reg_lambda"} & set(r.engine_params_)
+    trees = json.loads(r.booster_.save_config())["learner"]["gradient_booster"]["tree_train_param"]
+    assert (trees["eta"], trees["lambda"]) == ("0.5", "2.5")

@@ -293,6 +293,28 @@ class BaseRanker:
                 + (f"; did you mean {close[0]}?" if close else "")
             )
 
+    def with_engine_params(
+        self, translated: Mapping[str, Any], engine_params: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """``translated`` with ``engine_params`` applied last, so they win — also when a key is an alias of
+        a translated parameter (LightGBM ``eta`` for ``learning_rate``, CatBoost ``reg_lambda`` for
+        ``l2_leaf_reg``): it replaces that parameter under the translated name. Both names side by side,
+        LightGBM would keep its canonical one (the translation) and CatBoost would refuse to train.
+
+        >>> from ltr.models.registry import get_ranker_class
+        >>> lgb = get_ranker_class("lambdamart")()
+        >>> lgb.with_engine_params({"learning_rate": 0.1, "verbosity": -1}, {"eta": 0.5, "verbose": 1, "min_split_gain": 0.2})
+        {'learning_rate': 0.5, 'verbosity': 1, 'min_split_gain': 0.2}
+        """
+        out = dict(translated)
+        if not engine_params:
+            return out
+        names = self.engine_parameter_names()
+        by_name = {names.get(key, key): key for key in translated}
+        for key, value in engine_params.items():
+            out[by_name.get(names.get(key, key), key)] = value
+        return out
+
     def _check_params(self, params: dict[str, Any]) -> None:
         """Model-specific cross-parameter checks (override)."""
 

@@ -154,8 +154,7 @@ class CatBoostYetiRank(BaseRanker):
             out["custom_metric"] = [f"NDCG:top={metric.k};type=Base"]
         out.update(vocabulary.translate(self.engine, {"seed": self.seed, "num_threads": self.num_threads}))
         out.update({"use_best_model": False, "allow_writing_files": False, "verbose": False})
-        out.update(engine_params)
-        return out
+        return self.with_engine_params(out, engine_params)
 
     def _pool(self, data: RankingData) -> Any:
         catboost = import_catboost()

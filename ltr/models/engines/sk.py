@@ -125,7 +125,9 @@ class Linear(SklearnRanker):
     def _fit_model(self, train: RankingData, valid: RankingData | None, cfg: Resolved, metric: Any) -> None:
         from sklearn.preprocessing import StandardScaler  # deferred: scikit-learn loads only when fitted
 
-        self.engine_params_ = {**vocabulary.translate(self.engine, cfg.params), **cfg.engine_params}
+        self.engine_params_ = self.with_engine_params(
+            vocabulary.translate(self.engine, cfg.params), cfg.engine_params
+        )
         X = train.X.astype(np.float64)  # float32 features, float64 fit (as LightGBM accumulates)
         scaler = StandardScaler(with_mean=not train.is_sparse).fit(X)
         ridge = estimator_class(self.estimator)(**self.engine_params_).fit(
@@ -164,7 +166,9 @@ class RandomForest(SklearnRanker):
     def translate(self, params: dict[str, Any], engine_params: dict[str, Any]) -> dict[str, Any]:
         """``RandomForestRegressor`` arguments for resolved ltr ``params`` (``engine_params`` win)."""
         runtime = {"seed": self.seed, "num_threads": self.num_threads}
-        return {**vocabulary.translate(self.engine, {**params, **runtime}), **engine_params}
+        return self.with_engine_params(
+            vocabulary.translate(self.engine, {**params, **runtime}), engine_params
+        )
 
     def _fit_model(self, train: RankingData, valid: RankingData | None, cfg: Resolved, metric: Any) -> None:
         self.engine_params_ = self.translate(cfg.params, cfg.engine_params)

@@ -245,8 +245,7 @@ class XGBoostLambdaMART(BaseRanker):
             out["disable_default_eval_metric"] = True
         out.update(vocabulary.translate(self.engine, {"seed": self.seed, "num_threads": self.num_threads}))
         out["verbosity"] = 0
-        out.update(engine_params)
-        return out
+        return self.with_engine_params(out, engine_params)
 
     def _check_data(self, data: RankingData, role: str, params: dict[str, Any]) -> None:
         check_integer_labels(data, role, engine="XGBoost ranking")
