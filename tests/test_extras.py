@@ -68,12 +68,18 @@ def test_export_help_names_the_extra():
     assert "pip install 'ltr-workbench[export]'" in " ".join(proc.stdout.split())
 
 
-def test_catboost_without_the_extra_names_the_install(monkeypatch):
+@pytest.mark.parametrize("engine_params", [{}, {"l2_leaf_reg": 1.0}])
+def test_catboost_without_the_extra_names_the_install(monkeypatch, engine_params):
+    """Also with ``engine_params``, whose check needs CatBoost's parameter list: the missing extra is the error."""
     from ltr.models import build_ranker
+    from ltr.models.engines.cat import catboost_parameter_names
 
+    catboost_parameter_names.cache_clear()  # as in a process that never had catboost
     monkeypatch.setitem(sys.modules, "catboost", None)
     with pytest.raises(ConfigError) as raised:
-        build_ranker({"name": "catboost", "params": {}}, seed=0, num_threads=1)
+        build_ranker(
+            {"name": "catboost", "params": {}, "engine_params": engine_params}, seed=0, num_threads=1
+        )
     assert str(raised.value) == (
         "model catboost needs the optional package catboost (extra 'catboost'): "
         "pip install 'ltr-workbench[catboost]' (in this checkout: uv sync --extra catboost)"

@@ -108,6 +108,56 @@ def test_config_errors_fail_before_the_data_is_read(tmp_path, spies, overrides, 
     assert spies == {"load": 0, "train": 0}
 
 
+#: every engine's engine_params are checked against its own parameter list; its spelling under params names ltr's
+ENGINE_PARAMS = [
+    (
+        "lambdamart_xgb",
+        "+model.engine_params.max_bni=64",
+        "model.engine_params.max_bni is not an XGBoost parameter with booster=gbtree, tree_method=hist, "
+        "objective=rank:ndcg; did you mean max_bin?",
+    ),
+    (
+        "lambdamart_xgb",
+        "+model.params.reg_alpha=0.5",
+        "model.params.reg_alpha is XGBoost's name for lambda_l1: use model.params.lambda_l1",
+    ),
+    (
+        "catboost",
+        "+model.engine_params.l2_leaf_regg=5",
+        "model.engine_params.l2_leaf_regg is not a CatBoost parameter; did you mean l2_leaf_reg?",
+    ),
+    (
+        "catboost",
+        "+model.params.n_estimators=50",
+        "model.params.n_estimators is CatBoost's name for n_trees: use model.params.n_trees",
+    ),
+    (
+        "linear",
+        "+model.engine_params.positve=true",
+        "model.engine_params.positve is not a parameter of scikit-learn's Ridge; did you mean positive?",
+    ),
+    (
+        "random_forest",
+        "+model.engine_params.ccp_alpah=0.01",
+        "model.engine_params.ccp_alpah is not a parameter of scikit-learn's RandomForestRegressor; "
+        "did you mean ccp_alpha?",
+    ),
+]
+
+
+@pytest.mark.parametrize(("model", "override", "expected"), ENGINE_PARAMS, ids=lambda v: v)
+def test_every_engines_parameters_fail_before_the_data_is_read(tmp_path, spies, model, override, expected):
+    if model == "catboost":
+        pytest.importorskip("catboost")
+    cfg = compose_config(
+        [f"+model={model}", *TINY_DATA, "num_threads=1", "tracking=none", f"paths.root={tmp_path}", override]
+    )
+    with pytest.raises(ConfigError) as info:
+        execute(cfg)
+    assert expected in str(info.value)
+    assert spies == {"load": 0, "train": 0}
+
+
 def test_labels_above_err_gmax_fail_after_loading_before_training(tmp_path, spies):
     """Labels 0..6 in the user's file, lightgbm's ERR top grade 4: known once the file is read, before the fit."""
     train = write_file(tmp_path / "train.txt", [0, 3, 6, 1])

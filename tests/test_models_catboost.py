@@ -81,3 +81,59 @@ def test_unsupported_vocabulary():
     with pytest.raises(ConfigError, match=r"params.label_gain is not supported"):
         make({"label_gain": "linear"})
     # the missing package: tests/test_extras.py
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"engine_params": {"l2_leaf_regg": 5}},
+            "model catboost: model.engine_params.l2_leaf_regg is not a CatBoost parameter; "
+            "did you mean l2_leaf_reg?",
+        ),
+        (
+            {"engine_params": {"random_strenght": 2}},
+            "model.engine_params.random_strenght is not a CatBoost parameter; did you mean random_strength?",
+        ),
+        (
+            {"params": {"iterations": 50}},
+            "model catboost: model.params.iterations is CatBoost's name for n_trees: use model.params.n_trees",
+        ),
+        (
+            {"params": {"n_estimators": 50}},
+            "model.params.n_estimators is CatBoost's name for n_trees: use model.params.n_trees",
+        ),  # a synonym of iterations (CatBoost's own synonym table)
+        (
+            {"params": {"reg_lambda": 2.0}},
+            "model.params.reg_lambda is CatBoost's name for lambda_l2: use model.params.lambda_l2",
+        ),
+    ],
+)
+def test_unknown_engine_params_and_catboost_spellings_fail_at_build(config, message):
+    """A typo in ``engine_params`` failed inside CatBoost's fit, after the data was read ("Unknown
+    option"): now a ConfigError at build with the closest of CatBoost's own parameter names."""
+    with pytest.raises(ConfigError) as raised:
+        build_ranker({"name": "catboost", **config}, seed=0, num_threads=1)
+    assert message in str(raised.value)
+
+
+def test_catboost_only_parameters_are_accepted_and_reach_catboost():
+    """``engine_params`` outside ltr's vocabulary reach CatBoost: read back from the trained model's
+    own parameters (``get_all_params()``), not from ltr's dict."""
+    X = np.random.default_rng(2).normal(size=(40, 3)).astype(np.float32)
+    data = RankingData(X=X, y=(X[:, 0] > 0).astype(int), qid=np.repeat(np.arange(4), 10))
+    engine = {"l2_leaf_reg": 7.5, "random_strength": 2.5, "model_size_reg": 0.25}
+    r = make({"n_trees": 3}, engine_params=engine).fit(data)
+    given = r.model_.get_all_params()
+    assert {k: given[k] for k in engine} == engine
+    with pytest.raises(ConfigError, match="did you mean random_strength"):
+        make(engine_params={**engine, "random_strenght": 2.5})
+
+
+def test_a_synonym_in_engine_params_wins_over_the_translated_parameter():
+    """``engine_params.reg_lambda`` next to the translated ``l2_leaf_reg`` stopped CatBoost's fit ("only
+    one of the parameters l2_leaf_reg, reg_lambda should be initialized"); now it replaces the value."""
+    X = np.random.default_rng(2).normal(size=(40, 3)).astype(np.float32)
+    data = RankingData(X=X, y=(X[:, 0] > 0).astype(int), qid=np.repeat(np.arange(4), 10))
+    r = make({"n_trees": 6}, engine_params={"reg_lambda": 6.5, "n_estimators": 3}).fit(data)
+    assert (r.model_.get_all_params()["l2_leaf_reg"], r.model_.tree_count_) == (6.5, 3)

@@ -344,3 +344,15 @@ def test_every_lightgbm_parameter_and_alias_is_accepted_in_engine_params():
         "seed",
     ):
         build_ranker({"name": "lambdamart", "engine_params": {key: 1}}, seed=0, num_threads=1)
+
+
+def test_an_alias_in_engine_params_wins_over_the_translated_parameter():
+    """``engine_params.eta`` next to the translated ``learning_rate``: LightGBM keeps its canonical name
+    and dropped the alias silently; now the alias replaces the translated value (read back from the model)."""
+    X = np.random.default_rng(3).normal(size=(40, 3)).astype(np.float32)
+    data = RankingData(X=X, y=(X[:, 0] > 0).astype(int), qid=np.repeat(np.arange(4), 10))
+    r = make(params={"n_trees": 6}, engine_params={"eta": 0.5, "num_boost_round": 3}).fit(data)
+    assert "[learning_rate: 0.5]" in r.booster_.model_to_string().splitlines()
+    assert r.booster_.current_iteration() == 3
+    assert (r.engine_params_["learning_rate"], r.engine_params_["num_iterations"]) == (0.5, 3)
+    assert "eta" not in r.engine_params_

@@ -129,3 +129,55 @@ def test_feature_fixed_column_direction_and_missing_values():
         make("feature", {"feature": 0})
     with pytest.raises(ConfigError, match="engine_params must be empty"):
         make("feature", engine_params={"x": 1})
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"name": "linear", "engine_params": {"positve": True}},
+            "model linear: model.engine_params.positve is not a parameter of scikit-learn's Ridge; "
+            "did you mean positive?",
+        ),
+        (
+            {"name": "random_forest", "engine_params": {"ccp_alpah": 0.01}},
+            "model random_forest: model.engine_params.ccp_alpah is not a parameter of scikit-learn's "
+            "RandomForestRegressor; did you mean ccp_alpha?",
+        ),
+        (
+            {"name": "random_forest", "engine_params": {"learning_rate": 0.1}},
+            "model.engine_params.learning_rate is not a parameter of scikit-learn's RandomForestRegressor",
+        ),  # a boosting parameter: RandomForestRegressor(learning_rate=...) fails inside fit
+        (
+            {"name": "random_forest", "params": {"n_estimators": 50}},
+            "model random_forest: model.params.n_estimators is scikit-learn's name for n_trees: "
+            "use model.params.n_trees",
+        ),
+        (
+            {"name": "random_forest", "params": {"min_samples_leaf": 5}},
+            "model.params.min_samples_leaf is scikit-learn's name for min_data_in_leaf",
+        ),
+    ],
+)
+def test_unknown_engine_params_and_sklearn_spellings_fail_at_build(config, message):
+    """``engine_params`` are the estimator's arguments: a typo failed inside fit, after the data was read
+    (``TypeError: unexpected keyword argument``); now a ConfigError at build with the closest of the
+    estimator's own ``get_params()`` names."""
+    with pytest.raises(ConfigError) as raised:
+        build_ranker(config, seed=0, num_threads=1)
+    assert message in str(raised.value)
+
+
+def test_sklearn_only_parameters_are_accepted_and_reach_the_estimator(splits):
+    """Read back from the fitted estimator (random forest: ``get_params()``), or seen in the fit (linear:
+    Ridge's ``positive`` leaves no negative weight where the unconstrained fit has some)."""
+    train, _ = splits
+    forest = make(
+        "random_forest", {"n_trees": 2}, engine_params={"ccp_alpha": 0.01, "min_impurity_decrease": 0.001}
+    )
+    given = forest.fit(train).model_.get_params()
+    assert (given["ccp_alpha"], given["min_impurity_decrease"]) == (0.01, 0.001)
+    free, positive = make("linear").fit(train), make("linear", engine_params={"positive": True}).fit(train)
+    assert (free.weights_ < 0).any() and (positive.weights_ >= 0).all()
+    with pytest.raises(ConfigError, match="did you mean positive"):
+        make("linear", engine_params={"positve": True})

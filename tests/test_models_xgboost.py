@@ -170,3 +170,123 @@ def test_label_gain_translation_and_limits():
 def test_unsupported_vocabulary_is_explained(param, message):
     with pytest.raises(ConfigError, match=rf"params.{param} is not supported: .*{message}"):
         make({param: 5 if param == "min_data_in_leaf" else True})
+
+
+# --- engine_params: checked against XGBoost's own parameter list ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"engine_params": {"max_bni": 64}},
+            "model lambdamart_xgb: model.engine_params.max_bni is not an XGBoost parameter with "
+            "booster=gbtree, tree_method=hist, objective=rank:ndcg; did you mean max_bin?",
+        ),
+        (
+            {"engine_params": {"lambdarank_bias_nrom": 2.0}},
+            "model.engine_params.lambdarank_bias_nrom is not an XGBoost parameter",
+        ),  # a parameter of the ranking objective, misspelt
+        (
+            {"engine_params": {"rate_drop": 0.1}},
+            "model.engine_params.rate_drop is not an XGBoost parameter with booster=gbtree",
+        ),  # dart's parameter: XGBoost ignores it on gbtree ("Parameters: { rate_drop } are not used")
+        (
+            {"engine_params": {"n_estimators": 5}},
+            "model.engine_params.n_estimators is not an XGBoost parameter with booster=gbtree, "
+            "tree_method=hist, objective=rank:ndcg; did you mean num_boost_round?",
+        ),  # the scikit-learn wrapper's name, which xgboost.train ignores
+        (
+            {"engine_params": {"booster": "gbtre"}},
+            "model lambdamart_xgb: XGBoost refuses model.engine_params.booster=gbtre: Unknown gbm type gbtre",
+        ),
+        (
+            {"params": {"eta": 0.3}},
+            "model lambdamart_xgb: model.params.eta is XGBoost's name for learning_rate: "
+            "use model.params.learning_rate",
+        ),
+        (
+            {"params": {"reg_alpha": 0.5}},
+            "model.params.reg_alpha is XGBoost's name for lambda_l1: use model.params.lambda_l1",
+        ),  # an alias of alpha, the name ltr's translation uses
+        (
+            {"params": {"n_estimators": 50}},
+            "model.params.n_estimators is XGBoost's name for n_trees: use model.params.n_trees",
+        ),  # the scikit-learn wrapper's name for num_boost_round
+        (
+            {"params": {"min_child_weight": 2}},
+            "model.params.min_child_weight is XGBoost's name for min_sum_hessian_in_leaf",
+        ),
+    ],
+)
+def test_unknown_engine_params_and_xgboost_spellings_fail_at_build(config, message):
+    """A typo in ``engine_params`` trained with XGBoost's default, silently (ltr runs XGBoost with
+    ``verbosity=0``, which hides its "are not used" warning): now a ConfigError with the closest of
+    XGBoost's own names for the booster, tree method and objective the model trains with."""
+    with pytest.raises(ConfigError) as raised:
+        build_ranker({"name": "lambdamart_xgb", **config}, seed=0, num_threads=1)
+    assert message in str(raised.value)
+
+
+def test_xgboost_only_parameters_are_accepted_and_reach_xgboost():
+    """Parameters outside ltr's vocabulary (and aliases of those it translates) reach XGBoost: read back
+    from the trained booster's own configuration; the list follows the setup (dart's ``rate_drop``)."""
+    X = np.random.default_rng(1).normal(size=(40, 3)).astype(np.float32)
+    data = RankingData(X=X, y=(X[:, 0] > 0).astype(int), qid=np.repeat(np.arange(4), 10))
+    engine = {"max_bin": 17, "gamma": 0.25, "reg_lambda": 2.5, "booster": "dart", "rate_drop": 0.125}
+    r = make({"n_trees": 3}, engine_params=engine).fit(data)
+    config = json.loads(r.booster_.save_config())["learner"]
+    booster = config["gradient_booster"]
+    assert config["learner_train_param"]["booster"] == booster["name"] == "dart"
+    trees = booster["gbtree"]["tree_train_param"]
+    assert (trees["max_bin"], trees["gamma"], trees["lambda"]) == ("17", "0.25", "2.5")
+    assert booster["dart_train_param"]["rate_drop"] == "0.125"
+    with pytest.raises(ConfigError, match="did you mean max_bin"):
+        make(engine_params={**engine, "max_bni": 17})
+
+
+def test_xgboost_parameter_list_agrees_with_xgboosts_own_check():
+    """The list is the one XGBoost's ``validate_parameters`` uses: no name of it draws XGBoost's
+    "Parameters: { ... } are not used" warning, and names outside it (typos, dart's parameters on
+    gbtree, the scikit-learn ``n_estimators``) do."""
+    import warnings
+
+    from ltr.models.engines.xgb import ROUNDS, SETUP_DEFAULTS, xgboost_parameter_names
+
+    dmat = xgb.DMatrix(np.zeros((2, 1), np.float32), label=[0, 1], qid=[0, 0])
+
+    def leaves(node: object) -> dict[str, str]:
+        """Every ``name: "value"`` of a save_config() tree (each parameter with XGBoost's default)."""
+        if isinstance(node, list):
+            return {k: v for item in node for k, v in leaves(item).items()}
+        if not isinstance(node, dict):
+            return {}
+        return {k: v for k, v in node.items() if isinstance(v, str)} | {
+            k: v for child in node.values() for k, v in leaves(child).items()
+        }
+
+    defaults = leaves(json.loads(xgb.Booster(SETUP_DEFAULTS, [dmat]).save_config())) | {"eval_metric": "ndcg"}
+
+    def unused(name: str, value: object) -> bool:
+        """XGBoost's verdict on ``name`` (set to ``value``, which it must accept)."""
+        with warnings.catch_warnings(record=True) as caught, xgb.config_context(verbosity=1):
+            warnings.simplefilter("always")
+            xgb.Booster({**SETUP_DEFAULTS, name: value}, [dmat]).save_config()
+        return any("are not used" in str(w.message) for w in caught)
+
+    names = [n for n in xgboost_parameter_names() if n != ROUNDS]  # ROUNDS is xgboost.train's argument
+    assert len(names) > 50
+    assert not [n for n in names if unused(n, defaults.get(n, 1))]
+    assert all(unused(n, 1) for n in ("max_bni", "rate_drop", "n_estimators", ROUNDS))
+
+
+def test_an_alias_in_engine_params_replaces_the_translated_parameter():
+    """``learning_rate`` / ``reg_lambda`` replace the translation's ``eta`` / ``lambda`` (one name each in
+    ``engine_params_``, the one ltr's code reads), and reach XGBoost."""
+    X = np.random.default_rng(1).normal(size=(40, 3)).astype(np.float32)
+    data = RankingData(X=X, y=(X[:, 0] > 0).astype(int), qid=np.repeat(np.arange(4), 10))
+    r = make({"n_trees": 3}, engine_params={"learning_rate": 0.5, "reg_lambda": 2.5}).fit(data)
+    assert (r.engine_params_["eta"], r.engine_params_["lambda"]) == (0.5, 2.5)
+    assert not {"learning_rate", "reg_lambda"} & set(r.engine_params_)
+    trees = json.loads(r.booster_.save_config())["learner"]["gradient_booster"]["tree_train_param"]
+    assert (trees["eta"], trees["lambda"]) == ("0.5", "2.5")

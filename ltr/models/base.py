@@ -234,22 +234,36 @@ class BaseRanker:
         return Resolved(params, es, engine_params)
 
     def engine_parameter_names(self) -> Mapping[str, str]:
-        """The engine's own parameter names and their aliases → the canonical name; empty when the engine
-        publishes no list (then ``engine_params`` go to it unchecked)."""
+        """Every name the engine takes in ``engine_params`` (its own parameters and their aliases) → the
+        canonical name of that parameter; empty when the engine publishes no list (then ``engine_params``
+        go to it unchecked). Asked only when there is something to check (engines load lazily)."""
         return {}
+
+    def engine_spellings(self) -> Mapping[str, str]:
+        """Every spelling of an engine parameter → its canonical name: :meth:`engine_parameter_names`
+        plus the names the engine's other interfaces use for the same parameters (XGBoost's
+        scikit-learn ``n_estimators`` for ``num_boost_round``), which ``engine_params`` do not take."""
+        return self.engine_parameter_names()
+
+    def engine_parameter_kind(self) -> str:
+        """What a checked ``engine_params`` key must be, for the error message (``a LightGBM parameter``)."""
+        return f"a {vocabulary.ENGINES[self.engine]} parameter"
 
     def _refuse_engine_spellings(self, where: str) -> None:
         """A key of ``params`` that is the engine's own name for an ltr parameter (LightGBM's
-        ``num_iterations``, an alias such as ``num_boost_round``): a ConfigError naming the ltr key."""
+        ``num_iterations``, an alias such as ``num_boost_round``, XGBoost's ``reg_alpha``): a ConfigError
+        naming the ltr key."""
         given = plain(self.params)
         if not isinstance(given, Mapping) or not self.engine:
             return
         schema_keys = {f.name for f in dataclasses.fields(self.params_schema)}  # type: ignore[arg-type]
-        aliases = self.engine_parameter_names()
+        spellings: Mapping[str, str] | None = None  # asked only for a key outside the schema
         for key in given:
             if key in schema_keys:
                 continue
-            ltr_key = vocabulary.ltr_name_of(self.engine, aliases.get(str(key), str(key)))
+            if spellings is None:
+                spellings = self.engine_spellings()
+            ltr_key = vocabulary.ltr_name_of(self.engine, str(key), spellings)
             if ltr_key in schema_keys:
                 raise ConfigError(
                     f"model {self.name}: {join(where, key)} is {vocabulary.ENGINES[self.engine]}'s name for "
@@ -257,17 +271,49 @@ class BaseRanker:
                 )
 
     def _check_engine_params(self, engine_params: Mapping[str, Any], where: str) -> None:
-        """Every ``engine_params`` key is one of the engine's own parameters (or aliases), when it lists them."""
+        """Every ``engine_params`` key is one of the engine's own parameters (or aliases), when it lists
+        them; an unknown key is a ConfigError with the closest name (or, for a spelling of another of
+        the engine's interfaces, the name this one takes)."""
+        if not engine_params:
+            return
         known = self.engine_parameter_names()
         if not known:
             return
         for key in engine_params:
-            if key not in known:
-                close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.8)
-                raise ConfigError(
-                    f"model {self.name}: {join(where, key)} is not a {vocabulary.ENGINES[self.engine]} parameter"
-                    + (f"; did you mean {close[0]}?" if close else "")
-                )
+            if key in known:
+                continue
+            other = self.engine_spellings().get(str(key))
+            close = (
+                [other]
+                if other in known
+                else difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.8)
+            )
+            raise ConfigError(
+                f"model {self.name}: {join(where, key)} is not {self.engine_parameter_kind()}"
+                + (f"; did you mean {close[0]}?" if close else "")
+            )
+
+    def with_engine_params(
+        self, translated: Mapping[str, Any], engine_params: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """``translated`` with ``engine_params`` applied last, so they win — also when a key is an alias of
+        a translated parameter (LightGBM ``eta`` for ``learning_rate``, CatBoost ``reg_lambda`` for
+        ``l2_leaf_reg``): it replaces that parameter under the translated name. Both names side by side,
+        LightGBM would keep its canonical one (the translation) and CatBoost would refuse to train.
+
+        >>> from ltr.models.registry import get_ranker_class
+        >>> lgb = get_ranker_class("lambdamart")()
+        >>> lgb.with_engine_params({"learning_rate": 0.1, "verbosity": -1}, {"eta": 0.5, "verbose": 1, "min_split_gain": 0.2})
+        {'learning_rate': 0.5, 'verbosity': 1, 'min_split_gain': 0.2}
+        """
+        out = dict(translated)
+        if not engine_params:
+            return out
+        names = self.engine_parameter_names()
+        by_name = {names.get(key, key): key for key in translated}
+        for key, value in engine_params.items():
+            out[by_name.get(names.get(key, key), key)] = value
+        return out
 
     def _check_params(self, params: dict[str, Any]) -> None:
         """Model-specific cross-parameter checks (override)."""

@@ -408,15 +408,22 @@ def translate(engine: str, params: Mapping[str, Any], *, max_label: int | None =
     return out
 
 
-def ltr_name_of(engine: str, spelling: str) -> str | None:
+def ltr_name_of(engine: str, spelling: str, canonical: Mapping[str, str] | None = None) -> str | None:
     """The ltr parameter ``engine`` receives as ``spelling`` (its own name for it), if any.
+
+    ``canonical`` maps the engine's names and aliases to one name per parameter (a ranker's
+    ``engine_spellings()``): then any alias of the rule's name counts.
 
     >>> ltr_name_of("lightgbm", "num_iterations"), ltr_name_of("xgboost", "eta"), ltr_name_of("lightgbm", "x")
     ('n_trees', 'learning_rate', None)
+    >>> ltr_name_of("xgboost", "reg_alpha"), ltr_name_of("xgboost", "reg_alpha", {"reg_alpha": "alpha"})
+    (None, 'lambda_l1')
     """
+    canonical = canonical or {}
+    wanted = canonical.get(spelling, spelling)
     for key, term in VOCABULARY.items():
         rule = term.rules.get(engine)
-        if rule is not None and rule.name == spelling:
+        if rule is not None and rule.name and canonical.get(rule.name, rule.name) == wanted:
             return key
     return None
 

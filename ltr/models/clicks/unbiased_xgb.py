@@ -25,7 +25,7 @@ class UnbiasedXGBoost(ClickTrained, XGBoostLambdaMART):
     def translate(self, params: dict[str, Any], engine_params: dict[str, Any], metric: Any) -> dict[str, Any]:
         # bias_norm 1 (regularisation 1/(norm+1) of the position-bias estimates) as in XGBoost's demo
         unbiased = {"lambdarank_unbiased": True, "lambdarank_bias_norm": 1.0}
-        return {**super().translate(params, {}, metric), **unbiased, **engine_params}
+        return self.with_engine_params({**super().translate(params, {}, metric), **unbiased}, engine_params)
 
 
 class ClickXGBoost(ClickTrained, XGBoostLambdaMART):

@@ -20,6 +20,9 @@ stopping the model is shrunk to the best round. Saved as CatBoost's native ``mod
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +43,35 @@ MODEL_FILE = "model.cbm"
 def import_catboost() -> Any:
     """The ``catboost`` module, or a ConfigError saying how to install the optional extra."""
     return import_optional("catboost", extra="catboost", needed_for="model catboost")
+
+
+@functools.cache
+def catboost_parameter_names() -> dict[str, str]:
+    """Every parameter CatBoost's ranker takes (the keyword arguments of ``CatBoostRanker``, synonyms
+    included) → its canonical name, as CatBoost's own synonym handling (``_process_synonyms``, which
+    every fit applies) renames it: ``n_estimators`` → ``iterations``, ``reg_lambda`` → ``l2_leaf_reg``.
+
+    >>> names = catboost_parameter_names()
+    >>> names["n_estimators"], names["reg_lambda"], names["random_strength"], "l2_leaf_regg" in names
+    ('iterations', 'l2_leaf_reg', 'random_strength', False)
+    """
+    catboost = import_catboost()
+    names = [
+        name for name in inspect.signature(catboost.CatBoostRanker.__init__).parameters if name != "self"
+    ]
+    return {name: _catboost_synonym(catboost, name) for name in names}
+
+
+def _catboost_synonym(catboost: Any, name: str) -> str:
+    """The name CatBoost's synonym handling gives ``name`` (``name`` itself when it renames nothing)."""
+    rename = getattr(catboost.core, "_process_synonyms", None)
+    params = {name: 1}
+    try:
+        if rename is not None:
+            rename(params)
+    except catboost.CatBoostError:  # a type check on the probe value (silent, logging_level): not a synonym
+        return name
+    return next(iter(params)) if len(params) == 1 else name
 
 
 class _LtrMetric:
@@ -93,6 +125,10 @@ class CatBoostYetiRank(BaseRanker):
     engine = "catboost"
     unsupported_params = vocabulary.refused("catboost")
 
+    def engine_parameter_names(self) -> Mapping[str, str]:
+        """CatBoost's own parameter list (:func:`catboost_parameter_names`; the extra is needed to build the model)."""
+        return catboost_parameter_names()
+
     def _check_params(self, params: dict[str, Any]) -> None:
         import_catboost()  # the optional extra, named when missing before any data is read
         if params["max_depth"] is None or params["max_depth"] > 16:
@@ -118,8 +154,7 @@ class CatBoostYetiRank(BaseRanker):
             out["custom_metric"] = [f"NDCG:top={metric.k};type=Base"]
         out.update(vocabulary.translate(self.engine, {"seed": self.seed, "num_threads": self.num_threads}))
         out.update({"use_best_model": False, "allow_writing_files": False, "verbose": False})
-        out.update(engine_params)
-        return out
+        return self.with_engine_params(out, engine_params)
 
     def _pool(self, data: RankingData) -> Any:
         catboost = import_catboost()

@@ -104,8 +104,7 @@ class LightGBMRanker(BaseRanker):
             lgb["eval_at"] = [metric.k]
         lgb.update(vocabulary.translate(self.engine, {"seed": self.seed, "num_threads": self.num_threads}))
         lgb["verbosity"] = -1
-        lgb.update(engine_params)
-        return lgb
+        return self.with_engine_params(lgb, engine_params)
 
     def _engine_metric(self, metric: RankingMetric | None) -> str:
         """LightGBM's own counterpart of the early-stopping metric, logged next to ours when they differ.

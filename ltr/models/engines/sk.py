@@ -34,9 +34,12 @@ True
 
 from __future__ import annotations
 
+import functools
+import importlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -74,10 +77,36 @@ def check_finite_features(data: RankingData, role: str, *, model: str) -> None:
     )
 
 
+@functools.cache
+def sklearn_parameter_names(estimator: str) -> dict[str, str]:
+    """The arguments of the scikit-learn ``estimator`` (``"module:Class"``): its ``get_params()`` keys.
+
+    >>> names = sklearn_parameter_names("sklearn.linear_model:Ridge")
+    >>> "positive" in names, "alpha" in names, "alpah" in names
+    (True, True, False)
+    """
+    return {name: name for name in estimator_class(estimator)().get_params()}
+
+
+def estimator_class(estimator: str) -> type:
+    """The class named by ``"module:Class"`` (scikit-learn loads only when a model needs it)."""
+    module, _, name = estimator.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 class SklearnRanker(NonIterativeRanker):
     """A pointwise scikit-learn regressor on the grades: every label must be a finite number."""
 
     engine = "sklearn"
+    #: the scikit-learn class fitted, ``"module:Class"``; ``engine_params`` are its arguments
+    estimator: ClassVar[str] = ""
+
+    def engine_parameter_names(self) -> Mapping[str, str]:
+        """The estimator's own arguments (``get_params()``: :func:`sklearn_parameter_names`)."""
+        return sklearn_parameter_names(self.estimator)
+
+    def engine_parameter_kind(self) -> str:
+        return f"a parameter of scikit-learn's {self.estimator.partition(':')[2]}"
 
     def _check_data(self, data: RankingData, role: str, max_label: int) -> None:
         check_labels_finite(data, role)
@@ -87,20 +116,21 @@ class Linear(SklearnRanker):
     """Ridge regression on standardised features: a linear pointwise baseline."""
 
     name = "linear"
+    estimator = "sklearn.linear_model:Ridge"
 
     def _check_data(self, data: RankingData, role: str, max_label: int) -> None:
         super()._check_data(data, role, max_label)
         check_finite_features(data, role, model="linear")
 
     def _fit_model(self, train: RankingData, valid: RankingData | None, cfg: Resolved, metric: Any) -> None:
-        # deferred: scikit-learn loads only when this model is fitted
-        from sklearn.linear_model import Ridge  # deferred: as above
-        from sklearn.preprocessing import StandardScaler  # deferred: as above
+        from sklearn.preprocessing import StandardScaler  # deferred: scikit-learn loads only when fitted
 
-        self.engine_params_ = {**vocabulary.translate(self.engine, cfg.params), **cfg.engine_params}
+        self.engine_params_ = self.with_engine_params(
+            vocabulary.translate(self.engine, cfg.params), cfg.engine_params
+        )
         X = train.X.astype(np.float64)  # float32 features, float64 fit (as LightGBM accumulates)
         scaler = StandardScaler(with_mean=not train.is_sparse).fit(X)
-        ridge = Ridge(**self.engine_params_).fit(
+        ridge = estimator_class(self.estimator)(**self.engine_params_).fit(
             scaler.transform(X), train.y, sample_weight=row_weights(train)
         )
         scale = np.asarray(scaler.scale_, dtype=np.float64)
@@ -131,18 +161,18 @@ class RandomForest(SklearnRanker):
     """Random forest regression on the grades (Breiman 2001): a strong pointwise baseline."""
 
     name = "random_forest"
+    estimator = "sklearn.ensemble:RandomForestRegressor"
 
     def translate(self, params: dict[str, Any], engine_params: dict[str, Any]) -> dict[str, Any]:
         """``RandomForestRegressor`` arguments for resolved ltr ``params`` (``engine_params`` win)."""
         runtime = {"seed": self.seed, "num_threads": self.num_threads}
-        return {**vocabulary.translate(self.engine, {**params, **runtime}), **engine_params}
+        return self.with_engine_params(
+            vocabulary.translate(self.engine, {**params, **runtime}), engine_params
+        )
 
     def _fit_model(self, train: RankingData, valid: RankingData | None, cfg: Resolved, metric: Any) -> None:
-        # deferred: scikit-learn loads only when this model is fitted
-        from sklearn.ensemble import RandomForestRegressor
-
         self.engine_params_ = self.translate(cfg.params, cfg.engine_params)
-        self.model_ = RandomForestRegressor(**self.engine_params_)
+        self.model_ = estimator_class(self.estimator)(**self.engine_params_)
         self.model_.fit(train.X, train.y, sample_weight=row_weights(train))
 
     def _predict(self, X: Any) -> np.ndarray:

@@ -28,12 +28,17 @@ back is the identity). The raw qids are never needed by XGBoost.
 
 from __future__ import annotations
 
+import functools
+import json
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xgboost as xgb
 
+from ltr.core.config_check import join, plain
 from ltr.core.errors import ConfigError
 from ltr.data import RankingData
 from ltr.models import vocabulary
@@ -59,12 +64,155 @@ def query_positions(data: RankingData) -> np.ndarray:
     return np.repeat(np.arange(data.n_queries, dtype=np.int64), data.group_sizes)
 
 
+#: the settings that decide which of XGBoost's components (booster, tree updater, objective) are configured,
+#: and so which parameters it takes; the ranker's values unless ``engine_params`` (or ``params.objective``) set them
+SETUP_DEFAULTS = {"booster": "gbtree", "tree_method": "hist", "objective": "rank:ndcg"}
+#: names XGBoost's own check (``validate_parameters``, learner.cc) accepts besides its configured parameters
+XGBOOST_VALIDATOR_EXTRAS = ("eval_metric", "num_output_group")
+#: the ``xgboost.train`` argument the ranker takes from ``engine_params`` (its round count)
+ROUNDS = "num_boost_round"
+
+
+def _parameter_blocks(config: Any) -> dict[str, dict[str, str]]:
+    """The ``*_param`` objects of a ``Booster.save_config()`` tree, by path (``learner/generic_param``, ...)."""
+    blocks: dict[str, dict[str, str]] = {}
+    stack: list[tuple[str, Any]] = [("", config)]
+    while stack:
+        path, node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            if isinstance(key, str) and key.endswith("_param") and isinstance(value, dict):
+                blocks[f"{path}/{key}"] = {str(k): str(v) for k, v in value.items()}
+            elif isinstance(value, dict | list):
+                stack.append((f"{path}/{key}", value))
+    return blocks
+
+
+def _configured(setup: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """XGBoost's parameter blocks for a booster built with ``setup`` (XGBoostError when it refuses them);
+    silent, and XGBoost's global config (which a booster's ``verbosity`` would change) left as it was."""
+    with xgb.config_context(verbosity=0):
+        dmat = xgb.DMatrix(np.zeros((2, 1), np.float32), label=[0, 1], qid=[0, 0])
+        booster = xgb.Booster(dict(setup), [dmat])
+        return _parameter_blocks(json.loads(booster.save_config()))
+
+
+@functools.cache
+def xgboost_parameter_names(
+    booster: str = "gbtree", tree_method: str = "hist", objective: str = "rank:ndcg"
+) -> dict[str, str]:
+    """Every parameter name XGBoost takes for this setup → one name per alias group, found by asking XGBoost.
+
+    The names are those its own check (``validate_parameters``, which warns "Parameters: { ... } are
+    not used") compares against: every ``*_param`` block of ``Booster.save_config()`` for a booster
+    built with this ``booster``, ``tree_method`` and ``objective`` (learner, booster, tree updaters,
+    objective), the global config (``xgboost.get_config()``: ``verbosity``, ...) and
+    :data:`XGBOOST_VALIDATOR_EXTRAS`; plus :data:`ROUNDS`, which the ranker passes to ``xgboost.train``.
+    Aliases (``eta``/``learning_rate``, ``alpha``/``reg_alpha``, ``seed``/``random_state``) are the
+    names of a block that XGBoost sets together: setting one to a new value shows it under both.
+    Raises ``xgboost.core.XGBoostError`` when XGBoost refuses the setup itself (``booster=gbtre``).
+
+    >>> names = xgboost_parameter_names()
+    >>> names["reg_alpha"] == names["alpha"], names["eta"] == names["learning_rate"], "max_bin" in names
+    (True, True, True)
+    >>> "rate_drop" in names, "rate_drop" in xgboost_parameter_names(booster="dart")  # dart's own parameter
+    (False, True)
+    """
+    setup = {"booster": booster, "tree_method": tree_method, "objective": objective}
+    blocks = _configured(setup)
+    names = {name: name for name in [*xgb.get_config(), *XGBOOST_VALIDATOR_EXTRAS, ROUNDS]}
+    for block in blocks.values():
+        names.update({name: name for name in block})
+    for path, block in blocks.items():
+        values = list(block.values())
+        shared = [name for name in block if values.count(block[name]) > 1]  # aliases print alike
+        for name in shared:
+            probed = _probe(setup, path, name, block[name])
+            if name not in probed:
+                continue
+            group = [n for n in shared if probed.get(n) == probed[name] != block[n]]
+            for n in group:
+                names[n] = min(names[n], *group)
+    return names
+
+
+def _probe(setup: Mapping[str, Any], path: str, name: str, default: str) -> dict[str, str]:
+    """Block ``path`` after setting ``name`` to a value other than its ``default`` (empty when XGBoost refuses both)."""
+    for value in ("2", "0.5"):
+        if value == default:
+            continue
+        try:
+            return _configured({**setup, name: value}).get(path, {})
+        except xgb.core.XGBoostError:
+            continue
+    return {}
+
+
+@functools.cache
+def xgboost_sklearn_round_names() -> dict[str, str]:
+    """The scikit-learn wrapper's spelling of ``xgboost.train``'s round count, found by asking ``XGBRanker``
+    which of its arguments outside the booster's parameters sets ``get_num_boosting_rounds()``.
+
+    >>> xgboost_sklearn_round_names()
+    {'n_estimators': 'num_boost_round'}
+    """
+    native = xgboost_parameter_names()
+    probe = 7919
+    out = {}
+    for name in xgb.XGBRanker().get_params():
+        if name not in native and xgb.XGBRanker(**{name: probe}).get_num_boosting_rounds() == probe:
+            out[name] = ROUNDS
+    return out
+
+
 class XGBoostLambdaMART(BaseRanker):
     """LambdaMART on XGBoost's ``hist`` trees (see the module docstring for the translation)."""
 
     name = "lambdamart_xgb"
     engine = "xgboost"
     unsupported_params = vocabulary.refused("xgboost")
+
+    # --- engine_params: XGBoost's own parameter list for the setup this model trains ----------------------
+    def xgboost_setup(self) -> dict[str, str]:
+        """``booster``, ``tree_method`` and ``objective`` as the fit will set them (``engine_params`` win)."""
+        params, given = plain(self.params), plain(self.engine_params)
+        setup = dict(SETUP_DEFAULTS)
+        if isinstance(params, Mapping) and isinstance(params.get("objective"), str):
+            setup["objective"] = params["objective"]
+        if isinstance(given, Mapping):
+            setup.update({k: given[k] for k in SETUP_DEFAULTS if isinstance(given.get(k), str)})
+        return setup
+
+    def engine_parameter_names(self) -> Mapping[str, str]:
+        """XGBoost's parameters for this model's setup (:func:`xgboost_parameter_names`); the default
+        setup's when XGBoost refuses this one (:meth:`_check_engine_params` says why)."""
+        try:
+            return xgboost_parameter_names(**self.xgboost_setup())
+        except xgb.core.XGBoostError:
+            return xgboost_parameter_names()
+
+    def engine_spellings(self) -> Mapping[str, str]:
+        """XGBoost's parameter names plus its scikit-learn wrapper's name for the round count
+        (``n_estimators``: the ``XGBRanker`` argument that becomes ``get_num_boosting_rounds()``)."""
+        return {**self.engine_parameter_names(), **xgboost_sklearn_round_names()}
+
+    def engine_parameter_kind(self) -> str:
+        setup = ", ".join(f"{k}={v}" for k, v in self.xgboost_setup().items())
+        return f"an XGBoost parameter with {setup}"
+
+    def _check_engine_params(self, engine_params: Mapping[str, Any], where: str) -> None:
+        """XGBoost must accept the setup (booster, tree method, objective) before its parameters can be listed."""
+        if not engine_params:
+            return
+        try:
+            xgboost_parameter_names(**self.xgboost_setup())
+        except xgb.core.XGBoostError as exc:
+            given = [f"{join(where, k)}={engine_params[k]}" for k in SETUP_DEFAULTS if k in engine_params]
+            reason = re.sub(r"^\[[\d:]+\] \S+: ", "", str(exc).splitlines()[0])
+            raise ConfigError(
+                f"model {self.name}: XGBoost refuses {', '.join(given) or 'the setup'}: {reason}"
+            ) from None
+        super()._check_engine_params(engine_params, where)
 
     def _check_params(self, params: dict[str, Any]) -> None:
         gain = params["label_gain"]
@@ -97,8 +245,7 @@ class XGBoostLambdaMART(BaseRanker):
             out["disable_default_eval_metric"] = True
         out.update(vocabulary.translate(self.engine, {"seed": self.seed, "num_threads": self.num_threads}))
         out["verbosity"] = 0
-        out.update(engine_params)
-        return out
+        return self.with_engine_params(out, engine_params)
 
     def _check_data(self, data: RankingData, role: str, params: dict[str, Any]) -> None:
         check_integer_labels(data, role, engine="XGBoost ranking")
