@@ -12,9 +12,10 @@ is the sum of its terms mod 2^64. With ``k_r`` = SplitMix64's output number ``r 
 ``fmix64`` is MurmurHash3's finaliser, ``mix13`` Stafford's Mix13 (SplitMix64's): both bijections
 of 64-bit words with full avalanche. So the lanes of rows ``[0, n)`` are the sums of the lanes of
 any cut of them into row ranges (:func:`dense_lanes` / :func:`csr_lanes` take the range's first row);
-for a fixed position each term is a bijection of the value, label or qid (one changed number always
-changes both lanes), and terms of different positions are unrelated. It is a checksum for
-accidental differences, not a cryptographic hash.
+for a fixed position each term is a bijection of the value, label or qid, so a value, label or qid
+changed to another number always changes both lanes; an entry that appears or disappears adds or
+removes a pseudo-random term, and terms of different positions are unrelated (a row moved elsewhere
+changes its terms). It is a checksum for accidental differences, not a cryptographic hash.
 
 >>> import numpy as np
 >>> X = np.array([[0.0, 1.5], [2.0, 0.0], [0.0, 0.0]], dtype=np.float32)

@@ -43,8 +43,12 @@ TAIL_LINES = 40
 def ltr_verbose() -> bool:
     """Whether ltr logs at DEBUG (``hydra.verbose=true``): Dask and the engines then print as they do.
 
-    >>> ltr_verbose()
+    >>> ltr, before = logging.getLogger("ltr"), logging.getLogger("ltr").level
+    >>> ltr.setLevel(logging.DEBUG); ltr_verbose()
+    True
+    >>> ltr.setLevel(logging.INFO); ltr_verbose()
     False
+    >>> ltr.setLevel(before)
     """
     return logging.getLogger("ltr").isEnabledFor(logging.DEBUG)
 
