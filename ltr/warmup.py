@@ -13,7 +13,8 @@ Each group calls the public functions with the argument types ``ltr``'s commands
 a kernel once per type signature):
 
 - ``parse``: the fast SVMlight parser (float32, the default ``data.parse.dtype``), the parse cache's
-  checksum, LETOR text generation;
+  checksum, the data fingerprint (:mod:`ltr.data._fingerprint`: every signature, dense and CSR,
+  float32 and float64), LETOR text generation;
 - ``metrics``: every metric family under every tie convention, the bootstrap (percentile and BCa), the
   paired tests, Tukey's HSD and the pairwise IPS gradients;
 - ``float64``: the parser for ``data.parse.dtype=float64`` (~20 s more; not in the default set).
@@ -44,12 +45,14 @@ def _parse(dtype: str) -> None:
         folder = Path(tmp)
         write_svmlight(generate(30, seed=0, max_docs=12), folder / "a.txt")
         for _ in range(2):  # parsed, then read from the parse cache (its checksum kernels)
-            load_svmlight(folder / "a.txt", engine="numba", cache_dir=folder / "cache", dtype=dtype)
+            data = load_svmlight(folder / "a.txt", engine="numba", cache_dir=folder / "cache", dtype=dtype)
+            data.fingerprint()  # the run tags' data fingerprint: its kernels compile when first imported
         write_letor_text(folder / "b.txt", n_queries=5, docs_per_query=4, n_features=4, seed=0)
 
 
 def warm_parse() -> None:
-    """The fast SVMlight parser (float32), the parse cache's checksum, LETOR text generation."""
+    """The fast SVMlight parser (float32), the parse cache's checksum, the data fingerprint, LETOR text
+    generation."""
     _parse("float32")
 
 

@@ -207,6 +207,84 @@ def test_the_cache_keeps_one_entry_per_file_shard(client, tmp_path):
     np.testing.assert_array_equal(again.dense(), first.dense())
 
 
+@pytest.fixture(scope="module")
+def fingerprint_file(tmp_path_factory) -> Path:
+    """A small SVMlight file: 7 queries (qids out of order), sparse rows of up to 5 of 20 features
+    (some rows have none; feature 20 only in the first query, so later shards infer a smaller
+    width), one NaN value (read with ``nonfinite="keep"``), values float32 cannot hold exactly. Also
+    ``part-0.txt`` + ``part-1.txt``: its first 3 and last 4 queries, the same bytes in two files."""
+    root = tmp_path_factory.mktemp("fingerprint")
+    rng = np.random.default_rng(11)
+    queries = []
+    for q in (31, 4, 17, 200, 9, 56, 8):
+        rows = []
+        for d in range(int(rng.integers(2, 7))):
+            cols = sorted(rng.choice(np.arange(1, 20), int(rng.integers(0, 6)), replace=False).tolist())
+            cols += [20] if (q, d) == (31, 0) else []
+            values = [f"{rng.normal():.9g}" for _ in cols]
+            if (q, d) == (200, 1) and values:
+                values[0] = "nan"
+            features = "".join(f" {c}:{v}" for c, v in zip(cols, values, strict=True))
+            rows.append(f"{int(rng.integers(0, 3))} qid:{q}{features}\n")
+        queries.append("".join(rows))
+    (root / "part-0.txt").write_text("".join(queries[:3]))
+    (root / "part-1.txt").write_text("".join(queries[3:]))
+    (root / "all.txt").write_text("".join(queries))
+    return root / "all.txt"
+
+
+@pytest.mark.parametrize(
+    "how", ["1 part", "2 parts", "3 parts", "glob of 2 files", "3 parts through the cache", "scattered"]
+)
+def test_a_file_read_by_the_workers_has_the_fingerprint_of_the_local_load(client, fingerprint_file, how):
+    """The same rows have one fingerprint whoever reads them: a local parse, the parse cache, Dask
+    workers parsing 1, 2 or 3 byte ranges or a glob of 2 files, or an in-memory split scattered to
+    them. Before: a Dask split hashed its shards' fingerprints together (another value, and another
+    for every cut), so ``ltr.compare --from-mlflow`` refused a local run and a Dask run of one file."""
+    from ltr.distributed.shards import gather_split, load_sharded, scatter_split
+
+    options = {"nonfinite": "keep"}
+    local = load_svmlight(fingerprint_file, **options)
+    assert sp.issparse(local.X) and local.n_features == 20 and np.isnan(local.X.data).any()
+    if how == "scattered":
+        split = scatter_split(client, local, 3, sorted(client.scheduler_info()["workers"]))
+    elif how == "glob of 2 files":
+        split = load_sharded(client, str(fingerprint_file.parent / "part-*.txt"), options)
+    else:
+        parts = int(how[0])
+        if "cache" in how:
+            options |= {"cache_dir": str(fingerprint_file.parent / "cache")}
+            load_sharded(client, fingerprint_file, options, n_parts=parts)  # fills the cache
+        split = load_sharded(client, fingerprint_file, options, n_parts=parts)
+        assert len(split.sources) == parts
+    on_workers = gather_split(client, split)  # the same rows, not renumbered or retyped
+    np.testing.assert_array_equal(on_workers.qid, local.qid)
+    np.testing.assert_array_equal(on_workers.y, local.y)
+    assert on_workers.n_features == local.n_features and on_workers.X.dtype == local.X.dtype
+    assert split.fingerprint() == local.fingerprint()
+
+
+def test_a_changed_value_in_one_row_changes_the_fingerprint_on_the_workers_as_locally(
+    client, fingerprint_file, tmp_path
+):
+    """One value of the file's last row changed: the workers' fingerprint (2 byte ranges) changes, to
+    the local fingerprint of the changed file."""
+    from ltr.distributed.shards import load_sharded
+
+    lines = fingerprint_file.read_text().splitlines(keepends=True)
+    last = lines[-1].split()
+    assert len(last) > 2, "the last row needs a feature value"
+    index, value = last[-1].split(":")
+    last[-1] = f"{index}:{float(value) + 0.5:.9g}"
+    changed = tmp_path / "changed.txt"
+    changed.write_text("".join(lines[:-1]) + " ".join(last) + "\n")
+    options = {"nonfinite": "keep"}
+    before = load_sharded(client, fingerprint_file, options, n_parts=2).fingerprint()
+    after = load_sharded(client, changed, options, n_parts=2).fingerprint()
+    assert before == load_svmlight(fingerprint_file, **options).fingerprint()
+    assert after != before and after == load_svmlight(changed, **options).fingerprint()
+
+
 def test_per_query_metrics_on_the_workers_equal_the_local_ones(client, tmp_path):
     from ltr.distributed.shards import gather_split, load_sharded, per_query_metrics
     from ltr.models import build_ranker

@@ -43,7 +43,8 @@ def test_bad_arguments_exit_2_naming_the_argument(args, capsys):
 @pytest.mark.slow
 def test_a_command_after_the_warm_up_compiles_nothing(tmp_path):
     """In an empty numba cache: ``python -m ltr.warmup --jobs 2`` (real processes), then a process that
-    parses a file and computes metrics and a bootstrap as the commands do saves no new compiled code."""
+    parses a file, fingerprints it and computes metrics and a bootstrap as the commands do saves no new
+    compiled code."""
     env = {
         "PATH": "/usr/bin:/bin",
         "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
@@ -76,6 +77,7 @@ def test_a_command_after_the_warm_up_compiles_nothing(tmp_path):
         "from ltr.metrics import evaluate\n"
         "from ltr.stats import bootstrap_ci\n"
         f"d = load_svmlight({str(data)!r}, engine='numba')\n"
+        "d.fingerprint()\n"
         "evaluate(['ndcg@10', 'err@10', 'map'], d.y, np.random.default_rng(0).random(len(d.y)), d.offsets)\n"
         "bootstrap_ci(np.linspace(0, 1, 9), B=50, seed=0, method='bca')\n"
     )

@@ -17,7 +17,7 @@ Example
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,33 +58,70 @@ def offsets_from_qid(qid: np.ndarray, *, source: str = "data") -> np.ndarray:
     return offsets
 
 
-#: Matrix entries per block of rows while fingerprinting: bounds the temporary memory. The block
-#: boundaries depend only on the shape, so dense and CSR storage hash the same blocks.
+#: Matrix entries per block of rows while fingerprinting: bounds the temporary memory of a matrix
+#: that must be converted (another dtype, not C-contiguous). Parts add up, so blocks change nothing.
 _BLOCK_ENTRIES = 1 << 22
 
+#: the fingerprint's version: fingerprints of another version are never equal to these
+FINGERPRINT_VERSION = b"ltr.RankingData/2"
+_LANE_MODULUS = 1 << 64
+#: the dtypes the fingerprint kernels are compiled for (:mod:`ltr.data._fingerprint`); others are converted
+_FLOATS, _INDICES = (np.float32, np.float64), (np.int32, np.int64)
 
-def _nonzero_blocks(X: FeatureMatrix) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Blocks of rows of ``X`` as (flat positions ``r * n_features + c`` of the non-zero entries, with
-    ``r`` counted from the block's first row; their values), in row-major order, dense or CSR alike."""
-    n_rows, n_features = X.shape
-    rows_per_block = max(1, _BLOCK_ENTRIES // max(1, n_features))
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        if not X.has_canonical_format:  # unsorted indices or duplicate entries: normalise a copy
-            X = X.copy()
-            X.sum_duplicates()
-    for start in range(0, n_rows, rows_per_block):
-        stop = min(start + rows_per_block, n_rows)
-        if sp.issparse(X):
-            lo, hi = X.indptr[start], X.indptr[stop]
-            row = np.repeat(np.arange(stop - start, dtype=np.int64), np.diff(X.indptr[start : stop + 1]))
-            data = X.data[lo:hi]
-            keep = data != 0
-            yield row[keep] * n_features + X.indices[lo:hi][keep], data[keep]
-        else:
-            block = np.ascontiguousarray(X[start:stop])
-            positions = np.flatnonzero(block != 0)
-            yield positions, block.ravel().take(positions)
+
+def _kernel_dtype(dtype: np.dtype, compiled: tuple[type, ...]) -> type:
+    """``dtype`` when the fingerprint kernels are compiled for it, else the last (widest) of ``compiled``.
+
+    >>> _kernel_dtype(np.dtype(np.int8), (np.float32, np.float64)).__name__
+    'float64'
+    """
+    return next((t for t in compiled if dtype == t), compiled[-1])
+
+
+@dataclass(frozen=True)
+class FingerprintPart:
+    """The fingerprint's sums over rows ``first_row .. first_row + n_rows - 1`` of a split
+    (:meth:`RankingData.fingerprint_part`); :func:`combine_fingerprint` turns the parts of all the
+    rows into the split's fingerprint. Small: a Dask worker sends one per shard."""
+
+    first_row: int
+    n_rows: int
+    n_features: int
+    lanes: tuple[int, int]
+
+
+def combine_fingerprint(parts: Iterable[FingerprintPart]) -> str:
+    """The fingerprint of a split from the parts of its rows: ``sha256(version, shape, lane sums)``,
+    first 16 hex digits, where the lane sums are the parts' lanes added mod 2^64.
+
+    The parts (any order) must cover rows ``0 .. n - 1`` once each, and have one width (a ``ValueError``
+    otherwise): parts of shards cut anywhere give the fingerprint of the rows in one piece.
+
+    >>> d = RankingData(X=np.eye(3, dtype=np.float32), y=[1, 0, 2], qid=[1, 1, 2])
+    >>> parts = [d.subset(np.array([1])).fingerprint_part(first_row=2), d.subset(np.array([0])).fingerprint_part()]
+    >>> combine_fingerprint(parts) == d.fingerprint()
+    True
+    """
+    parts = sorted(parts, key=lambda p: p.first_row)
+    if not parts:
+        raise ValueError("combine_fingerprint: no parts")
+    widths = {p.n_features for p in parts}
+    if len(widths) > 1:
+        raise ValueError(f"combine_fingerprint: parts of one split have different widths {sorted(widths)}")
+    lanes = [0, 0]
+    row = 0
+    for p in parts:
+        if p.first_row != row:
+            raise ValueError(
+                f"combine_fingerprint: a part starts at row {p.first_row}, expected {row} "
+                "(the parts must cover every row once)"
+            )
+        row += p.n_rows
+        lanes = [(a + b) % _LANE_MODULUS for a, b in zip(lanes, p.lanes, strict=True)]
+    h = hashlib.sha256(FINGERPRINT_VERSION)
+    h.update(np.array([row, widths.pop()], dtype="<i8").tobytes())
+    h.update(np.array(lanes, dtype="<u8").tobytes())
+    return h.hexdigest()[:16]
 
 
 @dataclass(frozen=True, eq=False)
@@ -222,16 +259,18 @@ class RankingData:
 
     # --- identity --------------------------------------------------------------------------
     def fingerprint(self) -> str:
-        """A content hash of ``X``, ``y`` and ``qid``: the first 16 hex digits of a sha256.
+        """A content hash of ``X``, ``y`` and ``qid``: 16 hex digits (version ``ltr.RankingData/2``).
 
-        It hashes the values, not their storage: ``y`` as float64, ``qid`` as int64, the shape of
-        ``X``, and the non-zero entries of ``X`` in row-major order as (flat position
-        ``row * n_features + column`` as int64, value as float64), those two arrays through the
-        cache's 64-bit checksum (:mod:`ltr.data._checksum`) per block of rows. So a dense and a CSR matrix of the
-        same values, float32 or float64 storage of the same numbers, and CSR matrices with unsorted
-        indices, duplicate entries (summed) or explicit zeros all give the same fingerprint; any
-        changed value, label, qid or shape gives another. ``-0.0`` counts as zero, every NaN as one
-        value. ``weight``, ``docid``, ``position`` and ``name`` are not part of it.
+        It hashes the values, not their storage: the shape of ``X``, and for every row ``r`` a term
+        of ``(r, y[r], qid[r])`` and for every non-zero entry a term of ``(r, column, value as
+        float64)``, summed mod 2^64 in two lanes (:mod:`ltr.data._fingerprint`), then
+        ``sha256(version, shape, lanes)``. So a dense and a CSR matrix of the same values, float32
+        or float64 storage of the same numbers, and CSR matrices with unsorted indices, duplicate
+        entries (summed) or explicit zeros all give the same fingerprint; any changed value, label,
+        qid, row order or shape gives another. ``-0.0`` counts as zero, every NaN as one value.
+        ``weight``, ``docid``, ``position`` and ``name`` are not part of it. The sums of a range of
+        rows (:meth:`fingerprint_part`) add up, so Dask workers fingerprint their shards and the
+        driver gets this same value (:func:`combine_fingerprint`).
 
         >>> X = np.array([[0.0, 1.5], [2.0, 0.0]], dtype=np.float32)
         >>> a = RankingData(X=X, y=[1, 0], qid=[1, 1])
@@ -240,18 +279,42 @@ class RankingData:
         >>> a.fingerprint() == RankingData(X=X * 2, y=[1, 0], qid=[1, 1]).fingerprint()
         False
         """
-        from ltr.data._checksum import checksum  # deferred: numba (~0.3 s); import ltr.data stays light
+        return combine_fingerprint([self.fingerprint_part()])
 
-        h = hashlib.sha256(b"ltr.RankingData/1")
-        h.update(np.array(self.X.shape, dtype=np.int64).tobytes())
-        h.update(np.ascontiguousarray(self.y, dtype=np.float64).tobytes())
-        h.update(np.ascontiguousarray(self.qid, dtype=np.int64).tobytes())
-        for positions, values in _nonzero_blocks(self.X):  # a 64-bit checksum per block and array
-            values = values.astype(np.float64)
-            values[np.isnan(values)] = np.nan  # one bit pattern for every NaN
-            h.update(checksum(positions.astype(np.int64, copy=False)).encode())
-            h.update(checksum(values).encode())
-        return h.hexdigest()[:16]
+    def fingerprint_part(self, first_row: int = 0) -> FingerprintPart:
+        """The fingerprint's sums over these rows, taken as rows ``first_row ..`` of a larger split
+        (:func:`combine_fingerprint` adds the parts of all its rows).
+
+        >>> d = RankingData(X=np.eye(2, dtype=np.float32), y=[1, 0], qid=[1, 1])
+        >>> d.fingerprint_part().n_rows, d.fingerprint_part(5).lanes == d.fingerprint_part().lanes
+        (2, False)
+        """
+        # deferred: numba (~0.3 s to import); import ltr.data stays light
+        from ltr.data._fingerprint import csr_lanes, dense_lanes
+
+        X = self.X
+        n_rows, n_features = X.shape
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
+            if not X.has_canonical_format:  # duplicate entries: summed on a copy (as they mean)
+                X = X.copy()
+                X.sum_duplicates()
+            data = np.ascontiguousarray(X.data, dtype=_kernel_dtype(X.data.dtype, _FLOATS))
+            indices = np.ascontiguousarray(X.indices, dtype=_kernel_dtype(X.indices.dtype, _INDICES))
+        rows_per_block = max(1, _BLOCK_ENTRIES // max(1, n_features))
+        lanes = [0, 0]
+        for start in range(0, n_rows, rows_per_block):  # the kernels are called per block of rows
+            stop = min(start + rows_per_block, n_rows)
+            y, qid = np.ascontiguousarray(self.y[start:stop]), np.ascontiguousarray(self.qid[start:stop])
+            row = first_row + start
+            if sp.issparse(X):
+                indptr = X.indptr[start : stop + 1].astype(np.int64)
+                got = csr_lanes(data, indices, indptr, y, qid, row)
+            else:
+                block = np.ascontiguousarray(X[start:stop], dtype=_kernel_dtype(X.dtype, _FLOATS))
+                got = dense_lanes(block, y, qid, row)
+            lanes = [(a + int(b)) % _LANE_MODULUS for a, b in zip(lanes, got, strict=True)]
+        return FingerprintPart(int(first_row), int(n_rows), int(n_features), (lanes[0], lanes[1]))
 
     def __repr__(self) -> str:
         kind = "csr" if self.is_sparse else "dense"

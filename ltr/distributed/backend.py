@@ -2,7 +2,8 @@
 
 * :class:`BackendSchema` / :func:`resolve_backend`: the ``backend`` config group;
 * :func:`dask_client`: a client to ``backend.scheduler_address``, or to a ``LocalCluster`` that is
-  closed on exit;
+  closed on exit; Dask's and the workers' own output is held back, shown if the run fails
+  (:mod:`ltr.distributed.console`);
 * :class:`DaskTraining`: the ``fit`` of a Dask ranker. It takes either
   :class:`~ltr.distributed.shards.ShardedSplit`\\ s that the workers parsed themselves (what
   ``ltr.train`` gives it for every data kind, :mod:`ltr.distributed.data`; trained on the cluster
@@ -24,8 +25,9 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +36,7 @@ import numpy as np
 from ltr.core.config_check import check_block, plain, setting
 from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData
+from ltr.distributed.console import quiet_cluster, redirect_worker_console
 from ltr.distributed.shards import ShardedSplit, scatter_split
 from ltr.metrics import evaluate
 from ltr.models.base import OnIteration, Resolved
@@ -73,18 +76,18 @@ def resolve_backend(backend_cfg: Mapping[str, Any] | None) -> dict[str, Any]:
 def dask_client(backend: Mapping[str, Any]) -> Iterator[Any]:
     """A ``distributed.Client``: to ``scheduler_address``, or to a LocalCluster closed on exit.
 
-    Dask's INFO chatter (scheduler/nanny start and stop) is held back to warnings while it runs: an
-    app that logs at INFO, such as Hydra's ``ltr.train``, would otherwise print dozens of lines.
+    Dask's own log records are held back while it runs and the LocalCluster's workers write their
+    console to files (:func:`~ltr.distributed.console.quiet_cluster`), shown only if the run fails:
+    an app that logs at INFO, such as Hydra's ``ltr.train``, would otherwise print Dask's chatter,
+    LightGBM's ``[LightGBM] [Info]`` lines from every worker, the nanny's warnings as the cluster
+    stops and, now and then, a closing connection's traceback on a run that succeeded.
     """
     from distributed import Client, LocalCluster  # deferred: optional 'dask' extra
 
-    quiet = logging.getLogger("distributed")
-    level = quiet.level
-    quiet.setLevel(max(level, logging.WARNING))
-    try:
+    with ExitStack() as stack:
+        consoles = stack.enter_context(quiet_cluster())  # None: ltr logs at DEBUG, workers print
         if backend["scheduler_address"]:
-            with Client(backend["scheduler_address"], timeout="30s") as client:
-                yield client
+            yield stack.enter_context(Client(backend["scheduler_address"], timeout="30s"))
             return
         extra = {"memory_limit": backend["memory_limit"]} if backend.get("memory_limit") else {}
         cluster = LocalCluster(
@@ -96,13 +99,11 @@ def dask_client(backend: Mapping[str, Any]) -> Iterator[Any]:
             silence_logs=logging.ERROR,
             **extra,
         )
-        try:
-            with Client(cluster) as client:
-                yield client
-        finally:
-            cluster.close()
-    finally:
-        quiet.setLevel(level)
+        stack.callback(cluster.close)
+        client = stack.enter_context(Client(cluster))
+        if consoles is not None:
+            client.run(redirect_worker_console, str(consoles), os.getpid())
+        yield client
 
 
 def cluster_workers(client: Any, backend: Mapping[str, Any]) -> list[str]:

@@ -28,9 +28,11 @@ The fitted model is an ordinary LightGBM booster: ``save`` writes a ``lambdamart
 
 from __future__ import annotations
 
+import logging
 import operator
 import warnings
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -46,8 +48,11 @@ from ltr.distributed.backend import (  # re-exported: where users and the config
     dask_client,
     resolve_backend,
 )
+from ltr.distributed.console import ltr_verbose
 from ltr.distributed.shards import ShardedSplit, query_chunks, shard_arrays
 from ltr.models.engines.lgbm import LambdaMART
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "BackendSchema",
@@ -132,6 +137,50 @@ def _curve_sums(
     return curve_sums(BoosterRounds(model)(X), y, offsets, metric, preset, conventions)
 
 
+class LightGBMLog:
+    """LightGBM's Python-side logger (``lightgbm.register_logger``) on the driver while ltr trains
+    with ``lightgbm.dask``: its info messages (``Finding random open ports for workers``) go to
+    DEBUG on this module's logger, its warnings stay Python warnings (as without a logger).
+
+    The native library's lines on the workers (``[LightGBM] [Info] Trying to bind port …``: it
+    logs the network set-up before it reads ``verbosity``, and per thread) are the workers' console
+    output, which ltr's LocalCluster holds back (:mod:`ltr.distributed.console`).
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     LightGBMLog().info("Finding random open ports for workers")
+    ...     LightGBMLog().warning("Parameter n_jobs will be ignored.")
+    >>> [str(w.message) for w in caught]
+    ['Parameter n_jobs will be ignored.']
+    """
+
+    def info(self, msg: str) -> None:
+        log.debug("%s", msg.rstrip())
+
+    def warning(self, msg: str) -> None:
+        warnings.warn(msg, UserWarning, stacklevel=3)
+
+
+@contextmanager
+def lightgbm_logs() -> Iterator[None]:
+    """LightGBM logs through :class:`LightGBMLog` in this process while the block runs; its previous
+    logger is put back after (left as it is by a LightGBM whose logger this cannot read)."""
+    import lightgbm  # deferred: the engine loads only when fitting
+    from lightgbm import basic  # deferred: as above
+
+    previous = getattr(basic, "_LOGGER", None)
+    names = (getattr(basic, "_INFO_METHOD_NAME", "info"), getattr(basic, "_WARNING_METHOD_NAME", "warning"))
+    if previous is None:
+        yield
+        return
+    lightgbm.register_logger(LightGBMLog())
+    try:
+        yield
+    finally:
+        lightgbm.register_logger(previous, *names)
+
+
 class DaskLambdaMART(DaskTraining, LambdaMART):
     """LambdaMART trained by ``lightgbm.dask.DaskLGBMRanker`` (module docstring); saved as ``lambdamart``."""
 
@@ -150,7 +199,9 @@ class DaskLambdaMART(DaskTraining, LambdaMART):
         # given (to see which workers hold eval data), pulling all training data to the client; the
         # validation curve is computed on the workers afterwards instead (DaskTraining)
         model = DaskLGBMRanker(client=fit.client, **kwargs)
-        with warnings.catch_warnings():  # threads come from the workers, as intended: not a user error
+        quiet = nullcontext() if ltr_verbose() else lightgbm_logs()  # LightGBM's info lines at DEBUG
+        with quiet, warnings.catch_warnings():
+            # threads come from the workers, as intended: not a user error
             warnings.filterwarnings("ignore", message="Parameter n_jobs will be ignored")
             model.fit(X, y, group=group)
         self.booster_ = model.booster_

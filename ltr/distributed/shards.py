@@ -19,7 +19,6 @@ only the per-query metric values (in shard order, which is the split's query ord
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ import numpy as np
 
 from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData
+from ltr.data.dataset import combine_fingerprint
 from ltr.data.registry import cache_options, check_split_widths, svmlight_sources
 from ltr.data.shards import (
     Shard,
@@ -120,10 +120,16 @@ class ShardedSplit:
         return np.r_[0, np.cumsum([s.n_rows for s in self.summaries])][:-1].astype(int).tolist()
 
     def fingerprint(self) -> str:
-        """A content hash of the split: sha256 over the shards' :meth:`RankingData.fingerprint`\\ s
-        (computed on the workers), first 16 hex digits. Equal for the same rows cut the same way."""
-        parts = self.client.gather(self.map(self.client, RankingData.fingerprint))
-        return hashlib.sha256("/".join(parts).encode()).hexdigest()[:16]
+        """The split's :meth:`RankingData.fingerprint`, the value a local load of the same rows gives
+        whatever the shards: each worker computes its shards' parts (:meth:`RankingData.fingerprint_part`
+        from the shard's first row in the split) and the driver combines them (four numbers per shard)."""
+        parts = [
+            self.client.submit(
+                RankingData.fingerprint_part, f, start, workers=[w], allow_other_workers=False, pure=False
+            )
+            for f, w, start in zip(self.futures, self.workers, self.first_rows, strict=True)
+        ]
+        return combine_fingerprint(self.client.gather(parts))
 
     def first_query_rows(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
         """``(X dense, qid)`` of the first ``rows`` documents of the split's first query (fetched from
