@@ -238,4 +238,6 @@ def test_run_page_shows_datasets_source_and_the_models_charts_first(server, comp
     description = tags["mlflow.note.content"]
     assert description.startswith("lambdamart on synthetic: test ") and " CI [" in description
     assert description in overview
-    assert titles and not [t for t in titles if t.endswith(("_ci_low", "_ci_high", "_n_skipped", "n_queries"))]
+    assert titles and not [
+        t for t in titles if t.endswith(("_ci_low", "_ci_high", "_n_skipped", "n_queries"))
+    ]

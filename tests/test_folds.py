@@ -140,7 +140,9 @@ def test_the_parent_run_holds_the_summary_and_one_child_per_fold(letor_runs):
     ).set_index(["scope", "metric"])
     assert table.loc[("mean of 5 folds", "map"), "sd"] == pytest.approx(np.std(fold_values, ddof=1))
     assert table.loc[("pooled", "map"), "n_queries"] == 50
-    assert table.loc[("Fold3", "map"), "mean"] == pytest.approx(by_fold["Fold3"].data.metrics["test/map"], abs=1e-9)
+    assert table.loc[("Fold3", "map"), "mean"] == pytest.approx(
+        by_fold["Fold3"].data.metrics["test/map"], abs=1e-9
+    )
     pooled = table.loc[("pooled", "map")]
     assert pooled["mean"] == pytest.approx(metrics["pooled/test/map"], abs=1e-9)
     assert pooled["ci_low"] < metrics["pooled/test/map"] < pooled["ci_high"]

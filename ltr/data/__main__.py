@@ -20,16 +20,16 @@ import sys
 import time
 from pathlib import Path
 
+from ltr.cli.running import run_cli
+from ltr.cli.spelling import Spelling, spelled_as
+from ltr.core.errors import ConfigError, LtrError
+from ltr.core.resources import work_root
 from ltr.data._syntax import ParseOptions
 from ltr.data.fetch import ExtractLimits, ManualDownload, fetch
 from ltr.data.info import format_summary, summarize
 from ltr.data.registry import REGISTRY, default_dir, download_for, load_dataset
 from ltr.data.svmlight import load_svmlight
 from ltr.data.synthetic import N_FEATURES, SPLIT_FILES
-from ltr.cli.running import run_cli
-from ltr.cli.spelling import Spelling, spelled_as
-from ltr.core.errors import ConfigError, LtrError
-from ltr.core.resources import work_root
 
 #: load_svmlight options with a flag of the same name (``zero_based`` → ``--zero-based``)
 FLAG_OPTIONS = (
@@ -92,7 +92,9 @@ def _load(target: str, args: argparse.Namespace, cache_dir: str | None) -> dict:
             cfg["parse"] = {"nonfinite": args.nonfinite}
         return load_dataset(cfg)
     return {
-        "file": load_svmlight(target, cache_dir=cache_dir, verify_cache=args.verify_cache, **_parse_opts(args))
+        "file": load_svmlight(
+            target, cache_dir=cache_dir, verify_cache=args.verify_cache, **_parse_opts(args)
+        )
     }
 
 

@@ -49,10 +49,10 @@ from numba.core import types
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
-from ltr.io.compression import compression_of, open_input
+from ltr.core.errors import DataError
 from ltr.data import _syntax as S
 from ltr.data._pyparse import ParseFailure, RawParse, choose_dense
-from ltr.core.errors import DataError
+from ltr.io.compression import compression_of, open_input
 from ltr.io.textlines import BOM, bom_length, is_utf16
 
 CHUNK = 32 << 20  # bytes per chunk buffer (grows only for a line longer than this)

@@ -78,12 +78,12 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from ltr.core.errors import LtrError
 from ltr.data._checksum import checksum
 from ltr.data._pyparse import RawParse
 from ltr.data._syntax import ParseOptions
 from ltr.data.dataset import RankingData
 from ltr.data.reading import build_dataset, parse_file
-from ltr.core.errors import LtrError
 
 log = logging.getLogger(__name__)
 

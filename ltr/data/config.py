@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from ltr.core.config_check import check_block, plain, setting
-from ltr.data._syntax import NONFINITE_POLICIES, ParseOptions, check_label_range
 from ltr.core.errors import ConfigError
+from ltr.data._syntax import NONFINITE_POLICIES, ParseOptions, check_label_range
 
 #: the split files of each Istella variant (relative to ``data.dir``)
 ISTELLA_VARIANTS = {

@@ -43,9 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from ltr.core.errors import DataError
 from ltr.data.locking import flocked
 from ltr.data.registry import Download, default_dir, download_for, get_spec, placement_hint
-from ltr.core.errors import DataError
 
 
 class ManualDownload(Exception):

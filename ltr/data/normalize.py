@@ -31,8 +31,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ltr.core.config_check import Constraint, check_value
-from ltr.data.dataset import RankingData
 from ltr.core.errors import ConfigError
+from ltr.data.dataset import RankingData
 
 METHODS = ("none", "query_minmax", "query_zscore", "zscore", "log1p")
 

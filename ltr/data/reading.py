@@ -25,13 +25,13 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ltr.io.compression import compression_of, open_input, read_input
 from ltr.core.config_check import Constraint, check_value
+from ltr.core.errors import DataError
+from ltr.core.ranking import query_of_row
 from ltr.data import _pyparse
 from ltr.data._syntax import ParseOptions, error_message
 from ltr.data.dataset import RankingData, offsets_from_qid
-from ltr.core.errors import DataError
-from ltr.core.ranking import query_of_row
+from ltr.io.compression import compression_of, open_input, read_input
 from ltr.io.textlines import FIELD_SPACE, bom_length, check_no_bom, read_lines
 
 log = logging.getLogger(__name__)

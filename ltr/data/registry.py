@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ltr.core.config_check import check_block, check_field, plain
+from ltr.core.errors import ConfigError, DataError
 from ltr.data._syntax import ParseOptions, check_huge_fits, check_label_range
 from ltr.data.config import (
     ISTELLA_VARIANTS,
@@ -33,7 +34,6 @@ from ltr.data.splits import cv_folds
 from ltr.data.svmlight import load_svmlight
 from ltr.data.synthetic import LABEL_RANGE as SYNTHETIC_LABEL_RANGE
 from ltr.data.synthetic import SPLIT_FILES, load_synthetic
-from ltr.core.errors import ConfigError, DataError
 
 SPLITS = ("train", "valid", "test")
 

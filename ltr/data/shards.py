@@ -49,12 +49,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ltr.core.errors import ConfigError, DataError
 from ltr.data import _pyparse
 from ltr.data._syntax import ParseOptions
 from ltr.data.dataset import RankingData
 from ltr.data.reading import _failure_to_error, _fast_available, build_dataset, check_data_file, regroup_order
 from ltr.data.svmlight import load_svmlight
-from ltr.core.errors import ConfigError, DataError
 
 #: bytes read at a time while looking for the next query boundary after a cut
 _SCAN_BLOCK = 1 << 20

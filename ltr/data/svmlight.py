@@ -32,7 +32,7 @@ from typing import IO
 import numpy as np
 import scipy.sparse as sp
 
-from ltr.io.compression import COMPRESSIONS
+from ltr.core.errors import ConfigError
 from ltr.data._syntax import ParseOptions
 from ltr.data.dataset import RankingData
 from ltr.data.reading import (
@@ -45,7 +45,7 @@ from ltr.data.reading import (
     read_weights,
     regroup_order,
 )
-from ltr.core.errors import ConfigError
+from ltr.io.compression import COMPRESSIONS
 
 __all__ = [  # the loader's helpers stay importable from here, where users found them
     "atomic_writer",

@@ -36,11 +36,11 @@ from typing import Any
 import numpy as np
 
 from ltr.core.config_check import Constraint, check_value, plain
+from ltr.core.errors import ConfigError, DataError
 from ltr.data.config import check_data_block
 from ltr.data.dataset import RankingData
 from ltr.data.locking import flocked
 from ltr.data.svmlight import load_svmlight, write_svmlight
-from ltr.core.errors import ConfigError, DataError
 
 #: bump when the generative model changes, so cached files are regenerated
 GENERATOR_VERSION = 1

@@ -28,8 +28,8 @@ import numpy as np
 from numba import njit
 
 from ltr.core.config_check import Constraint, check_value
-from ltr.data.svmlight import atomic_writer
 from ltr.core.errors import ConfigError
+from ltr.data.svmlight import atomic_writer
 
 PRESETS = {
     "tiny": {"train": 60, "valid": 20, "test": 20},
