@@ -43,7 +43,7 @@ from ltr.experiment.schemas import register_configs, validate_config
 from ltr.sweep.pruning import ENV_SHARE, ENV_TRIAL, hook_from_environment
 from ltr.sweep.runs import COMMAND_ATTR, ENV_PARENT, RUN_ATTR
 from ltr.sweep.shared_data import share_binned_datasets
-from ltr.sweep.summary import RESULT_FILE
+from ltr.sweep.summary import RESULT_FILE, grid_parent_run_id
 
 if TYPE_CHECKING:
     from ltr.experiment.folds import FoldsRun
@@ -106,7 +106,10 @@ def execute(cfg: Any) -> RecordedRun | FoldsRun:
                     tags=run_tags(cfg, splits),
                     console=console,
                     stop=pruning,
-                    parent_run_id=os.environ.get(ENV_PARENT) if pruning is not None else None,
+                    # a trial of ltr's Optuna search, or a job of a grid sweep: a child of the sweep's run
+                    parent_run_id=os.environ.get(ENV_PARENT)
+                    if pruning is not None
+                    else grid_parent_run_id(tracker.uri if tracker.enabled else None),
                 )
             if pruning is not None:
                 built = binned.built if binned is not None else None  # binned matrices this process built

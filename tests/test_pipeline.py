@@ -178,10 +178,14 @@ def test_log_step_writes_the_outcome_to_mlflow(splits, tmp_path):
     assert {"path": "summary/metrics.json", "type": "table"} in json.loads(
         run.data.tags["mlflow.loggedArtifacts"]
     )
-    # the description states the headline result (the first eval metric here) with its 90 % CI
-    low, high = result.cis["test"]["ndcg@5"]
-    assert run.data.tags["mlflow.note.content"].startswith(
-        f"feature on {cfg.data.name}: test ndcg@5 = {metrics['test/ndcg_at_5']:.4f}, 90% CI [{low:.4f}, {high:.4f}]"
+    # the description states the headline result (the optimised metric, ndcg@10) with its 90 % CI
+    assert result.target == "ndcg@10"
+    low, high = result.cis["test"]["ndcg@10"]
+    assert run.data.tags["mlflow.note.content"] == (
+        f"feature on {cfg.data.name}: test ndcg@10 = {metrics['test/ndcg_at_10']:.4f}, 90% CI [{low:.4f}, "
+        f"{high:.4f}] over {test.n_queries - len(NO_RELEVANT_TEST_QUERIES)} queries ({len(NO_RELEVANT_TEST_QUERIES)} "
+        "skipped: ndcg@10 undefined, e.g. no relevant document) (random scores: "
+        f"{metrics['test/baseline_random/ndcg_at_10']:.4f}); valid ndcg@10 = {metrics['valid/ndcg_at_10']:.4f} (optimised)."
     )
     random_scores = np.random.default_rng(5).random(test.n_docs)
     assert metrics["test/baseline_random/ndcg_at_10"] == pytest.approx(

@@ -118,9 +118,10 @@ def test_eight_parallel_jobs_on_one_sqlite_store_lose_nothing(tmp_path):
     client = store_client(tmp_path)
     exp = client.get_experiment_by_name("ltr")
     runs = client.search_runs([exp.experiment_id], max_results=100)
-    jobs = [r for r in runs if r.data.tags.get("ltr.sweep.role") != "summary"]
-    summaries = [r for r in runs if r.data.tags.get("ltr.sweep.role") == "summary"]
+    jobs = [r for r in runs if r.data.tags.get("ltr.sweep.role") != "parent"]
+    summaries = [r for r in runs if r.data.tags.get("ltr.sweep.role") == "parent"]
     assert len(jobs) == 8 and len(summaries) == 1
+    assert {r.data.tags["mlflow.parentRunId"] for r in jobs} == {summaries[0].info.run_id}
     grid = {
         (r.data.params["model.params.learning_rate"], r.data.params["model.params.num_leaves"]) for r in jobs
     }
@@ -147,6 +148,35 @@ def test_eight_parallel_jobs_on_one_sqlite_store_lose_nothing(tmp_path):
     assert summary.data.metrics["best/test/ndcg_at_10"] == pytest.approx(best.data.metrics["test/ndcg_at_10"])
     assert client.get_run(best.info.run_id).data.tags["ltr.sweep.best"] == "true"
     assert "Best job" in proc.stdout
+
+
+def test_a_grid_sweep_is_one_parent_run_with_a_child_per_job(tmp_path, monkeypatch, capsys):
+    """``python -m ltr.train -m … learning_rate=0.05,0.2`` (main in-process, real SQLite store): the
+    sweep is one parent run, named after what it sweeps, holding the summary and ending FINISHED; each
+    job's run is its child (as an Optuna search's trials are); no separate summary run."""
+    args = ["-m", "+model=lambdamart", *TINY, "model.params.learning_rate=0.05,0.2", "num_threads=1"]
+    assert train_main_in_process(args, tmp_path, monkeypatch) == 0, capsys.readouterr().err[-3000:]
+    client = store_client(tmp_path)
+    runs = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    (parent,) = [r for r in runs if r.data.tags.get("ltr.sweep.role") == "parent"]
+    jobs = [r for r in runs if r is not parent]
+    assert len(jobs) == 2 and not [r for r in runs if r.data.tags.get("ltr.sweep.role") == "summary"]
+    assert {r.data.tags.get("mlflow.parentRunId") for r in jobs} == {parent.info.run_id}
+    assert parent.info.status == "FINISHED"
+    assert parent.info.run_name == "sweep lambdamart-synthetic learning_rate=0.05,0.2"
+    assert parent.data.tags["ltr.sweep.id"] == jobs[0].data.tags["ltr.sweep.id"]
+    best = max(jobs, key=lambda r: r.data.metrics["valid/ndcg_at_10"])
+    assert parent.data.tags["ltr.sweep.best_run_id"] == best.info.run_id
+    assert parent.data.metrics["best/test/ndcg_at_10"] == best.data.metrics["test/ndcg_at_10"]
+    assert (
+        parent.data.params["best.model.params.learning_rate"]
+        == best.data.params["model.params.learning_rate"]
+    )
+    assert parent.data.tags["mlflow.note.content"].startswith("Best of 2 jobs: job ")
+    assert client.get_run(best.info.run_id).data.tags["ltr.sweep.best"] == "true"
+    # each job's own name says first what differs from its siblings
+    assert sorted(r.info.run_name.split(" ")[1] for r in jobs) == ["learning_rate=0.05", "learning_rate=0.2"]
+    assert {r.info.run_name.split(" ")[0] for r in jobs} == {"lambdamart-synthetic"}
 
 
 def _optuna_sweep(tmp_path: Path, *overrides: str) -> tuple[subprocess.CompletedProcess[str], Path, dict]:

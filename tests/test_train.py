@@ -168,9 +168,9 @@ def test_multirun_logs_one_run_per_job(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     client = store_client(tmp_path)
     runs = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
-    summaries = [r for r in runs if r.data.tags.get("ltr.sweep.role") == "summary"]
+    summaries = [r for r in runs if r.data.tags.get("ltr.sweep.role") == "parent"]
     runs = [r for r in runs if r not in summaries]
-    assert len(summaries) == 1  # the sweep summary (ltr.sweep.summary.SweepSummary)
+    assert len(summaries) == 1  # the sweep's parent run with its summary (ltr.sweep.summary.SweepSummary)
     assert sorted(r.data.params["model.params.learning_rate"] for r in runs) == ["0.05", "0.2"]
     assert all(r.info.status == "FINISHED" for r in runs)
 

@@ -24,6 +24,7 @@ from hydra.types import RunMode
 
 import ltr
 from ltr.core.resources import source_checkout
+from ltr.sweep.summary import sweep_record
 from ltr.tracking.writer import source_tags
 
 #: distributions whose versions every run records as ``version.<name>`` tags
@@ -89,7 +90,7 @@ def run_name(cfg: Any, overrides: Sequence[str] | None = None, *, suffix: str = 
     """A run's name: ``<model>-<data><suffix>`` and the overrides that make it differ, shortened.
 
     ``tracking.run_name`` (then followed by ``suffix``) wins when set. The overrides are the Hydra job's (:func:`hydra_overrides`:
-    for a sweep's job, its own values), without the ones in :data:`UNNAMED_OVERRIDES` and with the
+    for a sweep's job, its own values, those the sweep varies first: :func:`ltr.sweep.summary.sweep_record`), without the ones in :data:`UNNAMED_OVERRIDES` and with the
     prefixes in :data:`NAME_PREFIXES` dropped; names longer than :data:`MAX_RUN_NAME` end in ``…``.
 
     >>> from omegaconf import OmegaConf
@@ -103,8 +104,10 @@ def run_name(cfg: Any, overrides: Sequence[str] | None = None, *, suffix: str = 
     if explicit:
         return f"{explicit}{suffix}"
     base = f"{cfg.model.name}-{cfg.data.name}{suffix}"
+    given = (hydra_overrides() or []) if overrides is None else list(overrides)
+    swept = set(sweep_record().get("swept", []))  # in a sweep's job, what the sweep varies comes first
     shown = []
-    for override in (hydra_overrides() or []) if overrides is None else overrides:
+    for override in sorted(given, key=lambda o: str(o).lstrip("+~").split("=", 1)[0] not in swept):
         text = str(override).lstrip("+~")
         if text.startswith(UNNAMED_OVERRIDES):
             continue

@@ -282,7 +282,11 @@ def run_description(outcome: Outcome, model: str, data: str, confidence: float =
     ci = outcome.cis.get(split, {}).get(metric)
     if ci is not None:
         text += f", {confidence:.0%} CI [{ci[0]:.4f}, {ci[1]:.4f}]"
-    text += f" over {result.n_queries} queries (random scores: {outcome.baseline.mean(metric):.4f})"
+    skipped = result.n_skipped(metric)
+    text += f" over {result.n_queries - skipped} queries"
+    if skipped:
+        text += f" ({skipped} skipped: {metric} undefined, e.g. no relevant document)"
+    text += f" (random scores: {outcome.baseline.mean(metric):.4f})"
     if outcome.value_split != split and outcome.value == outcome.value:
         text += f"; {outcome.value_split} {outcome.target} = {outcome.value:.4f} (optimised)"
     if outcome.best_iteration is not None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import shlex
@@ -138,6 +139,26 @@ def mlflow_metric_name(split: str, metric: str, suffix: str = "") -> str:
     name = metric.replace("@", "_at_")
     name = re.sub(r"[^0-9A-Za-z_\-./ ]", "_", name)
     return f"{split}/{name}{suffix}" if split else f"{name}{suffix}"
+
+
+#: MLflow's run tag listing its table artifacts (what ``mlflow.log_table`` sets)
+TAG_TABLES = "mlflow.loggedArtifacts"
+
+
+def table_json(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Rows as MLflow's table file: ``{"columns": [...], "data": [[...], ...]}`` (pandas' ``split``
+    orientation), floats written exactly (``repr``), NaN and ±inf as ``null``.
+
+    >>> table_json([{"metric": "ndcg@10", "mean": 0.1 + 0.2, "ci_low": float("nan")}])
+    '{"columns": ["metric", "mean", "ci_low"], "data": [["ndcg@10", 0.30000000000000004, null]]}'
+    """
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+
+    def cell(v: Any) -> Any:
+        v = v.item() if hasattr(v, "item") else v  # numpy scalars as Python numbers
+        return None if isinstance(v, float) and not math.isfinite(v) else v
+
+    return json.dumps({"columns": columns, "data": [[cell(row.get(c)) for c in columns] for row in rows]})
 
 
 class NullTracker:
@@ -487,10 +508,15 @@ class Tracker:
         self._log("log_artifact", str(local), artifact_path)
 
     def log_table(self, rows: Sequence[Mapping[str, Any]], artifact_file: str) -> None:
-        """``rows`` as an MLflow table artifact (a ``.json`` file the dashboard shows as a table)."""
-        import pandas as pd  # deferred: loaded with MLflow anyway; the module stays light
-
-        self._log("log_table", pd.DataFrame(list(rows)), artifact_file)
+        """``rows`` as an MLflow table artifact: the dashboard shows it as a table (the run's
+        ``mlflow.loggedArtifacts`` tag lists it, as ``mlflow.log_table`` does); the file is
+        :func:`table_json` (every float exact)."""
+        self.log_text(table_json(rows), artifact_file)
+        tables = json.loads(self._run_tags.get(TAG_TABLES, "[]"))
+        if {"path": artifact_file, "type": "table"} not in tables:
+            tables.append({"path": artifact_file, "type": "table"})
+        self._run_tags[TAG_TABLES] = json.dumps(tables)
+        self.set_tags({TAG_TABLES: self._run_tags[TAG_TABLES]})
 
     def log_frame(self, frame: Any, artifact_file: str) -> None:
         """A pandas DataFrame as a Parquet artifact (e.g. ``per_query/test.parquet``)."""
