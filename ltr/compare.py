@@ -14,6 +14,11 @@ The same report can be built from runs already in MLflow (their ``per_query/test
     python -m ltr.compare --from-mlflow --parent <parent run id> experiment=synthetic_challenge
     python -m ltr.compare --from-mlflow --run-ids 1a2b... 3c4d... --baseline regression-synthetic
 
+After the leaderboard it names what to deploy: the best system on the primary metric and the
+command that exports it, or, when its model cannot be exported (e.g. a stacked ensemble), the best
+system that can. ``--register NAME`` registers the best system (``--register-system S``: another) in
+MLflow's model registry as ``models:/NAME/VERSION``.
+
 Any other ``key=value`` argument is an override of the train config applied to every system
 (``seed=7``, ``tracking=none``, ``num_threads=1``, ``data.n_queries.train=100``).
 """
@@ -35,8 +40,9 @@ from ltr.core.resources import work_root
 from ltr.experiment.console import print_tracker_location
 from ltr.experiment.experiments import FROM_MLFLOW, available_experiments, load_experiment
 from ltr.experiment.leaderboard import FailureAnalysis
-from ltr.experiment.systems import ComparisonResult, report_from_mlflow, run_comparison
+from ltr.experiment.systems import ComparisonResult, best_exportable, report_from_mlflow, run_comparison
 from ltr.report.tables import print_comparison
+from ltr.tracking.registry import check_model_name, register_run_model
 from ltr.tracking.store import check_server_reachable, resolve_tracking_uri
 
 
@@ -63,9 +69,63 @@ def print_result(console: Any, result: ComparisonResult) -> None:
     print_leaderboard(console, result.report, result.exp, result.out_dir, result.agreement, result.failures)
     for text in result.extra.values():
         console.print(f"\n{text}", markup=False, highlight=False, soft_wrap=True)
+    for line in deployment_lines(result):
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
     if result.tracker_uri is not None:
         where = f"parent run {result.parent_run_id} ('{result.run_name}')"
         print_tracker_location(console, where, result.tracker_uri, result.experiment_id, result.parent_run_id)
+
+
+def deployment_lines(result: ComparisonResult) -> list[str]:
+    """What to deploy: the best system on the primary metric, whether its model can be exported, and
+    when it cannot, the best system that can (each with the command that exports it)."""
+    if not result.export_refusals:
+        return []
+    primary = str(result.exp.primary)
+    best = result.report.best(primary)
+
+    def export_command(system: str) -> str:
+        run_id = result.child_run_ids.get(system)
+        if run_id is None or result.tracker_uri is None:
+            return "train it with python -m ltr.train and export that run (tracking was off here)"
+        return f"python -m ltr.export runs:/{run_id}/model --format onnx --out {system}.onnx"
+
+    refusal = result.export_refusals.get(best)
+    if best in result.fold_systems:
+        return [f"Best on {primary}: {best} (a fold protocol: one model per fold; export a fold's run)"]
+    if refusal is None:
+        return [f"Best on {primary}: {best}; export it: {export_command(best)}"]
+    lines = [f"Best on {primary}: {best}, which cannot be exported ({refusal})."]
+    other = best_exportable(result.report, primary, result.export_refusals)
+    if other is None:
+        lines.append("No system of this comparison can be exported.")
+    else:
+        mean = result.report.row(other, primary).mean
+        lines.append(f"Best exportable: {other} ({primary} = {mean:.4f}); export it: {export_command(other)}")
+    return lines
+
+
+def register_system(result: ComparisonResult, name: str, system: str | None, uri: str | None = None) -> str:
+    """Register ``system`` (default: the best on the primary metric) as a new version of the model
+    ``name`` on the store ``uri`` (default: the comparison's); returns the line that says so. The
+    ``--register`` of :func:`main`."""
+    primary = str(result.exp.primary)
+    system = system or result.report.best(primary)
+    if system not in result.report.systems:
+        raise ConfigError(
+            f"--register-system {system}: no such system; systems: {', '.join(result.report.systems)}"
+        )
+    if system in result.fold_systems:
+        raise ConfigError(
+            f"--register {name}: {system} is a fold protocol (one model per fold, none for the system); "
+            "register a fold's run instead"
+        )
+    run_id, uri = result.child_run_ids.get(system), uri or result.tracker_uri
+    if uri is None or run_id is None:
+        raise ConfigError(
+            f"--register {name}: the comparison was not logged (tracking=none); nothing to register"
+        )
+    return f"Registered {system} (run {run_id}) as {register_run_model(uri, run_id, name)}"
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -97,7 +157,20 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--baseline", default=None, help="baseline run label (default: the experiment's, else the first)"
     )
     group.add_argument("--split", default="test")
-    args = parser.parse_args(list(argv))
+    registry = parser.add_argument_group("model registry")
+    registry.add_argument(
+        "--register",
+        default=None,
+        metavar="NAME",
+        help="register the best system on the primary metric as a new version of the model NAME "
+        "(then models:/NAME/VERSION works wherever a model is taken)",
+    )
+    registry.add_argument(
+        "--register-system", default=None, metavar="SYSTEM", help="register this system instead of the best"
+    )
+    args = parser.parse_intermixed_args(list(argv))  # overrides before or after the options
+    if args.register_system is not None and args.register is None:
+        parser.error("--register-system needs --register NAME")
     bad = [o for o in args.overrides if "=" not in o]
     if bad:
         parser.error(f"expected key=value arguments, got {' '.join(bad)}")
@@ -111,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     overrides = [o for o in args.overrides if not o.startswith("experiment=")]
     console = Console(highlight=False)
     try:
+        if args.register is not None:
+            check_model_name(args.register)  # a name MLflow would refuse: now, not after the work
         if args.from_mlflow:
             exp = load_experiment(name) if name else OmegaConf.create(dict(FROM_MLFLOW))
             root = work_root().resolve()
@@ -135,17 +210,31 @@ def main(argv: Sequence[str] | None = None) -> int:
                 console=console,
             )
             print_result(console, result)
+            if args.register is not None:
+                line = register_system(result, args.register, args.register_system, uri)
+                console.print(line, soft_wrap=True)
             return 0
         if name is None:
             raise ConfigError(
                 "choose an experiment: python -m ltr.compare experiment=NAME; available: "
                 + ", ".join(available_experiments())
             )
-        result = run_comparison(load_experiment(name), overrides, out_dir=args.out, console=console)
+        exp = load_experiment(name)
+        if args.register is not None:  # before any training: a system not in the file, no runs logged
+            if args.register_system is not None and args.register_system not in exp.systems:
+                raise ConfigError(
+                    f"--register-system {args.register_system}: no such system in experiment {name}; "
+                    f"systems: {', '.join(exp.systems)}"
+                )
+            if "tracking=none" in overrides:
+                raise ConfigError(f"--register {args.register}: needs the runs logged; drop tracking=none")
+        result = run_comparison(exp, overrides, out_dir=args.out, console=console)
+        print_result(console, result)
+        if args.register is not None:
+            console.print(register_system(result, args.register, args.register_system), soft_wrap=True)
     except LtrError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print_result(console, result)
     return 0
 
 

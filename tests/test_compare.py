@@ -273,17 +273,112 @@ def test_comparison_writes_leaderboard_plots_and_mlflow_parent_with_children(com
 
 
 @pytest.mark.slow
+def test_the_comparison_names_what_to_deploy(comparison):
+    """The tree models can be exported, the ``feature`` baseline cannot; the console names the best
+    system on the primary metric with the command that exports its run."""
+    import io
+
+    from rich.console import Console
+
+    from ltr.compare import print_result
+
+    _, _, result = comparison
+    assert result.export_refusals["lambdamart"] is None and result.export_refusals["regression"] is None
+    assert "feature model is not exported" in result.export_refusals["feature"]
+    console = Console(file=io.StringIO(), width=100, highlight=False)
+    print_result(console, result)
+    text = " ".join(console.file.getvalue().split())
+    best = result.report.best("err@10")
+    assert best != "feature"  # trees beat one feature on this data
+    assert (
+        f"Best on err@10: {best}; export it: python -m ltr.export runs:/{result.child_run_ids[best]}/model "
+        f"--format onnx --out {best}.onnx"
+    ) in text
+
+
+def test_a_best_system_that_cannot_be_exported_is_named_with_the_best_that_can():
+    from ltr.analysis.comparison import compare
+    from ltr.compare import deployment_lines
+    from ltr.experiment.systems import ComparisonResult
+
+    frames = {
+        s: {"map": np.array(v)} for s, v in {"a": [0.2, 0.4], "stack": [0.8, 0.9], "b": [0.5, 0.6]}.items()
+    }
+    report = compare(frames, baseline="a", query_ids=[1, 2], B=50)
+    refusal = "model: a ensemble_stack model is not exported; exportable: lambdamart, …"
+    result = ComparisonResult(
+        report,
+        Path("."),
+        [],
+        "p",
+        {"a": "ra", "stack": "rs", "b": "rb"},
+        exp=OmegaConf.create({"primary": "map"}),
+        tracker_uri="sqlite:///x.db",
+        export_refusals={"a": None, "stack": refusal, "b": None},
+    )
+    assert deployment_lines(result) == [
+        f"Best on map: stack, which cannot be exported ({refusal}).",
+        "Best exportable: b (map = 0.5500); export it: python -m ltr.export runs:/rb/model --format onnx --out b.onnx",
+    ]
+    result.export_refusals.update(a=refusal, b=refusal)
+    assert deployment_lines(result)[1] == "No system of this comparison can be exported."
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--register", "team/ranker"],
+            "--register team/ranker: a registered model's name cannot contain '/'",
+        ),
+        (
+            ["--register", "r", "--register-system", "nope"],
+            "--register-system nope: no such system in experiment",
+        ),
+        (["--register", "r", "tracking=none"], "--register r: needs the runs logged; drop tracking=none"),
+    ],
+)
+def test_register_mistakes_fail_before_any_training(tmp_path, monkeypatch, capsys, args, message):
+    import ltr.experiment.systems
+
+    def no_training(*_a, **_k):
+        raise AssertionError("trained before checking --register")
+
+    monkeypatch.setattr(ltr.experiment.systems, "run_comparison", no_training)
+    monkeypatch.setattr("ltr.compare.run_comparison", no_training)
+    assert main([f"experiment={_experiment(tmp_path)}", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_register_system_needs_register(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["experiment=synthetic_challenge", "--register-system", "lambdamart"])
+    assert exc.value.code == 2 and "--register-system needs --register NAME" in capsys.readouterr().err
+
+
 def test_report_rebuilt_from_mlflow_equals_the_original(comparison, tmp_path):
     root, exp, result = comparison
     env = {**os.environ, "LTR_ROOT": str(root), "MLFLOW_DISABLE_TELEMETRY": "true", "CI": "true"}
     by_parent = tmp_path / "by_parent"
     proc = subprocess.run(
         [sys.executable, "-m", "ltr.compare", "--from-mlflow", "--parent", result.parent_run_id,
-         f"experiment={_experiment(tmp_path)}", "--out", str(by_parent)],
+         f"experiment={_experiment(tmp_path)}", "--out", str(by_parent), "--register", "tiny-ranker"],
         cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "Leaderboard" in proc.stdout
+    # --register: the best system on the primary metric is version 1 of the registered model, and
+    # models:/tiny-ranker/1 loads the very model that system's run logged
+    best = result.report.best("err@10")
+    line = f"Registered {best} (run {result.child_run_ids[best]}) as models:/tiny-ranker/1"
+    assert line in " ".join(proc.stdout.split()), proc.stdout[-2000:]
+    from ltr.tracking.loading import load_model
+
+    uri = f"sqlite:///{root}/mlflow.db"
+    registered = load_model("models:/tiny-ranker/1", tracking_uri=uri).ranker
+    logged = load_model(f"runs:/{result.child_run_ids[best]}/model", tracking_uri=uri).ranker
+    X = np.random.default_rng(0).random((7, 46))
+    np.testing.assert_array_equal(registered.predict(X), logged.predict(X))
     original = pd.read_csv(result.out_dir / "leaderboard.csv")
     rebuilt = pd.read_csv(by_parent / "leaderboard.csv")
     pd.testing.assert_frame_equal(original, rebuilt)

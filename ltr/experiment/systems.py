@@ -53,6 +53,7 @@ from ltr.experiment.provenance import command_line, rerun_command, run_tags
 from ltr.experiment.schemas import (
     validate_config,
 )
+from ltr.export.reading import export_refusal
 from ltr.report.progress import task_progress
 from ltr.tracking.reader import download_frame, find_runs
 from ltr.tracking.writer import SUMMARY_TABLE, flatten_params, mlflow_metric_name
@@ -64,7 +65,7 @@ class ComparisonResult:
 
     ``exp`` is the experiment as reported (its title says the data used); ``extra`` the additional
     tables (``folds.md``, ``published.md``: file name → Markdown); ``tracker_uri``, ``experiment_id`` and ``run_name``
-    locate the parent run (``None`` without tracking or for a report rebuilt from MLflow).
+    locate the parent run; ``export_refusals`` says which systems' models can be exported (``None`` without tracking or for a report rebuilt from MLflow).
     """
 
     report: Any
@@ -79,6 +80,34 @@ class ComparisonResult:
     tracker_uri: str | None = None
     run_name: str | None = None
     experiment_id: str | None = None
+    #: system → why its model cannot be exported (``None``: it can); empty when not checked (from MLflow)
+    export_refusals: dict[str, str | None] = field(default_factory=dict)
+    #: systems trained as a fold protocol: one model per fold, none for the system as a whole
+    fold_systems: frozenset[str] = frozenset()
+
+
+def best_exportable(report: Any, primary: str, refusals: Mapping[str, str | None]) -> str | None:
+    """The system with the best ``primary`` mean among those whose model can be exported, or ``None``.
+
+    >>> import numpy as np
+    >>> from ltr.analysis.comparison import compare
+    >>> rep = compare({"a": {"map": np.array([0.2, 0.4])}, "b": {"map": np.array([0.6, 0.7])},
+    ...                "c": {"map": np.array([0.3, 0.5])}}, baseline="a", query_ids=[1, 2], B=50)
+    >>> best_exportable(rep, "map", {"a": None, "b": "a random_forest model is not exported", "c": None})
+    'c'
+    """
+    candidates = [s for s in report.systems if s in refusals and refusals[s] is None]
+    if not candidates:
+        return None
+    sign = -1.0 if primary in report.lower_is_better else 1.0
+    return max(candidates, key=lambda s: sign * report.row(s, primary).mean)
+
+
+def best_exportable_tag(report: Any, primary: str, refusals: Mapping[str, str | None]) -> dict[str, str]:
+    """``{"ltr.compare.best_exportable": system}`` when exportability was checked (else ``{}``)."""
+    if not refusals:
+        return {}
+    return {"ltr.compare.best_exportable": best_exportable(report, primary, refusals) or "none"}
 
 
 def run_comparison(
@@ -165,6 +194,7 @@ def _run_comparison(
     conventions: dict[str, str] = {}
     summaries: dict[str, Any] = {}  # system → FoldSummary (fold protocols)
     ranked: dict[str, Any] = {}  # system → qid → (ranked labels, ideal labels) on the test split
+    refusals: dict[str, str | None] = {}  # system → why its model cannot be exported (None: it can)
     with tracker.start(run_name=run_name, tags=parent_tags):
         settings = OmegaConf.to_container(exp, resolve=True)
         published = settings.pop("published", None)  # metric names with '@' are no MLflow param keys
@@ -212,6 +242,7 @@ def _run_comparison(
                         frames[system], children[system] = recorded.outcome.frames["test"], recorded.run_id
                         outcome = recorded.outcome
                         ranked[system] = ranked_labels_of(outcome.ranker, splits["test"])
+                        refusals[system] = export_refusal(outcome.ranker)
                 conventions = conventions or outcome.conventions.describe()
                 advance(system)
         note = "Metric conventions: " + ", ".join(f"{k}={v}" for k, v in conventions.items()) + "."
@@ -248,6 +279,7 @@ def _run_comparison(
             {
                 "mlflow.note.content": comparison_description(report, str(exp.primary)),
                 "ltr.compare.best": report.best(str(exp.primary)),
+                **best_exportable_tag(report, str(exp.primary), refusals),
                 "ltr.compare.systems": ",".join(report.systems),
             }
         )
@@ -267,6 +299,8 @@ def _run_comparison(
         tracker_uri=tracker.uri if tracker.enabled else None,
         run_name=run_name,
         experiment_id=tracker.experiment_id if tracker.enabled else None,
+        export_refusals=refusals,
+        fold_systems=frozenset(summaries),
     )
 
 

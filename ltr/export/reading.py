@@ -248,3 +248,19 @@ def from_ranker(ranker: Any, where: str = "model") -> Exportable:
         f"{where}: a {name} model is not exported; exportable: {', '.join(TREE_FAMILIES)}, linear, and "
         f"{', '.join(FOLDABLE_ENSEMBLES)} with normalization: none"
     )
+
+
+def export_refusal(ranker: Any) -> str | None:
+    """Why ``ranker`` cannot be exported to any format (:func:`from_ranker`'s reason), or ``None`` when
+    it can (to ONNX at least; a search-engine format may refuse more, e.g. McRank).
+
+    >>> class Fitted:
+    ...     name = "random_forest"
+    >>> export_refusal(Fitted())
+    'model: a random_forest model is not exported; exportable: lambdamart, xendcg, regression, lambdamart_xgb, linear, and ensemble_mean, ensemble_bagging, ensemble_blend with normalization: none'
+    """
+    try:
+        from_ranker(ranker)
+    except ConfigError as exc:
+        return str(exc)
+    return None
