@@ -18,7 +18,7 @@ export MLFLOW_DISABLE_TELEMETRY := true
 export UV_PYTHON_DOWNLOADS := never
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: env train test test-all lint clean-env
+.PHONY: env train test test-all lint constraints clean-env
 
 env: $(STAMP)
 
@@ -44,6 +44,11 @@ test-all: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check ltr tests benchmarks
 	$(VENV)/bin/ruff format --check ltr tests benchmarks
+
+# constraints.txt: uv.lock's runtime versions (every extra) for plain pip: pip install . -c constraints.txt
+EXPORT_FLAGS := --frozen --no-hashes --no-dev --all-extras --no-emit-project
+constraints: $(UV)
+	$(UV) export $(EXPORT_FLAGS) --output-file constraints.txt >/dev/null
 
 clean-env:
 	rm -rf $(VENV) $(TOOLS)

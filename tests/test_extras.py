@@ -92,3 +92,43 @@ def test_every_run_records_ltrs_version_as_the_distribution_declares_it():
     from ltr.experiment.provenance import package_versions
 
     assert package_versions()["version.ltr"] == PYPROJECT["project"]["version"]
+
+
+def test_constraints_txt_is_the_lock_for_plain_pip():
+    """``pip install . -c constraints.txt`` gets the versions the lock tests: the file is exactly what
+    ``make constraints`` (``uv export`` of uv.lock) writes now, and pip can read every line of it."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    from packaging.requirements import Requirement
+
+    uv = next(
+        (
+            str(c)
+            for c in (os.environ.get("UV"), PROJECT_ROOT / ".tools" / "bin" / "uv", shutil.which("uv"))
+            if c and Path(c).is_file()
+        ),
+        None,
+    )
+    if uv is None:
+        pytest.skip("needs uv (make env bootstraps .tools/bin/uv)")
+    flags = ["--frozen", "--no-hashes", "--no-dev", "--all-extras", "--no-emit-project"]
+    fresh = subprocess.run(
+        [uv, "export", *flags, "--output-file", "-"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    on_disk = (PROJECT_ROOT / "constraints.txt").read_text()
+
+    def body(text: str) -> list[str]:
+        return [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+    assert body(on_disk) == body(fresh), "constraints.txt is stale: run `make constraints`"
+    pins = {Requirement(line.split(" #")[0]).name: line for line in body(on_disk) if not line.startswith(" ")}
+    lock = tomllib.loads((PROJECT_ROOT / "uv.lock").read_text())
+    locked = {p["name"]: p["version"] for p in lock["package"] if "version" in p}
+    for name in ("optuna", "mlflow", "lightgbm", "onnxruntime", "catboost"):
+        assert f"{name}=={locked[name]}" in pins[name]
