@@ -721,3 +721,26 @@ def test_title_and_parent_run_name_follow_the_data_actually_used():
     assert "synthetic" not in titled.title.replace("synthetic_challenge", "")
     assert "rank.train" in titled.title and run_name == "compare-synthetic_challenge-svmlight_rank.train"
     assert titled_for_data(exp, own, own) == (exp, "compare-synthetic_challenge")
+
+
+def test_the_console_sections_never_cut_a_system_name_at_80_columns():
+    """The detail, agreement and failure sections are Markdown in the files; on an 80-column console
+    their tables keep every system's full name (rich's Markdown tables cut them to ``lambdamart_xgb_…``)."""
+    import io
+
+    from rich.console import Console
+
+    from ltr.analysis.comparison import compare
+    from ltr.report.tables import print_comparison
+
+    names = ["regression_baseline", "lambdamart_xgb_unbiased_clicks", "ensemble_stack_of_four"]
+    rng = np.random.default_rng(0)
+    frames = {n: pd.DataFrame({"ndcg@10": rng.random(30)}, index=range(30)) for n in names}
+    report = compare(frames, baseline=names[0], B=200, seed=0)
+    console = Console(width=80, file=io.StringIO(), highlight=False)
+    print_comparison(console, report, title="t", sections=[report.detail_markdown()])
+    text = console.file.getvalue()
+    for name in names:
+        assert name in text
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80

@@ -15,6 +15,7 @@ True
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -135,4 +136,86 @@ def print_comparison(console: Any, report: Any, *, title: str, sections: Sequenc
     console.print(leaderboard_table(report, title=title, width=console.width))
     for section in sections:
         console.print()
-        console.print(Markdown(section))
+        for block in markdown_blocks(section):
+            console.print(block)
+
+
+#: a Markdown escape (``\_``, ``\|``, …) and a bold span (``**x**``)
+_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|])")
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+
+
+def _inline(cell: str) -> Text:
+    r"""One Markdown table cell as rich Text: escapes removed, ``**bold**`` bold.
+
+    >>> t = _inline(" **lambda\\_mart** (baseline) ")
+    >>> t.plain, [(s.start, s.end, str(s.style)) for s in t.spans]
+    ('lambda_mart (baseline)', [(0, 11, 'bold')])
+    """
+    text, last, cell = Text(), 0, cell.strip()
+    for m in _BOLD.finditer(cell):
+        text.append(_ESCAPE.sub(r"\1", cell[last : m.start()]))
+        text.append(_ESCAPE.sub(r"\1", m.group(1)), style="bold")
+        last = m.end()
+    text.append(_ESCAPE.sub(r"\1", cell[last:]))
+    return text
+
+
+def _cells(line: str) -> list[str]:
+    r"""The cells of a Markdown table row (``|`` inside ``\|`` is text)."""
+    return [c for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def markdown_blocks(section: str) -> list[Any]:
+    r"""A Markdown section as terminal renderables: its tables as rich Tables whose first column (the
+    system or metric names) is never cut — it keeps its longest name's width and folds only a name
+    wider than half the terminal — and the rest as rich Markdown.
+
+    >>> import io
+    >>> from rich.console import Console
+    >>> md = "| system | Δ |\n|---|---:|\n| lambdamart_xgb_unbiased_clicks | +0.0123 |"
+    >>> console = Console(width=30, file=io.StringIO())
+    >>> for block in markdown_blocks(md): console.print(block)
+    >>> "lambdamart_xgb_unbiased_clicks" in console.file.getvalue()
+    True
+    """
+    blocks: list[Any] = []
+    text: list[str] = []
+    table: list[str] = []
+
+    def flush_text() -> None:
+        if "".join(text).strip():
+            blocks.append(Markdown("\n".join(text)))
+        text.clear()
+
+    def flush_table() -> None:
+        if table:
+            header, rows = _cells(table[0]), [_cells(r) for r in table[2:]]
+            aligns = ["right" if c.strip().endswith(":") else "left" for c in _cells(table[1])]
+            grid = Table(show_edge=False, box=None, header_style="bold", pad_edge=False)
+            longest = max((len(_inline(r[0]).plain) for r in rows if r), default=0)
+            for i, name in enumerate(header):
+                first = i == 0
+                grid.add_column(
+                    _inline(name),
+                    justify=aligns[i] if i < len(aligns) else "left",  # type: ignore[arg-type]
+                    min_width=longest if first else None,
+                    overflow="fold",
+                    ratio=None,
+                )
+            for r in rows:
+                grid.add_row(*(_inline(c) for c in r))
+            blocks.append(grid)
+        table.clear()
+
+    for line in section.splitlines():
+        if line.lstrip().startswith("|"):
+            if not table:
+                flush_text()
+            table.append(line)
+        else:
+            flush_table()
+            text.append(line)
+    flush_table()
+    flush_text()
+    return blocks
