@@ -169,3 +169,7 @@ def test_a_dask_training_run_prints_nothing_of_lightgbm_or_dask(capfd, caplog):
     assert "distributed" not in out + err, out + err
     dask_records = [r for r in caplog.records if r.name.startswith(("distributed", "tornado"))]
     assert not dask_records, [r.getMessage() for r in dask_records]
+    # what ltr itself says while the cluster starts (seconds with nothing else on the console)
+    said = [r.getMessage() for r in caplog.records if r.name == "ltr.distributed.backend"]
+    assert said[0] == "Dask: starting a local cluster of 2 workers × 1 threads …", said
+    assert said[1].startswith("Dask: cluster ready (") and said[1].endswith(" s)"), said

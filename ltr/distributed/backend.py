@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ from ltr.metrics import evaluate
 from ltr.models.base import OnIteration, Resolved
 from ltr.models.evaluation import RankingMetric
 from ltr.models.monitor import IterationMonitor
+
+log = logging.getLogger(__name__)
 
 
 def _scheduler_address(value: str, where: str) -> str:
@@ -86,10 +89,20 @@ def dask_client(backend: Mapping[str, Any]) -> Iterator[Any]:
 
     with ExitStack() as stack:
         consoles = stack.enter_context(quiet_cluster())  # None: ltr logs at DEBUG, workers print
+        start = time.perf_counter()
         if backend["scheduler_address"]:
-            yield stack.enter_context(Client(backend["scheduler_address"], timeout="30s"))
+            log.info("Dask: connecting to %s …", backend["scheduler_address"])
+            client = stack.enter_context(Client(backend["scheduler_address"], timeout="30s"))
+            workers = len(client.scheduler_info().get("workers", {}))
+            log.info("Dask: connected, %d workers (%.1f s)", workers, time.perf_counter() - start)
+            yield client
             return
         extra = {"memory_limit": backend["memory_limit"]} if backend.get("memory_limit") else {}
+        log.info(
+            "Dask: starting a local cluster of %d workers × %d threads …",
+            backend["n_workers"],
+            backend["threads_per_worker"],
+        )
         cluster = LocalCluster(
             n_workers=backend["n_workers"],
             threads_per_worker=backend["threads_per_worker"],
@@ -103,6 +116,7 @@ def dask_client(backend: Mapping[str, Any]) -> Iterator[Any]:
         client = stack.enter_context(Client(cluster))
         if consoles is not None:
             client.run(redirect_worker_console, str(consoles), os.getpid())
+        log.info("Dask: cluster ready (%.1f s)", time.perf_counter() - start)
         yield client
 
 
