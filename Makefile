@@ -28,7 +28,9 @@ $(UV):
 	$(TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
 $(STAMP): uv.lock pyproject.toml | $(UV)
+	@echo "ltr: installing the locked dependencies into $(VENV) and compiling their bytecode (1-3 min the first time) ..."
 	UV_PYTHON=$(PYTHON) $(UV) sync --frozen --compile-bytecode
+	@echo "ltr: compiling ltr's numba kernels once (about 40 s) ..."
 	$(VENV)/bin/python -m ltr.warmup --jobs 2 parse metrics float64
 	@touch $@
 
