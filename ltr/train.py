@@ -40,6 +40,7 @@ from ltr.core.resources import config_dir
 from ltr.experiment.console import print_label_scale, print_run_summary, print_tracker_location
 from ltr.experiment.provenance import command_line, run_name, run_tags
 from ltr.experiment.schemas import register_configs, validate_config
+from ltr.sweep.console import job_console
 from ltr.sweep.pruning import ENV_SHARE, ENV_TRIAL, hook_from_environment
 from ltr.sweep.runs import COMMAND_ATTR, ENV_PARENT, RUN_ATTR
 from ltr.sweep.shared_data import share_binned_datasets
@@ -66,9 +67,12 @@ def missing_model_message() -> str:
     return "\n".join(lines)
 
 
-def execute(cfg: Any) -> RecordedRun | FoldsRun:
+def execute(cfg: Any, console: Console | None = None) -> RecordedRun | FoldsRun:
     """Check, train, evaluate, log and print one configured run (:class:`ltr.experiment.record.RecordedRun`), or
-    every fold of a fold protocol (:class:`ltr.experiment.folds.FoldsRun`)."""
+    every fold of a fold protocol (:class:`ltr.experiment.folds.FoldsRun`).
+
+    It prints to ``console`` (a sweep's job: its log file, :func:`ltr.sweep.console.job_console`), by
+    default to standard output."""
     # deferred (each): the engines load after configure_process_environment() (see __main__)
     from ltr.experiment.conventions import check_data_fits  # deferred: imports the models
     from ltr.experiment.folds import fold_plan, run_folds  # deferred: imports the pipeline
@@ -84,7 +88,7 @@ def execute(cfg: Any) -> RecordedRun | FoldsRun:
     with spelled_as(config_spelling(cfg.get("data"))), member_search_path(searchpath):
         validate_config(cfg)
         check_run_config(cfg)  # seed, metrics, conventions vs the data config, the model: before the data
-        console = Console(highlight=False)
+        console = console or Console(highlight=False)
         plan = fold_plan(cfg.data)
         if plan is not None:
             with data_cluster(cfg) as client:  # backend=dask: the workers parse every fold's files
@@ -172,14 +176,15 @@ def _hydra_entry() -> None:
     @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
     def main(cfg: Any) -> float:
         register_configs()  # again: joblib worker processes start without ltr's resolvers
-        try:
-            recorded = execute(cfg)
-        except LtrError as exc:
-            if HydraConfig.get().mode.name != "MULTIRUN":
-                exit_with_error(exc)  # one line, exit 2 (raised, Hydra would add its own line)
-            print(f"error: {exc}", file=sys.stderr)  # a failed job, not the end of the sweep: say it now
-            mark_reported(exc)
-            raise  # the sweeper decides (Optuna: a FAIL trial); run_hydra_app ends a basic sweep with exit 2
+        with job_console() as console:  # a sweep's job prints to its log file (ltr.sweep.console)
+            try:
+                recorded = execute(cfg, console)
+            except LtrError as exc:
+                if HydraConfig.get().mode.name != "MULTIRUN":
+                    exit_with_error(exc)  # one line, exit 2 (raised, Hydra would add its own line)
+                print(f"error: {exc}", file=sys.stderr)  # a failed job, not the end of the sweep: say it now
+                mark_reported(exc)
+                raise  # the sweeper decides (Optuna: a FAIL trial); run_hydra_app ends a basic sweep with exit 2
         write_job_result(recorded, Path(HydraConfig.get().runtime.output_dir))
         return optimised_value(recorded)
 

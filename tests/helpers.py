@@ -129,8 +129,8 @@ def restored_environment() -> Iterator[None]:
 @contextlib.contextmanager
 def restored_logging() -> Iterator[None]:
     """Undo the logging set-up made inside the block (Hydra configures logging for every job it runs):
-    each logger's handlers, level, propagation and disabled flag as they were; handlers added inside
-    are closed (they may write to a captured stream that is gone after the test)."""
+    each logger's handlers, filters, level, propagation and disabled flag as they were; handlers added
+    inside are closed (they may write to a captured stream that is gone after the test)."""
     import logging
 
     def state() -> dict[str, tuple]:
@@ -138,14 +138,17 @@ def restored_logging() -> Iterator[None]:
             logging.root,
             *(v for v in logging.root.manager.loggerDict.values() if isinstance(v, logging.Logger)),
         ]
-        return {lg.name: (lg, lg.handlers[:], lg.level, lg.propagate, lg.disabled) for lg in loggers}
+        return {
+            lg.name: (lg, lg.handlers[:], lg.level, lg.propagate, lg.disabled, lg.filters[:])
+            for lg in loggers
+        }
 
     before = state()
     try:
         yield
     finally:
         for name, (lg, handlers, *_rest) in state().items():
-            kept = before.get(name, (lg, [], logging.NOTSET, True, False))
+            kept = before.get(name, (lg, [], logging.NOTSET, True, False, []))
             for handler in handlers:
                 if handler not in kept[1]:
                     lg.removeHandler(handler)
@@ -155,6 +158,7 @@ def restored_logging() -> Iterator[None]:
                     lg.addHandler(handler)
             lg.setLevel(kept[2])
             lg.propagate, lg.disabled = kept[3], kept[4]
+            lg.filters[:] = kept[5]  # e.g. a failed sweep's ltr.sweep.console.LaunchLines
 
 
 def command_in_process(module: str, args: list[str], *, run_cli: bool = True) -> int:

@@ -224,6 +224,8 @@ def test_the_sweeper_proposes_exactly_what_optuna_proposes_and_records_the_best(
     assert "Pruning" not in proc.stdout + proc.stderr and "trials pruned" not in proc.stdout + proc.stderr
     assert results["pruning"]["summary"] == "no trial pruned"
     assert "Best trial" in proc.stdout + proc.stderr
+    # the launch lines leave out the overrides that tell a job its trial
+    assert "#0 : " in proc.stdout and "hydra.job.env_set" not in proc.stdout + proc.stderr
 
 
 def test_command_line_sweeps_become_choices_and_fixed_values_replace_searched_ones(

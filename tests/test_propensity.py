@@ -22,7 +22,7 @@ from ltr.clicks.logs import (
     read_propensities,
     write_propensities,
 )
-from ltr.clicks.propensity import estimate_propensities
+from ltr.clicks.propensity import MAX_ITER, estimate_propensities
 from ltr.clicks.simulation import examination_probabilities
 from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData
@@ -110,6 +110,49 @@ def test_bootstrap_is_seeded(data):
     c = estimate_propensities(log, method="randomization", n_bootstrap=50, seed=4)
     assert a.as_json() == b.as_json()
     assert a.ci_low.tolist() != c.ci_low.tolist() and a.examination.tolist() == c.examination.tolist()
+
+
+@pytest.fixture(scope="module")
+def moving_log(data, tmp_path_factory):
+    """A small ordinary log (documents move between positions: the EM applies), as a CSV file."""
+    path = tmp_path_factory.mktemp("moving") / "log.csv"
+    pd.DataFrame(simulate_log_table(data, rounds=4, sessions=3, seed=2)).to_csv(path, index=False)
+    return path
+
+
+def test_em_progress_hooks_see_each_iteration_and_replicate_and_change_nothing(moving_log):
+    log = read_click_log(moving_log)
+    iterations, replicates = [], []
+    watched = estimate_propensities(
+        log,
+        method="em",
+        n_bootstrap=6,
+        seed=0,
+        on_iteration=lambda i, values: iterations.append(i),
+        on_replicate=replicates.append,
+    )
+    assert replicates == list(range(6))
+    assert (
+        iterations == list(range(len(iterations))) and 0 < len(iterations) <= MAX_ITER
+    )  # the point estimate's
+    assert watched.as_json() == estimate_propensities(log, method="em", n_bootstrap=6, seed=0).as_json()
+
+
+def test_cli_progress_names_the_bootstrap_count_on_a_terminal_only(moving_log, monkeypatch, capsys):
+    args = ["propensity", str(moving_log), "--method", "em", "--bootstrap", "7"]
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("LTR_NO_PROGRESS", raising=False)
+    quiet = completed_in_process("ltr.clicks", args, capsys)  # stderr is not a terminal here
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # a terminal, for ltr.report.progress and rich
+    shown = completed_in_process("ltr.clicks", args, capsys)
+    assert shown.returncode == 0, shown.stderr
+    assert "em: point estimate, EM iterations" in shown.stderr and f"/{MAX_ITER}" in shown.stderr
+    assert "bootstrap over queries: 7 replicates" in shown.stderr and "7/7" in shown.stderr
+    assert "ETA" in shown.stderr
+    assert shown.stdout == quiet.stdout  # the same table: the bars only watch
+    monkeypatch.setenv("CI", "true")  # a terminal in CI: quiet
+    assert completed_in_process("ltr.clicks", args, capsys).stderr == ""
 
 
 def test_em_refuses_a_log_where_documents_never_move(data):

@@ -191,6 +191,10 @@ def test_a_real_sweep_prunes_logs_the_study_under_a_parent_run_and_reruns_its_be
     assert results["pruning"]["rounds_skipped"] == skipped
     assert results["pruning"]["seconds_saved_estimate"] == pytest.approx(skipped * per_round, abs=1e-3)
     assert f"{len(pruned)} trials pruned" in proc.stdout
+    # one line per trial; a pruned one says so
+    trial_lines = [line for line in proc.stdout.splitlines() if line.startswith("trial ")]
+    assert len(trial_lines) == 8
+    assert sum(" pruned at round " in line for line in trial_lines) == len(pruned)
     client = store_client(tmp_path)
     runs = {
         r.data.tags["ltr.sweep.job"]: r
@@ -238,7 +242,7 @@ def test_a_real_sweep_prunes_logs_the_study_under_a_parent_run_and_reruns_its_be
         assert (results_path.parent / "optuna_plots" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # the printed command reruns the best trial exactly
     command = parent.data.tags["ltr.sweep.best_command"]
-    assert f"Rerun the best trial: {command}" in proc.stdout + proc.stderr
+    assert f"rerun: {command}" in proc.stdout  # the sweep summary's (ltr.sweep.summary)
     rerun = subprocess.run(
         shlex.split(command),
         cwd=PROJECT_ROOT,

@@ -149,6 +149,17 @@ def test_same_seed_same_output_other_seed_other_ci(tmp_path):
     assert a["ci_low"] != c["ci_low"]
 
 
+def test_progress_hooks_see_each_iteration_and_replicate_and_change_nothing(tmp_path):
+    log, path, _ = linear_relevance_log(1, tmp_path)
+    settings = {"method": "regression-em", "features": path, "n_bootstrap": 3, "iterations": 4, "trees": 5}
+    iterations, replicates = [], []
+    watched = estimate_propensities(
+        log, **settings, on_iteration=lambda i, values: iterations.append(i), on_replicate=replicates.append
+    )
+    assert iterations == [0, 1, 2, 3] and replicates == [0, 1, 2]  # the point estimate's, then each replicate
+    assert watched.as_json() == estimate_propensities(log, **settings).as_json()
+
+
 GOOD_LOG = "session,qid,doc,position,click\ns1,7,a,1,1\ns1,7,b,2,0\ns2,7,b,1,1\ns2,7,a,2,0\n"
 GOOD_FEATURES = "0 qid:7 1:0.5 2:1 # docid = a\n\n2 qid:7 1:0.25 2:0 # docid = b\n1 qid:8 1:1 # docid = a\n"
 

@@ -189,13 +189,39 @@ def _optuna_sweep(tmp_path: Path, *overrides: str) -> tuple[subprocess.Completed
     return proc, results.parent, yaml.safe_load(results.read_text())
 
 
+def _trial_lines(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if line.startswith("trial ")]
+
+
+def _assert_one_line_per_job(stdout: str, sweep_dir: Path, n_jobs: int) -> None:
+    """What a quiet multirun prints: a ``trial N [k/n]`` line per job with its value and nothing of the
+    jobs' own output (data summary, results table, MLflow lines), which is in each job's log file."""
+    lines = _trial_lines(stdout)
+    assert len(lines) == n_jobs, stdout
+    values = {int(line.split()[1]): line.split("valid ndcg@10 = ")[1].split()[0] for line in lines}
+    for job, value in values.items():
+        result = json.loads((sweep_dir / str(job) / "ltr_result.json").read_text())
+        assert value == f"{result['value']:.4f}"
+    assert sorted(values) == list(range(n_jobs))
+    assert "hydra.job.env_set" not in stdout and "LTR_OPTUNA" not in stdout
+    assert "random scores" not in stdout and "Data synthetic" not in stdout and "#0 :" not in stdout
+    assert "dashboard:" not in stdout and "in experiment 'ltr'" not in stdout  # a job's MLflow lines
+    log = (sweep_dir / "0" / "train.log").read_text()  # the job's own output, in its log file
+    assert "random scores" in log and "Data synthetic" in log
+
+
 def test_optuna_sweep_runs_trials_and_reports_the_best(tmp_path, monkeypatch, capsys):
     """The same sweep as :func:`_optuna_sweep` with ``python -m ltr.train``'s main in-process (the sweeper,
     the basic launcher and the summary callback as in a real process; real processes: the slow tests)."""
     args = ["-m", "+model=lambdamart", "hparams_search=lambdamart_optuna", "hydra.sweeper.n_trials=3", *TINY]
     code = train_main_in_process([*args, "num_threads=1", "tracking=none"], tmp_path, monkeypatch)
-    assert code == 0, capsys.readouterr().err[-3000:]
+    out, err = capsys.readouterr()
+    assert code == 0, err[-3000:]
     (results_file,) = (tmp_path / "multirun").glob("*/*/optimization_results.yaml")
+    _assert_one_line_per_job(out, results_file.parent, 3)
+    assert "hydra.job.env_set" not in err and "Error executing job" not in err
+    assert "Best job" in out and "rerun: " in out  # the summary, once: not the sweeper's own best line
+    assert "Best trial" not in out and "Rerun the best trial" not in out
     sweep_dir, results = results_file.parent, yaml.safe_load(results_file.read_text())
     summary = json.loads((sweep_dir / "sweep_summary.json").read_text())
     assert summary["n_jobs"] == 3
@@ -225,12 +251,18 @@ def test_a_trial_that_ltr_rejects_fails_alone_and_the_sweep_goes_on(tmp_path):
     assert results["n_trials"]["FAIL"] == rejected and results["n_trials"]["COMPLETE"] == 4 - rejected
     assert results["best_params"]["model.params.num_leaves"] == 7
     assert "error:" in proc.stderr and "num_leaves" in proc.stderr  # ltr's message, then the next trial
+    # a line per trial; a rejected one says why
+    lines = _trial_lines(proc.stdout)
+    assert len(lines) == 4
+    failed = [line for line in lines if "failed: ConfigError: model.params.num_leaves" in line]
+    assert len(failed) == rejected and all("num_leaves=1 " in line for line in failed)
+    assert "Error executing job" not in proc.stderr and "hydra.job.env_set" not in proc.stdout + proc.stderr
 
 
-def test_sweep_size_and_progress_line():
+def test_sweep_size_and_trial_lines():
     from omegaconf import OmegaConf
 
-    from ltr.sweep.summary import progress_line, sweep_size
+    from ltr.sweep.summary import short_override, sweep_size, swept_keys, trial_line
 
     grid = OmegaConf.create(
         {
@@ -241,9 +273,61 @@ def test_sweep_size_and_progress_line():
         }
     )
     assert sweep_size(grid) == 8
+    assert swept_keys(grid) == ["a", "b"]
     optuna = compose_config(
         ["+model=lambdamart", "hparams_search=lambdamart_optuna"], return_hydra_config=True
     )
     assert sweep_size(optuna) == 20
-    assert progress_line(4, 8, 100.0) == "sweep: 4/8 jobs done, elapsed 0:01:40, ETA 0:01:40"
-    assert progress_line(0, None, 5.0) == "sweep: 0 jobs done, elapsed 0:00:05"
+    OmegaConf.update(optuna, "hydra.overrides.task", ["+model=lambdamart", "model.params.num_leaves=7,15"])
+    keys = swept_keys(optuna)  # the search space, then a command-line sweep (one key each)
+    assert keys[0] == "model.params.learning_rate" and keys.count("model.params.num_leaves") == 1
+    shown = [
+        short_override(o) for o in ["model.params.learning_rate=0.012345678", "model.params.num_leaves=63"]
+    ]
+    line = trial_line("5", 6, 20, shown, "pruned at round 12", best={"job": "2", "value": 0.5}, seconds=3725)
+    assert (
+        line
+        == "trial 5 [6/20]  learning_rate=0.01235 num_leaves=63  pruned at round 12  (best so far 0.5000, trial 2)  1:02:05"
+    )
+
+
+def test_launch_lines_are_dropped_in_a_quiet_sweep_and_never_show_internal_overrides():
+    import logging
+
+    from ltr.sweep.console import LAUNCHER_LOGGERS, launch_lines
+
+    line = '\t#3 : +model=lambdamart a=1 +hydra.job.env_set.LTR_OPTUNA_PRUNER=\'{"_target_": "x y"}\' +hydra.job.env_set.LTR_SHARE_DATA=1'
+    for name in LAUNCHER_LOGGERS:
+        launcher = logging.getLogger(name)
+        record = launcher.makeRecord(name, logging.INFO, __file__, 0, line, None, None)
+        with launch_lines(drop=False):
+            assert launcher.filter(record) and record.getMessage() == "\t#3 : +model=lambdamart a=1"
+        with launch_lines(drop=True):
+            assert not launcher.filter(record)
+            warning = launcher.makeRecord(name, logging.WARNING, __file__, 0, "careful", None, None)
+            assert launcher.filter(warning)
+        assert launcher.filters == []
+
+
+@pytest.mark.slow  # ~11 s: a real process (its stdout as a shell sees it)
+def test_a_grid_sweep_prints_one_line_per_job_and_keeps_the_jobs_output_in_their_logs(tmp_path):
+    args = ["-m", "+model=lambdamart", *TINY, "model.params.learning_rate=0.05,0.1", "num_threads=1"]
+    proc = run_train_cli(args, tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (sweep_dir,) = (tmp_path / "multirun").glob("*/*")
+    _assert_one_line_per_job(proc.stdout, sweep_dir, 2)
+    assert proc.stdout.startswith(f"sweep in {sweep_dir}")
+    assert "Best job" in proc.stdout and "logged on the sweep's parent run" in proc.stdout  # the summary
+    assert "in experiment 'ltr'" in (sweep_dir / "1" / "train.log").read_text()
+
+
+def test_hydra_verbose_prints_each_jobs_whole_output(tmp_path, monkeypatch, capsys):
+    args = ["-m", "+model=lambdamart", *TINY, "model.params.learning_rate=0.05,0.1", "num_threads=1"]
+    code = train_main_in_process([*args, "tracking=none", "hydra.verbose=ltr"], tmp_path, monkeypatch)
+    out, err = capsys.readouterr()
+    assert code == 0, err[-3000:]
+    assert len(_trial_lines(out)) == 2
+    assert out.count("random scores") == 2 and out.count("Data synthetic") == 2  # as a single run prints
+    assert "#1 : +model=lambdamart" in out  # Hydra's launch lines too
+    (sweep_dir,) = (tmp_path / "multirun").glob("*/*")
+    assert "random scores" not in (sweep_dir / "0" / "train.log").read_text()

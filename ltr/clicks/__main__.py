@@ -16,6 +16,10 @@ and the bootstrap (over queries, seeded; ``--bootstrap`` defaults to 200 replica
 ``--features``, an SVMlight/LETOR file whose rows end with ``# docid = X`` (the log's ``doc``), see
 :mod:`ltr.clicks.regression_em`.
 
+``propensity`` shows its progress on a terminal (not in CI: :mod:`ltr.report.progress`), two bars in
+turn with an ETA each: the point estimate's EM iterations (up to the method's maximum; the plain EM
+ends early once it converges), then the bootstrap replicates (:class:`EstimateProgress`).
+
 ``simulate`` writes such a log from the synthetic dataset under the position-based click model with
 examination ``(1/r)^η`` (:func:`ltr.clicks.simulate_log_table`): ``--rand-top N`` shuffles the top N
 of every session (a RandTop-n randomization experiment, for ``--method randomization``); without it
@@ -28,15 +32,18 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from types import TracebackType
 
 from ltr.cli.running import print_result, run_cli
 from ltr.clicks.logs import Propensities, read_click_log, write_propensities
-from ltr.clicks.propensity import METHODS, estimate_propensities
+from ltr.clicks.propensity import DEFAULT_BOOTSTRAP, MAX_ITER, METHODS, estimate_propensities
 from ltr.clicks.regression_em import ITERATIONS
 from ltr.clicks.simulation import simulate_log_table
 from ltr.data.svmlight import write_svmlight
 from ltr.data.synthetic import generate
+from ltr.report.progress import iteration_progress, task_progress
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,6 +90,55 @@ def format_table(p: Propensities) -> str:
     return "\n".join(lines) + "\n"
 
 
+class EstimateProgress:
+    """The progress of ``propensity``: a bar over the point estimate's EM iterations (up to
+    ``max_iterations``), then one over the ``n_bootstrap`` replicates; each opens at its first hook
+    call (:func:`ltr.clicks.propensity.estimate_propensities`' ``on_iteration`` / ``on_replicate``).
+    No bar off a terminal or in CI (the helpers of :mod:`ltr.report.progress` decide).
+
+    >>> with EstimateProgress("em", 1000, 100, enabled=False) as progress:
+    ...     progress.iteration(0, {}); progress.replicate(0)
+    """
+
+    def __init__(
+        self, method: str, max_iterations: int, n_bootstrap: int, *, enabled: bool | None = None
+    ) -> None:
+        self.method = method
+        self.max_iterations = max_iterations
+        self.n_bootstrap = n_bootstrap
+        self.enabled = enabled
+        self._bars = ExitStack()  # one bar at a time: rich draws one live display per console
+        self._tick: Callable[[int, dict[str, float]], None] | None = None
+        self._advance: Callable[[str], None] | None = None
+
+    def __enter__(self) -> EstimateProgress:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._bars.close()
+
+    def iteration(self, i: int, values: dict[str, float]) -> None:
+        """After EM iteration ``i`` of the point estimate."""
+        if self._tick is None:
+            description = f"{self.method}: point estimate, EM iterations"
+            self._tick = self._bars.enter_context(
+                iteration_progress(self.max_iterations, description, enabled=self.enabled)
+            )
+        self._tick(i, values)
+
+    def replicate(self, b: int) -> None:
+        """After bootstrap replicate ``b``."""
+        if self._advance is None:
+            self._bars.close()  # the iterations' bar ends before the replicates' starts
+            description = f"bootstrap over queries: {self.n_bootstrap} replicates"
+            self._advance = self._bars.enter_context(
+                task_progress(self.n_bootstrap, description, enabled=self.enabled)
+            )
+        self._advance("")
+
+
 def run(args: argparse.Namespace) -> str:
     if args.command == "simulate":
         data = generate(args.queries, seed=args.seed)
@@ -104,16 +160,22 @@ def run(args: argparse.Namespace) -> str:
             write_svmlight(data, args.features_out, comments=[f"docid = {i}" for i in range(data.n_docs)])
             done += f"wrote the features of {data.n_docs} documents to {args.features_out}\n"
         return done
-    p = estimate_propensities(
-        read_click_log(args.log),
-        method=args.method,
-        max_position=args.max_position,
-        n_bootstrap=args.bootstrap,
-        confidence=args.confidence,
-        seed=args.seed,
-        features=args.features,
-        iterations=args.iterations,
-    )
+    log = read_click_log(args.log)
+    n_bootstrap = DEFAULT_BOOTSTRAP[args.method] if args.bootstrap is None else args.bootstrap
+    max_iterations = args.iterations if args.method == "regression-em" else MAX_ITER
+    with EstimateProgress(args.method, max_iterations, n_bootstrap) as progress:
+        p = estimate_propensities(
+            log,
+            method=args.method,
+            max_position=args.max_position,
+            n_bootstrap=args.bootstrap,
+            confidence=args.confidence,
+            seed=args.seed,
+            features=args.features,
+            iterations=args.iterations,
+            on_iteration=progress.iteration,
+            on_replicate=progress.replicate,
+        )
     if args.output:
         write_propensities(p, args.output)
     return json.dumps(p.as_json()) + "\n" if args.json else format_table(p)

@@ -40,7 +40,7 @@ resampling sessions would treat the query sample as fixed and give too narrow in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,8 @@ METHODS = ("randomization", "em", "regression-em")
 
 #: bootstrap replicates when ``n_bootstrap`` is not given (each regression-EM replicate fits a GBDT)
 DEFAULT_BOOTSTRAP = {"randomization": 200, "em": 200, "regression-em": 20}
+#: most iterations of the plain EM (it stops earlier once θ changes by less than ``tol``)
+MAX_ITER = 1000
 
 
 def estimate_propensities(
@@ -74,12 +76,14 @@ def estimate_propensities(
     confidence: float = 0.95,
     seed: int = 0,
     tol: float = 1e-6,
-    max_iter: int = 1000,
+    max_iter: int = MAX_ITER,
     features: str | Path | None = None,
     iterations: int = ITERATIONS,
     trees: int = TREES,
     regressor_params: Mapping[str, Any] | None = None,
     num_threads: int = 1,
+    on_iteration: Callable[[int, dict[str, float]], None] | None = None,
+    on_replicate: Callable[[int], None] | None = None,
 ) -> Propensities:
     """θ_r/θ_1 for every position r <= ``max_position`` (default: all) the log shows, and its CI.
 
@@ -89,6 +93,12 @@ def estimate_propensities(
     ``iterations``, ``trees``, ``regressor_params`` (LightGBM settings over
     :data:`~ltr.clicks.regression_em.REGRESSOR_PARAMS`) and ``num_threads`` (LightGBM's, pinned)
     are regression EM's.
+
+    Progress (``python -m ltr.clicks propensity`` draws it): the EM methods call ``on_iteration(i, {})``
+    after iteration ``i`` of the point estimate's EM (at most ``max_iter``, or ``iterations`` for
+    regression EM), then ``on_replicate(b)`` after bootstrap replicate ``b`` (0 … ``n_bootstrap`` − 1).
+    The hooks only watch: the estimate is the same with or without them. ``randomization`` computes its
+    replicates at once and calls neither.
     """
     check_value(method, str, Constraint(choices=METHODS), "method")
     n_bootstrap = check_value(
@@ -142,10 +152,12 @@ def estimate_propensities(
         boot = np.empty((n_bootstrap, depth))
         if method == "em":
             _check_linked(pair, position, shown, log.source)
-            theta, gamma = _em(log_cells, np.ones_like(n), tol, max_iter, None)
+            theta, gamma = _em(log_cells, np.ones_like(n), tol, max_iter, None, on_iteration)
             for b in range(n_bootstrap):
                 t, _ = _em(log_cells, weights[b][cell_query], tol, max_iter, (theta, gamma))
                 boot[b] = t / t[0] if t[0] > 0 else np.nan
+                if on_replicate is not None:
+                    on_replicate(b)
         else:
             regressor = RelevanceRegressor(
                 _log_pair_features(log, features), regressor_params, seed, num_threads
@@ -155,13 +167,15 @@ def estimate_propensities(
             # replicates start from the point estimate (θ and F), as the plain EM's do
             theta, score = regression_em(
                 regressor, log_cells, np.ones_like(n),
-                np.random.default_rng([seed, 0]), **settings,
+                np.random.default_rng([seed, 0]), **settings, on_iteration=on_iteration,
             )  # fmt: skip
             for b in range(n_bootstrap):
                 boot[b] = regression_em(
                     regressor, log_cells, weights[b][cell_query],
                     np.random.default_rng([seed, b + 1]), **settings, start=(theta, score),
                 )[0]  # fmt: skip
+                if on_replicate is not None:
+                    on_replicate(b)
         point = theta / theta[0]
     alpha = (1.0 - confidence) / 2.0
     low, high = np.nanquantile(boot, [alpha, 1.0 - alpha], axis=0)
@@ -228,8 +242,10 @@ def _em(
     tol: float,
     max_iter: int,
     start: tuple[np.ndarray, np.ndarray] | None,
+    on_iteration: Callable[[int, dict[str, float]], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Wang et al.'s EM on aggregated cells (n impressions, c clicks of one pair at one position)."""
+    """Wang et al.'s EM on aggregated cells (n impressions, c clicks of one pair at one position);
+    ``on_iteration(i, {})`` after each iteration."""
     n, c, cell_pair, cell_pos, depth = cells.n, cells.c, cells.pair, cells.pos, cells.depth
     n_pairs = int(cell_pair.max()) + 1
     wn, wc = w * n, w * c
@@ -243,7 +259,7 @@ def _em(
     else:
         theta, gamma = start[0].copy(), start[1].copy()
     with np.errstate(invalid="ignore", divide="ignore"):
-        for _ in range(max_iter):
+        for i in range(max_iter):
             t, g = theta[cell_pos], gamma[cell_pair]
             miss = (wn - wc) / (1.0 - t * g)
             new_theta = np.bincount(cell_pos, weights=wc + miss * t * (1.0 - g), minlength=depth) / pos_n
@@ -252,6 +268,8 @@ def _em(
             new_gamma = np.nan_to_num(new_gamma, nan=0.5)
             change = np.max(np.abs(new_theta - theta))
             theta, gamma = new_theta, new_gamma
+            if on_iteration is not None:
+                on_iteration(i, {})
             if change < tol:
                 break
     return theta, gamma

@@ -44,7 +44,7 @@ the log's ``(qid, doc)`` is matched to the file's ``(qid, docid)``; ``python -m 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -224,12 +224,14 @@ def regression_em(
     iterations: int = ITERATIONS,
     trees: int = TREES,
     start: tuple[np.ndarray, np.ndarray] | None = None,
+    on_iteration: Callable[[int, dict[str, float]], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """θ per position (θ_1 = 1) and F per pair by regression EM on aggregated cells.
 
     ``w``: the weight of each cell (the bootstrap count of its query; integers, so a weight-``w``
     cell is ``w`` copies of its impressions and its non-clicks draw
-    ``Binomial(w·(n−c), P(E=0, R=1 | C=0))`` relevant labels).
+    ``Binomial(w·(n−c), P(E=0, R=1 | C=0))`` relevant labels). ``on_iteration(i, {})`` after each
+    iteration (progress; it changes nothing).
     """
     cell_pair, cell_pos, depth = cells.pair, cells.pos, cells.depth
     n_pairs = regressor.n_pairs
@@ -245,7 +247,7 @@ def regression_em(
     else:
         theta, score = start[0].copy(), start[1].copy()
     with np.errstate(invalid="ignore", divide="ignore"):
-        for _ in range(iterations):
+        for i in range(iterations):
             t, g = theta[cell_pos], 1.0 / (1.0 + np.exp(-score[cell_pair]))
             unclicked = 1.0 - t * g
             p_relevant = (1.0 - t) * g / unclicked  # P(E=0, R=1 | C=0)
@@ -257,6 +259,8 @@ def regression_em(
             theta = examination_given_relevance(
                 theta, 1.0 / (1.0 + np.exp(-score[cell_pair])), cell_pos, wn, wc
             )
+            if on_iteration is not None:
+                on_iteration(i, {})
     # a position no impression of this replicate shows has no estimate (the bootstrap skips NaN)
     return np.where(pos_n > 0, theta, np.nan), score
 

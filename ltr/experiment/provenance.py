@@ -105,7 +105,7 @@ def run_name(cfg: Any, overrides: Sequence[str] | None = None, *, suffix: str = 
         return f"{explicit}{suffix}"
     base = f"{cfg.model.name}-{cfg.data.name}{suffix}"
     given = (hydra_overrides() or []) if overrides is None else list(overrides)
-    swept = set(sweep_record().get("swept", []))  # in a sweep's job, what the sweep varies comes first
+    swept = set(sweep_record().get("keys", []))  # in a sweep's job, what the sweep varies comes first
     shown = []
     for override in sorted(given, key=lambda o: str(o).lstrip("+~").split("=", 1)[0] not in swept):
         text = str(override).lstrip("+~")

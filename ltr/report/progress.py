@@ -1,8 +1,9 @@
 """Progress bars with ETA for training iterations, sweeps and comparisons; quiet in CI.
 
 A bar is shown only when a person is watching: standard error is a terminal and neither ``CI`` nor
-``LTR_NO_PROGRESS`` is set to a true value (``1``, ``true``, ``yes``). Otherwise every helper here is
-a no-op with the same interface, so callers never branch.
+``LTR_NO_PROGRESS`` is set to a true value (``1``, ``true``, ``yes``), and no caller holds the bars back
+(:func:`progress_held_back`: a sweep's job, whose output goes to its log file). Otherwise every helper
+here is a no-op with the same interface, so callers never branch.
 
 >>> progress_enabled(environ={"CI": "true"}, isatty=True)
 False
@@ -10,6 +11,9 @@ False
 False
 >>> progress_enabled(environ={}, isatty=True)
 True
+>>> with progress_held_back():
+...     progress_enabled(environ={}, isatty=True)
+False
 >>> with iteration_progress(10, "fit", enabled=False) as tick:
 ...     tick(0, {"valid/ndcg@10": 0.5})
 """
@@ -20,14 +24,28 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 OnIteration = Callable[[int, dict[str, float]], None]
 _TRUE = {"1", "true", "yes", "on"}
+_HELD_BACK: ContextVar[bool] = ContextVar("ltr_progress_held_back", default=False)
+
+
+@contextmanager
+def progress_held_back() -> Iterator[None]:
+    """No progress bar inside the block, whatever the terminal (a sweep's job: :mod:`ltr.sweep.console`)."""
+    token = _HELD_BACK.set(True)
+    try:
+        yield
+    finally:
+        _HELD_BACK.reset(token)
 
 
 def progress_enabled(*, environ: Mapping[str, str] | None = None, isatty: bool | None = None) -> bool:
-    """True when a progress bar should be drawn (a TTY, and not CI / ``LTR_NO_PROGRESS``)."""
+    """True when a progress bar should be drawn (a TTY, and not CI / ``LTR_NO_PROGRESS`` / held back)."""
+    if _HELD_BACK.get():
+        return False
     env = os.environ if environ is None else environ
     if env.get("CI", "").strip().lower() in _TRUE or env.get("LTR_NO_PROGRESS", "").strip().lower() in _TRUE:
         return False

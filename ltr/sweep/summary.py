@@ -5,6 +5,10 @@ optimised validation value, its validation/test means, its overrides, command an
 and its MLflow run carries the tag ``ltr.sweep.id = <sweep dir>``. This works with any launcher
 (basic, joblib processes) and sweeper (grid, Optuna), because it reads files, not process memory.
 
+As each job ends the callback prints one line for it on standard output (:func:`trial_line`: its
+swept overrides, its value or ``pruned`` / ``failed``, the best job so far, its duration), in CI too: it
+is the sweep's log. The job's own output went to its log file meanwhile (:mod:`ltr.sweep.console`).
+
 Before the first job of a grid sweep (any sweeper but ltr's Optuna search, which opens its own
 parent run: :mod:`ltr.sweep.runs`) the callback opens the sweep's MLflow **parent run**
 (:func:`open_grid_parent`); every job's run is its child. At the end of the multirun the callback
@@ -24,8 +28,12 @@ parent run: :mod:`ltr.sweep.runs`) the callback opens the sweep's MLflow **paren
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
+import os
+import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,12 +45,17 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 
 from ltr.report.progress import progress_enabled
+from ltr.sweep.console import LOG_WIDTH, LaunchLines, add_launch_filter, full_output, remove_launch_filter
+from ltr.sweep.pruning import TrainingStopped
 from ltr.tracking.writer import make_tracker, mlflow_metric_name, source_tags
 
 RESULT_FILE = "ltr_result.json"
 SUMMARY_FILE = "sweep_summary.json"
 OPTUNA_RESULTS = "optimization_results.yaml"  # ltr.sweep.sweeper.RESULTS_FILE (not imported: Optuna)
 
+
+#: a float written with a point or an exponent (an integer stays as written)
+NUMBER_WITH_POINT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?")
 
 #: metric-name prefixes where lower is better (every ranking metric in ltr is higher-is-better)
 LOWER_IS_BETTER = ("rmse", "mse", "mae", "loss", "logloss", "error")
@@ -101,7 +114,7 @@ def summary_table(rows: Sequence[dict[str, Any]], best: dict[str, Any] | None) -
     table.add_column(f"test {target}", justify="right")
     for r in rows:
         mark = " ★" if best is not None and r["job"] == best["job"] else ""
-        shown = [o.replace("model.params.", "") for o in r.get("overrides", []) if o in varying]
+        shown = [short_override(o) for o in r.get("overrides", []) if o in varying]
         table.add_row(
             f"{r['job']}{mark}",
             " ".join(shown),
@@ -123,7 +136,10 @@ def summarize_sweep(
     """Print, write and (when ``config.tracking`` is enabled) log the best job of a finished sweep."""
     from rich.console import Console
 
-    console = console or Console(highlight=False)
+    if console is None:
+        console = Console(highlight=False)
+        if not console.is_terminal:  # a log (CI, a file): a row per job, not wrapped at 80 columns
+            console.width = LOG_WIDTH
     sweep_dir = Path(sweep_dir).resolve()
     rows = read_job_results(sweep_dir)
     if not rows:
@@ -253,22 +269,6 @@ def open_grid_parent(config: Any, sweep_dir: Path) -> dict[str, str] | None:
     return {"parent_run_id": run.info.run_id, "tracking_uri": tracker.uri}
 
 
-def swept_keys(config: Any) -> list[str]:
-    """The config keys a multirun varies: grid overrides with several values, an Optuna search's params.
-
-    >>> from omegaconf import OmegaConf
-    >>> swept_keys(OmegaConf.create({"hydra": {"sweeper": {"params": {"model.params.num_leaves": "x"}},
-    ...     "overrides": {"task": ["+model=lambdamart", "model.params.learning_rate=0.05,0.2"]}}}))
-    ['model.params.learning_rate', 'model.params.num_leaves']
-    """
-    try:
-        parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
-    except Exception:  # an override syntax Hydra itself will report
-        parsed = []
-    keys = [o.key_or_group for o in parsed if o.is_sweep_override()]
-    return keys + [str(k) for k in ((config.hydra.get("sweeper") or {}).get("params") or {})]
-
-
 def sweep_record() -> dict[str, Any]:
     """In a job of a multirun: what :meth:`SweepSummary.on_multirun_start` recorded (start, size, swept
     keys, parent run); ``{}`` outside a multirun."""
@@ -311,49 +311,169 @@ def sweep_size(config: Any) -> int | None:
     return total
 
 
-def progress_line(done: int, total: int | None, elapsed: float) -> str:
-    """``sweep: 3/8 jobs done, elapsed 0:01:30, ETA 0:02:30`` (ETA from the mean time per finished job).
+def swept_keys(config: Any) -> list[str]:
+    """The keys a multirun varies: the sweeper's ``params`` (an Optuna search space, or Hydra's sweep
+    definitions), then the comma lists / ranges / choices on the command line.
 
-    >>> progress_line(2, 8, 60.0)
-    'sweep: 2/8 jobs done, elapsed 0:01:00, ETA 0:03:00'
+    >>> from omegaconf import OmegaConf
+    >>> swept_keys(OmegaConf.create({"hydra": {"sweeper": {"params": {"lr": "interval(0, 1)"}},
+    ...     "overrides": {"task": ["+model=lambdamart", "b=x,y", "c=0"]}}}))
+    ['lr', 'b']
     """
-    import datetime
+    sweeper = config.hydra.get("sweeper") or {}
+    keys = [str(k) for k in (sweeper.get("params") or {})]
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
+    except Exception:  # an override syntax Hydra itself will report
+        return keys
+    for override in parsed:
+        if override.is_sweep_override() and override.key_or_group not in keys:
+            keys.append(override.key_or_group)
+    return keys
 
-    def fmt(seconds: float) -> str:
-        return str(datetime.timedelta(seconds=round(seconds)))
 
-    if total is None or done == 0:
-        return f"sweep: {done} jobs done, elapsed {fmt(elapsed)}"
-    return f"sweep: {done}/{total} jobs done, elapsed {fmt(elapsed)}, ETA {fmt(elapsed / done * max(total - done, 0))}"
+def short_override(override: str) -> str:
+    """An override as a trial line and the summary table show it: ``model.params.`` dropped, a float
+    to 4 significant digits (the rerun command keeps every digit).
+
+    >>> short_override("model.params.learning_rate=0.03574712922600244"), short_override("+model=xendcg")
+    ('learning_rate=0.03575', '+model=xendcg')
+    >>> short_override("model.params.num_leaves=63"), short_override("model.params.lambda_l2=1e-05")
+    ('num_leaves=63', 'lambda_l2=1e-05')
+    """
+    key, sep, value = override.replace("model.params.", "").partition("=")
+    if sep and NUMBER_WITH_POINT.fullmatch(value):
+        value = f"{float(value):.4g}"
+    return f"{key}{sep}{value}"
+
+
+def trial_line(
+    job: str,
+    position: int,
+    total: int | None,
+    shown: Sequence[str],
+    outcome: str,
+    *,
+    best: dict[str, Any] | None = None,
+    seconds: float | None = None,
+    eta: float | None = None,
+) -> str:
+    """The line printed when a sweep's job ends: the job (its folder, Optuna's trial number), how many
+    jobs have ended of how many, its swept overrides, its outcome, the best job so far, its duration.
+
+    >>> best = {"job": "1", "value": 0.72014}
+    >>> trial_line("3", 4, 20, ["learning_rate=0.05", "num_leaves=63"], "valid ndcg@10 = 0.7123", best=best, seconds=12.3)
+    'trial 3 [4/20]  learning_rate=0.05 num_leaves=63  valid ndcg@10 = 0.7123  (best so far 0.7201, trial 1)  12 s'
+    >>> trial_line("0", 1, None, [], "pruned at round 12", seconds=75, eta=150)
+    'trial 0 [1]  pruned at round 12  1:15, ETA 0:02:30'
+    """
+    counted = f"{position}/{total}" if total else f"{position}"
+    parts = [f"trial {job} [{counted}]", " ".join(shown), outcome]
+    if best is not None:
+        parts.append(f"(best so far {best['value']:.4f}, trial {best['job']})")
+    if seconds is not None:
+        took = _duration(seconds)
+        parts.append(took if eta is None else f"{took}, ETA {datetime.timedelta(seconds=round(eta))}")
+    return "  ".join(p for p in parts if p)
+
+
+def _duration(seconds: float) -> str:
+    """``12 s`` under a minute, else ``m:ss`` / ``h:mm:ss``."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def job_outcome(job_return: Any, result: dict[str, Any] | None) -> str:
+    """A finished job in words: ``valid ndcg@10 = 0.7123``, ``pruned at round 12``, ``failed: <error>``.
+
+    >>> from types import SimpleNamespace
+    >>> job_outcome(SimpleNamespace(_return_value=ValueError("bad\\nsecond line")), None)
+    'failed: ValueError: bad'
+    """
+    if result is not None:
+        return f"valid {result.get('target', 'value')} = {result['value']:.4f}"
+    returned = getattr(job_return, "_return_value", None)  # .return_value would log a failed job again
+    if isinstance(returned, TrainingStopped):
+        return f"pruned at round {returned.step}"
+    if isinstance(returned, BaseException):
+        message = (str(returned).strip().splitlines() or [""])[0]
+        text = f"{type(returned).__name__}: {message}" if message else type(returned).__name__
+        return f"failed: {text[:300]}"
+    return f"returned {returned!r}"
+
+
+def claim_position(folder: Path) -> int:
+    """The next number of ``folder`` (1, 2, …), claimed by creating the file of that name: jobs ending
+    at once in several processes get distinct numbers.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     [claim_position(Path(tmp) / "ended") for _ in range(3)]
+    [1, 2, 3]
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    number = len(list(folder.iterdir())) + 1
+    while True:
+        try:
+            os.close(os.open(folder / str(number), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            return number
+        except FileExistsError:
+            number += 1
+
+
+def set_sweep_total(sweep_dir: str | Path, total: int) -> None:
+    """Say how many jobs this multirun will run (ltr's Optuna sweeper: the trials a stored study still
+    lacks), for the ``[ended/total]`` of the trial lines."""
+    path = Path(sweep_dir) / SweepSummary.START_FILE
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):  # no SweepSummary callback in this app's config
+        return
+    record["total"] = int(total)
+    path.write_text(json.dumps(record))
 
 
 class SweepSummary(Callback):
-    """Hydra callback (``hydra.callbacks.sweep_summary`` in ``conf/config.yaml``): progress after each
-    job (on a terminal, not in CI) and the summary at the end of the multirun."""
+    """Hydra callback (``hydra.callbacks.sweep_summary`` in ``conf/config.yaml``): one line per job as it
+    ends (:func:`trial_line`; with an ETA on a terminal), and the summary at the end of the multirun.
+
+    Each job's own output goes to its log file meanwhile, and Hydra's launch lines are not printed
+    (:mod:`ltr.sweep.console`; ``hydra.verbose=ltr`` shows both).
+    """
 
     START_FILE = ".ltr_sweep_start.json"
+    ENDED_DIR = ".ltr_sweep_ended"  # one empty file per ended job: claim_position
+
+    def __init__(self) -> None:
+        self.launch_filter: LaunchLines | None = None
+        self.job_start: float | None = None
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
-        import time
-
         folder = Path(config.hydra.sweep.dir)
         folder.mkdir(parents=True, exist_ok=True)
         record: dict[str, Any] = {
             "start": time.time(),
             "total": sweep_size(config),
-            "swept": swept_keys(config),
+            "keys": swept_keys(config),
         }
         if "optuna" not in str((config.hydra.get("sweeper") or {}).get("_target_", "")).lower():
             record["parent"] = open_grid_parent(config, folder)  # Optuna's search opens its own
         (folder / self.START_FILE).write_text(json.dumps(record))
+        where = f"sweep in {folder.resolve()}: a line per job as it ends"
+        if full_output(config.hydra.verbose):
+            print(f"{where}, after its output", flush=True)
+        else:
+            self.launch_filter = add_launch_filter(drop=True)
+            print(f"{where}; each job's own output is in <job>/{config.hydra.job.name}.log", flush=True)
+
+    def on_job_start(self, config: Any, **kwargs: Any) -> None:
+        self.job_start = time.monotonic()
 
     def on_job_end(self, config: Any, job_return: Any, **kwargs: Any) -> None:
-        """Runs in the job's process (any launcher): count finished jobs from the sweep folder."""
-        import sys
-        import time
-
-        if not progress_enabled():
-            return
+        """Runs in the job's process (any launcher): print the job's :func:`trial_line` on standard output."""
         try:
             if HydraConfig.get().mode != RunMode.MULTIRUN:
                 return
@@ -361,10 +481,32 @@ class SweepSummary(Callback):
             start = json.loads((folder / self.START_FILE).read_text())
         except (ValueError, OSError):
             return
-        done = len(list(folder.glob(f"*/{RESULT_FILE}")))
-        print(
-            progress_line(done, start.get("total"), time.time() - start["start"]), file=sys.stderr, flush=True
+        job_dir = Path(HydraConfig.get().runtime.output_dir)
+        result_file = job_dir / RESULT_FILE
+        result = json.loads(result_file.read_text()) if result_file.is_file() else None
+        position = claim_position(folder / self.ENDED_DIR)
+        keys = set(start.get("keys", []))
+        shown = [
+            short_override(o) for o in (job_return.overrides or []) if o.split("=", 1)[0].lstrip("+~") in keys
+        ]
+        total = start.get("total")
+        eta = None
+        if total and progress_enabled() and position < total:
+            eta = (time.time() - start["start"]) / position * (total - position)
+        line = trial_line(
+            job_dir.name,
+            position,
+            total,
+            shown,
+            job_outcome(job_return, result),
+            best=best_job(read_job_results(folder)),
+            seconds=time.monotonic() - self.job_start if self.job_start is not None else None,
+            eta=eta,
         )
+        print(line, flush=True)
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
+        if self.launch_filter is not None:
+            remove_launch_filter(self.launch_filter)
+            self.launch_filter = None
         summarize_sweep(config.hydra.sweep.dir, config)

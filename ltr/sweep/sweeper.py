@@ -18,7 +18,8 @@ storage, one search per study, interrupted trials failed and retried once); then
 3. ``study.tell`` each trial its job's return value, or ``PRUNED`` when the job was pruned; a job that
    raised or returned a non-finite or non-numeric value is told ``FAIL`` and the sweep goes on while
    failed / finished trials ≤ ``max_failure_rate`` (default 0: the first failure stops the sweep
-   after its batch, like hydra-optuna-sweeper); a progress line shows the best value so far.
+   after its batch, like hydra-optuna-sweeper); a progress line shows the best value so far (a DEBUG
+   record under ``ltr.train``, whose :class:`ltr.sweep.summary.SweepSummary` prints a line per trial).
 
 At the end ``<sweep dir>/optimization_results.yaml`` holds the best trial (``best_params``,
 ``best_value``, its number, overrides and rerun command), the count of trials per state and what
@@ -54,6 +55,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from ltr.core.config_check import Constraint, check_value
 from ltr.core.errors import ConfigError, LtrError
+from ltr.sweep.console import launch_lines
 from ltr.sweep.pruning import (
     ENV_PRUNER,
     ENV_SHARE,
@@ -84,6 +86,7 @@ from ltr.sweep.study import (
     search_identity,
     seeded_sampler,
 )
+from ltr.sweep.summary import SweepSummary, set_sweep_total
 from ltr.tracking.store import mask_secrets
 
 if TYPE_CHECKING:
@@ -206,8 +209,17 @@ def was_pruned(job: JobReturn) -> bool:
     return isinstance(getattr(job, "_return_value", None), TrainingStopped)
 
 
-def trial_value(job: JobReturn) -> tuple[float | None, BaseException | str | None]:
-    """The job's return as the trial's value, or ``None`` and why not (the job's exception, or a text)."""
+def trial_value(
+    job: JobReturn, *, name_failed_job: bool = True
+) -> tuple[float | None, BaseException | str | None]:
+    """The job's return as the trial's value, or ``None`` and why not (the job's exception, or a text).
+
+    Hydra names a failed job on stderr (``Error executing job with overrides: [...]``), unless
+    ``name_failed_job`` is False (the line per trial names it).
+    """
+    stored = getattr(job, "_return_value", None)
+    if not name_failed_job and isinstance(stored, BaseException):
+        return None, stored
     try:
         returned = job.return_value  # re-raises the job's exception (after naming the job on stderr)
     except Exception as exc:
@@ -230,6 +242,7 @@ class OptunaSweeper(Sweeper):
         self.hydra_context: HydraContext | None = None
         self.launcher: Any = None
         self.parent_run: str | None = None  # the sweep's MLflow parent run (ltr.sweep.runs)
+        self.chatter = logging.INFO  # level of the progress and best-trial lines (see _sweep)
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config = config
@@ -241,9 +254,11 @@ class OptunaSweeper(Sweeper):
     def sweep(self, arguments: list[str]) -> None:
         """Run the sweep; an ``ltr`` error (a bad search space or sampler, too many failed trials) ends the
         process as ``ltr.train`` does: one ``error: ...`` line on stderr and exit code 2, no traceback
-        (Hydra would print the whole stack of an exception raised by a sweeper)."""
+        (Hydra would print the whole stack of an exception raised by a sweeper). The launchers' lines
+        leave out the overrides that tell a job its trial (:func:`ltr.sweep.console.launch_lines`)."""
         try:
-            self._sweep(arguments)
+            with launch_lines(drop=False):  # the trial's +hydra.job.env_set.LTR_... overrides never shown
+                self._sweep(arguments)
         except LtrError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(2)
@@ -278,6 +293,10 @@ class OptunaSweeper(Sweeper):
             settings.n_jobs,
             f"; interrupted trials {retried} enqueued again" if retried else "",
         )
+        set_sweep_total(sweep_dir, max(settings.n_trials - claimed(study), 0))  # for the trial lines
+        # ltr.train's SweepSummary prints a line per trial and the best one at the end: the sweeper's own
+        # progress and best-trial lines are then DEBUG records (hydra.verbose=ltr shows them)
+        self.chatter = logging.DEBUG if reports_trials(self.config) else logging.INFO
         tracker = parent_tracker(self.config)
         self.parent_run = open_parent_run(study, tracker, settings.storage) if tracker is not None else None
         tally = FailureTally(settings.max_failure_rate)
@@ -295,18 +314,19 @@ class OptunaSweeper(Sweeper):
                 why = INTERRUPTED if isinstance(exc, KeyboardInterrupt) else f"launch: {type(exc).__name__}"
                 fail_all(study, trials, why)
                 raise
-            tally.add(finished=len(jobs), failures=tell_results(study, trials, jobs))
-            log.info("%s", progress.line(study))
+            failures = tell_results(study, trials, jobs, reported=self.chatter == logging.DEBUG)
+            tally.add(finished=len(jobs), failures=failures)
+            log.log(self.chatter, "%s", progress.line(study))
             if tally.exceeded():
-                write_results(study, sweep_dir / RESULTS_FILE)
+                write_results(study, sweep_dir / RESULTS_FILE, chatter=self.chatter)
                 raise tally.error()
         drop_waiting_duplicates(study)
-        results = write_results(study, sweep_dir / RESULTS_FILE)
+        results = write_results(study, sweep_dir / RESULTS_FILE, chatter=self.chatter)
         if tracker is not None and self.parent_run is not None:
             promote(study, tracker, self.parent_run, sweep_dir)
-            log.info("Sweep logged as MLflow parent run %s (%s)", self.parent_run, tracker.uri)
+            log.log(self.chatter, "Sweep logged as MLflow parent run %s (%s)", self.parent_run, tracker.uri)
         if results["best_command"]:
-            log.info("Rerun the best trial: %s", results["best_command"])
+            log.log(self.chatter, "Rerun the best trial: %s", results["best_command"])
 
     def _ask(self, study: optuna.Study, space: SearchSpace, size: int) -> list[optuna.Trial]:
         """Ask up to ``size`` trials (enqueued ones first), each owned by this process; duplicate ones
@@ -496,19 +516,40 @@ def open_study(
     return study
 
 
+def reports_trials(config: DictConfig) -> bool:
+    """Whether ltr's :class:`ltr.sweep.summary.SweepSummary` callback prints each trial and the best one
+    (``hydra.callbacks`` of ``python -m ltr.train``; another app has its own callbacks, or none)."""
+    target = f"{SweepSummary.__module__}.{SweepSummary.__qualname__}"
+    callbacks = config.hydra.get("callbacks") or {}
+    return any(str((callback or {}).get("_target_", "")) == target for callback in callbacks.values())
+
+
 def tell_results(
-    study: optuna.Study, trials: list[optuna.Trial], jobs: Sequence[JobReturn]
+    study: optuna.Study,
+    trials: list[optuna.Trial],
+    jobs: Sequence[JobReturn],
+    *,
+    reported: bool = False,
 ) -> list[TrialFailure]:
-    """Tell each trial its job's value, or FAIL; returns the failures."""
+    """Tell each trial its job's value, or FAIL; returns the failures.
+
+    A failure is logged as a warning and a pruned trial at INFO, unless each trial is ``reported``
+    already (:func:`reports_trials`: the line per trial says it): then both are DEBUG records, and a
+    failed job is not named on stderr again (:func:`trial_value`)."""
     from optuna.trial import TrialState  # deferred: Optuna loads only when a sweep runs (see sweep)
 
     failures = []
     for trial, job in zip(trials, jobs, strict=True):
         if was_pruned(job):
             study.tell(trial, state=TrialState.PRUNED)
-            log.info("Pruned trial %d (job %s)", trial.number, trial.user_attrs["hydra_job"])
+            log.log(
+                logging.DEBUG if reported else logging.INFO,
+                "Pruned trial %d (job %s)",
+                trial.number,
+                trial.user_attrs["hydra_job"],
+            )
             continue
-        value, error = trial_value(job)
+        value, error = trial_value(job, name_failed_job=not reported)
         if value is not None:
             study.tell(trial, value)
             continue
@@ -516,13 +557,14 @@ def tell_results(
         trial.set_user_attr(FAILURE_ATTR, str(reason)[:2000])
         study.tell(trial, state=TrialState.FAIL)
         failure = TrialFailure(f"trial {trial.number} (job {trial.user_attrs['hydra_job']}) {reason}", error)
-        log.warning("Failed %s", failure.description)
+        log.log(logging.DEBUG if reported else logging.WARNING, "Failed %s", failure.description)
         failures.append(failure)
     return failures
 
 
-def write_results(study: optuna.Study, path: Path) -> dict[str, Any]:
-    """Write (and return) the best trial and the trials per state to ``path`` (YAML)."""
+def write_results(study: optuna.Study, path: Path, *, chatter: int = logging.INFO) -> dict[str, Any]:
+    """Write (and return) the best trial and the trials per state to ``path`` (YAML); the best trial and
+    what pruning saved are logged at level ``chatter``."""
     from optuna.trial import TrialState  # deferred: Optuna loads only when a sweep runs (see sweep)
 
     finished = study.get_trials(deepcopy=False)
@@ -548,9 +590,9 @@ def write_results(study: optuna.Study, path: Path) -> dict[str, Any]:
     }
     OmegaConf.save(OmegaConf.create(results), path)
     if saved.pruned:  # an unpruned search has nothing to say about pruning
-        log.info("Pruning: %s", saved.describe())
+        log.log(chatter, "Pruning: %s", saved.describe())
     if best:
-        log.info("Best trial %d: value %s, params %s", best.number, best.value, best.params)
+        log.log(chatter, "Best trial %d: value %s, params %s", best.number, best.value, best.params)
     else:
         log.warning("No trial completed; %s names no best trial", path)
     return results
