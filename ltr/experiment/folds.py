@@ -51,7 +51,7 @@ from ltr.data.config import letor_fold_choice
 from ltr.data.registry import check_cv_inputs, default_dir, get_spec, placement_hint
 from ltr.experiment.console import print_data_summary, print_tracker_location
 from ltr.experiment.conventions import check_splits
-from ltr.experiment.pipeline import SplitResult, ci_bounds
+from ltr.experiment.pipeline import SplitResult, bootstrap_confidence, ci_bounds
 from ltr.experiment.provenance import command_line, rerun_command, run_tags
 from ltr.experiment.provenance import run_name as default_run_name
 from ltr.experiment.record import RecordedRun, train_and_record
@@ -405,7 +405,7 @@ def run_folds(
     parent_tags |= dict(tags or {})
     run_name = run_name or default_run_name(cfg, suffix="-folds")
     runs: dict[str, RecordedRun] = {}
-    confidence = float((cfg.eval.get("bootstrap") or {}).get("confidence", 0.95))
+    confidence = bootstrap_confidence(cfg.eval)
     console.print(f"[bold]Fold protocol[/bold] {plan.description}", soft_wrap=True)
     # the first fold is read before the run opens: a bad file or split fails without a FAILED run
     loaded = {plan.folds[0]: load_fold(plan, cfg, plan.folds[0], client)}

@@ -142,6 +142,15 @@ def robust_bootstrap_ci(values: np.ndarray, *, method: str, B: int, confidence: 
         return bootstrap_ci(values, method="percentile", B=B, confidence=confidence, seed=seed)
 
 
+def bootstrap_confidence(eval_cfg: Mapping[str, Any]) -> float:
+    """The confidence level of the run's bootstrap CIs (``eval.bootstrap.confidence``, default 0.95).
+
+    >>> bootstrap_confidence({"bootstrap": {"B": 100, "confidence": 0.9}}), bootstrap_confidence({})
+    (0.9, 0.95)
+    """
+    return float((eval_cfg.get("bootstrap") or {}).get("confidence", 0.95))
+
+
 def ci_bounds(
     result: SplitResult, metrics: Sequence[str], eval_cfg: Mapping[str, Any], seed: int
 ) -> dict[str, tuple[float, float]]:
@@ -161,7 +170,7 @@ def ci_bounds(
             values,
             method=str(boot.get("method", "bca")),
             B=int(boot["B"]),
-            confidence=float(boot.get("confidence", 0.95)),
+            confidence=bootstrap_confidence(eval_cfg),
             seed=int(seed),
         )
         out[metric] = (ci.low, ci.high)

@@ -40,7 +40,7 @@ from ltr.data.registry import load_dataset, split_files
 from ltr.distributed.shards import ShardedSplit
 from ltr.experiment.console import print_compile_notice, print_data_summary, print_training_start
 from ltr.experiment.conventions import check_splits
-from ltr.experiment.pipeline import Outcome, SplitResult, fit_and_evaluate
+from ltr.experiment.pipeline import Outcome, SplitResult, bootstrap_confidence, fit_and_evaluate
 from ltr.experiment.splits import load_splits
 from ltr.models.monitor import OnIteration
 from ltr.report.plots import feature_importance, plot_feature_importance, plot_learning_curves
@@ -331,7 +331,7 @@ def log_outcome(
     tracker.log_table(rows, SUMMARY_TABLE)
     baseline = outcome.baseline
     tracker.log_metrics({baseline_metric_name(baseline.split, m): baseline.mean(m) for m in outcome.metrics})
-    confidence = float((cfg.eval.get("bootstrap") or {}).get("confidence", 0.95))
+    confidence = bootstrap_confidence(cfg.eval)
     description = run_description(outcome, label or str(cfg.model.name), str(cfg.data.name), confidence)
     tracker.set_tags({"mlflow.note.content": description})
     columns = [
