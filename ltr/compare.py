@@ -3,9 +3,9 @@
 The command line of :mod:`ltr.experiment.systems`: it reads the arguments, runs the comparison
 (:func:`~ltr.experiment.systems.run_comparison`; the experiment file is read by
 :mod:`ltr.experiment.experiments`) or rebuilds it from logged runs
-(:func:`~ltr.experiment.systems.report_from_mlflow`), and prints the leaderboard as a terminal table,
-the metric agreement and failure analysis, the extra tables and where the files and the MLflow parent
-run are. Every system is trained, evaluated and logged as ``python -m ltr.train`` would; the files
+(:func:`~ltr.experiment.systems.report_from_mlflow`), and prints a one-screen summary: the leaderboard
+one line per system, one line of metric agreement, the segments where a system differs from the baseline
+and its worst query, and where the files and the MLflow parent run are (``--full``: the whole report). Every system is trained, evaluated and logged as ``python -m ltr.train`` would; the files
 (Markdown, CSV, LaTeX, plots) go to ``reports/NAME/`` (``--out DIR``).
 
 The same report can be built from runs already in MLflow (their ``per_query/test.parquet``)::
@@ -33,6 +33,8 @@ from typing import Any
 
 from omegaconf import OmegaConf
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from ltr.cli.running import configure_process_environment, run_cli
 from ltr.core.errors import ConfigError, LtrError
@@ -41,7 +43,7 @@ from ltr.experiment.console import print_tracker_location
 from ltr.experiment.experiments import FROM_MLFLOW, available_experiments, load_experiment
 from ltr.experiment.leaderboard import FailureAnalysis
 from ltr.experiment.systems import ComparisonResult, best_exportable, report_from_mlflow, run_comparison
-from ltr.report.tables import print_comparison
+from ltr.report.tables import print_comparison, summary_table
 from ltr.tracking.registry import check_model_name, register_run_model
 from ltr.tracking.store import check_server_reachable, resolve_tracking_uri
 
@@ -54,21 +56,104 @@ def print_leaderboard(
     agreement: Any = None,
     failures: FailureAnalysis | None = None,
 ) -> None:
-    """The leaderboard as a terminal table (metric agreement and failure analysis rendered from their
-    Markdown), and where the files are. The files keep the Markdown."""
+    """The whole report (``--full``): the leaderboard as a terminal table, the per-metric detail, the
+    metric agreement and failure analysis rendered from their Markdown, and where the files are."""
     title = f"Leaderboard: {exp.get('title') or exp.name} — sorted by {exp.primary}"
-    sections = [agreement.to_markdown()] if agreement is not None else []
+    sections = [report.detail_markdown()]
+    sections += [agreement.to_markdown()] if agreement is not None else []
     if failures is not None:
         sections.append(failures.to_markdown(float(exp.stats.confidence)))
     print_comparison(console, report, title=title, sections=sections)
     console.print(f"Written: {out_dir}/leaderboard.{{md,csv,tex}} and {out_dir}/plots/*.png", soft_wrap=True)
 
 
-def print_result(console: Any, result: ComparisonResult) -> None:
-    """Everything a comparison shows on the console: the leaderboard, its extra tables, the parent run."""
-    print_leaderboard(console, result.report, result.exp, result.out_dir, result.agreement, result.failures)
-    for text in result.extra.values():
-        console.print(f"\n{text}", markup=False, highlight=False, soft_wrap=True)
+def print_summary(console: Any, result: ComparisonResult) -> None:
+    """The comparison on one screen: the leaderboard one line per system (CIs where the terminal has room,
+    always for the primary metric), one line of metric agreement, the segments where a system differs from
+    the baseline and each system's worst query, the extra tables' headline, and the files that hold
+    everything (:func:`print_leaderboard` prints it all with ``--full``)."""
+    exp, report, primary = result.exp, result.report, str(result.exp.primary)
+    table, left_out = summary_table(report, primary=primary, width=console.width)
+    console.print()
+    console.print(
+        f"Leaderboard: {exp.get('title') or exp.name} — sorted by {primary}", style="bold", markup=False
+    )
+    console.print(table)
+    lines = [report.legend(brief=True)]
+    if left_out:
+        lines.append(f"Not shown at this width: {', '.join(left_out)} (leaderboard.md has every metric).")
+    if result.agreement is not None:
+        lines.append(result.agreement.summary_line(primary))
+    for line in lines:  # wrapped at the console's width: one screen on a terminal, tidy in a file
+        console.print(line, markup=False, highlight=False)
+    if result.failures is not None:
+        heading, rows = result.failures.summary(float(exp.stats.confidence))
+        console.print(heading, markup=False, highlight=False)
+        grid = Table(box=None, pad_edge=False, header_style="bold", padding=(0, 1, 0, 2))
+        grid.add_column("system", no_wrap=True)
+        grid.add_column("segments (Δ)")
+        grid.add_column("worst query", no_wrap=True)
+        for row in rows:
+            grid.add_row(*(Text(cell) for cell in row))
+        console.print(grid)
+    for line in [*extra_lines(exp, report, result.extra), files_line(result.out_dir, result.files)]:
+        console.print(line, markup=False, highlight=False)
+
+
+def extra_lines(exp: Any, report: Any, extra: Any) -> list[str]:
+    """One line per extra table (``folds.md``, ``published.md``): what it holds; the published systems'
+    primary metric beside ours."""
+    primary = str(exp.primary)
+    lines = []
+    if "folds.md" in extra:
+        lines.append("Per fold: folds.md (each fold's test mean, the mean ± sd over folds, the pooled CI).")
+    if "published.md" in extra:
+        theirs = {
+            str(name): float(values[primary])
+            for name, values in (exp.published.get("systems") or {}).items()
+            if primary in values
+        }
+        if theirs:
+            best = report.best(primary)
+            cited = ", ".join(f"{name} {value:.4f}" for name, value in theirs.items())
+            lines.append(
+                f"Published {primary}: {cited}; ours: {best} {report.row(best, primary).mean:.4f} "
+                "(published.md: every metric, with the source)."
+            )
+        else:
+            lines.append(
+                f"published.md: no published {primary} in the experiment file (its source is named)."
+            )
+    return lines
+
+
+def files_line(out_dir: Path, files: Sequence[Path]) -> str:
+    """Where the detail is: the report's files by name, the plots counted.
+
+    >>> files_line(Path("reports/x"), [Path("reports/x/leaderboard.md"), Path("reports/x/plots/a.png")])
+    'Detail in reports/x/: leaderboard.md (every metric with its CI, paired tests, agreement, segments, worst queries), plots/ (1 PNG). --full prints the whole report here.'
+    """
+    names = [p.name for p in files if p.parent.name != "plots"]
+    plots = sum(1 for p in files if p.parent.name == "plots")
+    shown = [
+        name + (" (every metric with its CI, paired tests, agreement, segments, worst queries)"
+                if name == "leaderboard.md" else "")
+        for name in names
+    ] + ([f"plots/ ({plots} PNG)"] if plots else [])  # fmt: skip
+    return f"Detail in {out_dir}/: {', '.join(shown)}. --full prints the whole report here."
+
+
+def print_result(console: Any, result: ComparisonResult, *, full: bool = False) -> None:
+    """Everything a comparison shows on the console: the one-screen summary (``full``: the whole report
+    and its extra tables), what to deploy, the parent run."""
+    if full:
+        print_leaderboard(
+            console, result.report, result.exp, result.out_dir, result.agreement, result.failures
+        )
+        for text in result.extra.values():
+            console.print(f"\n{text}", markup=False, highlight=False, soft_wrap=True)
+    else:
+        print_summary(console, result)
     for line in deployment_lines(result):
         console.print(line, soft_wrap=True, markup=False, highlight=False)
     if result.tracker_uri is not None:
@@ -137,6 +222,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("overrides", nargs="*", help="experiment=NAME and train-config overrides (key=value)")
     parser.add_argument(
         "--out", type=Path, default=None, help="output folder (default <root>/reports/<name>)"
+    )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="print the whole report (as in leaderboard.md) instead of the one-screen summary",
     )
     group = parser.add_argument_group("rebuild from MLflow")
     group.add_argument(
@@ -209,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 seed=seed,
                 console=console,
             )
-            print_result(console, result)
+            print_result(console, result, full=args.full)
             if args.register is not None:
                 line = register_system(result, args.register, args.register_system, uri)
                 console.print(line, soft_wrap=True)
@@ -229,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "tracking=none" in overrides:
                 raise ConfigError(f"--register {args.register}: needs the runs logged; drop tracking=none")
         result = run_comparison(exp, overrides, out_dir=args.out, console=console)
-        print_result(console, result)
+        print_result(console, result, full=args.full)
         if args.register is not None:
             console.print(register_system(result, args.register, args.register_system), soft_wrap=True)
     except LtrError as exc:

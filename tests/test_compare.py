@@ -424,9 +424,17 @@ def test_report_rebuilt_from_mlflow_equals_the_original(comparison, tmp_path):
 
 
 def _logged_run(
-    uri: str, name: str, qids, fingerprint: str | None, seed: int, split: str = "test", **extra_tags: str
+    uri: str,
+    name: str,
+    qids,
+    fingerprint: str | None,
+    seed: int,
+    split: str = "test",
+    edit=None,
+    **extra_tags: str,
 ) -> str:
-    """A finished MLflow run shaped like ltr.train's: per-query parquet and the data fingerprint tag."""
+    """A finished MLflow run shaped like ltr.train's: per-query parquet and the data fingerprint tag.
+    ``edit(frame)`` changes the random per-query values in place before they are logged."""
     import tempfile
 
     from mlflow.tracking import MlflowClient
@@ -441,6 +449,8 @@ def _logged_run(
     frame["n_docs"] = 5 + frame["qid"] % 7
     for metric in ("ndcg@10", "ndcg@5", "ndcg@1", "err@10", "map", "mrr@10", "p@10"):
         frame[metric] = rng.random(len(frame))
+    if edit is not None:
+        edit(frame)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{split}.parquet"
         frame.to_parquet(path)
@@ -485,9 +495,11 @@ def test_from_mlflow_report_has_the_metric_agreement_section(tmp_path, capsys):
     code, out = _from_mlflow(uri, tmp_path, "--run-ids", *ids, capsys=capsys)
     assert code == 0, out
     folder = tmp_path / "out"
-    assert "Metric agreement" in out and "Discriminative power" in out
+    assert "Metric agreement: Kendall's τ" in out and "Discriminative power" not in out  # the summary
+    code, full = _from_mlflow(uri, tmp_path, "--run-ids", *ids, "--full", capsys=capsys)
+    assert code == 0 and "Metric agreement" in full and "Discriminative power" in full
     # the console renders the Markdown: tables, no escapes or emphasis markers
-    assert "\\_" not in out and "**" not in out and "|---" not in out
+    assert "\\_" not in full and "**" not in full and "|---" not in full
     assert "## Metric agreement" in (folder / "leaderboard.md").read_text()
     assert (folder / "plots" / "asl_curves.png").stat().st_size > 5000
     table = pd.read_csv(folder / "agreement.csv")
@@ -504,6 +516,8 @@ def test_from_mlflow_report_has_the_metric_agreement_section(tmp_path, capsys):
     i, j = metrics.index("err@10"), metrics.index("ndcg@10")
     row = table[(table.metric_a == "err@10") & (table.metric_b == "ndcg@10")].iloc[0]
     assert row["kendall_tau"] == pytest.approx(expected.kendall_tau[i, j])
+    agreement_line = " ".join(out.split("Metric agreement: ")[1].split("Where each")[0].split())
+    assert "err@10 vs " in agreement_line and f"ndcg@10 {expected.kendall_tau[i, j]:.2f}" in agreement_line
     assert row["pearson"] == pytest.approx(expected.pearson[i, j])
     assert row["spearman_ci_low"] == pytest.approx(expected.spearman_ci[0][i, j])
 
@@ -514,7 +528,9 @@ def test_from_mlflow_report_has_the_failure_analysis_by_documents_per_query(tmp_
     code, out = _from_mlflow(uri, tmp_path, "--run-ids", *ids, "--baseline", "a", capsys=capsys)
     assert code == 0, out
     folder = tmp_path / "out"
-    assert "Failure analysis by segment" in out and "Worst queries" in out and "**" not in out
+    assert "Where each system differs from a on err@10" in out and "**" not in out
+    code, full = _from_mlflow(uri, tmp_path, "--run-ids", *ids, "--baseline", "a", "--full", capsys=capsys)
+    assert code == 0 and "Failure analysis by segment" in full and "Worst queries" in full
     table = pd.read_csv(folder / "segments.csv")
     # n_docs = 5 + qid % 7 over qid 0..29: tertile cuts at 7 and 9 → 5–7, 8–9, 10–11
     assert set(table["family"]) == {"documents per query"}
@@ -523,6 +539,62 @@ def test_from_mlflow_report_has_the_failure_analysis_by_documents_per_query(tmp_
     assert set(table["system"]) == {"b", "c"}
     assert (folder / "plots" / "segments.png").stat().st_size > 5000
     assert "## Failure analysis by segment" in (folder / "leaderboard.md").read_text()
+
+
+def test_the_console_is_one_screen_and_the_files_hold_the_rest(tmp_path, capsys, monkeypatch):
+    """On an 80-column terminal the comparison fits one screen: one line per system with the primary
+    metric's mean and CI, the metrics that do not fit named, the segment where a system loses (its Δ
+    as pandas computes it), each system's worst query, and the files that hold everything; no line
+    wider than the terminal except the copy-paste commands."""
+    monkeypatch.setenv("COLUMNS", "80")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    names = ("regression_baseline", "lambdamart_xgb_unbiased_clicks", "ensemble_stack_of_four")
+
+    def loses_on_long_lists(frame):  # n_docs 10–11 (qid % 7 in {5, 6}): err@10 of 0
+        frame.loc[frame["n_docs"] >= 10, "err@10"] = 0.0
+
+    ids = [
+        _logged_run(uri, name, range(60), "fp", seed, edit=loses_on_long_lists if seed == 3 else None)
+        for seed, name in enumerate(names, 1)
+    ]
+    capsys.readouterr()
+    code = main(["--from-mlflow", "--tracking-uri", uri, "--out", str(tmp_path / "out"), "--run-ids", *ids,
+                 "--baseline", names[0]])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    summary = out.split("runs table:")[0]
+    assert len(summary.splitlines()) <= 40 and max(map(len, summary.splitlines())) <= 80
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    frames = {
+        name: pd.read_parquet(client.download_artifacts(rid, "per_query/test.parquet", str(tmp_path / rid)))
+        for name, rid in zip(names, ids, strict=True)
+    }
+    rows: dict[str, str] = {}
+    for line in summary.splitlines():  # the leaderboard's line of each system comes first
+        if line.split()[:1] and line.split()[0] in names:
+            rows.setdefault(line.split()[0], line)
+    assert set(rows) == set(names)  # full names, one line each
+    for name in names:  # err@10 (primary) mean and the CI brackets on the system's own line
+        assert f"{frames[name]['err@10'].mean():.4f}" in rows[name] and "[" in rows[name]
+    header = next(line for line in summary.splitlines() if line.startswith("system"))
+    shown = header.split()[1:]
+    left_out = [m for m in DEFAULT_METRICS if m not in shown]
+    assert shown[0] == "err@10" and left_out  # 80 columns cannot hold all 7 metrics
+    assert f"Not shown at this width: {', '.join(left_out)}" in " ".join(summary.split())
+    loser, base = frames[names[2]].set_index("qid"), frames[names[0]].set_index("qid")
+    long_lists = loser.index[loser["n_docs"] >= 10]
+    delta = (loser.loc[long_lists, "err@10"] - base.loc[long_lists, "err@10"]).mean()
+    worst = (loser["err@10"] - base["err@10"]).idxmin()
+    flat = " ".join(summary.split())
+    assert f"{names[2]} n_docs 10–11 {delta:+.4f}" in flat
+    assert f"{worst}: {loser.loc[worst, 'err@10']:.4f} vs {base.loc[worst, 'err@10']:.4f}" in flat
+    assert f"Detail in {tmp_path / 'out'}/: leaderboard.md" in flat and "--full" in flat
+    assert "Discriminative power" not in out and "Worst queries" not in out  # in the files
+    md = (tmp_path / "out" / "leaderboard.md").read_text()
+    assert "Discriminative power" in md and "## Worst queries" in md
+    assert all(f"| {m} |" in md.split("\n\n")[2].splitlines()[0] for m in left_out)  # the file's leaderboard
 
 
 def test_experiment_segment_file_is_a_user_segment(tmp_path, capsys):
@@ -744,3 +816,24 @@ def test_the_console_sections_never_cut_a_system_name_at_80_columns():
         assert name in text
     assert "…" not in text
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_the_summary_sets_the_published_primary_metric_beside_our_best():
+    """A ``published:`` block: its systems' primary metric, as written in the experiment file, next to
+    our best system's mean; an empty block says that no number is bundled; a fold protocol points at folds.md."""
+    from ltr.analysis.comparison import compare
+    from ltr.compare import extra_lines
+
+    q = range(30)
+    rng = np.random.default_rng(3)
+    frames = {s: pd.DataFrame({"map": rng.random(30) + d}, index=q) for s, d in (("reg", 0.0), ("lm", 0.2))}
+    report = compare(frames, baseline="reg", B=200, seed=0)
+    exp = OmegaConf.create(
+        {"primary": "map", "published": {"source": "Table 11.9", "systems": {"RankSVM": {"map": 0.4644}}}}
+    )
+    lines = extra_lines(exp, report, {"published.md": "…", "folds.md": "…"})
+    ours = frames["lm"]["map"].mean()
+    assert f"Published map: RankSVM 0.4644; ours: lm {ours:.4f}" in lines[1]
+    assert lines[0].startswith("Per fold: folds.md")
+    exp.published.systems = {}
+    assert "no published map" in extra_lines(exp, report, {"published.md": "…"})[0]

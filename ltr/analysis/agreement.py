@@ -166,6 +166,28 @@ class MetricAgreement:
             )
         return pd.DataFrame.from_records(rows)
 
+    def summary_line(self, primary: str) -> str:
+        """One line for a console summary: Kendall's τ between the system ranking by ``primary`` and by
+        each other metric, and per metric how many system pairs differ at ``alpha`` (uncorrected).
+
+        >>> import numpy as np, pandas as pd
+        >>> q = range(40)
+        >>> rng = np.random.default_rng(0)
+        >>> frames = {s: pd.DataFrame({"ndcg@10": rng.random(40) + d, "map": rng.random(40) + d}, index=q)
+        ...           for s, d in (("a", 0.0), ("b", 0.3), ("c", 0.6))}
+        >>> metric_agreement(frames, B=100, seed=0).summary_line("ndcg@10")
+        "Metric agreement: Kendall's τ of the system rankings, ndcg@10 vs map 1.00; system pairs with p < 0.05 (paired randomisation test, uncorrected): ndcg@10 3/3, map 3/3."
+        """
+        i = self.metrics.index(primary)
+        test = "paired randomisation test" if self.test == "randomization" else "paired t-test"
+        taus = ", ".join(f"{m} {self.kendall_tau[i, j]:.2f}" for j, m in enumerate(self.metrics) if j != i)
+        pairs = ", ".join(
+            f"{m} {int(np.sum(self.pvalues[k] < self.alpha))}/{len(self.pairs)}"
+            for k, m in enumerate(self.metrics)
+        )
+        rankings = f"Kendall's τ of the system rankings, {primary} vs {taus}; " if taus else ""
+        return f"Metric agreement: {rankings}system pairs with p < {self.alpha:g} ({test}, uncorrected): {pairs}."
+
     def to_markdown(self) -> str:
         """Two Markdown tables (metric pairs; discriminative power per metric) and their legend."""
         pct = f"{self.confidence * 100:.10g}%"

@@ -165,8 +165,9 @@ class ComparisonReport:
         best = round(self.row(self.best(metric), metric).mean, decimals)
         return {s for s in self.systems if round(self.row(s, metric).mean, decimals) == best}
 
-    def legend(self, *, dagger: str = "†") -> str:
-        """Plain-text legend: what the marks, brackets and counts mean, with every setting used."""
+    def legend(self, *, dagger: str = "†", brief: bool = False) -> str:
+        """Plain-text legend: what the marks, brackets and counts mean, with every setting used.
+        ``brief``: the same facts in fewer words (the one-screen summary of ``ltr.compare``)."""
         ci = "BCa" if self.ci == "bca" else "percentile"
         correction = (
             "not corrected for multiple comparisons"
@@ -185,6 +186,13 @@ class ComparisonReport:
             counts = f"every metric: {count(rows[0])}"
         else:
             counts = "; ".join(f"{m}: {count(r)}" for m, r in zip(self.metrics, rows, strict=True))
+        if brief:
+            correction = "uncorrected" if self.correction == "none" else CORRECTION_NAMES[self.correction]
+            return (
+                f"{dagger} differs from {self.baseline} ({TEST_NAMES[self.test]}, {correction}, "
+                f"α = {self.alpha:g}); bold: best; brackets: {_percent(self.confidence)} {ci} CI over "
+                f"queries; {counts}."
+            )
         return (
             f"Bold: best mean per metric. {dagger} significantly different from the baseline {self.baseline} "
             f"({TEST_NAMES[self.test]}, {correction}, alpha = {self.alpha:g}). Brackets: "

@@ -136,12 +136,64 @@ class FailureAnalysis:
     metric: str
     baseline: str
 
+    def summary(self, confidence: float, per_system: int = 3) -> tuple[str, list[tuple[str, str, str]]]:
+        """For a console summary: a heading and one row per system — the segments whose Δ CI excludes 0
+        (largest |Δ| first, at most ``per_system``; the CIs are not corrected for how many segments were
+        looked at) and its worst query. The full tables are :meth:`to_markdown`'s.
+
+        >>> import pandas as pd
+        >>> from ltr.analysis.segments import WorstQuery
+        >>> table = pd.DataFrame({"system": ["a", "a"], "family": ["relevant documents"] * 2,
+        ...     "segment": ["1", "≥ 10"], "diff": [-0.01, -0.04], "ci_low": [-0.03, -0.07], "ci_high": [0.01, -0.01]})
+        >>> worst = [WorstQuery("a", 855, 0.35, 0.96, -0.61, (), ())]
+        >>> heading, rows = FailureAnalysis(table, worst, "err@10", "base").summary(0.95)
+        >>> print(heading); print(rows)
+        Where each system differs from base on err@10: segments whose 95% CI of Δ excludes 0 (of 2 per system, uncorrected) and the worst query (its value vs base's)
+        [('a', 'relevant documents ≥ 10 -0.0400', '855: 0.3500 vs 0.9600')]
+        """
+        pct = f"{confidence * 100:.10g}%"
+        t = self.table
+        n_segments = int(t.groupby("system", sort=False).size().max()) if len(t) else 0
+        found = t[(t["ci_low"] > 0) | (t["ci_high"] < 0)] if n_segments else t
+        systems = list(dict.fromkeys([*t["system"], *(w.system for w in self.worst)]))
+        worst: dict[str, Any] = {}
+        for w in self.worst:
+            worst.setdefault(w.system, w)
+        rows = []
+        for system in systems:
+            part = found[found["system"] == system]
+            part = part.reindex(part["diff"].abs().sort_values(ascending=False).index)
+            shown = [f"{_segment_name(r)} {r.diff:+.4f}" for r in part.head(per_system).itertuples()]
+            more = [f"+{len(part) - per_system} more"] if len(part) > per_system else []
+            segments = ", ".join(shown + more) if n_segments else "—"
+            w = worst.get(system)
+            rows.append(
+                (
+                    system,
+                    segments or "none",
+                    f"{w.qid}: {w.value:.4f} vs {w.baseline_value:.4f}" if w else "—",
+                )
+            )
+        heading = (
+            f"Where each system differs from {self.baseline} on {self.metric}: segments whose {pct} CI of Δ "
+            f"excludes 0 (of {n_segments} per system, uncorrected) and the worst query (its value vs "
+            f"{self.baseline}'s)"
+        )
+        return heading, rows
+
     def to_markdown(self, confidence: float) -> str:
         return (
             segments_markdown(self.table, metric=self.metric, baseline=self.baseline, confidence=confidence)
             + "\n"
             + worst_markdown(self.worst, metric=self.metric, baseline=self.baseline)
         )
+
+
+def _segment_name(row: Any) -> str:
+    """A segment as the summary names it: its label when that says what it is (``n_docs 5–19``,
+    ``max label = 4``), else after its family (``relevant documents ≥ 10``)."""
+    label = str(row.segment)
+    return label if any(c.isalpha() for c in label) else f"{row.family} {label}"
 
 
 def segment_column(name: str, path: Path, query_ids: Any) -> Any:

@@ -235,21 +235,45 @@ def model_example(data: Any, rows: int = 5) -> Any:
 def describe_learned(ranker: Any, top: int = 5) -> list[str]:
     """Console lines for the choices a model learned (:meth:`~ltr.models.base.BaseRanker.learned_choices`).
 
-    One line per learned param, then the ``top`` learned metrics by value (e.g. the best candidate
-    features) and how many more the run logged.
+    One line per group of learned params (the keys up to their last dot: ``blend.weight.a`` and
+    ``blend.weight.b`` share a line), floats to 4 decimals; then the ``top`` learned metrics by value
+    (e.g. the best candidate features), grouped the same way, and how many more the run logged.
 
     >>> class Fake:
     ...     def learned_choices(self):
-    ...         return {"feature.id": 3}, {"feature.selection.f1_desc": 0.25, "feature.selection.f3_desc": 0.5}
-    >>> describe_learned(Fake(), top=1)
-    ['learned feature.id = 3', 'learned feature.selection.f3_desc = 0.5000', '  (1 more: learned.* metrics of the run)']
+    ...         return ({"feature.id": 3, "blend.weight.a": 0.753797, "blend.weight.b": 0.246203},
+    ...                 {"feature.selection.f1_desc": 0.25, "feature.selection.f3_desc": 0.5, "x": 0.1})
+    >>> for line in describe_learned(Fake(), top=2): print(line)
+    learned feature.id = 3
+    learned blend.weight: a 0.7538, b 0.2462
+    learned feature.selection: f3_desc 0.5000, f1_desc 0.2500
+      (1 more: learned.* metrics of the run)
     """
     params, metrics = ranker.learned_choices()
     ranked = sorted(metrics.items(), key=lambda kv: -kv[1] if kv[1] == kv[1] else float("inf"))
-    lines = [f"learned {k} = {v}" for k, v in params.items()]
-    lines += [f"learned {k} = {v:.4f}" for k, v in ranked[:top]]
+    lines = _grouped_lines(params.items()) + _grouped_lines(ranked[:top])
     if len(ranked) > top:
         lines.append(f"  ({len(ranked) - top} more: learned.* metrics of the run)")
+    return lines
+
+
+def _grouped_lines(items: Any) -> list[str]:
+    """``learned KEY = VALUE`` for a key alone in its group, ``learned GROUP: a VALUE, b VALUE`` for keys
+    that share everything up to their last dot (first-seen order kept)."""
+    groups: dict[str, list[tuple[str, Any]]] = {}
+    for key, value in items:
+        group, _, leaf = str(key).rpartition(".")
+        groups.setdefault(group, []).append((leaf, value))
+
+    def shown(value: Any) -> str:
+        return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+    lines = []
+    for group, members in groups.items():
+        if len(members) == 1 or not group:
+            lines += [f"learned {'.'.join(filter(None, (group, leaf)))} = {shown(v)}" for leaf, v in members]
+        else:
+            lines.append(f"learned {group}: " + ", ".join(f"{leaf} {shown(v)}" for leaf, v in members))
     return lines
 
 

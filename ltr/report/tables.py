@@ -102,6 +102,62 @@ def leaderboard_table(
     return table
 
 
+def summary_table(
+    report: Any, *, primary: str, width: int, decimals: int = 4
+) -> tuple[Table, tuple[str, ...]]:
+    """The leaderboard on one screen: one line per system, never wider than ``width`` columns.
+
+    Every cell is ``mean [CI]`` when that fits; otherwise the ``primary`` metric keeps its CI and the
+    others show their mean (bold = best, ``†`` = significantly different from the baseline, as in
+    :func:`leaderboard_table`), and metrics that still do not fit are left out — returned as the second
+    value, for the caller to say where they are. Names are never cut. The legend is
+    :meth:`~ltr.analysis.comparison.ComparisonReport.legend` (``brief=True``), for the caller to print.
+
+    >>> import io, numpy as np, pandas as pd
+    >>> from rich.console import Console
+    >>> from ltr.analysis.comparison import compare
+    >>> q = range(30)
+    >>> rng = np.random.default_rng(0)
+    >>> metrics = ["ndcg@1", "ndcg@5", "ndcg@10", "map"]
+    >>> frames = {s: pd.DataFrame({m: rng.random(30) for m in metrics}, index=q) for s in ("base", "lambdamart")}
+    >>> rep = compare(frames, baseline="base", B=200)
+    >>> table, left_out = summary_table(rep, primary="ndcg@10", width=50)
+    >>> console = Console(width=50, record=True, file=io.StringIO())
+    >>> console.print(table)
+    >>> text = console.export_text()
+    >>> left_out, max(map(len, text.splitlines())) <= 50, "base (baseline)" in text
+    (('ndcg@5', 'map'), True, True)
+    """
+    names = {s: s + (" (baseline)" if s == report.baseline else "") for s in report.systems}
+    metrics = [primary, *(m for m in report.metrics if m != primary)]
+
+    def cell(system: str, metric: str, ci: bool) -> Text:
+        text = _leaderboard_cell(report, system, metric, decimals)
+        return text if ci else text[: text.plain.index(" [")]
+
+    def column_width(metric: str, ci: bool) -> int:
+        return max(len(metric), *(len(cell(s, metric, ci).plain) for s in report.systems))
+
+    gap = 2  # rich's padding between columns of a box-less table
+    used = max(len("system"), *map(len, names.values()))
+    shown: list[tuple[str, bool]] = []
+    every_ci = used + sum(column_width(m, True) + gap for m in metrics) <= width
+    for metric in metrics:
+        ci = every_ci or metric == primary
+        extra = column_width(metric, ci) + gap
+        if shown and used + extra > width:
+            break
+        shown.append((metric, ci))
+        used += extra
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("system", no_wrap=True)
+    for metric, _ in shown:
+        table.add_column(metric, justify="right", no_wrap=True)
+    for system in report.systems:
+        table.add_row(Text(names[system]), *(cell(system, metric, ci) for metric, ci in shown))
+    return table, tuple(metrics[len(shown) :])
+
+
 def _leaderboard_cell(report: Any, system: str, metric: str, decimals: int) -> Text:
     """``mean† [low, high]``: bold when best, ``†`` when significantly different from the baseline."""
     r = report.row(system, metric)
