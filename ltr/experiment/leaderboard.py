@@ -138,7 +138,7 @@ class FailureAnalysis:
 
     def summary(self, confidence: float, per_system: int = 3) -> tuple[str, list[tuple[str, str, str]]]:
         """For a console summary: a heading and one row per system — the segments whose Δ CI excludes 0
-        (largest |Δ| first, at most ``per_system``; the CIs are not corrected for how many segments were
+        (largest |Δ| first, at most ``per_system``, one per line; the CIs are not corrected for how many segments were
         looked at) and its worst query. The full tables are :meth:`to_markdown`'s.
 
         >>> import pandas as pd
@@ -165,7 +165,7 @@ class FailureAnalysis:
             part = part.reindex(part["diff"].abs().sort_values(ascending=False).index)
             shown = [f"{_segment_name(r)} {r.diff:+.4f}" for r in part.head(per_system).itertuples()]
             more = [f"+{len(part) - per_system} more"] if len(part) > per_system else []
-            segments = ", ".join(shown + more) if n_segments else "—"
+            segments = "\n".join(shown + more) if n_segments else "—"
             w = worst.get(system)
             rows.append(
                 (
