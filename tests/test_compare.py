@@ -367,6 +367,12 @@ def test_report_rebuilt_from_mlflow_equals_the_original(comparison, tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "Leaderboard" in proc.stdout
+    summary = proc.stdout.split("Best on")[0]  # one screen; the rest is in the files
+    assert (
+        "Detail in" in summary
+        and "Discriminative power" not in proc.stdout
+        and len(summary.splitlines()) <= 40
+    )
     # --register: the best system on the primary metric is version 1 of the registered model, and
     # models:/tiny-ranker/1 loads the very model that system's run logged
     best = result.report.best("err@10")
