@@ -223,6 +223,25 @@ def test_native_engine_file_stays_loadable(family, file, tracked):
 # --- choices a model learned are printed and logged (params / metrics), not only in the manifest ----
 
 
+def _printed_learned(out: str) -> dict[str, str]:
+    """The ``learned …`` console lines read back: ``learned K = V`` and ``learned GROUP: a V, b V``."""
+    printed = {}
+    for line in out.splitlines():
+        line = line.strip()
+        if not line.startswith("learned "):
+            continue
+        body = line.removeprefix("learned ")
+        if " = " in body:
+            key, value = body.split(" = ", 1)
+            printed[key] = value
+        else:
+            group, members = body.split(": ", 1)
+            for member in members.split(", "):
+                leaf, value = member.rsplit(" ", 1)
+                printed[f"{group}.{leaf}"] = value
+    return printed
+
+
 @pytest.mark.parametrize(
     ("overrides", "params", "metric_prefix"),
     [
@@ -259,8 +278,15 @@ def test_learned_choices_are_printed_and_logged(overrides, params, metric_prefix
     assert params <= set(r.data.params)
     learned = {k: v for k, v in r.data.metrics.items() if k.startswith(metric_prefix)}
     assert learned
-    for key in params:  # printed as logged
-        assert f"{key.removeprefix('learned.')} = {r.data.params[key]}" in out
+    printed = _printed_learned(out)
+    for key in params:  # printed as logged (floats to 4 decimals)
+        logged = r.data.params[key]
+        shown = (
+            f"{float(logged):.4f}"
+            if "." in logged and logged.replace(".", "").lstrip("-").isdigit()
+            else logged
+        )
+        assert printed[key.removeprefix("learned.")] == shown
     if "learned.feature.id" in params:
         # the chosen (1-based) feature and direction are the best candidate's
         best = max(learned, key=lambda k: (learned[k], -int(k.split(".")[-1][1:].split("_")[0])))
