@@ -179,6 +179,42 @@ def test_a_query_in_two_files_is_an_error_naming_both(client, tmp_path):
         load_sharded(client, [a, b])
 
 
+def _sidecar_files(folder: Path, n_files: int) -> list[Path]:
+    """LightGBM-style files: no qid: tokens, the groups in ``X.query`` beside each file."""
+    paths = []
+    for i in range(n_files):
+        data = generate(3 + i, seed=20 + i, min_docs=2, max_docs=6)
+        path = folder / f"part-{i}.txt"
+        write_svmlight(data, path)
+        path.write_text(re.sub(r" qid:\d+", "", path.read_text()))
+        (folder / f"part-{i}.txt.query").write_text("".join(f"{n}\n" for n in data.group_sizes))
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.parametrize("regroup", [False, True])
+def test_a_glob_of_sidecar_files_keeps_every_files_queries_apart(client, tmp_path, regroup):
+    """Each file's .query sidecar numbers its groups from 0: a glob of two such files used to be
+    refused (``qid 0 has rows in …``) or, with regroup, to merge query 0 of every file into one. The
+    workers' queries are now LightGBM's groups of the concatenated files and sidecars; the sidecars
+    themselves are not read as data files."""
+    import lightgbm as lgb
+
+    from ltr.distributed.shards import load_sharded
+
+    paths = _sidecar_files(tmp_path, 2)
+    both = tmp_path.parent / f"{tmp_path.name}-both" / "all.txt"
+    both.parent.mkdir()
+    both.write_text("".join(p.read_text() for p in paths))
+    both.with_name("all.txt.query").write_text("".join((Path(f"{p}.query")).read_text() for p in paths))
+    peer = lgb.Dataset(str(both), params={"verbose": -1}).construct().get_group()
+    for spec in (str(tmp_path / "part-*.txt"), str(tmp_path / "part-*"), tmp_path):
+        split = load_sharded(client, spec, {"regroup": regroup}, name="train")
+        assert split.sources == [str(p) for p in paths]  # the .query files are not shards
+        np.testing.assert_array_equal(split.group_sizes, peer)
+        assert split.n_queries == len(peer) == 3 + 4
+
+
 def test_a_parse_error_on_a_worker_names_file_and_line(client, tmp_path):
     from ltr.distributed.shards import load_sharded
 

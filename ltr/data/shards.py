@@ -53,8 +53,16 @@ from ltr.core.errors import ConfigError, DataError
 from ltr.data import _pyparse
 from ltr.data._syntax import ParseOptions
 from ltr.data.dataset import RankingData
-from ltr.data.reading import _failure_to_error, _fast_available, build_dataset, check_data_file, regroup_order
-from ltr.data.svmlight import load_svmlight
+from ltr.data.reading import (
+    _failure_to_error,
+    _fast_available,
+    build_dataset,
+    check_data_file,
+    read_query_sizes,
+    regroup_order,
+)
+from ltr.data.svmlight import COMPRESSION_SUFFIXES, _sidecar, load_svmlight
+from ltr.io.compression import open_input
 
 #: bytes read at a time while looking for the next query boundary after a cut
 _SCAN_BLOCK = 1 << 20
@@ -65,11 +73,15 @@ _WHOLE_FILE_ONLY = ("query_file", "weight_file", "position_file", "docid")
 
 @dataclass(frozen=True)
 class Shard:
-    """Bytes ``[start, stop)`` of ``path``; ``stop=None`` is the whole file (``start`` is then 0)."""
+    """Bytes ``[start, stop)`` of ``path``; ``stop=None`` is the whole file (``start`` is then 0).
+
+    ``query_id_offset``: added to the query ids of a whole file grouped by its ``.query`` sidecar, whose
+    groups are numbered from 0 in every file (:func:`number_sidecar_queries`)."""
 
     path: Path
     start: int = 0
     stop: int | None = None
+    query_id_offset: int = 0
 
     @property
     def whole(self) -> bool:
@@ -83,26 +95,50 @@ def expand_sources(spec: str | os.PathLike | Sequence[str | os.PathLike], where:
     """The files a data spec names: a glob pattern, a directory (its regular files), a file, or a list.
 
     Sorted by name within each glob or directory; a pattern matching nothing is a ``DataError``
-    naming ``where`` and the pattern.
+    naming ``where`` and the pattern. A glob's or directory's LightGBM sidecars (``X.query``,
+    ``X.weight``, ``X.position`` beside a matched ``X``) are not data files: they are left out.
     """
     if isinstance(spec, (list, tuple)):
         return [p for item in spec for p in expand_sources(item, where)]
     text = os.fspath(spec)
     if glob.has_magic(text):
-        found = sorted(Path(p) for p in glob.glob(text) if Path(p).is_file())
+        found = _without_sidecars(sorted(Path(p) for p in glob.glob(text) if Path(p).is_file()))
         if not found:
             raise DataError(f"{where}: the pattern {text!r} matches no file")
         return found
     path = Path(text)
     if path.is_dir():
-        found = sorted(
-            p for p in path.iterdir() if stat.S_ISREG(p.stat().st_mode) and not p.name.startswith(".")
+        found = _without_sidecars(
+            sorted(p for p in path.iterdir() if stat.S_ISREG(p.stat().st_mode) and not p.name.startswith("."))
         )
         if not found:
             raise DataError(f"{where}: the directory {path} holds no data file")
         return found
     check_data_file(path)
     return [path]
+
+
+#: LightGBM's sidecar suffixes: ``X.query`` beside ``X`` holds X's group sizes, not data
+SIDECAR_SUFFIXES = (".query", ".weight", ".position")
+
+
+def _without_sidecars(files: list[Path]) -> list[Path]:
+    """``files`` without the sidecars of other files in the list (``a.txt.query`` beside ``a.txt`` or
+    beside a compressed ``a.txt.gz``, as :func:`~ltr.data.svmlight.load_svmlight` finds them).
+
+    >>> files = [Path("a.txt"), Path("a.txt.query"), Path("b.query"), Path("c.txt.gz"), Path("c.txt.weight")]
+    >>> [p.name for p in _without_sidecars(files)]
+    ['a.txt', 'b.query', 'c.txt.gz']
+    """
+    names = {str(p) for p in files}
+
+    def is_sidecar(p: Path) -> bool:
+        base = str(p.with_suffix(""))
+        return p.suffix in SIDECAR_SUFFIXES and (
+            base in names or any(base + c in names for c in COMPRESSION_SUFFIXES)
+        )
+
+    return [p for p in files if not is_sidecar(p)]
 
 
 def _line_qid(line: bytes) -> bytes | None:
@@ -190,6 +226,46 @@ def plan_shards(spec: Any, n_parts: int = 1, where: str = "data") -> list[Shard]
     return [Shard(p) for p in files]
 
 
+def _first_data_line(path: Path) -> bytes:
+    """The first line of ``path`` (decompressed) that is neither blank nor a comment; ``b""`` if none."""
+    with open_input(path) as f:
+        for line in f:
+            if line.strip() and not line.lstrip().startswith(b"#"):
+                return line
+    return b""
+
+
+def number_sidecar_queries(shards: Sequence[Shard], options: Mapping[str, Any] | None = None) -> list[Shard]:
+    """``shards`` with the query ids of sidecar-grouped files made unique across the files.
+
+    A file without ``qid:`` tokens takes its queries from its ``.query`` sidecar, numbered 0, 1, … in
+    that file, so two such files of one glob would both hold "query 0": refused as a query split across
+    files, or, with ``regroup=True``, silently merged into one query. Here the sidecar files' queries are
+    numbered one after another in shard order, as one file with the concatenated sidecar would number
+    them; files with ``qid:`` tokens keep theirs.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for name in ("a.txt", "b.txt"):
+    ...     _ = (d / name).write_text("1 1:1\\n0 1:2\\n2 1:3\\n")
+    ...     _ = (d / (name + ".query")).write_text("2\\n1\\n")
+    >>> [s.query_id_offset for s in number_sidecar_queries(plan_shards(d))]
+    [0, 2]
+    >>> [read_shard(s, {"engine": "python"}).query_ids.tolist() for s in number_sidecar_queries(plan_shards(d))]
+    [[0, 1], [2, 3]]
+    """
+    given = (options or {}).get("query_file", "auto")
+    out, next_id = [], 0
+    for shard in shards:
+        sidecar = _sidecar(shard.path, given, ".query") if shard.whole else None
+        if sidecar is None or _line_qid(_first_data_line(shard.path)) is not None:
+            out.append(shard)
+            continue
+        out.append(replace(shard, query_id_offset=next_id))
+        next_id += int(read_query_sizes(sidecar).shape[0])
+    return out
+
+
 def _parse_options(options: Mapping[str, Any]) -> ParseOptions:
     declared = {k: v for k, v in options.items() if k in ParseOptions.__dataclass_fields__}
     if declared.get("huge") is None:
@@ -235,7 +311,10 @@ def read_shard(
     """
     options = dict(options or {})
     if shard.whole:
-        return load_svmlight(shard.path, name=name, **options)
+        data = load_svmlight(shard.path, name=name, **options)
+        if shard.query_id_offset:
+            data = replace(data, qid=data.qid + shard.query_id_offset)
+        return data
     refused = [k for k in _WHOLE_FILE_ONLY if options.get(k) not in (None, "auto", False)]
     if refused:
         raise ConfigError(

@@ -32,6 +32,7 @@ from ltr.data.registry import cache_options, check_split_widths, svmlight_source
 from ltr.data.shards import (
     Shard,
     check_disjoint_queries,
+    number_sidecar_queries,
     plan_shards,
     read_shard,
     regroup_shard,
@@ -163,9 +164,11 @@ def load_sharded(
     workers = list(workers or sorted(client.scheduler_info()["workers"]))
     if not workers:
         raise ConfigError("backend.scheduler_address: the cluster has no workers")
-    shards: list[Shard] = plan_shards(spec, n_parts or len(workers), where=f"data.{name}")
-    placed = [workers[i % len(workers)] for i in range(len(shards))]
     opts = dict(options or {})
+    shards: list[Shard] = number_sidecar_queries(
+        plan_shards(spec, n_parts or len(workers), where=f"data.{name}"), opts
+    )
+    placed = [workers[i % len(workers)] for i in range(len(shards))]
     futures = [
         client.submit(read_shard, s, opts, f"{name}[{i}]", workers=[w], allow_other_workers=False, pure=False)
         for i, (s, w) in enumerate(zip(shards, placed, strict=True))
