@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ltr.core.errors import DataError
+from ltr.io.numbers import PLAIN_NUMBER, decimal, integer
 from ltr.io.textlines import check_no_bom, read_lines, split_fields
 
 #: Score-file formats: ``auto`` (detected from the first line), ``lines``, ``ranklib``.
@@ -95,7 +96,8 @@ def detect_format(path: str | Path) -> str:
 
 
 def parse_score(path: str | Path, line: int, text: str) -> float:
-    """A score field: a finite number, else a ``DataError`` naming ``file:line`` (score files, TREC runs).
+    """A score field: a finite number in the grammar of :mod:`ltr.io.numbers` (no ``1_000``, no
+    non-ASCII digits), else a ``DataError`` naming ``file:line`` (score files, TREC runs).
 
     >>> parse_score("run.txt", 3, "-1.5e2")
     -150.0
@@ -104,10 +106,9 @@ def parse_score(path: str | Path, line: int, text: str) -> float:
     ...
     ltr.core.errors.DataError: run.txt:4: score must be finite, got 'inf'
     """
-    try:
-        value = float(text)
-    except ValueError:
-        raise DataError(f"{path}:{line}: score must be a number, got {text[:80]!r}") from None
+    value = decimal(text)
+    if value is None:
+        raise DataError(f"{path}:{line}: score must be a number, got {text[:80]!r} ({PLAIN_NUMBER})")
     if not math.isfinite(value):
         raise DataError(f"{path}:{line}: score must be finite, got {text!r}")
     return value
@@ -174,7 +175,7 @@ def _position_in_query(qid: np.ndarray) -> np.ndarray:
 
 def _check_ranklib(path: Path, row: _Row, i: int, qid: np.ndarray, within: np.ndarray) -> None:
     q, index = row.fields[0], row.fields[1]
-    if q != str(qid[i]) and not (q.isdigit() and int(q) == qid[i]):  # RankLib keeps "qid:007" as "007"
+    if q != str(qid[i]) and integer(q) != qid[i]:  # RankLib keeps "qid:007" as "007" (ASCII digits only)
         raise DataError(
             f"{path}:{row.line}: qid {q} but row {i + 1} of the data belongs to qid {qid[i]} ({_LAYOUT['ranklib']})"
         )

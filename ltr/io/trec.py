@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ltr.core.errors import DataError
+from ltr.io.numbers import PLAIN_INTEGER, integer
 from ltr.io.predictions import parse_score, write_text
 from ltr.io.textlines import FIELD_SPACE, check_no_bom, read_lines, split_fields
 
@@ -91,10 +92,11 @@ def read_qrels(path: str | Path) -> TrecTable:
     path = Path(path)
     rows = []
     for number, (topic, _iteration, docno, rel) in _rows(path, 4, "topic iteration docno relevance"):
-        try:
-            value = int(rel)
-        except ValueError:
-            raise DataError(f"{path}:{number}: relevance must be an integer, got {rel!r}") from None
+        value = integer(rel)
+        if value is None:
+            raise DataError(
+                f"{path}:{number}: relevance must be an integer, got {rel[:80]!r} ({PLAIN_INTEGER})"
+            )
         rows.append((number, topic, docno, float(value)))
     if not rows:
         raise DataError(f"{path}: no judgments found")
@@ -114,10 +116,8 @@ def read_run(path: str | Path) -> TrecTable:
     path = Path(path)
     rows, tags = [], set()
     for number, (topic, _q0, docno, rank, score, tag) in _rows(path, 6, "topic Q0 docno rank score tag"):
-        try:
-            int(rank)
-        except ValueError:
-            raise DataError(f"{path}:{number}: rank must be an integer, got {rank!r}") from None
+        if integer(rank) is None:
+            raise DataError(f"{path}:{number}: rank must be an integer, got {rank[:80]!r} ({PLAIN_INTEGER})")
         rows.append((number, topic, docno, parse_score(path, number, score)))
         tags.add(tag)
     if not rows:
