@@ -7,7 +7,11 @@ for the error paths, one real process per command for what a shell sees.
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -135,3 +139,266 @@ def test_parquet_log_positions_are_bounded_and_integral(files, capsys):
     frame.to_parquet(files / "big.parquet")
     line = error_of(clicks_main, ["propensity", "big.parquet", "--method", "randomization"], capsys)
     assert "big.parquet: column 'position', row 5: expected an integer in [1, 1000000000]" in line
+
+
+# --- class 1: an output never destroys an input; outputs are written atomically ---------------------------
+
+
+def evaluate_error(files: Path, capsys, *argv: str) -> str:
+    before = {p.name: p.read_bytes() for p in files.iterdir() if p.is_file()}
+    line = error_of(evaluate_main, list(argv), capsys)
+    after = {p.name: p.read_bytes() for p in files.iterdir() if p.is_file()}
+    assert after == before  # refused before anything was written
+    return line
+
+
+@pytest.mark.parametrize(
+    ("output", "same_as"),
+    [
+        (["--write-run", "test.txt"], "--data test.txt"),
+        (["--write-run", "./test.txt"], "--data test.txt"),
+        (["--write-run", "sub/../test.txt"], "--data test.txt"),
+        (["--write-run", "link.txt"], "--data test.txt"),
+        (["--write-run", "hard.txt"], "--data test.txt"),
+        (["--write-scores", "pred.txt"], "--scores pred.txt"),
+        (["--write-scores", "link-to-pred"], "--scores pred.txt"),
+        (["--write-run", "o.txt", "--write-scores", "./o.txt"], "--write-run o.txt"),
+    ],
+)
+def test_evaluate_refuses_an_output_that_is_an_input(files, capsys, output, same_as):
+    (files / "sub").mkdir()
+    (files / "link.txt").symlink_to("test.txt")
+    (files / "link-to-pred").symlink_to(files / "pred.txt")
+    os.link(files / "test.txt", files / "hard.txt")
+    line = evaluate_error(files, capsys, "--data", "test.txt", "--scores", "pred.txt", *output)
+    assert f"is the same file as {same_as}" in line
+
+
+def test_evaluate_refuses_overwriting_a_registry_datasets_files_and_the_model_store(files, capsys):
+    folder = files / "data" / "synthetic"
+    folder.mkdir(parents=True)
+    for name in ("train.txt", "vali.txt", "test.txt"):
+        (folder / name).write_text(LETOR)
+    line = evaluate_error(
+        files,
+        capsys,
+        "--data",
+        "synthetic",
+        "--scores",
+        "pred.txt",
+        "--write-run",
+        "data/synthetic/train.txt",
+    )
+    assert "--write-run data/synthetic/train.txt is the same file as --data" in line
+    (files / "mlflow.db").write_bytes(b"SQLite format 3\0")
+    line = evaluate_error(
+        files, capsys, "--data", "test.txt", "--model", "runs:/abc/model", "--write-run", "mlflow.db"
+    )
+    assert "is the same file as the MLflow store of --model" in line
+
+
+def test_evaluate_checks_output_folders_before_the_work(files, capsys):
+    line = evaluate_error(
+        files, capsys, "--data", "test.txt", "--scores", "pred.txt", "--write-run", "nodir/r.run"
+    )
+    assert (
+        line
+        == f"error: --write-run nodir/r.run: the folder {files / 'nodir'} does not exist; create it first"
+    )
+    (files / "adir").mkdir()
+    line = evaluate_error(
+        files, capsys, "--data", "test.txt", "--scores", "pred.txt", "--write-scores", "adir"
+    )
+    assert line == "error: --write-scores adir: is a folder; give a file path"
+
+
+def test_a_failed_write_leaves_the_old_output_whole(files, monkeypatch):
+    from ltr.io.predictions import write_scores
+
+    (files / "old.txt").write_text("0.1\n0.2\n")
+    (files / "old.txt").chmod(0o640)
+
+    real = Path.write_text
+
+    def fail(self, text, encoding=None):  # half the text reaches the disk, then the disk is full
+        real(self, text[:3], encoding=encoding)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", fail)
+    with pytest.raises(DataError, match=r"old.txt: cannot write: No space left on device"):
+        write_scores(files / "old.txt", np.array([1.0, 2.0, 3.0]))
+    monkeypatch.undo()
+    assert (files / "old.txt").read_text() == "0.1\n0.2\n"
+    assert sorted(p.name for p in files.iterdir() if p.name.startswith(".tmp")) == []  # no temporary left
+    write_scores(files / "old.txt", np.array([1.0, 2.0]))
+    assert (files / "old.txt").read_text() == "1.0\n2.0\n" and (
+        files / "old.txt"
+    ).stat().st_mode & 0o777 == 0o640
+
+
+def test_the_overwrite_case_in_a_real_process(files):
+    """Issue 25's case as a shell sees it: exit 2, one line, the data file unchanged."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ltr.evaluate", "--data", "test.txt", "--scores", "pred.txt", "--write-run", "test.txt"],
+        capture_output=True, text=True, timeout=120, cwd=files,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        "error: --write-run test.txt is the same file as --data test.txt: writing it would destroy the input; "
+        "choose another output path\n"
+    )
+    assert (files / "test.txt").read_text() == LETOR
+
+
+# --- class 2: a run --write-run writes is one ltr.evaluate --run reads --------------------------------------
+
+
+def test_write_run_refuses_a_docid_twice_in_a_query_naming_both_lines(files, capsys):
+    (files / "dup.txt").write_text("# exported\n" + LETOR.replace("#docid = c", "#docid = a"))
+    line = evaluate_error(files, capsys, "--data", "dup.txt", "--scores", "pred.txt", "--write-run", "r.run")
+    assert line == (
+        "error: r.run: query 1 has the document id 'a' twice (dup.txt:2 and dup.txt:4); a TREC run lists a "
+        "document once per query: give the rows distinct '# docid = X' comments"
+    )
+    # a row number standing in for a missing docid can collide with another row's docid too
+    (files / "num.txt").write_text(LETOR.replace("#docid = a", "#docid = 2").replace(" #docid = b", ""))
+    line = evaluate_error(files, capsys, "--data", "num.txt", "--scores", "pred.txt", "--write-run", "r.run")
+    assert "query 1 has the document id '2' twice (num.txt:1 and num.txt:2)" in line
+
+
+def test_written_runs_and_scores_read_back(files, capsys):
+    assert evaluate_main(["--data", "test.txt", "--scores", "pred.txt", "--write-run", "r.run",
+                          "--write-scores", "s.txt"]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert read_run(files / "r.run").docno.size == 5
+    assert read_scores(files / "s.txt", n_rows=5).tolist() == [0.5, 0.1, 0.3, 0.2, 0.9]
+
+
+def test_writers_refuse_non_finite_scores(files):
+    from ltr.io.predictions import write_scores
+    from ltr.io.trec import write_trec_run
+
+    with pytest.raises(DataError, match=r"s.txt: the score of data row 2 is nan \(1 non-finite in all\)"):
+        write_scores(files / "s.txt", np.array([0.5, np.nan]))
+    with pytest.raises(DataError, match=r"r.run: the score of data row 1 is inf"):
+        write_trec_run(files / "r.run", np.array([1, 1]), np.array([0, 2]), np.array(["a", "b"]),
+                       np.array([np.inf, 0.0]), "t")  # fmt: skip
+    assert not (files / "s.txt").exists() and not (files / "r.run").exists()
+
+
+# --- class 4: options that change nothing, advice in this command's spelling, dataset names ---------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--data", "test.txt", "--split", "valid"], "--split applies to a registry dataset named by --data"),
+        (
+            ["--data", "test.txt", "--data-dir", "d"],
+            "--data-dir applies to a registry dataset named by --data",
+        ),
+        (["--data", "synthetic", "--fold", "2"], "--fold: synthetic has no folds"),
+        (["--data", "synthetic", "--variant", "x"], "--variant: synthetic has no variants"),
+        (
+            ["--data", "yahoo_set1", "--fold", "2"],
+            "--fold: yahoo_set1 has no folds; the datasets with folds: mslr_web10k",
+        ),
+        (
+            ["--data", "mq2008", "--variant", "s"],
+            "--variant: mq2008 has no variants; the datasets with variants: istella",
+        ),
+        (["--data", "mq2008", "--fold", "9"], "--fold: mq2008 has the folds 1..5, got 9"),
+        (
+            ["--data", "istella", "--split", "valid"],
+            "--split: istella has no valid split; it has train, test",
+        ),
+        (["--data", "istella", "--variant", "y"], "--variant: expected one of ['full', 's', 'x'], got 'y'"),
+        (
+            ["--data", "test.txt", "--scores-format", "lines", "--model", "m"],
+            "--scores-format reads --scores files",
+        ),
+        (["--data", "test.txt", "--tracking-uri", "sqlite:///x.db"], "--tracking-uri is where --model finds"),
+        (["--data", "test.txt", "--B", "100"], "--B applies to --compare"),
+        (["--data", "test.txt", "--seed", "1"], "--seed applies to --compare"),
+        (["--data", "test.txt", "--test", "t"], "--test applies to --compare"),
+        (
+            ["--data", "test.txt", "-q", "--json"],
+            "-q adds per-topic lines to trec_eval's text output; it has no effect with --json",
+        ),
+        (["--data", "test.txt", "--scores", "pred.txt", "-q", "--compare"], "no effect with --compare"),
+        (
+            ["--qrels", "q", "--run", "r", "--split", "test"],
+            "--split needs --data (LETOR data); no effect on --qrels/--run",
+        ),
+        (["--qrels", "q", "--run", "r", "--fold", "1", "--dir", "d"], "--fold, --dir need --data"),
+        (
+            ["--data", "mq2008x"],
+            "--data mq2008x: no such file, nor a dataset name (did you mean 'mq2008' or 'mq2007'?)",
+        ),
+        (["--data", "MSLR-WEB1OK"], "(did you mean 'mslr_web10k'"),
+        (["--data", "svmlight"], "--data svmlight: svmlight is the kind of your own files"),
+        (["--data", "./mq2008"], "--data ./mq2008: no such file"),
+        (["--data", "sub"], "--data sub: is a folder"),
+    ],
+)
+def test_evaluate_usage_errors_name_this_commands_options(files, capsys, argv, message):
+    (files / "sub").mkdir()
+    argv = (
+        argv
+        if "--scores" in argv or "--model" in argv or "--qrels" in argv
+        else [*argv, "--scores", "pred.txt"]
+    )
+    assert message in error_of(evaluate_main, argv, capsys)
+
+
+@pytest.mark.parametrize("spelling", ["MQ2008", "Mq2008", "mq2008"])
+def test_evaluate_takes_a_dataset_name_in_any_case_as_ltr_data_list_shows_it(files, capsys, spelling):
+    fold = files / "data" / "MQ2008" / "Fold1"
+    fold.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    lines = [f"{rng.integers(0, 3)} qid:{10 + i // 4} " + " ".join(f"{j}:{rng.random():.3f}" for j in range(1, 47))
+             + f" #docid = GX{i}" for i in range(8)]  # fmt: skip
+    (fold / "test.txt").write_text("\n".join(lines) + "\n")
+    (files / "p8.txt").write_text("".join(f"{v}\n" for v in rng.random(8)))
+    assert evaluate_main(["--data", spelling, "--scores", "p8.txt", "--json"]) == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["n_queries"] == 2
+
+
+def test_evaluate_synthetic_by_name_in_any_case(files, capsys):
+    folder = files / "data" / "synthetic"
+    folder.mkdir(parents=True)
+    for name in ("train.txt", "vali.txt", "test.txt"):
+        (folder / name).write_text(LETOR)
+    assert evaluate_main(["--data", "Synthetic", "--split", "valid", "--scores", "pred.txt", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_queries"] == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["info", "mq2008x"],
+            "mq2008x: no such file, nor a dataset name (did you mean 'mq2008' or 'mq2007'?)",
+        ),
+        (["info", "mq2008", "--fold", "9"], "--fold: mq2008 has the folds 1..5, got 9"),
+        (["info", "yahoo_set1", "--fold", "2"], "--fold: yahoo_set1 has no folds"),
+        (
+            ["info", "test.txt", "--fold", "2"],
+            "--fold applies to a registry dataset (see `list`); test.txt is a file",
+        ),
+        (["info", "synthetic", "--variant", "x"], "--variant: synthetic has no variants"),
+        (["fetch", "mq2008x"], "unknown dataset 'mq2008x'; known datasets: synthetic, svmlight, istella"),
+        (["fetch", "synthetic"], "'synthetic' is not a registry dataset (nothing to fetch or locate)"),
+    ],
+)
+def test_ltr_data_resolves_names_as_evaluate_does(files, capsys, argv, message):
+    from ltr.data.__main__ import main as data_main
+
+    assert message in error_of(data_main, argv, capsys)
+
+
+def test_ltr_data_info_takes_a_name_in_any_case(files, capsys):
+    from ltr.data.__main__ import main as data_main
+
+    line = error_of(data_main, ["info", "MQ2008"], capsys)
+    assert line.startswith("error: mq2008: expected file(s) not found: data/MQ2008/Fold1/train.txt")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -27,7 +28,14 @@ from ltr.core.resources import work_root
 from ltr.data._syntax import ParseOptions
 from ltr.data.fetch import ExtractLimits, ManualDownload, fetch
 from ltr.data.info import format_summary, summarize
-from ltr.data.registry import REGISTRY, default_dir, download_for, load_dataset
+from ltr.data.registry import (
+    REGISTRY,
+    dataset_name,
+    download_for,
+    load_dataset,
+    registry_config,
+    unknown_dataset,
+)
 from ltr.data.svmlight import load_svmlight
 from ltr.data.synthetic import N_FEATURES, SPLIT_FILES
 
@@ -42,6 +50,12 @@ FLAG_OPTIONS = (
     "allow_negative_labels",
     "regroup",
     "verify_cache",
+)
+
+
+#: this command's spelling of what library messages name: parse options, the data config keys
+SPELLING = Spelling.flags(
+    FLAG_OPTIONS, {"data.fold": "--fold", "data.variant": "--variant", "data.dir": "--dir"}
 )
 
 
@@ -71,23 +85,29 @@ def _synthetic(args: argparse.Namespace) -> dict:
 
 
 def _load(target: str, args: argparse.Namespace, cache_dir: str | None) -> dict:
-    """A path → {"file": data}; a registry name → its splits; ``synthetic`` → the generated splits."""
-    if target == "synthetic" and not Path(target).exists():
+    """A path → {"file": data}; a dataset name (:func:`ltr.data.registry.dataset_name`, the names ``list``
+    shows: ``MQ2008`` is ``mq2008``) → its splits; ``synthetic`` → the generated splits. A path with a
+    folder (``./mq2008``) is always a file."""
+    is_path = "/" in target or os.sep in target
+    name = None if is_path else dataset_name(target)
+    if name == "svmlight":
+        raise ConfigError("svmlight is the kind of your own files; give a file's path")
+    if name is None:
+        if not Path(target).exists():
+            raise unknown_dataset(target, "") if not is_path else ConfigError(f"{target}: no such file")
+        for flag in ("fold", "variant", "dir"):
+            if getattr(args, flag) is not None:
+                raise ConfigError(f"--{flag} applies to a registry dataset (see `list`); {target} is a file")
+    if name == "synthetic":
+        for flag in ("fold", "variant"):
+            if getattr(args, flag) is not None:
+                raise ConfigError(f"--{flag}: synthetic has no {flag}s")
         return _synthetic(args)
-    if target not in REGISTRY and not Path(target).exists():
-        names = ", ".join(["synthetic", *REGISTRY])
-        raise ConfigError(f"{target}: no such file, nor a dataset name; give a file path or one of: {names}")
-    if target in REGISTRY:
-        cfg = {
-            "kind": target,
-            "dir": args.dir or str(default_dir(target, args.data_dir)),
-            "cache_dir": cache_dir,
-            "verify_cache": args.verify_cache,
-        }
-        if args.fold is not None:
-            cfg["fold"] = args.fold
-        if args.variant is not None:
-            cfg["variant"] = args.variant
+    if name is not None:
+        cfg = registry_config(
+            name, data_dir=args.data_dir, directory=args.dir, fold=args.fold, variant=args.variant
+        )
+        cfg |= {"cache_dir": cache_dir, "verify_cache": args.verify_cache}
         if args.nonfinite:
             cfg["parse"] = {"nonfinite": args.nonfinite}
         return load_dataset(cfg)
@@ -177,8 +197,9 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         max_member=parse_limit(args.max_member_size, "--max-member-size"),
         max_ratio=parse_limit(args.max_ratio, "--max-ratio"),
     )
+    name = dataset_name(args.name) or args.name  # MQ2008 is mq2008; an unknown name: the registry's error
     try:
-        files = fetch(args.name, args.dir, data_dir=args.data_dir, variant=args.variant, url=args.url,
+        files = fetch(name, args.dir, data_dir=args.data_dir, variant=args.variant, url=args.url,
                       sha256=args.sha256, limits=limits)  # fmt: skip
     except ManualDownload as how:
         print(f"{args.name} cannot be downloaded automatically.\n{how}")
@@ -277,7 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        with spelled_as(Spelling.flags(FLAG_OPTIONS)):  # zero_based=True → --zero-based
+        with spelled_as(SPELLING):  # zero_based=True → --zero-based, data.fold → --fold
             return args.func(args)
     except LtrError as e:
         print(f"error: {e}", file=sys.stderr)

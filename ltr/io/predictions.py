@@ -31,7 +31,7 @@ ltr.core.errors.DataError: .../ranklib.txt:2: qid 7 but row 2 of the data belong
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +39,7 @@ import numpy as np
 
 from ltr.core.errors import DataError
 from ltr.io.numbers import PLAIN_NUMBER, decimal, integer
+from ltr.io.outputs import write_text_atomically
 from ltr.io.textlines import check_no_bom, read_lines, split_fields
 
 #: Score-file formats: ``auto`` (detected from the first line), ``lines``, ``ranklib``.
@@ -195,13 +196,27 @@ def write_scores(path: str | Path, scores: np.ndarray) -> Path:
     '0.1\\n-2.0\\n'
     """
     path = Path(path)
+    check_finite_scores(path, scores)
     write_text(path, "".join(f"{float(s)!r}\n" for s in scores))
     return path
 
 
+def check_finite_scores(
+    path: str | Path, scores: np.ndarray, where: Callable[[int], str] | None = None
+) -> None:
+    """Refuse to write a NaN or infinite score (every reader of the file would refuse it): a
+    ``DataError`` naming the output and the first such data row (``where(row)``, default ``data row N``)."""
+    bad = np.flatnonzero(~np.isfinite(np.asarray(scores, dtype=np.float64)))
+    if bad.size:
+        row = int(bad[0])
+        at = where(row) if where is not None else f"data row {row + 1}"
+        raise DataError(
+            f"{path}: the score of {at} is {float(scores[row])!r} ({bad.size} non-finite in all); "
+            "a score file or run holds finite scores"
+        )
+
+
 def write_text(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8); an OS error is a :class:`~ltr.core.errors.DataError` naming the file."""
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    """Write ``text`` (UTF-8) atomically (:func:`ltr.io.outputs.write_text_atomically`: a failure leaves the
+    old file whole); an OS error is a :class:`~ltr.core.errors.DataError` naming the file."""
+    write_text_atomically(path, text)
