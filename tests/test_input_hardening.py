@@ -48,6 +48,13 @@ def error_of(main, argv: list[str], capsys) -> str:
     return lines[0]
 
 
+def run_command(cwd: Path, module: str, *argv: str) -> subprocess.CompletedProcess:
+    """``python -m module argv`` in a real process, in ``cwd``."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *argv], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
+
+
 @pytest.fixture
 def files(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.chdir(tmp_path)
@@ -238,10 +245,9 @@ def test_a_failed_write_leaves_the_old_output_whole(files, monkeypatch):
 
 def test_the_overwrite_case_in_a_real_process(files):
     """Issue 25's case as a shell sees it: exit 2, one line, the data file unchanged."""
-    done = subprocess.run(
-        [sys.executable, "-m", "ltr.evaluate", "--data", "test.txt", "--scores", "pred.txt", "--write-run", "test.txt"],
-        capture_output=True, text=True, timeout=120, cwd=files,
-    )  # fmt: skip
+    done = run_command(
+        files, "ltr.evaluate", "--data", "test.txt", "--scores", "pred.txt", "--write-run", "test.txt"
+    )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == (
         "error: --write-run test.txt is the same file as --data test.txt: writing it would destroy the input; "
@@ -402,3 +408,155 @@ def test_ltr_data_info_takes_a_name_in_any_case(files, capsys):
 
     line = error_of(data_main, ["info", "MQ2008"], capsys)
     assert line.startswith("error: mq2008: expected file(s) not found: data/MQ2008/Fold1/train.txt")
+
+
+# --- class 3: no false certainty from ltr.clicks propensity -----------------------------------------------
+
+ONE_QUERY = (
+    "session,qid,doc,position,click\ns1,q1,a,1,1\ns1,q1,b,2,1\ns2,q1,b,1,1\ns2,q1,a,2,0\ns3,q1,a,1,0\n"
+)
+
+
+def test_a_one_query_log_has_no_ci_and_says_why(files, capsys):
+    (files / "one.csv").write_text(ONE_QUERY)
+    assert clicks_main(["propensity", "one.csv", "--method", "randomization", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ci_low"] == [1.0, None] and out["ci_high"] == [1.0, None]
+    assert out["no_ci"] == {"2": "the log has 1 query; a bootstrap over queries needs 2 or more"}
+    assert out["examination"] == [1.0, 0.75]  # by hand: CTR 1/2 at position 2 over CTR 2/3 at position 1
+    assert clicks_main(["propensity", "one.csv", "--method", "randomization"]) == 0
+    row = capsys.readouterr().out.splitlines()[-1]
+    assert row.split()[:2] == ["2", "0.7500"] and "no CI: the log has 1 query" in row
+
+
+def test_replicates_that_all_agree_are_no_ci(files, capsys):
+    """Two queries with the same clicks: every bootstrap replicate gives the same ratio, which is no
+    measure of the uncertainty (issue 25: θ₂ = 2.0 [2.0, 2.0])."""
+    rows = "".join(
+        f"s{q}{s},q{q},d{s},{p},{c}\n" for q in (1, 2) for s in (1, 2) for p, c in ((1, 1), (2, s - 1))
+    )
+    (files / "same.csv").write_text("session,qid,doc,position,click\n" + rows)
+    assert clicks_main(["propensity", "same.csv", "--method", "randomization", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ci_low"][1] is None
+    assert out["no_ci"]["2"] == "every bootstrap replicate gives 0.5: the queries do not vary here"
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        (
+            "s1,q1,a,1,1\ns1,q1,b,2,1\ns2,q2,b,1,1\ns2,q2,a,2,1\n",
+            "every impression is a click; without non-clicks",
+        ),
+        (
+            "s1,q1,a,1,0\ns1,q1,b,2,0\ns2,q2,b,1,0\ns2,q2,a,2,0\n",
+            "no clicks; examination cannot be estimated",
+        ),
+        ("s1,q1,a,1,1\ns2,q2,b,1,0\n", "the log shows documents at position 1 only; examination relative"),
+    ],
+)
+@pytest.mark.parametrize("method", ["randomization", "em"])
+def test_logs_that_cannot_identify_examination_are_refused(files, capsys, rows, message, method):
+    (files / "bad.csv").write_text("session,qid,doc,position,click\n" + rows)
+    assert message in error_of(clicks_main, ["propensity", "bad.csv", "--method", method], capsys)
+
+
+def test_max_position_one_is_named_as_the_option(files, capsys):
+    line = error_of(clicks_main, ["propensity", "log.csv", "--method", "em", "--max-position", "1"], capsys)
+    assert "position 1 only (--max-position 1); examination relative to position 1" in line
+
+
+# --- classes 1 and 4 on ltr.clicks: outputs, option spelling, options with no effect -----------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["propensity", "log.csv", "--method", "em", "--output", "log.csv"],
+            "--output log.csv is the same file as LOG log.csv",
+        ),
+        (
+            ["propensity", "log.csv", "--method", "em", "--output", "./link.csv"],
+            "--output ./link.csv is the same file as LOG",
+        ),
+        (
+            [
+                "propensity",
+                "log.csv",
+                "--method",
+                "regression-em",
+                "--features",
+                "test.txt",
+                "--output",
+                "test.txt",
+            ],
+            "--output test.txt is the same file as --features test.txt",
+        ),
+        (
+            ["propensity", "log.csv", "--method", "em", "--output", "nodir/p.json"],
+            "--output nodir/p.json: the folder",
+        ),
+        (["propensity", "log.csv", "--method", "em", "--output", "."], "--output .: is a folder"),
+        (
+            ["simulate", "s.csv", "--features-out", "./s.csv"],
+            "--features-out ./s.csv is the same file as OUT s.csv",
+        ),
+        (["simulate", "nodir/s.csv"], "OUT nodir/s.csv: the folder"),
+        (
+            ["propensity", "log.csv", "--method", "em", "--bootstrap", "0"],
+            "--bootstrap: must be in [1, inf], got 0",
+        ),
+        (
+            ["propensity", "log.csv", "--method", "em", "--max-position", "0"],
+            "--max-position: must be in [1, inf]",
+        ),
+        (
+            ["propensity", "log.csv", "--method", "em", "--confidence", "1.5"],
+            "--confidence: must be in (0.0, 1.0)",
+        ),
+        (
+            ["propensity", "log.csv", "--method", "em", "--iterations", "5"],
+            "--iterations applies to --method regression-em",
+        ),
+        (
+            ["propensity", "log.csv", "--method", "em", "--features", "test.txt"],
+            "--features applies to --method regression-em",
+        ),
+        (
+            ["propensity", "log.csv", "--method", "regression-em"],
+            "--features: method regression-em needs the documents'",
+        ),
+        (
+            ["propensity", "log.csv", "--method", "regression-em", "--features", "no.txt"],
+            "--features no.txt: no such",
+        ),
+        (["simulate", "s.csv", "--queries", "0"], "--queries: must be in [1, inf], got 0"),
+        (["simulate", "s.csv", "--eta", "nan"], "--eta: expected a finite number, got nan"),
+        (["simulate", "s.csv", "--top-k", "0"], "--top-k:"),
+        (["simulate", "s.csv", "--rounds", "0"], "--rounds: expected an integer >= 1, got 0"),
+    ],
+)
+def test_clicks_usage_errors_before_the_work_in_this_commands_spelling(files, capsys, argv, message):
+    (files / "link.csv").symlink_to("log.csv")
+    before = (files / "log.csv").read_bytes()
+    line = error_of(clicks_main, argv, capsys)
+    assert message in line
+    assert (files / "log.csv").read_bytes() == before and not (files / "s.csv").exists()
+
+
+def test_propensity_output_in_a_missing_folder_fails_before_reading_the_log(files, capsys, monkeypatch):
+    import ltr.clicks.__main__ as command
+
+    monkeypatch.setattr(command, "read_click_log", lambda path: pytest.fail("the log was read"))
+    error_of(clicks_main, ["propensity", "log.csv", "--method", "em", "--output", "nodir/p.json"], capsys)
+
+
+def test_clicks_one_query_log_in_a_real_process(files):
+    (files / "one.csv").write_text(ONE_QUERY)
+    done = run_command(files, "ltr.clicks", "propensity", "one.csv", "--method", "em", "--output", "p.json")
+    assert done.returncode == 0, done.stderr
+    assert "no CI: the log has 1 query" in done.stdout
+    written = json.loads((files / "p.json").read_text())
+    assert written["ci_high"][1] is None and "2" in written["no_ci"]

@@ -25,6 +25,7 @@ import numpy as np
 
 from ltr.core.errors import ConfigError, DataError
 from ltr.io.numbers import integral
+from ltr.io.outputs import write_text_atomically
 
 LOG_COLUMNS = ("session", "qid", "doc", "position", "click")
 #: The deepest display position a log may hold (a bound that keeps every index computation in int64).
@@ -56,7 +57,10 @@ class ImpressionLog:
 
 @dataclass(frozen=True)
 class Propensities:
-    """Examination per position, normalised to position 1, with a bootstrap percentile CI."""
+    """Examination per position, normalised to position 1, with a bootstrap percentile CI.
+
+    ``no_ci`` holds, per position, why it has no CI ("" where it has one; its bounds are then NaN):
+    a CI whose uncertainty cannot be computed is not shown as one (:mod:`ltr.clicks.propensity`)."""
 
     position: np.ndarray
     examination: np.ndarray
@@ -66,15 +70,25 @@ class Propensities:
     n_bootstrap: int
     confidence: float
     seed: int
+    no_ci: tuple[str, ...] = ()
 
-    def as_json(self) -> dict[str, list[Any]]:
-        """``{"position": [1, 2, …], "examination": [1.0, …], "ci_low": […], "ci_high": […]}``."""
-        return {
+    def as_json(self) -> dict[str, Any]:
+        """``{"position": [1, 2, …], "examination": [1.0, …], "ci_low": […], "ci_high": […]}``; a position
+        without a CI has ``null`` bounds, and ``"no_ci": {"2": "<reason>", …}`` follows."""
+        out: dict[str, Any] = {
             "position": [int(p) for p in self.position],
             "examination": [float(v) for v in self.examination],
-            "ci_low": [float(v) for v in self.ci_low],
-            "ci_high": [float(v) for v in self.ci_high],
+            "ci_low": [_bound(v) for v in self.ci_low],
+            "ci_high": [_bound(v) for v in self.ci_high],
         }
+        reasons = {str(int(p)): why for p, why in zip(self.position, self.no_ci, strict=False) if why}
+        if reasons:
+            out["no_ci"] = reasons
+        return out
+
+
+def _bound(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)
 
 
 def impression_log(
@@ -250,8 +264,8 @@ def csv_line_number(path: Path, row: int) -> int:
 
 
 def write_propensities(propensities: Propensities, path: str | Path) -> None:
-    """Write :meth:`Propensities.as_json` to ``path``."""
-    Path(path).write_text(json.dumps(propensities.as_json(), indent=1) + "\n", encoding="utf-8")
+    """Write :meth:`Propensities.as_json` to ``path`` atomically (:mod:`ltr.io.outputs`)."""
+    write_text_atomically(path, json.dumps(propensities.as_json(), indent=1, allow_nan=False) + "\n")
 
 
 def read_propensities(path: str | Path, where: str = "clicks.propensities") -> np.ndarray:
