@@ -54,10 +54,11 @@ from typing import Any
 
 import numpy as np
 
+from ltr.cli.parse_flags import PARSE_FLAGS, add_parse_flags, given_parse_flags, parse_options
 from ltr.cli.running import print_result, run_cli
 from ltr.cli.spelling import Spelling, spelled_as
 from ltr.core.config_check import check_block
-from ltr.core.errors import ConfigError
+from ltr.core.errors import ConfigError, DataError
 from ltr.core.resources import work_root
 from ltr.data import RankingData
 from ltr.data.config import SyntheticDataSchema
@@ -126,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--tracking-uri",
         help="MLflow store of runs:/ and models:/ URIs (default: the project's SQLite store)",
     )
+    add_parse_flags(
+        p.add_argument_group("parse options of --data (as in python -m ltr.data info)"), PARSE_OPTIONS
+    )
     letor.add_argument("--write-run", metavar="OUT", help="write the system's scores as a TREC run")
     letor.add_argument("--write-scores", metavar="OUT", help="write the system's scores, one per line")
     p.add_argument(
@@ -190,6 +194,7 @@ def _check_arguments(args: argparse.Namespace) -> None:
         if args.qrels is None:
             raise ConfigError("--run needs --qrels (the judgments to evaluate it against)")
         letor_only = [f"--{f.replace('_', '-')}" for f in LETOR_ONLY if getattr(args, f) not in (None, [])]
+        letor_only += given_parse_flags(args, PARSE_OPTIONS)
         if letor_only:
             needs = "need" if len(letor_only) > 1 else "needs"
             raise ConfigError(
@@ -304,9 +309,20 @@ def letor_source(args: argparse.Namespace) -> LetorSource:
     return LetorSource(name, every[split], tuple(every.values()), cfg | {"parse": {"docid": True}})
 
 
-#: how this command spells the data config keys a registry message names
-DATA_FLAGS = Spelling.flags((), {"data.fold": "--fold", "data.variant": "--variant", "data.dir": "--dir",
-                                 "data.splits": "--split"})  # fmt: skip
+#: the parse options this command has flags for: all but ``--regroup`` (the rows are scored in file order,
+#: and ``--scores`` files follow it) and ``--n-features`` (a ``--model``'s width sets it)
+PARSE_OPTIONS = tuple(name for name in PARSE_FLAGS if name not in ("regroup", "n_features"))
+#: how this command spells the options a library message names: parse options, data config keys
+DATA_FLAGS = Spelling.flags(
+    PARSE_OPTIONS,
+    {"data.fold": "--fold", "data.variant": "--variant", "data.dir": "--dir", "data.splits": "--split"},
+)
+#: the parser's advice for a query split into blocks, and what this command says instead (it has no
+#: --regroup: the rows are scored in file order, and --scores files follow that order)
+REGROUP_ADVICE = (
+    "(regroup them, or load with regroup=True)",
+    "(sort the file's rows by query, and its --scores with them: ltr.evaluate scores rows in file order)",
+)
 
 
 def _check_outputs(args: argparse.Namespace, source: LetorSource | None) -> None:
@@ -336,18 +352,33 @@ def _trec_systems(args: argparse.Namespace, measures: Sequence[str], preset: str
     return [System(n, g, r) for n, g, r in zip(names, args.run, results, strict=True)]
 
 
-def load_letor(source: LetorSource, split: str, n_features: int | None) -> RankingData:
+def load_letor(
+    source: LetorSource, split: str, n_features: int | None, parse: dict[str, Any] | None = None
+) -> RankingData:
     """The data ``source`` names: a registry dataset's split (``synthetic`` included: the files
     ``python -m ltr.train`` generated, as they are; generated with the defaults on first use), or a file
-    (row order = file order)."""
+    (row order = file order). ``parse``: ``load_svmlight`` options (the parse flags). Errors advise this
+    command's flags."""
+    parse = parse or {}
+    with spelled_as(DATA_FLAGS):
+        try:
+            return _load_letor(source, split, n_features, parse)
+        except DataError as exc:
+            if REGROUP_ADVICE[0] in str(exc):
+                raise DataError(str(exc).replace(*REGROUP_ADVICE)) from None
+            raise
+
+
+def _load_letor(
+    source: LetorSource, split: str, n_features: int | None, parse: dict[str, Any]
+) -> RankingData:
     if source.dataset == "synthetic":
         if not source.path.is_file():  # first use, as `python -m ltr.train` would: the generator's defaults
             load_synthetic(check_block(SyntheticDataSchema, {"dir": str(source.path.parent)}, "data"))
-        return load_svmlight(source.path, docid=True, n_features=n_features or N_SYNTHETIC_FEATURES)
+        return load_svmlight(source.path, docid=True, n_features=n_features or N_SYNTHETIC_FEATURES, **parse)
     if source.cfg is not None:
-        with spelled_as(DATA_FLAGS):
-            return load_dataset(source.cfg)[split]
-    return load_svmlight(source.path, docid=True, n_features=n_features)
+        return load_dataset(source.cfg | {"parse": source.cfg["parse"] | parse})[split]
+    return load_svmlight(source.path, docid=True, n_features=n_features, **parse)
 
 
 def _letor_systems(
@@ -356,7 +387,9 @@ def _letor_systems(
     uri = resolve_tracking_uri(args.tracking_uri, work_root()) if args.model else ""
     models = [load_model(given, tracking_uri=uri) for given in args.model]
     widths = {int(m.ranker.n_features_in_) for m in models}
-    data = load_letor(source, args.split or "test", max(widths) if widths else None)
+    data = load_letor(
+        source, args.split or "test", max(widths) if widths else None, parse_options(args, PARSE_OPTIONS)
+    )
     qid = data.qid
     docno = docnos(data.docid, data.n_docs)
 

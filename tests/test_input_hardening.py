@@ -560,3 +560,39 @@ def test_clicks_one_query_log_in_a_real_process(files):
     assert "no CI: the log has 1 query" in done.stdout
     written = json.loads((files / "p.json").read_text())
     assert written["ci_high"][1] is None and "2" in written["no_ci"]
+
+
+# --- class 4: a parse error's advice is a flag of the command the user is in -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "advice", "flag"),
+    [
+        (
+            "1 qid:1 0:0.1 1:0.2\n0 qid:1 0:0.3 1:0.1\n",
+            "load with --zero-based if the file is 0-based",
+            "--zero-based",
+        ),
+        ("1 qid:1 2:0.1 1:0.2\n0 qid:1 1:0.3\n", "load with --allow-unsorted to accept", "--allow-unsorted"),
+        ("1 qid:1 1:nan\n0 qid:1 1:0.3\n", "choose a policy: --nonfinite keep", "--nonfinite=missing"),
+        ("1.5 qid:1 1:0.1\n0 qid:1 1:0.3\n", "--no-integer-labels", "--no-integer-labels"),
+    ],
+)
+def test_evaluate_parse_errors_advise_its_own_flags_which_then_work(files, capsys, text, advice, flag):
+    (files / "f.txt").write_text(text)
+    (files / "p2.txt").write_text("0.1\n0.2\n")
+    line = error_of(evaluate_main, ["--data", "f.txt", "--scores", "p2.txt"], capsys)
+    assert advice in line and "=True" not in line
+    assert evaluate_main(["--data", "f.txt", "--scores", "p2.txt", flag, "--json"]) == 0, (
+        capsys.readouterr().err
+    )
+    assert json.loads(capsys.readouterr().out)["n_queries"] == 1
+
+
+def test_evaluate_says_why_it_has_no_regroup(files, capsys):
+    (files / "split.txt").write_text("1 qid:1 1:1\n0 qid:2 1:0.3\n1 qid:1 1:1\n")
+    (files / "p3.txt").write_text("0.1\n0.2\n0.3\n")
+    line = error_of(evaluate_main, ["--data", "split.txt", "--scores", "p3.txt"], capsys)
+    assert line.endswith(
+        "(sort the file's rows by query, and its --scores with them: ltr.evaluate scores rows in file order)"
+    )

@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from ltr.cli.parse_flags import PARSE_FLAGS, add_parse_flags, parse_options
 from ltr.cli.running import run_cli
 from ltr.cli.spelling import Spelling, spelled_as
 from ltr.core.errors import ConfigError, LtrError
@@ -40,17 +41,7 @@ from ltr.data.svmlight import load_svmlight
 from ltr.data.synthetic import N_FEATURES, SPLIT_FILES
 
 #: load_svmlight options with a flag of the same name (``zero_based`` → ``--zero-based``)
-FLAG_OPTIONS = (
-    "n_features",
-    "zero_based",
-    "allow_unsorted",
-    "nonfinite",
-    "label_range",
-    "integer_labels",
-    "allow_negative_labels",
-    "regroup",
-    "verify_cache",
-)
+FLAG_OPTIONS = (*PARSE_FLAGS, "verify_cache")
 
 
 #: this command's spelling of what library messages name: parse options, the data config keys
@@ -61,14 +52,7 @@ SPELLING = Spelling.flags(
 
 def _parse_opts(args: argparse.Namespace) -> dict:
     """The parse options the flags set (a flag left out keeps the parser's default)."""
-    opts = {}
-    for name in FLAG_OPTIONS[:-1]:
-        value = getattr(args, name)
-        if value is not None and value is not False:
-            opts[name] = tuple(value) if name == "label_range" else value
-    if args.integer_labels is False:
-        opts["integer_labels"] = False
-    return opts
+    return parse_options(args)
 
 
 def _synthetic(args: argparse.Namespace) -> dict:
@@ -229,15 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--variant")
         sp.add_argument("--dir", help="dataset folder (default: <data-dir>/<registry folder>)")
         sp.add_argument("--data-dir", default=str(work_root() / "data"))
-        sp.add_argument("--n-features", type=int)
-        sp.add_argument("--zero-based", action="store_true")
-        sp.add_argument("--allow-unsorted", action="store_true")
-        sp.add_argument("--nonfinite", choices=["error", "keep", "missing", "clip"])
-        sp.add_argument("--label-range", type=float, nargs=2, metavar=("LO", "HI"))
-        sp.add_argument("--integer-labels", action=argparse.BooleanOptionalAction, default=None,
-                        help="--no-integer-labels accepts real-valued labels")  # fmt: skip
-        sp.add_argument("--allow-negative-labels", action="store_true")
-        sp.add_argument("--regroup", action="store_true", help="gather the rows of a qid split into blocks")
+        add_parse_flags(sp)
         sp.add_argument(
             "--verify-cache",
             action="store_true",
