@@ -596,3 +596,29 @@ def test_evaluate_says_why_it_has_no_regroup(files, capsys):
     assert line.endswith(
         "(sort the file's rows by query, and its --scores with them: ltr.evaluate scores rows in file order)"
     )
+
+
+def test_regression_em_features_parse_advice_is_a_flag_of_ltr_clicks(files, capsys):
+    from ltr.clicks.simulation import simulate_log_table
+    from ltr.data.svmlight import write_svmlight
+    from ltr.data.synthetic import generate
+
+    data = generate(30, seed=0)
+    pd.DataFrame(simulate_log_table(data, rounds=3, seed=0)).to_csv(files / "sim.csv", index=False)
+    write_svmlight(
+        data, files / "f0.txt", comments=[f"docid = {i}" for i in range(data.n_docs)], zero_based=True
+    )
+    argv = ["propensity", "sim.csv", "--method", "regression-em", "--features", "f0.txt", "--bootstrap", "2",
+            "--iterations", "2", "--json"]  # fmt: skip
+    line = error_of(clicks_main, argv, capsys)
+    assert "f0.txt:1: feature index 0 but indices are 1-based" in line and "load with --zero-based" in line
+    assert clicks_main([*argv, "--zero-based"]) == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["position"][0] == 1
+    assert "--zero-based applies to --method regression-em" in error_of(
+        clicks_main, ["propensity", "sim.csv", "--method", "em", "--zero-based"], capsys
+    )
+
+
+def test_rand_top_one_changes_nothing_and_is_refused(files, capsys):
+    line = error_of(clicks_main, ["simulate", "s.csv", "--rand-top", "1"], capsys)
+    assert line == "error: --rand-top 1 shuffles one document, which changes nothing; 0 (off) or 2 and more"

@@ -46,6 +46,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
 
+from ltr.cli.parse_flags import add_parse_flags, given_parse_flags, parse_options
 from ltr.cli.running import print_result, run_cli
 from ltr.cli.spelling import Spelling, spelled_as
 from ltr.clicks.logs import Propensities, read_click_log, write_propensities
@@ -64,6 +65,10 @@ from ltr.data.synthetic import generate
 from ltr.io.outputs import check_outputs, replacing
 from ltr.report.progress import iteration_progress, task_progress
 
+#: the parse options of a ``--features`` file with a flag here (not ``--regroup``: rows are matched by docid
+#: anyway; not ``--n-features``: the file's width is taken as it is)
+FEATURE_PARSE_FLAGS = ("zero_based", "allow_unsorted", "nonfinite")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m ltr.clicks", description=__doc__.split("\n")[0])
@@ -74,6 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the estimate as JSON")
     p.add_argument("--max-position", type=int, default=None, help="deepest position (default: the log's)")
     p.add_argument("--features", default=None, help="regression-em: LETOR file, rows ending '# docid = DOC'")
+    add_parse_flags(
+        p.add_argument_group("parse options of --features (as in python -m ltr.data info)"),
+        FEATURE_PARSE_FLAGS,
+    )
     p.add_argument("--iterations", type=int, help=f"regression-em: EM iterations (default {ITERATIONS})")
     p.add_argument(
         "--bootstrap",
@@ -116,7 +125,7 @@ def format_table(p: Propensities) -> str:
 #: ``clicks.eta`` → ``--eta``, ``n_queries`` → ``--queries``)
 SPELLING = Spelling.flags(
     ("method", "max_position", "features", "iterations", "confidence", "seed", "rounds", "rand_top", "eta",
-     "epsilon", "top_k", "sessions"),
+     "epsilon", "top_k", "sessions", *FEATURE_PARSE_FLAGS),
     {"n_bootstrap": "--bootstrap", "n_queries": "--queries", "clicks.eta": "--eta", "clicks.epsilon": "--epsilon",
      "clicks.top_k": "--top-k", "clicks.sessions": "--sessions", "clicks.model": "the click model"},
 )  # fmt: skip
@@ -127,12 +136,17 @@ def check_arguments(args: argparse.Namespace) -> None:
     and options that would change nothing."""
     if args.command == "simulate":
         check_outputs({"OUT": args.output, "--features-out": args.features_out}, {})
+        if args.rand_top == 1:
+            raise ConfigError(
+                "--rand-top 1 shuffles one document, which changes nothing; 0 (off) or 2 and more"
+            )
         return
     check_outputs({"--output": args.output}, {"LOG": [args.log], "--features": [args.features]})
     if args.method != "regression-em":
-        for flag in ("features", "iterations"):
-            if getattr(args, flag) is not None:
-                raise ConfigError(f"--{flag} applies to --method regression-em, not --method {args.method}")
+        given = [f"--{flag}" for flag in ("features", "iterations") if getattr(args, flag) is not None]
+        given += given_parse_flags(args, FEATURE_PARSE_FLAGS)
+        if given:
+            raise ConfigError(f"{given[0]} applies to --method regression-em, not --method {args.method}")
     check_estimate_options(
         method=args.method, n_bootstrap=args.bootstrap, confidence=args.confidence, max_position=args.max_position,
         features=args.features, iterations=ITERATIONS if args.iterations is None else args.iterations,
@@ -230,6 +244,7 @@ def _propensity(args: argparse.Namespace) -> str:
             confidence=args.confidence,
             seed=args.seed,
             features=args.features,
+            features_parse=parse_options(args, FEATURE_PARSE_FLAGS),
             iterations=iterations,
             on_iteration=progress.iteration,
             on_replicate=progress.replicate,

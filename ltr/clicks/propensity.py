@@ -86,6 +86,7 @@ def estimate_propensities(
     tol: float = 1e-6,
     max_iter: int = MAX_ITER,
     features: str | Path | None = None,
+    features_parse: Mapping[str, Any] | None = None,
     iterations: int = ITERATIONS,
     trees: int = TREES,
     regressor_params: Mapping[str, Any] | None = None,
@@ -97,7 +98,8 @@ def estimate_propensities(
 
     ``n_bootstrap`` defaults to :data:`DEFAULT_BOOTSTRAP` of the method. ``tol``/``max_iter``: the
     plain EM's stopping rule. ``features`` (required by ``regression-em``, refused by the others): a
-    LETOR file with ``# docid = X`` rows (:func:`ltr.clicks.regression_em.pair_features`);
+    LETOR file with ``# docid = X`` rows (:func:`ltr.clicks.regression_em.pair_features`; ``features_parse``:
+    its ``load_svmlight`` options, e.g. ``{"zero_based": True}``);
     ``iterations``, ``trees``, ``regressor_params`` (LightGBM settings over
     :data:`~ltr.clicks.regression_em.REGRESSOR_PARAMS`) and ``num_threads`` (LightGBM's, pinned)
     are regression EM's.
@@ -153,7 +155,7 @@ def estimate_propensities(
                     on_replicate(b)
         else:
             regressor = RelevanceRegressor(
-                _log_pair_features(log, features), regressor_params, seed, num_threads
+                _log_pair_features(log, features, features_parse), regressor_params, seed, num_threads
             )
             settings = {"iterations": iterations, "trees": trees}
             # one sampling stream per fit: the point estimate is the same whatever n_bootstrap is;
@@ -274,7 +276,7 @@ def check_estimate_options(
     return n_bootstrap, max_position, iterations, trees, num_threads
 
 
-def _log_pair_features(log: ImpressionLog, path: str | Path) -> Any:
+def _log_pair_features(log: ImpressionLog, path: str | Path, parse: Mapping[str, Any] | None) -> Any:
     if log.pair_qid is None or log.pair_doc is None or log.pair_row is None:
         raise ConfigError(f"{log.source}: build the log with impression_log() to match it to features")
     return pair_features(
@@ -284,6 +286,7 @@ def _log_pair_features(log: ImpressionLog, path: str | Path) -> Any:
         pair_row=log.pair_row,
         log_source=log.source,
         row_label=log.row_label,
+        parse=parse,
     )
 
 

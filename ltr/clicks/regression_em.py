@@ -92,11 +92,13 @@ def pair_features(
     pair_row: np.ndarray,
     log_source: str,
     row_label: str = "row",
+    parse: Mapping[str, Any] | None = None,
 ) -> np.ndarray | sp.csr_matrix:
     """The feature row of every (qid, doc) pair of a click log, from a LETOR file's ``# docid = X`` rows.
 
     ``pair_qid``/``pair_doc``: the pair's qid and doc as the log spells them; ``pair_row``: a
     0-based log row showing the pair (named in the error when the file has no such document).
+    ``parse``: more ``load_svmlight`` options for the file (``zero_based``, ``allow_unsorted``, …).
     A file qid ``7`` matches a log qid ``7`` or ``007`` (compared as integers when the log's is one).
     """
     from ltr.data.svmlight import load_svmlight  # deferred: the data loader only when features are read
@@ -107,7 +109,8 @@ def pair_features(
             f"features: no such features file {str(path)!r} (an SVMlight/LETOR file whose rows end with "
             f"'# docid = X', X the click log's doc)"
         )
-    data = load_svmlight(path, docid=True, integer_labels=False, allow_negative_labels=True)
+    options = {"integer_labels": False, "allow_negative_labels": True, **dict(parse or {})}
+    data = load_svmlight(path, docid=True, **options)
     docid = np.asarray(data.docid, dtype=str)
     index: dict[tuple[str, str], int] = {}
     for row, (q, d) in enumerate(zip(data.qid.tolist(), docid.tolist(), strict=True)):
