@@ -393,7 +393,10 @@ def test_evaluate_synthetic_by_name_in_any_case(files, capsys):
             "--fold applies to a registry dataset (see `list`); test.txt is a file",
         ),
         (["info", "synthetic", "--variant", "x"], "--variant: synthetic has no variants"),
-        (["fetch", "mq2008x"], "unknown dataset 'mq2008x'; known datasets: synthetic, svmlight, istella"),
+        (
+            ["fetch", "mq2008x"],
+            "known datasets: synthetic, svmlight, istella, mq2007, mq2008, mslr_web10k, mslr_web30k, yahoo_set1, yahoo_set2 (did you mean 'mq2008' or 'mq2007'?)",
+        ),
         (["fetch", "synthetic"], "'synthetic' is not a registry dataset (nothing to fetch or locate)"),
     ],
 )
