@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from ltr.cli.numbers import OneLineParser, integer_option
 from ltr.cli.parse_flags import PARSE_FLAGS, add_parse_flags, given_parse_flags, parse_options
 from ltr.cli.running import print_result, run_cli
 from ltr.cli.spelling import Spelling, spelled_as
@@ -87,7 +88,7 @@ SPLITS = ("train", "valid", "test")
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface (also used by the tests)."""
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python -m ltr.evaluate",
         description="Evaluate TREC runs against qrels, or prediction files / models against LETOR data "
         "(trec_eval-style output, --json, or a --compare leaderboard).",
@@ -102,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--data", help="an SVMlight/LETOR file, or a registry dataset name (see python -m ltr.data list)"
     )
     letor.add_argument("--split", choices=SPLITS, help="split of a registry dataset (default: test)")
-    letor.add_argument("--fold", type=int, help="fold of a registry dataset (MSLR, LETOR 4.0)")
+    letor.add_argument("--fold", type=integer_option, help="fold of a registry dataset (MSLR, LETOR 4.0)")
     letor.add_argument("--variant", help="variant of a registry dataset (istella)")
     letor.add_argument("--dir", help="dataset folder (default: <data-dir>/<registry folder>)")
     letor.add_argument(
@@ -156,8 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--compare", action="store_true", help="print the paired-comparison leaderboard")
     cmp.add_argument("--baseline", help="baseline system (default: the first)")
     cmp.add_argument("--test", choices=("randomization", "t"), help="paired test (default randomization)")
-    cmp.add_argument("--B", type=int, help="bootstrap / randomisation samples (default 10000)")
-    cmp.add_argument("--seed", type=int, help="seed of the bootstrap and randomisation test (default 0)")
+    cmp.add_argument("--B", type=integer_option, help="bootstrap / randomisation samples (default 10000)")
+    cmp.add_argument(
+        "--seed", type=integer_option, help="seed of the bootstrap and randomisation test (default 0)"
+    )
     return p
 
 

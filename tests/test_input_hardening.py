@@ -625,3 +625,70 @@ def test_regression_em_features_parse_advice_is_a_flag_of_ltr_clicks(files, caps
 def test_rand_top_one_changes_nothing_and_is_refused(files, capsys):
     line = error_of(clicks_main, ["simulate", "s.csv", "--rand-top", "1"], capsys)
     assert line == "error: --rand-top 1 shuffles one document, which changes nothing; 0 (off) or 2 and more"
+
+
+# --- classes 2 and 4 on options: numbers in ASCII, a usage error in one line -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("main_of", "argv", "message"),
+    [
+        (
+            "clicks",
+            ["propensity", "log.csv", "--method", "em", "--bootstrap", "1_0"],
+            "argument --bootstrap: expected an integer",
+        ),
+        (
+            "clicks",
+            ["propensity", "log.csv", "--method", "em", "--confidence", "٠.٩"],
+            "argument --confidence: expected a number",
+        ),
+        ("clicks", ["simulate", "s.csv", "--queries", "３"], "argument --queries: expected an integer"),
+        ("clicks", ["propensity", "log.csv"], "the following arguments are required: --method"),
+        (
+            "evaluate",
+            ["--data", "mq2008", "--fold", "٣", "--scores", "pred.txt"],
+            "argument --fold: expected an integer",
+        ),
+        (
+            "evaluate",
+            ["--data", "test.txt", "--scores", "pred.txt", "--compare", "--B", "1_000"],
+            "argument --B:",
+        ),
+        (
+            "evaluate",
+            ["--data", "test.txt", "--scores", "pred.txt", "--preset", "nope"],
+            "argument --preset: invalid choice",
+        ),
+        ("data", ["info", "test.txt", "--n-features", "1_0"], "argument --n-features: expected an integer"),
+        (
+            "data",
+            ["info", "test.txt", "--label-range", "0", "٤"],
+            "argument --label-range: expected a number",
+        ),
+    ],
+)
+def test_option_numbers_are_ascii_and_usage_errors_are_one_line(files, capsys, main_of, argv, message):
+    from ltr.data.__main__ import main as data_main
+
+    main = {"clicks": clicks_main, "evaluate": evaluate_main, "data": data_main}[main_of]
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {message}") and err.rstrip().endswith("--help)")
+
+
+def test_empty_output_paths_and_files_as_folders_are_refused(files, capsys):
+    scored = ["--data", "test.txt", "--scores", "pred.txt"]
+    cases = {
+        "--write-run: the path is empty": (evaluate_main, [*scored, "--write-run", ""]),
+        "pred.txt is a file, not a folder": (evaluate_main, [*scored, "--write-scores", "pred.txt/s"]),
+        "--output: the path is empty": (
+            clicks_main,
+            ["propensity", "log.csv", "--method", "em", "--output", ""],
+        ),
+        "log.csv is a file, not a folder": (clicks_main, ["simulate", "log.csv/s.csv"]),
+    }
+    for message, (main, argv) in cases.items():
+        assert message in error_of(main, argv, capsys), argv

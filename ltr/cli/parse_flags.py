@@ -18,6 +18,8 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from ltr.cli.numbers import integer_option, real_option
+
 #: every parse option with a flag (``zero_based`` → ``--zero-based``), in the order of ``--help``
 PARSE_FLAGS = (
     "n_features",
@@ -35,11 +37,11 @@ def add_parse_flags(parser: argparse.ArgumentParser | Any, names: Sequence[str] 
     """Add the flags of the parse options ``names`` (a subset of :data:`PARSE_FLAGS`) to ``parser``
     (or an argument group)."""
     flags: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
-        "n_features": ((), {"type": int}),
+        "n_features": ((), {"type": integer_option}),
         "zero_based": ((), {"action": "store_true", "help": "feature indices start at 0"}),
         "allow_unsorted": ((), {"action": "store_true", "help": "accept feature indices out of order"}),
         "nonfinite": ((), {"choices": ["error", "keep", "missing", "clip"], "help": "NaN/inf/huge values"}),
-        "label_range": ((), {"type": float, "nargs": 2, "metavar": ("LO", "HI")}),
+        "label_range": ((), {"type": real_option, "nargs": 2, "metavar": ("LO", "HI")}),
         "integer_labels": (
             (),
             {

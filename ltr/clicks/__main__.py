@@ -46,6 +46,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
 
+from ltr.cli.numbers import OneLineParser, integer_option, real_option
 from ltr.cli.parse_flags import add_parse_flags, given_parse_flags, parse_options
 from ltr.cli.running import print_result, run_cli
 from ltr.cli.spelling import Spelling, spelled_as
@@ -70,39 +71,46 @@ from ltr.report.progress import iteration_progress, task_progress
 FEATURE_PARSE_FLAGS = ("zero_based", "allow_unsorted", "nonfinite")
 
 
+#: the numeric options of ``simulate`` and their defaults; all but ``queries`` are passed on to
+#: :func:`ltr.clicks.simulate_log_table` under the same names
+SIMULATE_DEFAULTS = {
+    "queries": 300, "rounds": 20, "sessions": 1, "rand_top": 0, "eta": 1.0, "epsilon": 0.1, "top_k": 10, "seed": 0,
+}  # fmt: skip
+SIMULATE_OPTIONS = tuple(name for name in SIMULATE_DEFAULTS if name != "queries")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ltr.clicks", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="python -m ltr.clicks", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("propensity", help="examination propensity per position from a click log")
     p.add_argument("log", help="CSV or Parquet click log: session, qid, doc, position, click")
     p.add_argument("--method", choices=METHODS, required=True)
     p.add_argument("--json", action="store_true", help="print the estimate as JSON")
-    p.add_argument("--max-position", type=int, default=None, help="deepest position (default: the log's)")
+    p.add_argument(
+        "--max-position", type=integer_option, default=None, help="deepest position (default: the log's)"
+    )
     p.add_argument("--features", default=None, help="regression-em: LETOR file, rows ending '# docid = DOC'")
     add_parse_flags(
         p.add_argument_group("parse options of --features (as in python -m ltr.data info)"),
         FEATURE_PARSE_FLAGS,
     )
-    p.add_argument("--iterations", type=int, help=f"regression-em: EM iterations (default {ITERATIONS})")
+    p.add_argument(
+        "--iterations", type=integer_option, help=f"regression-em: EM iterations (default {ITERATIONS})"
+    )
     p.add_argument(
         "--bootstrap",
-        type=int,
+        type=integer_option,
         default=None,
         help="bootstrap replicates over queries (default: 200, regression-em 20)",
     )
-    p.add_argument("--confidence", type=float, default=0.95)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--confidence", type=real_option, default=0.95)
+    p.add_argument("--seed", type=integer_option, default=0)
     p.add_argument("--output", default=None, help="also write the JSON estimate here")
     s = sub.add_parser("simulate", help="write a simulated PBM click log (CSV) of the synthetic data")
     s.add_argument("output")
-    s.add_argument("--queries", type=int, default=300)
-    s.add_argument("--rounds", type=int, default=20)
-    s.add_argument("--sessions", type=int, default=1)
-    s.add_argument("--rand-top", type=int, default=0)
-    s.add_argument("--eta", type=float, default=1.0)
-    s.add_argument("--epsilon", type=float, default=0.1)
-    s.add_argument("--top-k", type=int, default=10)
-    s.add_argument("--seed", type=int, default=0)
+    for name, default in SIMULATE_DEFAULTS.items():  # plain ASCII numbers, as in the files (ltr.cli.numbers)
+        kind = real_option if isinstance(default, float) else integer_option
+        s.add_argument("--" + name.replace("_", "-"), type=kind, default=default)
     s.add_argument("--features-out", default=None, help="also write the features, rows '# docid = DOC'")
     return parser
 
@@ -208,10 +216,6 @@ def run(args: argparse.Namespace) -> str:
     with spelled_as(SPELLING):
         check_arguments(args)
         return _simulate(args) if args.command == "simulate" else _propensity(args)
-
-
-#: the options of ``simulate`` passed on to :func:`ltr.clicks.simulate_log_table` under the same names
-SIMULATE_OPTIONS = ("rounds", "rand_top", "eta", "epsilon", "top_k", "sessions", "seed")
 
 
 def _simulate(args: argparse.Namespace) -> str:

@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from ltr.cli.numbers import OneLineParser, integer_option
 from ltr.cli.parse_flags import PARSE_FLAGS, add_parse_flags, parse_options
 from ltr.cli.running import run_cli
 from ltr.cli.spelling import Spelling, spelled_as
@@ -203,13 +204,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m ltr.data", description=__doc__,
+    p = OneLineParser(prog="python -m ltr.data", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def data_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("target", help="an SVMlight file or a registry name (see `list`)")
-        sp.add_argument("--fold", type=int)
+        sp.add_argument("--fold", type=integer_option)
         sp.add_argument("--variant")
         sp.add_argument("--dir", help="dataset folder (default: <data-dir>/<registry folder>)")
         sp.add_argument("--data-dir", default=str(work_root() / "data"))

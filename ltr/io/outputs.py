@@ -59,7 +59,7 @@ def check_outputs(
     """Refuse (``ConfigError`` naming the options) outputs that would destroy an input or each other, or
     that cannot be written (see the module docstring). ``outputs``: option → path (``None``: not given);
     ``inputs``: option → the paths it names (files or folders; ``None`` skipped)."""
-    given = [(option, path) for option, path in outputs.items() if path is not None and str(path) != ""]
+    given = [(option, path) for option, path in outputs.items() if path is not None]
     for i, (option, path) in enumerate(given):
         check_writable(option, path)
         for in_option, in_paths in inputs.items():
@@ -79,10 +79,14 @@ def check_outputs(
 
 def check_writable(option: str, path: PathLike) -> None:
     """Refuse an output that is a folder, or whose folder does not exist or is not writable."""
+    if str(path) == "":
+        raise ConfigError(f"{option}: the path is empty; give a file path")
     target = Path(path)
     if target.is_dir():
         raise ConfigError(f"{option} {path}: is a folder; give a file path")
     folder = target.resolve().parent
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{option} {path}: {folder} is a file, not a folder")
     if not folder.is_dir():
         raise ConfigError(f"{option} {path}: the folder {folder} does not exist; create it first")
     if not os.access(folder, os.W_OK | os.X_OK):
