@@ -12,13 +12,18 @@ trec_eval's default cutoffs) or ``ltr`` names (``ndcg@10``, ``err@20``). Convent
 trec_eval's (preset ``trec``: ideal ranking from all judged documents, score ties broken by docno
 descending, rank column ignored).
 
-**LETOR data** (``--data``): a LETOR/SVMlight file, or a registry dataset name with ``--split``
-(default ``test``), ``--fold`` / ``--variant`` and ``--dir`` as in ``python -m ltr.data``. Each system
+**LETOR data** (``--data``): a LETOR/SVMlight file (parse flags as in ``python -m ltr.data info``,
+but no ``--regroup``), or a dataset name as ``python -m ltr.data list`` shows it (any case; a close
+miss suggests the name; :func:`letor_source`) with ``--split`` (default ``test``), ``--fold`` /
+``--variant`` and ``--dir`` as in ``python -m ltr.data``; an option the data does not have is refused. Each system
 is a prediction file (``--scores``; formats in :mod:`ltr.io.predictions`: one score per line in file
 order, or RankLib's ``qid index score``) or a fitted model (``--model``, :mod:`ltr.tracking.loading`),
 scored on the file's rows in file order. Conventions default to preset ``ltr``. ``--write-run``
 writes the single system's scores as a TREC run (docno = the row's ``#docid`` comment, else its row
-number; tag = the system's name), ``--write-scores`` one score per line.
+number; tag = the system's name), ``--write-scores`` one score per line. Before any work an output
+that is the same file as an input or the other output, a folder, or in a missing or unwritable folder
+is refused (:mod:`ltr.io.outputs`, which writes them atomically); a run with a docid twice in a query
+is refused naming both lines. Options that would change nothing are refused, naming them.
 
 Output: trec_eval's ``measure<TAB>topic<TAB>value`` per system (a ``runid`` line opens each
 system's ``all`` block; ``-q`` adds the per-topic lines), or with ``--json``
