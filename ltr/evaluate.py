@@ -12,13 +12,18 @@ trec_eval's default cutoffs) or ``ltr`` names (``ndcg@10``, ``err@20``). Convent
 trec_eval's (preset ``trec``: ideal ranking from all judged documents, score ties broken by docno
 descending, rank column ignored).
 
-**LETOR data** (``--data``): a LETOR/SVMlight file, or a registry dataset name with ``--split``
-(default ``test``), ``--fold`` / ``--variant`` and ``--dir`` as in ``python -m ltr.data``. Each system
+**LETOR data** (``--data``): a LETOR/SVMlight file (parse flags as in ``python -m ltr.data info``,
+but no ``--regroup``), or a dataset name as ``python -m ltr.data list`` shows it (any case; a close
+miss suggests the name; :func:`letor_source`) with ``--split`` (default ``test``), ``--fold`` /
+``--variant`` and ``--dir`` as in ``python -m ltr.data``; an option the data does not have is refused. Each system
 is a prediction file (``--scores``; formats in :mod:`ltr.io.predictions`: one score per line in file
 order, or RankLib's ``qid index score``) or a fitted model (``--model``, :mod:`ltr.tracking.loading`),
 scored on the file's rows in file order. Conventions default to preset ``ltr``. ``--write-run``
 writes the single system's scores as a TREC run (docno = the row's ``#docid`` comment, else its row
-number; tag = the system's name), ``--write-scores`` one score per line.
+number; tag = the system's name), ``--write-scores`` one score per line. Before any work an output
+that is the same file as an input or the other output, a folder, or in a missing or unwritable folder
+is refused (:mod:`ltr.io.outputs`, which writes them atomically); a run with a docid twice in a query
+is refused naming both lines. Options that would change nothing are refused, naming them.
 
 Output: trec_eval's ``measure<TAB>topic<TAB>value`` per system (a ``runid`` line opens each
 system's ``all`` block; ``-q`` adds the per-topic lines), or with ``--json``
@@ -46,6 +51,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,19 +59,24 @@ from typing import Any
 
 import numpy as np
 
+from ltr.cli.numbers import OneLineParser, integer_option
+from ltr.cli.parse_flags import PARSE_FLAGS, add_parse_flags, given_parse_flags, parse_options
 from ltr.cli.running import print_result, run_cli
+from ltr.cli.spelling import Spelling, spelled_as
 from ltr.core.config_check import check_block
-from ltr.core.errors import ConfigError
+from ltr.core.errors import ConfigError, DataError
 from ltr.core.resources import work_root
 from ltr.data import RankingData
 from ltr.data.config import SyntheticDataSchema
-from ltr.data.registry import REGISTRY, default_dir, load_dataset
+from ltr.data.registry import dataset_name, load_dataset, registry_config, split_files, unknown_dataset
 from ltr.data.svmlight import load_svmlight
 from ltr.data.synthetic import N_FEATURES as N_SYNTHETIC_FEATURES
 from ltr.data.synthetic import SPLIT_FILES as SYNTHETIC_FILES
 from ltr.data.synthetic import load_synthetic
+from ltr.io.outputs import check_outputs
 from ltr.io.predictions import SCORE_FORMATS, read_scores, write_scores
-from ltr.io.trec import docnos, read_qrels, read_run, write_trec_run
+from ltr.io.textlines import data_line_number
+from ltr.io.trec import check_run_docnos, docnos, read_qrels, read_run, write_trec_run
 from ltr.metrics.conventions import PRESETS, describe_conventions
 from ltr.metrics.trec import TrecResult, evaluate_labelled, evaluate_trec, format_trec
 from ltr.tracking.loading import load_model
@@ -82,7 +93,7 @@ SPLITS = ("train", "valid", "test")
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface (also used by the tests)."""
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python -m ltr.evaluate",
         description="Evaluate TREC runs against qrels, or prediction files / models against LETOR data "
         "(trec_eval-style output, --json, or a --compare leaderboard).",
@@ -96,13 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     letor.add_argument(
         "--data", help="an SVMlight/LETOR file, or a registry dataset name (see python -m ltr.data list)"
     )
-    letor.add_argument(
-        "--split", choices=SPLITS, default="test", help="split of a registry dataset (default: test)"
-    )
-    letor.add_argument("--fold", type=int, help="fold of a registry dataset (MSLR, LETOR 4.0)")
+    letor.add_argument("--split", choices=SPLITS, help="split of a registry dataset (default: test)")
+    letor.add_argument("--fold", type=integer_option, help="fold of a registry dataset (MSLR, LETOR 4.0)")
     letor.add_argument("--variant", help="variant of a registry dataset (istella)")
     letor.add_argument("--dir", help="dataset folder (default: <data-dir>/<registry folder>)")
-    letor.add_argument("--data-dir", default=str(work_root() / "data"))
+    letor.add_argument(
+        "--data-dir", help="where registry datasets live (default: data/ under the working directory)"
+    )
     letor.add_argument(
         "--scores",
         action="append",
@@ -111,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="prediction file, one row per document (repeatable)",
     )
     letor.add_argument(
-        "--scores-format", choices=SCORE_FORMATS, default="auto",
+        "--scores-format", choices=SCORE_FORMATS,
         help="lines (one score per line: LightGBM, XGBoost, SVMrank), ranklib (qid index score); default auto",
     )  # fmt: skip
     letor.add_argument(
@@ -121,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     letor.add_argument(
         "--tracking-uri",
         help="MLflow store of runs:/ and models:/ URIs (default: the project's SQLite store)",
+    )
+    add_parse_flags(
+        p.add_argument_group("parse options of --data (as in python -m ltr.data info)"), PARSE_OPTIONS
     )
     letor.add_argument("--write-run", metavar="OUT", help="write the system's scores as a TREC run")
     letor.add_argument("--write-scores", metavar="OUT", help="write the system's scores, one per line")
@@ -147,11 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
     cmp = p.add_argument_group("comparing systems")
     cmp.add_argument("--compare", action="store_true", help="print the paired-comparison leaderboard")
     cmp.add_argument("--baseline", help="baseline system (default: the first)")
-    cmp.add_argument("--test", choices=("randomization", "t"), default="randomization", help="paired test")
+    cmp.add_argument("--test", choices=("randomization", "t"), help="paired test (default randomization)")
+    cmp.add_argument("--B", type=integer_option, help="bootstrap / randomisation samples (default 10000)")
     cmp.add_argument(
-        "--B", type=int, default=10_000, help="bootstrap / randomisation samples (default 10000)"
+        "--seed", type=integer_option, help="seed of the bootstrap and randomisation test (default 0)"
     )
-    cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomisation test")
     return p
 
 
@@ -187,10 +201,16 @@ def _check_arguments(args: argparse.Namespace) -> None:
     if args.data is None:
         if args.qrels is None:
             raise ConfigError("--run needs --qrels (the judgments to evaluate it against)")
-        if args.scores or args.model or args.write_run or args.write_scores:
-            raise ConfigError("--scores, --model, --write-run and --write-scores need --data (a LETOR file)")
+        letor_only = [f"--{f.replace('_', '-')}" for f in LETOR_ONLY if getattr(args, f) not in (None, [])]
+        letor_only += given_parse_flags(args, PARSE_OPTIONS)
+        if letor_only:
+            needs = "need" if len(letor_only) > 1 else "needs"
+            raise ConfigError(
+                f"{', '.join(letor_only)} {needs} --data (LETOR data); no effect on --qrels/--run"
+            )
     elif not args.scores and not args.model:
         raise ConfigError("--data needs at least one --scores PRED or --model SOURCE to evaluate")
+    _check_no_effect(args)
     n_systems = len(args.run) + len(args.scores) + len(args.model)
     if (args.write_run or args.write_scores) and n_systems != 1:
         raise ConfigError(
@@ -204,6 +224,134 @@ def _check_arguments(args: argparse.Namespace) -> None:
         raise ConfigError("--baseline is used by --compare")
 
 
+#: options of the LETOR form (``--data``): each has no effect on TREC runs
+LETOR_ONLY = (
+    "scores", "model", "write_run", "write_scores", "split", "fold", "variant", "dir", "data_dir",
+    "scores_format", "tracking_uri",
+)  # fmt: skip
+#: ``--compare``'s options and their defaults (``None`` on the command line: not given)
+COMPARE_DEFAULTS = {"test": "randomization", "B": 10_000, "seed": 0}
+
+
+def _check_no_effect(args: argparse.Namespace) -> None:
+    """Refuse an option that would change nothing, naming it and the option it needs (``--split`` with a
+    file is refused by :func:`letor_source`, which knows what ``--data`` names)."""
+    if args.scores_format is not None and not args.scores:
+        raise ConfigError("--scores-format reads --scores files; no --scores was given")
+    if args.tracking_uri is not None and not args.model:
+        raise ConfigError(
+            "--tracking-uri is where --model finds runs:/ and models:/ sources; no --model was given"
+        )
+    for name in COMPARE_DEFAULTS:
+        if getattr(args, name) is not None and not args.compare:
+            raise ConfigError(f"--{name} applies to --compare (the paired comparison of systems)")
+    if args.per_topic and (args.json or args.compare):
+        other = "--json (whose per_query always holds every topic)" if args.json else "--compare"
+        raise ConfigError(
+            f"-q adds per-topic lines to trec_eval's text output; it has no effect with {other}"
+        )
+
+
+@dataclass(frozen=True)
+class LetorSource:
+    """What ``--data`` names, resolved before anything is read: ``dataset`` (a listed name, ``None`` for
+    a file), ``path`` (the file of the split evaluated), ``files`` (every file of the dataset: inputs an
+    output must not overwrite) and ``cfg`` (a registry dataset's data config)."""
+
+    dataset: str | None
+    path: Path
+    files: tuple[Path, ...]
+    cfg: dict[str, Any] | None = None
+
+
+def _is_path(text: str) -> bool:
+    return "/" in text or os.sep in text or bool(os.altsep and os.altsep in text)
+
+
+def letor_source(args: argparse.Namespace) -> LetorSource:
+    """Resolve ``--data``: a dataset name as ``python -m ltr.data list`` shows it
+    (:func:`ltr.data.registry.dataset_name`: ``MQ2008`` is ``mq2008``; a close miss suggests the name) or
+    a file (a path with a folder, ``./mq2008``, is always a file). Options the named data does not have
+    (``--split``/``--fold``/``--variant``/``--dir``/``--data-dir`` with a file, ``--fold`` with a dataset
+    without folds) are refused, naming both options."""
+    text = str(args.data)
+    name = None if _is_path(text) else dataset_name(text)
+    if name == "svmlight":
+        raise ConfigError(
+            "--data svmlight: svmlight is the kind of your own files; give a file's path to --data"
+        )
+    if name is None:
+        path = Path(text)
+        if path.is_dir():
+            raise ConfigError(
+                f"--data {text}: is a folder; give an SVMlight/LETOR file, or a dataset name with --dir FOLDER"
+            )
+        if not path.is_file():
+            raise (
+                unknown_dataset(text, "--data")
+                if not _is_path(text)
+                else ConfigError(f"--data {text}: no such file")
+            )
+        for flag in ("split", "fold", "variant", "dir", "data_dir"):
+            if getattr(args, flag) is not None:
+                raise ConfigError(
+                    f"--{flag.replace('_', '-')} applies to a registry dataset named by --data (python -m ltr.data list); "
+                    f"--data {text} is a file"
+                )
+        return LetorSource(None, path, (path,))
+    split = args.split or "test"
+    data_dir = Path(args.data_dir) if args.data_dir is not None else work_root() / "data"
+    if name == "synthetic":
+        for flag, what in (("fold", "folds"), ("variant", "variants")):
+            if getattr(args, flag) is not None:
+                raise ConfigError(f"--{flag}: synthetic has no {what}")
+        folder = Path(args.dir or data_dir / "synthetic")
+        return LetorSource(
+            name, folder / SYNTHETIC_FILES[split], tuple(folder / f for f in SYNTHETIC_FILES.values())
+        )
+    with spelled_as(DATA_FLAGS):
+        cfg = registry_config(
+            name, data_dir=data_dir, directory=args.dir, fold=args.fold, variant=args.variant, split=split
+        )
+    every = split_files({k: v for k, v in cfg.items() if k != "splits"})
+    return LetorSource(name, every[split], tuple(every.values()), cfg | {"parse": {"docid": True}})
+
+
+#: the parse options this command has flags for: all but ``--regroup`` (the rows are scored in file order,
+#: and ``--scores`` files follow it) and ``--n-features`` (a ``--model``'s width sets it)
+PARSE_OPTIONS = tuple(name for name in PARSE_FLAGS if name not in ("regroup", "n_features"))
+#: how this command spells the options a library message names: parse options, data config keys
+DATA_FLAGS = Spelling.flags(
+    PARSE_OPTIONS,
+    {"data.fold": "--fold", "data.variant": "--variant", "data.dir": "--dir", "data.splits": "--split"},
+)
+#: the parser's advice for a query split into blocks, and what this command says instead (it has no
+#: --regroup: the rows are scored in file order, and --scores files follow that order)
+REGROUP_ADVICE = (
+    "(regroup them, or load with regroup=True)",
+    "(sort the file's rows by query, and its --scores with them: ltr.evaluate scores rows in file order)",
+)
+
+
+def _check_outputs(args: argparse.Namespace, source: LetorSource | None) -> None:
+    """``--write-run`` / ``--write-scores`` against every input (:func:`ltr.io.outputs.check_outputs`)."""
+    models = [m for m in args.model if "://" not in m and ":/" not in m]
+    store = []
+    if args.model:
+        uri = resolve_tracking_uri(args.tracking_uri, work_root())
+        if uri.startswith("sqlite:///"):
+            store.append(uri[len("sqlite:///") :])
+    check_outputs(
+        {"--write-run": args.write_run, "--write-scores": args.write_scores},
+        {
+            "--data": source.files if source is not None else (),
+            "--scores": args.scores,
+            "--model": models,
+            "the MLflow store of --model": store,
+        },
+    )
+
+
 def _trec_systems(args: argparse.Namespace, measures: Sequence[str], preset: str) -> list[System]:
     qrels = read_qrels(args.qrels)
     runs = [read_run(path) for path in args.run]
@@ -212,47 +360,58 @@ def _trec_systems(args: argparse.Namespace, measures: Sequence[str], preset: str
     return [System(n, g, r) for n, g, r in zip(names, args.run, results, strict=True)]
 
 
-def load_letor(args: argparse.Namespace, n_features: int | None) -> RankingData:
-    """The data ``--data`` names: a registry dataset's ``--split`` (``synthetic`` included: the files
+def load_letor(
+    source: LetorSource, split: str, n_features: int | None, parse: dict[str, Any] | None = None
+) -> RankingData:
+    """The data ``source`` names: a registry dataset's split (``synthetic`` included: the files
     ``python -m ltr.train`` generated, as they are; generated with the defaults on first use), or a file
-    (row order = file order)."""
-    if args.data == "synthetic" and not Path(args.data).exists():
-        folder = Path(args.dir or Path(args.data_dir) / "synthetic")
-        path = folder / SYNTHETIC_FILES[args.split]
-        if not path.is_file():  # first use, as `python -m ltr.train` would: the generator's defaults
-            load_synthetic(check_block(SyntheticDataSchema, {"dir": str(folder)}, "data"))
-        return load_svmlight(path, docid=True, n_features=n_features or N_SYNTHETIC_FEATURES)
-    if args.data in REGISTRY:
-        cfg: dict[str, Any] = {
-            "kind": args.data,
-            "dir": args.dir or str(default_dir(args.data, args.data_dir)),
-            "splits": [args.split],
-            "parse": {"docid": True},
-        }
-        if args.fold is not None:
-            cfg["fold"] = args.fold
-        if args.variant is not None:
-            cfg["variant"] = args.variant
-        return load_dataset(cfg)[args.split]
-    for flag in ("fold", "variant", "dir"):
-        if getattr(args, flag) is not None:
-            raise ConfigError(f"--{flag} applies to a registry dataset; --data {args.data} is a file")
-    return load_svmlight(args.data, docid=True, n_features=n_features)
+    (row order = file order). ``parse``: ``load_svmlight`` options (the parse flags). Errors advise this
+    command's flags."""
+    parse = parse or {}
+    with spelled_as(DATA_FLAGS):
+        try:
+            return _load_letor(source, split, n_features, parse)
+        except DataError as exc:
+            if REGROUP_ADVICE[0] in str(exc):
+                raise DataError(str(exc).replace(*REGROUP_ADVICE)) from None
+            raise
 
 
-def _letor_systems(args: argparse.Namespace, measures: Sequence[str], preset: str) -> list[System]:
+def _load_letor(
+    source: LetorSource, split: str, n_features: int | None, parse: dict[str, Any]
+) -> RankingData:
+    if source.dataset == "synthetic":
+        if not source.path.is_file():  # first use, as `python -m ltr.train` would: the generator's defaults
+            load_synthetic(check_block(SyntheticDataSchema, {"dir": str(source.path.parent)}, "data"))
+        return load_svmlight(source.path, docid=True, n_features=n_features or N_SYNTHETIC_FEATURES, **parse)
+    if source.cfg is not None:
+        return load_dataset(source.cfg | {"parse": source.cfg["parse"] | parse})[split]
+    return load_svmlight(source.path, docid=True, n_features=n_features, **parse)
+
+
+def _letor_systems(
+    args: argparse.Namespace, measures: Sequence[str], preset: str, source: LetorSource
+) -> list[System]:
     uri = resolve_tracking_uri(args.tracking_uri, work_root()) if args.model else ""
-    models = [load_model(source, tracking_uri=uri) for source in args.model]
+    models = [load_model(given, tracking_uri=uri) for given in args.model]
     widths = {int(m.ranker.n_features_in_) for m in models}
-    data = load_letor(args, max(widths) if widths else None)
+    data = load_letor(
+        source, args.split or "test", max(widths) if widths else None, parse_options(args, PARSE_OPTIONS)
+    )
     qid = data.qid
+    docno = docnos(data.docid, data.n_docs)
+
+    def where(row: int) -> str:  # a data row as the file's line (error paths only: reads the file again)
+        return f"{source.path}:{data_line_number(source.path, row)}"
+
+    if args.write_run:  # what the written run could not hold, before any model scores a row
+        check_run_docnos(qid, data.offsets, docno, where, out=args.write_run)
     scored: list[tuple[str, str, np.ndarray]] = []
     for path in args.scores:
-        scores = read_scores(path, n_rows=data.n_docs, qid=qid, fmt=args.scores_format)
+        scores = read_scores(path, n_rows=data.n_docs, qid=qid, fmt=args.scores_format or "auto")
         scored.append((Path(path).name, path, scores))
     scored += [(m.name, m.source, m.ranker.predict(data)) for m in models]
     names = _names([s[0] for s in scored], [s[1] for s in scored])
-    docno = docnos(data.docid, data.n_docs)
     systems = []
     for name, (_, given, scores) in zip(names, scored, strict=True):
         result = evaluate_labelled(
@@ -269,7 +428,7 @@ def _letor_systems(args: argparse.Namespace, measures: Sequence[str], preset: st
     if args.write_scores:
         write_scores(args.write_scores, scored[0][2])
     if args.write_run:
-        write_trec_run(args.write_run, qid, data.offsets, docno, scored[0][2], names[0])
+        write_trec_run(args.write_run, qid, data.offsets, docno, scored[0][2], names[0], where=where)
     return systems
 
 
@@ -313,7 +472,15 @@ def _leaderboard(systems: list[System], args: argparse.Namespace) -> Any:
             raise ConfigError(f"--baseline {args.baseline!r} is not one of the systems: {names}")
         baseline = match[0]
     frames = {s.name: pd.DataFrame(s.result.values, index=s.result.topics) for s in systems}
-    return compare(frames, baseline=baseline, B=args.B, seed=args.seed, test=args.test)
+    return compare(frames, baseline=baseline, **_compare_options(args))
+
+
+def _compare_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--test``, ``--B``, ``--seed`` as given, else their defaults (:data:`COMPARE_DEFAULTS`)."""
+    return {
+        k: default if getattr(args, k) is None else getattr(args, k)
+        for k, default in COMPARE_DEFAULTS.items()
+    }
 
 
 def _agreement(systems: list[System], args: argparse.Namespace) -> Any:
@@ -325,7 +492,8 @@ def _agreement(systems: list[System], args: argparse.Namespace) -> Any:
     frames = {s.name: pd.DataFrame(s.result.values, index=s.result.topics) for s in systems}
     if len(next(iter(frames.values())).columns) < 2:
         return None
-    return metric_agreement(frames, test=args.test, test_B=args.B, seed=args.seed)
+    options = _compare_options(args)
+    return metric_agreement(frames, test=options["test"], test_B=options["B"], seed=options["seed"])
 
 
 def _agreement_json(agreement: Any) -> dict[str, Any]:
@@ -363,7 +531,9 @@ def _terminal_leaderboard(report: Any, agreement: Any) -> str:
 def run(args: argparse.Namespace) -> str:
     """Evaluate what ``args`` names; returns the text to print."""
     _check_arguments(args)
-    trec = args.data is None
+    source = letor_source(args) if args.data is not None else None
+    _check_outputs(args, source)
+    trec = source is None
     preset = args.preset or ("trec" if trec else "ltr")
     if args.measures:
         measures = args.measures
@@ -371,7 +541,10 @@ def run(args: argparse.Namespace) -> str:
         measures = list(TREC_COMPARE_MEASURES)
     else:
         measures = list(TREC_DEFAULT_MEASURES if trec else LETOR_DEFAULT_MEASURES)
-    systems = (_trec_systems if trec else _letor_systems)(args, measures, preset)
+    if source is None:
+        systems = _trec_systems(args, measures, preset)
+    else:
+        systems = _letor_systems(args, measures, preset, source)
     conventions = describe_conventions(preset)
     report = _leaderboard(systems, args) if args.compare else None
     agreement = _agreement(systems, args) if args.compare else None

@@ -338,7 +338,7 @@ def test_usage_errors_name_the_options(small, capsys):
         (["--data", str(small), "--scores", str(small.parent / "s.txt"), "--fold", "2"], "--fold applies to a registry dataset"),
         ([], "give --qrels and --run"),
         (["--run", "r"], "--run needs --qrels"),
-        (["--qrels", "q", "--run", "r", "--scores", "s"], "need --data"),
+        (["--qrels", "q", "--run", "r", "--scores", "s"], "--scores needs --data"),
     ]  # fmt: skip
     for args, message in cases:
         assert main(args) == 2, args

@@ -170,7 +170,7 @@ GOOD = "session,qid,doc,position,click\ns1,q1,d1,1,1\ns1,q1,d2,2,0\ns2,q1,d2,1,1
         ("session,qid,doc,click\ns1,q1,d1,1\n", r"missing column\(s\) position; a click log has the columns"),
         (
             GOOD.replace("s2,q1,d2,1,1", "s2,q1,d2,0,1"),
-            r"column 'position', data row 3: expected an integer >= 1",
+            r"log.csv:4: column 'position', data row 3: expected an integer in \[1, 1000000000\]",
         ),
         (GOOD.replace("s2,q1,d2,1,1", "s2,q1,d2,1.5,1"), r"column 'position', data row 3: .*got '1.5'"),
         (

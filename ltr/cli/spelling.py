@@ -34,18 +34,30 @@ class Spelling:
     ``true``, ``null``, ``[0, 4]``; ``prefixes`` maps each option name to its config path prefix) or
     ``"flags"`` (``--name-with-dashes value``; ``True`` → the bare flag, ``False`` → ``--no-name``;
     ``prefixes`` lists the options the command has flags for). Options not in ``prefixes`` stay as written.
+
+    ``renamed`` (flags only) maps a name a library message uses — a Python argument or a config key such
+    as ``n_bootstrap`` or ``data.fold`` — to the command's flag when that is not the name with dashes
+    (``--bootstrap``, ``--fold``).
     """
 
     style: str
     prefixes: Mapping[str, str]
+    renamed: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def hydra(cls, prefixes: Mapping[str, str]) -> Spelling:
         return cls("hydra", dict(prefixes))
 
     @classmethod
-    def flags(cls, names: Iterable[str]) -> Spelling:
-        return cls("flags", dict.fromkeys(names, "--"))
+    def flags(cls, names: Iterable[str], renamed: Mapping[str, str] | None = None) -> Spelling:
+        """``--name-with-dashes`` for each of ``names``; ``renamed``: other names → their flag.
+
+        >>> respell("data.fold: expected a fold 1..5, got 9", Spelling.flags((), {"data.fold": "--fold"}))
+        '--fold: expected a fold 1..5, got 9'
+        >>> respell("n_bootstrap=1 is too few", Spelling.flags((), {"n_bootstrap": "--bootstrap"}))
+        '--bootstrap 1 is too few'
+        """
+        return cls("flags", dict.fromkeys(names, "--"), dict(renamed or {}))
 
     def key(self, name: str) -> str:
         """The option's name alone, as a message that starts ``name: ...`` names it.
@@ -53,6 +65,8 @@ class Spelling:
         >>> Spelling.hydra({"huge": "data.parse."}).key("huge"), Spelling.flags({"n_features"}).key("n_features")
         ('data.parse.huge', '--n-features')
         """
+        if name in self.renamed:
+            return self.renamed[name]
         return self.prefixes[name] + (name if self.style == "hydra" else name.replace("_", "-"))
 
     def spell(self, name: str, value: Any) -> str:
@@ -65,7 +79,7 @@ class Spelling:
         """
         if self.style == "hydra":
             return f"{self.prefixes[name]}{name}={_yaml(value)}"
-        flag = "--" + name.replace("_", "-")
+        flag = self.key(name)
         if value is True:
             return flag
         if value is False:
@@ -85,9 +99,9 @@ def respell(text: str, spelling: Spelling | None) -> str:
     >>> respell("n_features: must be in [0, inf], got -1", Spelling.flags({"n_features"}))
     '--n-features: must be in [0, inf], got -1'
     """
-    if spelling is None or spelling.style == "python" or not spelling.prefixes:
+    if spelling is None or spelling.style == "python" or not (spelling.prefixes or spelling.renamed):
         return text
-    names = "|".join(sorted(map(re.escape, spelling.prefixes), key=len, reverse=True))
+    names = "|".join(sorted(map(re.escape, {*spelling.prefixes, *spelling.renamed}), key=len, reverse=True))
     pattern = re.compile(rf"(?<![\w.\-])({names})=({_VALUE})")
     text = re.sub(rf"^({names}):", lambda m: spelling.key(m.group(1)) + ":", text)
 

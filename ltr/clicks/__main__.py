@@ -9,8 +9,17 @@
 
 ``propensity`` reads a CSV (header row) or Parquet click log with the columns ``session, qid, doc,
 position (1-based), click (0/1)`` and prints a table (position, θ_r/θ_1, CI), or with ``--json``
-exactly ``{"position": [1, 2, …], "examination": [1.0, …], "ci_low": […], "ci_high": […]}``;
-``--output`` also writes that JSON to a file (the input of ``model.clicks.propensities``). Methods
+``{"position": [1, 2, …], "examination": [1.0, …], "ci_low": […], "ci_high": […]}``;
+``--output`` also writes that JSON to a file (the input of ``model.clicks.propensities``). A position
+whose uncertainty the bootstrap cannot measure (a log of one query, one replicate, replicates that all
+agree) has no CI: the table says ``no CI: <reason>``, the JSON has ``null`` bounds and a ``no_ci``
+object (position → reason). A log that cannot identify examination (no clicks, no non-clicks, one
+position) is refused with the reason.
+
+Before any work: ``--output`` (``simulate``: ``OUT`` and ``--features-out``) must not be the same file
+as an input or another output, and its folder must exist and be writable (:mod:`ltr.io.outputs`, which
+also writes them atomically); options with no effect (``--iterations`` or ``--features`` without
+``--method regression-em``) and out-of-range options are refused, named as this command spells them. Methods
 and the bootstrap (over queries, seeded; ``--bootstrap`` defaults to 200 replicates, 20 for
 ``regression-em``) are described in :mod:`ltr.clicks.propensity`; ``regression-em`` needs
 ``--features``, an SVMlight/LETOR file whose rows end with ``# docid = X`` (the log's ``doc``), see
@@ -34,60 +43,124 @@ import argparse
 import json
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
+from pathlib import Path
 from types import TracebackType
 
+from ltr.cli.numbers import OneLineParser, integer_option, real_option
+from ltr.cli.parse_flags import add_parse_flags, given_parse_flags, parse_options
 from ltr.cli.running import print_result, run_cli
+from ltr.cli.spelling import Spelling, spelled_as
 from ltr.clicks.logs import Propensities, read_click_log, write_propensities
-from ltr.clicks.propensity import DEFAULT_BOOTSTRAP, MAX_ITER, METHODS, estimate_propensities
+from ltr.clicks.propensity import (
+    DEFAULT_BOOTSTRAP,
+    MAX_ITER,
+    METHODS,
+    check_estimate_options,
+    estimate_propensities,
+)
 from ltr.clicks.regression_em import ITERATIONS
 from ltr.clicks.simulation import simulate_log_table
+from ltr.core.errors import ConfigError
 from ltr.data.svmlight import write_svmlight
 from ltr.data.synthetic import generate
+from ltr.io.outputs import check_outputs, replacing
 from ltr.report.progress import iteration_progress, task_progress
+
+#: the parse options of a ``--features`` file with a flag here (not ``--regroup``: rows are matched by docid
+#: anyway; not ``--n-features``: the file's width is taken as it is)
+FEATURE_PARSE_FLAGS = ("zero_based", "allow_unsorted", "nonfinite")
+
+
+#: the numeric options of ``simulate`` and their defaults; all but ``queries`` are passed on to
+#: :func:`ltr.clicks.simulate_log_table` under the same names
+SIMULATE_DEFAULTS = {
+    "queries": 300, "rounds": 20, "sessions": 1, "rand_top": 0, "eta": 1.0, "epsilon": 0.1, "top_k": 10, "seed": 0,
+}  # fmt: skip
+SIMULATE_OPTIONS = tuple(name for name in SIMULATE_DEFAULTS if name != "queries")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m ltr.clicks", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="python -m ltr.clicks", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("propensity", help="examination propensity per position from a click log")
     p.add_argument("log", help="CSV or Parquet click log: session, qid, doc, position, click")
     p.add_argument("--method", choices=METHODS, required=True)
     p.add_argument("--json", action="store_true", help="print the estimate as JSON")
-    p.add_argument("--max-position", type=int, default=None, help="deepest position (default: the log's)")
+    p.add_argument(
+        "--max-position", type=integer_option, default=None, help="deepest position (default: the log's)"
+    )
     p.add_argument("--features", default=None, help="regression-em: LETOR file, rows ending '# docid = DOC'")
-    p.add_argument("--iterations", type=int, default=ITERATIONS, help="regression-em: EM iterations")
+    add_parse_flags(
+        p.add_argument_group("parse options of --features (as in python -m ltr.data info)"),
+        FEATURE_PARSE_FLAGS,
+    )
+    p.add_argument(
+        "--iterations", type=integer_option, help=f"regression-em: EM iterations (default {ITERATIONS})"
+    )
     p.add_argument(
         "--bootstrap",
-        type=int,
+        type=integer_option,
         default=None,
         help="bootstrap replicates over queries (default: 200, regression-em 20)",
     )
-    p.add_argument("--confidence", type=float, default=0.95)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--confidence", type=real_option, default=0.95)
+    p.add_argument("--seed", type=integer_option, default=0)
     p.add_argument("--output", default=None, help="also write the JSON estimate here")
     s = sub.add_parser("simulate", help="write a simulated PBM click log (CSV) of the synthetic data")
     s.add_argument("output")
-    s.add_argument("--queries", type=int, default=300)
-    s.add_argument("--rounds", type=int, default=20)
-    s.add_argument("--sessions", type=int, default=1)
-    s.add_argument("--rand-top", type=int, default=0)
-    s.add_argument("--eta", type=float, default=1.0)
-    s.add_argument("--epsilon", type=float, default=0.1)
-    s.add_argument("--top-k", type=int, default=10)
-    s.add_argument("--seed", type=int, default=0)
+    for name, default in SIMULATE_DEFAULTS.items():  # plain ASCII numbers, as in the files (ltr.cli.numbers)
+        kind = real_option if isinstance(default, float) else integer_option
+        s.add_argument("--" + name.replace("_", "-"), type=kind, default=default)
     s.add_argument("--features-out", default=None, help="also write the features, rows '# docid = DOC'")
     return parser
 
 
 def format_table(p: Propensities) -> str:
+    """The estimate as a table; a position without a CI says why (``no CI: <reason>``) instead of bounds."""
     level = f"{100 * p.confidence:g}%"
     lines = [
         f"method {p.method}, {level} CI: bootstrap over queries ({p.n_bootstrap} replicates, seed {p.seed})",
         f"{'position':>8}  {'examination':>11}  {'ci_low':>8}  {'ci_high':>8}",
     ]
-    for r, e, lo, hi in zip(p.position, p.examination, p.ci_low, p.ci_high, strict=True):
-        lines.append(f"{r:>8}  {e:>11.4f}  {lo:>8.4f}  {hi:>8.4f}")
+    reasons = p.no_ci or ("",) * len(p.position)
+    for r, e, lo, hi, why in zip(p.position, p.examination, p.ci_low, p.ci_high, reasons, strict=True):
+        bounds = f"no CI: {why}" if why else f"{lo:>8.4f}  {hi:>8.4f}"
+        lines.append(f"{r:>8}  {e:>11.4f}  {bounds}")
     return "\n".join(lines) + "\n"
+
+
+#: how this command spells the options library messages name (``n_bootstrap`` → ``--bootstrap``,
+#: ``clicks.eta`` → ``--eta``, ``n_queries`` → ``--queries``)
+SPELLING = Spelling.flags(
+    ("method", "max_position", "features", "iterations", "confidence", "seed", "rounds", "rand_top", "eta",
+     "epsilon", "top_k", "sessions", *FEATURE_PARSE_FLAGS),
+    {"n_bootstrap": "--bootstrap", "n_queries": "--queries", "clicks.eta": "--eta", "clicks.epsilon": "--epsilon",
+     "clicks.top_k": "--top-k", "clicks.sessions": "--sessions", "clicks.model": "the click model"},
+)  # fmt: skip
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Before any work: outputs against inputs and their folders (:func:`ltr.io.outputs.check_outputs`),
+    and options that would change nothing."""
+    if args.command == "simulate":
+        check_outputs({"OUT": args.output, "--features-out": args.features_out}, {})
+        if args.rand_top == 1:
+            raise ConfigError(
+                "--rand-top 1 shuffles one document, which changes nothing; 0 (off) or 2 and more"
+            )
+        return
+    check_outputs({"--output": args.output}, {"LOG": [args.log], "--features": [args.features]})
+    if args.method != "regression-em":
+        given = [f"--{flag}" for flag in ("features", "iterations") if getattr(args, flag) is not None]
+        given += given_parse_flags(args, FEATURE_PARSE_FLAGS)
+        if given:
+            raise ConfigError(f"{given[0]} applies to --method regression-em, not --method {args.method}")
+    check_estimate_options(
+        method=args.method, n_bootstrap=args.bootstrap, confidence=args.confidence, max_position=args.max_position,
+        features=args.features, iterations=ITERATIONS if args.iterations is None else args.iterations,
+    )  # fmt: skip
+    if args.features is not None and not Path(args.features).is_file():
+        raise ConfigError(f"--features {args.features}: no such features file")
 
 
 class EstimateProgress:
@@ -140,29 +213,32 @@ class EstimateProgress:
 
 
 def run(args: argparse.Namespace) -> str:
-    if args.command == "simulate":
-        data = generate(args.queries, seed=args.seed)
-        table = simulate_log_table(
-            data,
-            rounds=args.rounds,
-            rand_top=args.rand_top,
-            eta=args.eta,
-            epsilon=args.epsilon,
-            top_k=args.top_k,
-            sessions=args.sessions,
-            seed=args.seed,
-        )
-        import pandas as pd  # deferred: pandas loads only when a log is written
+    with spelled_as(SPELLING):
+        check_arguments(args)
+        return _simulate(args) if args.command == "simulate" else _propensity(args)
 
-        pd.DataFrame(table).to_csv(args.output, index=False)
-        done = f"wrote {len(table['click'])} impressions to {args.output}\n"
-        if args.features_out:  # the log's doc is the row of `data`: the docid that joins them
-            write_svmlight(data, args.features_out, comments=[f"docid = {i}" for i in range(data.n_docs)])
-            done += f"wrote the features of {data.n_docs} documents to {args.features_out}\n"
-        return done
+
+def _simulate(args: argparse.Namespace) -> str:
+    """``simulate``: a PBM click log of the synthetic data, and its features (``--features-out``)."""
+    data = generate(args.queries, seed=args.seed)
+    table = simulate_log_table(data, **{name: getattr(args, name) for name in SIMULATE_OPTIONS})
+    import pandas as pd  # deferred: pandas loads only when a log is written
+
+    with replacing(args.output) as temporary:  # a failure leaves an old log whole
+        pd.DataFrame(table).to_csv(temporary, index=False)
+    done = f"wrote {len(table['click'])} impressions to {args.output}\n"
+    if args.features_out:  # the log's doc is the row of `data`: the docid that joins them
+        write_svmlight(data, args.features_out, comments=[f"docid = {i}" for i in range(data.n_docs)])
+        done += f"wrote the features of {data.n_docs} documents to {args.features_out}\n"
+    return done
+
+
+def _propensity(args: argparse.Namespace) -> str:
+    """``propensity``: the estimate of the log, as a table or JSON (``--output``: also to a file)."""
+    iterations = ITERATIONS if args.iterations is None else args.iterations
     log = read_click_log(args.log)
     n_bootstrap = DEFAULT_BOOTSTRAP[args.method] if args.bootstrap is None else args.bootstrap
-    max_iterations = args.iterations if args.method == "regression-em" else MAX_ITER
+    max_iterations = iterations if args.method == "regression-em" else MAX_ITER
     with EstimateProgress(args.method, max_iterations, n_bootstrap) as progress:
         p = estimate_propensities(
             log,
@@ -172,7 +248,8 @@ def run(args: argparse.Namespace) -> str:
             confidence=args.confidence,
             seed=args.seed,
             features=args.features,
-            iterations=args.iterations,
+            features_parse=parse_options(args, FEATURE_PARSE_FLAGS),
+            iterations=iterations,
             on_iteration=progress.iteration,
             on_replicate=progress.replicate,
         )

@@ -14,8 +14,9 @@ the file, the line and the column). Estimated propensities are written as JSON (
 
 from __future__ import annotations
 
+import csv
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,12 @@ from typing import Any
 import numpy as np
 
 from ltr.core.errors import ConfigError, DataError
+from ltr.io.numbers import integral
+from ltr.io.outputs import write_text_atomically
 
 LOG_COLUMNS = ("session", "qid", "doc", "position", "click")
+#: The deepest display position a log may hold (a bound that keeps every index computation in int64).
+MAX_POSITION = 10**9
 
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -52,7 +57,10 @@ class ImpressionLog:
 
 @dataclass(frozen=True)
 class Propensities:
-    """Examination per position, normalised to position 1, with a bootstrap percentile CI."""
+    """Examination per position, normalised to position 1, with a bootstrap percentile CI.
+
+    ``no_ci`` holds, per position, why it has no CI ("" where it has one; its bounds are then NaN):
+    a CI whose uncertainty cannot be computed is not shown as one (:mod:`ltr.clicks.propensity`)."""
 
     position: np.ndarray
     examination: np.ndarray
@@ -62,15 +70,25 @@ class Propensities:
     n_bootstrap: int
     confidence: float
     seed: int
+    no_ci: tuple[str, ...] = ()
 
-    def as_json(self) -> dict[str, list[Any]]:
-        """``{"position": [1, 2, …], "examination": [1.0, …], "ci_low": […], "ci_high": […]}``."""
-        return {
+    def as_json(self) -> dict[str, Any]:
+        """``{"position": [1, 2, …], "examination": [1.0, …], "ci_low": […], "ci_high": […]}``; a position
+        without a CI has ``null`` bounds, and ``"no_ci": {"2": "<reason>", …}`` follows."""
+        out: dict[str, Any] = {
             "position": [int(p) for p in self.position],
             "examination": [float(v) for v in self.examination],
-            "ci_low": [float(v) for v in self.ci_low],
-            "ci_high": [float(v) for v in self.ci_high],
+            "ci_low": [_bound(v) for v in self.ci_low],
+            "ci_high": [_bound(v) for v in self.ci_high],
         }
+        reasons = {str(int(p)): why for p, why in zip(self.position, self.no_ci, strict=False) if why}
+        if reasons:
+            out["no_ci"] = reasons
+        return out
+
+
+def _bound(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)
 
 
 def impression_log(
@@ -82,8 +100,15 @@ def impression_log(
     click: Sequence[Any] | np.ndarray,
     source: str = "click log",
     row_label: str = "row",
+    line_of: Callable[[int], int] | None = None,
 ) -> ImpressionLog:
-    """Validate the five columns (errors name ``source``, the column and the 1-based row)."""
+    """Validate the five columns (errors name ``source``, the column and the 1-based row; with
+    ``line_of`` (0-based row → 1-based line of a text file) also ``source:line``)."""
+
+    def where(i: int, column: str) -> str:
+        at = f"{source}:{line_of(i)}" if line_of is not None else source
+        return f"{at}: column {column!r}, {row_label} {i + 1}"
+
     columns = {"session": session, "qid": qid, "doc": doc, "position": position, "click": click}
     arrays = {name: np.asarray(values, dtype=object) for name, values in columns.items()}
     n = len(arrays["session"])
@@ -95,9 +120,12 @@ def impression_log(
     for name in ("session", "qid", "doc"):
         bad = [i for i, v in enumerate(arrays[name]) if _missing(v)]
         if bad:
-            raise DataError(f"{source}: column {name!r}, {row_label} {bad[0] + 1}: empty value")
-    pos = _integers(arrays["position"], source, "position", row_label, "an integer >= 1 (1-based)", low=1)
-    clk = _integers(arrays["click"], source, "click", row_label, "0 or 1", low=0, high=1)
+            raise DataError(f"{where(bad[0], name)}: empty value")
+    pos = _integers(
+        arrays["position"], where, "position", f"an integer in [1, {MAX_POSITION}] (1-based)", low=1,
+        high=MAX_POSITION,
+    )  # fmt: skip
+    clk = _integers(arrays["click"], where, "click", "0 or 1", low=0, high=1, flags=True)
 
     keys = {
         name: np.unique(arrays[name].astype(str), return_inverse=True)[1]
@@ -110,7 +138,7 @@ def impression_log(
     if wrong.size:
         i = int(wrong[0])
         raise DataError(
-            f"{source}: column 'qid', {row_label} {i + 1}: session {arrays['session'][i]!r} already has "
+            f"{where(i, 'qid')}: session {arrays['session'][i]!r} already has "
             f"another qid (one session is one query's result page)"
         )
     slot = session_codes.astype(np.int64) * (int(pos.max()) + 1) + pos
@@ -118,7 +146,7 @@ def impression_log(
     if np.any(counts > 1):
         dup = np.setdiff1d(np.arange(n), first)[0]
         raise DataError(
-            f"{source}: column 'position', {row_label} {dup + 1}: session {arrays['session'][dup]!r} "
+            f"{where(int(dup), 'position')}: session {arrays['session'][dup]!r} "
             f"already shows a document at position {pos[dup]}"
         )
     _, pair_row, pair = np.unique(
@@ -143,30 +171,41 @@ def _missing(value: Any) -> bool:
 
 def _integers(
     values: np.ndarray,
-    source: str,
+    where: Callable[[int, str], str],
     column: str,
-    row_label: str,
     expected: str,
     *,
     low: int,
-    high: int | None = None,
+    high: int,
+    flags: bool = False,
 ) -> np.ndarray:
+    """The column as int64: each value an integer in ``[low, high]`` written in the grammar of
+    :mod:`ltr.io.numbers` (``2``, ``2.0``; never ``1_000``, non-ASCII digits or ``1e30``), or a
+    ``DataError`` at ``where(row, column)``. ``flags``: booleans count as 0/1 (a Parquet bool column)."""
     out = np.empty(len(values), dtype=np.int64)
     for i, v in enumerate(values):
-        try:
-            f = (
-                float(str(v).strip())
-                if not isinstance(v, (int, float, np.integer, np.floating))
-                else float(v)
-            )
-        except ValueError:
-            f = float("nan")
-        if not (np.isfinite(f) and f == int(f) and f >= low and (high is None or f <= high)):
-            raise DataError(
-                f"{source}: column {column!r}, {row_label} {i + 1}: expected {expected}, got {v!r}"
-            )
-        out[i] = int(f)
+        n = _integral_value(v, flags)
+        if n is None or not low <= n <= high:
+            raise DataError(f"{where(i, column)}: expected {expected}, got {_shown(v)}")
+        out[i] = n
     return out
+
+
+def _integral_value(v: Any, flags: bool) -> int | None:
+    """An integral value of a log cell (text, a number of a Parquet column), else ``None``."""
+    if isinstance(v, bool | np.bool_):
+        return int(v) if flags else None
+    if isinstance(v, int | np.integer):
+        return int(v)
+    if isinstance(v, float | np.floating):
+        return int(v) if np.isfinite(v) and v == int(v) else None
+    if isinstance(v, str):
+        return integral(v.strip(" \t"))
+    return None
+
+
+def _shown(v: Any) -> str:
+    return repr(v[:80]) if isinstance(v, str) else repr(v.item() if isinstance(v, np.generic) else v)
 
 
 def read_click_log(path: str | Path) -> ImpressionLog:
@@ -192,16 +231,41 @@ def read_click_log(path: str | Path) -> ImpressionLog:
             f"{path}: missing column(s) {', '.join(missing)}; a click log has the columns "
             f"{', '.join(LOG_COLUMNS)} (found {', '.join(map(str, frame.columns)) or 'none'})"
         )
-    # CSV rows are counted after the header: data row N is line N + 1
+    # CSV rows are counted after the header and its blank lines; a message names the file's line too
     row_label = "row" if parquet else "data row"
     return impression_log(
-        **{c: frame[c].to_numpy(dtype=object) for c in LOG_COLUMNS}, source=str(path), row_label=row_label
+        **{c: frame[c].to_numpy(dtype=object) for c in LOG_COLUMNS},
+        source=str(path),
+        row_label=row_label,
+        line_of=None if parquet else lambda row: csv_line_number(path, row),
     )
 
 
+def csv_line_number(path: Path, row: int) -> int:
+    """The 1-based line where 0-based data row ``row`` of a CSV file (after its header; blank lines
+    skipped, as pandas reads it) starts. Reads the file again, so only error paths call it.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "log.csv"
+    >>> _ = p.write_text('a,b\\n\\n1,"x\\ny"\\n2,z\\n')
+    >>> csv_line_number(p, 0), csv_line_number(p, 1)
+    (3, 5)
+    """
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as f:
+        records = csv.reader(f)
+        seen, start = -2, 1  # the header is record -1
+        for record in records:
+            if record:
+                seen += 1
+                if seen == row:
+                    return start
+            start = records.line_num + 1
+    raise ValueError(f"{path} has no data row {row}")  # a caller's bug: rows come from this file
+
+
 def write_propensities(propensities: Propensities, path: str | Path) -> None:
-    """Write :meth:`Propensities.as_json` to ``path``."""
-    Path(path).write_text(json.dumps(propensities.as_json(), indent=1) + "\n", encoding="utf-8")
+    """Write :meth:`Propensities.as_json` to ``path`` atomically (:mod:`ltr.io.outputs`)."""
+    write_text_atomically(path, json.dumps(propensities.as_json(), indent=1, allow_nan=False) + "\n")
 
 
 def read_propensities(path: str | Path, where: str = "clicks.propensities") -> np.ndarray:

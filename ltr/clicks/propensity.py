@@ -25,8 +25,15 @@ factor, so estimates are normalised to ``θ_1 = 1``.
   each iteration (:mod:`ltr.clicks.regression_em`); needs ``features``, a LETOR file with a
   ``# docid = X`` comment per row, matched to the log's (qid, doc).
 
+**Identification.** A log with one position only (after ``max_position``), without clicks, or
+without non-clicks (every click rate 1: θ = 1 at every position whatever users examined) cannot
+separate examination from relevance: a :class:`~ltr.core.errors.DataError` says which.
+
 **Bootstrap over queries** (seeded): replicate b draws the log's queries with replacement (each
-query with all its sessions) and re-estimates θ; the CI is the percentile interval of θ_r/θ_1. The
+query with all its sessions) and re-estimates θ; the CI is the percentile interval of θ_r/θ_1. A
+position gets no CI (NaN bounds and the reason in :attr:`~ltr.clicks.logs.Propensities.no_ci`) when
+the bootstrap cannot measure its uncertainty: one query, one replicate, no replicate with impressions
+there, or replicates that all agree (an interval of zero width would be false certainty). The
 query is the unit because documents (and so relevance γ_{q,d}) are shared by all sessions of a query:
 resampling sessions would treat the query sample as fixed and give too narrow intervals.
 
@@ -40,6 +47,7 @@ resampling sessions would treat the query sample as fixed and give too narrow in
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -78,6 +86,7 @@ def estimate_propensities(
     tol: float = 1e-6,
     max_iter: int = MAX_ITER,
     features: str | Path | None = None,
+    features_parse: Mapping[str, Any] | None = None,
     iterations: int = ITERATIONS,
     trees: int = TREES,
     regressor_params: Mapping[str, Any] | None = None,
@@ -89,7 +98,8 @@ def estimate_propensities(
 
     ``n_bootstrap`` defaults to :data:`DEFAULT_BOOTSTRAP` of the method. ``tol``/``max_iter``: the
     plain EM's stopping rule. ``features`` (required by ``regression-em``, refused by the others): a
-    LETOR file with ``# docid = X`` rows (:func:`ltr.clicks.regression_em.pair_features`);
+    LETOR file with ``# docid = X`` rows (:func:`ltr.clicks.regression_em.pair_features`; ``features_parse``:
+    its ``load_svmlight`` options, e.g. ``{"zero_based": True}``);
     ``iterations``, ``trees``, ``regressor_params`` (LightGBM settings over
     :data:`~ltr.clicks.regression_em.REGRESSOR_PARAMS`) and ``num_threads`` (LightGBM's, pinned)
     are regression EM's.
@@ -100,26 +110,10 @@ def estimate_propensities(
     The hooks only watch: the estimate is the same with or without them. ``randomization`` computes its
     replicates at once and calls neither.
     """
-    check_value(method, str, Constraint(choices=METHODS), "method")
-    n_bootstrap = check_value(
-        DEFAULT_BOOTSTRAP[method] if n_bootstrap is None else n_bootstrap,
-        int,
-        Constraint(low=1),
-        "n_bootstrap",
-    )
-    check_value(confidence, float, Constraint(low=0.0, high=1.0, open_low=True, open_high=True), "confidence")
-    max_position = check_value(max_position, int | None, Constraint(low=1), "max_position")
-    if features is None and method == "regression-em":
-        raise ConfigError(
-            "features: method regression-em needs the documents' features (--features FILE: an "
-            "SVMlight/LETOR file whose rows end with '# docid = X', X the click log's doc)"
-        )
-    if features is not None and method != "regression-em":
-        raise ConfigError(f"features: only method regression-em reads features, not method {method}")
-    if method == "regression-em":
-        iterations = check_value(iterations, int, Constraint(low=1), "iterations")
-        trees = check_value(trees, int, Constraint(low=1), "trees")
-        num_threads = check_value(num_threads, int, Constraint(low=1), "num_threads")
+    n_bootstrap, max_position, iterations, trees, num_threads = check_estimate_options(
+        method=method, n_bootstrap=n_bootstrap, confidence=confidence, max_position=max_position,
+        features=features, iterations=iterations, trees=trees, num_threads=num_threads,
+    )  # fmt: skip
     keep = log.position <= (max_position or int(log.position.max()))
     # the positions the log shows (a swap-k log restricted to positions 1 and k has just those two)
     shown = np.unique(log.position[keep])
@@ -127,6 +121,7 @@ def estimate_propensities(
         raise DataError(f"{log.source}: no impressions at position 1, the reference of the normalisation")
     depth = shown.shape[0]
     query, pair, click = log.query[keep], log.pair[keep], log.click[keep]
+    _check_identifiable(log.source, shown, click, max_position)
     position = np.searchsorted(shown, log.position[keep])  # 0-based index into `shown`
     n_queries = int(query.max()) + 1
     rng = np.random.default_rng(seed)
@@ -160,7 +155,7 @@ def estimate_propensities(
                     on_replicate(b)
         else:
             regressor = RelevanceRegressor(
-                _log_pair_features(log, features), regressor_params, seed, num_threads
+                _log_pair_features(log, features, features_parse), regressor_params, seed, num_threads
             )
             settings = {"iterations": iterations, "trees": trees}
             # one sampling stream per fit: the point estimate is the same whatever n_bootstrap is;
@@ -177,21 +172,111 @@ def estimate_propensities(
                 if on_replicate is not None:
                     on_replicate(b)
         point = theta / theta[0]
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.nanquantile(boot, [alpha, 1.0 - alpha], axis=0)
+    low, high, no_ci = _percentile_ci(boot, point, confidence, n_queries=np.unique(query).shape[0])
     return Propensities(
         position=shown,
         examination=point,
-        ci_low=np.minimum(low, point),
-        ci_high=np.maximum(high, point),
+        ci_low=low,
+        ci_high=high,
         method=method,
         n_bootstrap=n_bootstrap,
         confidence=confidence,
         seed=seed,
+        no_ci=no_ci,
     )
 
 
-def _log_pair_features(log: ImpressionLog, path: str | Path) -> Any:
+def _check_identifiable(source: str, shown: np.ndarray, click: np.ndarray, max_position: int | None) -> None:
+    """Refuse a log that cannot tell examination from relevance: one position only, no clicks, or no
+    non-clicks (every position's click rate 1: θ = 1 everywhere whatever the users examined)."""
+    within = f" (max_position={max_position})" if max_position is not None else ""
+    if shown.shape[0] < 2:
+        raise DataError(
+            f"{source}: the log shows documents at position 1 only{within}; examination relative to position 1 "
+            "needs impressions at two or more positions"
+        )
+    if not np.any(click > 0):
+        raise DataError(
+            f"{source}: no clicks{within}; examination cannot be estimated from a log without clicks"
+        )
+    if np.all(click > 0):
+        raise DataError(
+            f"{source}: every impression{within} is a click; without non-clicks examination cannot be told "
+            "apart from relevance (every position would get examination 1)"
+        )
+
+
+def _percentile_ci(
+    boot: np.ndarray, point: np.ndarray, confidence: float, *, n_queries: int
+) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """The percentile CI per position from the replicates ``boot`` (NaN where a replicate lacked the
+    position), and per position the reason there is none ("" where there is one): one query or one
+    replicate (no spread to measure), no replicate with impressions there, or replicates that all agree
+    (the queries do not vary there, so the bootstrap cannot measure the uncertainty). Position 1 is 1 by
+    definition: its interval is [1, 1]."""
+    depth = point.shape[0]
+    reasons = [""] * depth
+    if n_queries < 2:
+        reasons[1:] = ["the log has 1 query; a bootstrap over queries needs 2 or more"] * (depth - 1)
+    elif boot.shape[0] < 2:
+        reasons[1:] = ["1 bootstrap replicate; a percentile interval needs 2 or more"] * (depth - 1)
+    else:
+        finite = np.isfinite(boot)
+        for r in range(1, depth):
+            values = boot[finite[:, r], r]
+            if values.size == 0:
+                reasons[r] = "no bootstrap replicate had impressions at this position"
+            elif values.max() == values.min():
+                reasons[r] = f"every bootstrap replicate gives {values[0]:g}: the queries do not vary here"
+    alpha = (1.0 - confidence) / 2.0
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: its reason says why
+        low, high = np.nanquantile(boot, [alpha, 1.0 - alpha], axis=0)
+    low, high = np.minimum(low, point), np.maximum(high, point)
+    missing = np.array([bool(reason) for reason in reasons])
+    low[missing], high[missing] = np.nan, np.nan
+    low[0] = high[0] = 1.0
+    return low, high, tuple(reasons)
+
+
+def check_estimate_options(
+    *,
+    method: str,
+    n_bootstrap: int | None,
+    confidence: float,
+    max_position: int | None,
+    features: str | Path | None,
+    iterations: int = ITERATIONS,
+    trees: int = TREES,
+    num_threads: int = 1,
+) -> tuple[int, int | None, int, int, int]:
+    """The options of :func:`estimate_propensities` checked (``ConfigError`` naming the argument), so a
+    command checks them before it reads the log; returns ``n_bootstrap`` (its default filled),
+    ``max_position``, ``iterations``, ``trees``, ``num_threads``."""
+    check_value(method, str, Constraint(choices=METHODS), "method")
+    n_bootstrap = check_value(
+        DEFAULT_BOOTSTRAP[method] if n_bootstrap is None else n_bootstrap,
+        int,
+        Constraint(low=1),
+        "n_bootstrap",
+    )
+    check_value(confidence, float, Constraint(low=0.0, high=1.0, open_low=True, open_high=True), "confidence")
+    max_position = check_value(max_position, int | None, Constraint(low=1), "max_position")
+    if features is None and method == "regression-em":
+        raise ConfigError(
+            "features: method regression-em needs the documents' features (an SVMlight/LETOR file whose rows "
+            "end with '# docid = X', X the click log's doc)"
+        )
+    if features is not None and method != "regression-em":
+        raise ConfigError(f"features: only method regression-em reads features, not method {method}")
+    if method == "regression-em":
+        iterations = check_value(iterations, int, Constraint(low=1), "iterations")
+        trees = check_value(trees, int, Constraint(low=1), "trees")
+        num_threads = check_value(num_threads, int, Constraint(low=1), "num_threads")
+    return n_bootstrap, max_position, iterations, trees, num_threads
+
+
+def _log_pair_features(log: ImpressionLog, path: str | Path, parse: Mapping[str, Any] | None) -> Any:
     if log.pair_qid is None or log.pair_doc is None or log.pair_row is None:
         raise ConfigError(f"{log.source}: build the log with impression_log() to match it to features")
     return pair_features(
@@ -201,6 +286,7 @@ def _log_pair_features(log: ImpressionLog, path: str | Path) -> Any:
         pair_row=log.pair_row,
         log_source=log.source,
         row_label=log.row_label,
+        parse=parse,
     )
 
 

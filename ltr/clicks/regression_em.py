@@ -53,8 +53,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ltr.core.errors import DataError
-from ltr.io.compression import open_input
-from ltr.io.textlines import bom_length
+from ltr.io.textlines import data_line_number
 
 #: LightGBM settings of the relevance regressor F (``regressor_params`` overrides any of them).
 REGRESSOR_PARAMS: dict[str, Any] = {
@@ -93,11 +92,13 @@ def pair_features(
     pair_row: np.ndarray,
     log_source: str,
     row_label: str = "row",
+    parse: Mapping[str, Any] | None = None,
 ) -> np.ndarray | sp.csr_matrix:
     """The feature row of every (qid, doc) pair of a click log, from a LETOR file's ``# docid = X`` rows.
 
     ``pair_qid``/``pair_doc``: the pair's qid and doc as the log spells them; ``pair_row``: a
     0-based log row showing the pair (named in the error when the file has no such document).
+    ``parse``: more ``load_svmlight`` options for the file (``zero_based``, ``allow_unsorted``, …).
     A file qid ``7`` matches a log qid ``7`` or ``007`` (compared as integers when the log's is one).
     """
     from ltr.data.svmlight import load_svmlight  # deferred: the data loader only when features are read
@@ -108,20 +109,21 @@ def pair_features(
             f"features: no such features file {str(path)!r} (an SVMlight/LETOR file whose rows end with "
             f"'# docid = X', X the click log's doc)"
         )
-    data = load_svmlight(path, docid=True, integer_labels=False, allow_negative_labels=True)
+    options = {"integer_labels": False, "allow_negative_labels": True, **dict(parse or {})}
+    data = load_svmlight(path, docid=True, **options)
     docid = np.asarray(data.docid, dtype=str)
     index: dict[tuple[str, str], int] = {}
     for row, (q, d) in enumerate(zip(data.qid.tolist(), docid.tolist(), strict=True)):
         if not d.strip():
             raise DataError(
-                f"{path}:{_line_of_row(path, row)}: no '# docid = X' comment; regression EM matches the "
+                f"{path}:{data_line_number(path, row)}: no '# docid = X' comment; regression EM matches the "
                 f"click log's (qid, doc) to the file's (qid, docid)"
             )
         key = (str(int(q)), d)
         if key in index:
             raise DataError(
-                f"{path}:{_line_of_row(path, row)}: qid {q} docid {d!r} already on line "
-                f"{_line_of_row(path, index[key])}; each (qid, docid) needs one feature row"
+                f"{path}:{data_line_number(path, row)}: qid {q} docid {d!r} already on line "
+                f"{data_line_number(path, index[key])}; each (qid, docid) needs one feature row"
             )
         index[key] = row
     rows = np.empty(len(pair_qid), dtype=np.int64)
@@ -142,20 +144,6 @@ def _qid_key(qid: Any) -> str:
         return str(int(text))
     except ValueError:
         return text
-
-
-def _line_of_row(path: Path, row: int) -> int:
-    """1-based line number of data row ``row`` (blank and comment-only lines are not rows)."""
-    seen = -1
-    with open_input(path) as f:
-        for number, raw in enumerate(f):
-            if number == 0:
-                raw = raw[bom_length(raw) :]
-            if raw.partition(b"#")[0].strip():
-                seen += 1
-                if seen == row:
-                    return number + 1
-    raise AssertionError(f"{path} has no data row {row}")  # pragma: no cover - rows come from this file
 
 
 class RelevanceRegressor:

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
+from ltr.cli.numbers import OneLineParser, integer_option
+from ltr.cli.parse_flags import PARSE_FLAGS, add_parse_flags, parse_options
 from ltr.cli.running import run_cli
 from ltr.cli.spelling import Spelling, spelled_as
 from ltr.core.errors import ConfigError, LtrError
@@ -27,34 +30,30 @@ from ltr.core.resources import work_root
 from ltr.data._syntax import ParseOptions
 from ltr.data.fetch import ExtractLimits, ManualDownload, fetch
 from ltr.data.info import format_summary, summarize
-from ltr.data.registry import REGISTRY, default_dir, download_for, load_dataset
+from ltr.data.registry import (
+    REGISTRY,
+    dataset_name,
+    download_for,
+    load_dataset,
+    registry_config,
+    unknown_dataset,
+)
 from ltr.data.svmlight import load_svmlight
 from ltr.data.synthetic import N_FEATURES, SPLIT_FILES
 
 #: load_svmlight options with a flag of the same name (``zero_based`` → ``--zero-based``)
-FLAG_OPTIONS = (
-    "n_features",
-    "zero_based",
-    "allow_unsorted",
-    "nonfinite",
-    "label_range",
-    "integer_labels",
-    "allow_negative_labels",
-    "regroup",
-    "verify_cache",
+FLAG_OPTIONS = (*PARSE_FLAGS, "verify_cache")
+
+
+#: this command's spelling of what library messages name: parse options, the data config keys
+SPELLING = Spelling.flags(
+    FLAG_OPTIONS, {"data.fold": "--fold", "data.variant": "--variant", "data.dir": "--dir"}
 )
 
 
 def _parse_opts(args: argparse.Namespace) -> dict:
     """The parse options the flags set (a flag left out keeps the parser's default)."""
-    opts = {}
-    for name in FLAG_OPTIONS[:-1]:
-        value = getattr(args, name)
-        if value is not None and value is not False:
-            opts[name] = tuple(value) if name == "label_range" else value
-    if args.integer_labels is False:
-        opts["integer_labels"] = False
-    return opts
+    return parse_options(args)
 
 
 def _synthetic(args: argparse.Namespace) -> dict:
@@ -71,23 +70,29 @@ def _synthetic(args: argparse.Namespace) -> dict:
 
 
 def _load(target: str, args: argparse.Namespace, cache_dir: str | None) -> dict:
-    """A path → {"file": data}; a registry name → its splits; ``synthetic`` → the generated splits."""
-    if target == "synthetic" and not Path(target).exists():
+    """A path → {"file": data}; a dataset name (:func:`ltr.data.registry.dataset_name`, the names ``list``
+    shows: ``MQ2008`` is ``mq2008``) → its splits; ``synthetic`` → the generated splits. A path with a
+    folder (``./mq2008``) is always a file."""
+    is_path = "/" in target or os.sep in target
+    name = None if is_path else dataset_name(target)
+    if name == "svmlight":
+        raise ConfigError("svmlight is the kind of your own files; give a file's path")
+    if name is None:
+        if not Path(target).exists():
+            raise unknown_dataset(target, "") if not is_path else ConfigError(f"{target}: no such file")
+        for flag in ("fold", "variant", "dir"):
+            if getattr(args, flag) is not None:
+                raise ConfigError(f"--{flag} applies to a registry dataset (see `list`); {target} is a file")
+    if name == "synthetic":
+        for flag in ("fold", "variant"):
+            if getattr(args, flag) is not None:
+                raise ConfigError(f"--{flag}: synthetic has no {flag}s")
         return _synthetic(args)
-    if target not in REGISTRY and not Path(target).exists():
-        names = ", ".join(["synthetic", *REGISTRY])
-        raise ConfigError(f"{target}: no such file, nor a dataset name; give a file path or one of: {names}")
-    if target in REGISTRY:
-        cfg = {
-            "kind": target,
-            "dir": args.dir or str(default_dir(target, args.data_dir)),
-            "cache_dir": cache_dir,
-            "verify_cache": args.verify_cache,
-        }
-        if args.fold is not None:
-            cfg["fold"] = args.fold
-        if args.variant is not None:
-            cfg["variant"] = args.variant
+    if name is not None:
+        cfg = registry_config(
+            name, data_dir=args.data_dir, directory=args.dir, fold=args.fold, variant=args.variant
+        )
+        cfg |= {"cache_dir": cache_dir, "verify_cache": args.verify_cache}
         if args.nonfinite:
             cfg["parse"] = {"nonfinite": args.nonfinite}
         return load_dataset(cfg)
@@ -177,8 +182,9 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         max_member=parse_limit(args.max_member_size, "--max-member-size"),
         max_ratio=parse_limit(args.max_ratio, "--max-ratio"),
     )
+    name = dataset_name(args.name) or args.name  # MQ2008 is mq2008; an unknown name: the registry's error
     try:
-        files = fetch(args.name, args.dir, data_dir=args.data_dir, variant=args.variant, url=args.url,
+        files = fetch(name, args.dir, data_dir=args.data_dir, variant=args.variant, url=args.url,
                       sha256=args.sha256, limits=limits)  # fmt: skip
     except ManualDownload as how:
         print(f"{args.name} cannot be downloaded automatically.\n{how}")
@@ -198,25 +204,17 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m ltr.data", description=__doc__,
+    p = OneLineParser(prog="python -m ltr.data", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def data_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("target", help="an SVMlight file or a registry name (see `list`)")
-        sp.add_argument("--fold", type=int)
+        sp.add_argument("--fold", type=integer_option)
         sp.add_argument("--variant")
         sp.add_argument("--dir", help="dataset folder (default: <data-dir>/<registry folder>)")
         sp.add_argument("--data-dir", default=str(work_root() / "data"))
-        sp.add_argument("--n-features", type=int)
-        sp.add_argument("--zero-based", action="store_true")
-        sp.add_argument("--allow-unsorted", action="store_true")
-        sp.add_argument("--nonfinite", choices=["error", "keep", "missing", "clip"])
-        sp.add_argument("--label-range", type=float, nargs=2, metavar=("LO", "HI"))
-        sp.add_argument("--integer-labels", action=argparse.BooleanOptionalAction, default=None,
-                        help="--no-integer-labels accepts real-valued labels")  # fmt: skip
-        sp.add_argument("--allow-negative-labels", action="store_true")
-        sp.add_argument("--regroup", action="store_true", help="gather the rows of a qid split into blocks")
+        add_parse_flags(sp)
         sp.add_argument(
             "--verify-cache",
             action="store_true",
@@ -277,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        with spelled_as(Spelling.flags(FLAG_OPTIONS)):  # zero_based=True → --zero-based
+        with spelled_as(SPELLING):  # zero_based=True → --zero-based, data.fold → --fold
             return args.func(args)
     except LtrError as e:
         print(f"error: {e}", file=sys.stderr)

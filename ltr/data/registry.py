@@ -14,6 +14,7 @@ and a missing file is an error that says how to fetch or where to put the data.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -28,6 +29,7 @@ from ltr.data.config import (
     IstellaDataSchema,
     LetorDataSchema,
     check_data_block,
+    schema_for,
 )
 from ltr.data.dataset import RankingData
 from ltr.data.splits import cv_folds
@@ -283,12 +285,106 @@ def download_for(name: str, cfg: Mapping[str, Any] | None = None) -> Download | 
 
 
 def get_spec(name: str) -> DatasetSpec:
-    """The registry entry called ``name``; an unknown name lists the registry."""
+    """The registry entry called ``name``; an unknown name suggests the close ones and lists the registry."""
     try:
         return REGISTRY[name]
     except KeyError:
+        if _normal(name) in ("synthetic", "svmlight"):
+            raise ConfigError(
+                f"{name!r} is not a registry dataset (nothing to fetch or locate): synthetic is generated on "
+                "first use, svmlight is your own files; registry datasets: " + ", ".join(REGISTRY)
+            ) from None
         known = ", ".join(["synthetic", "svmlight", *sorted(REGISTRY)])
-        raise ConfigError(f"unknown dataset {name!r}; known datasets: {known}") from None
+        raise ConfigError(f"unknown dataset {name!r}; known datasets: {known}{_did_you_mean(name)}") from None
+
+
+#: What ``python -m ltr.data list`` lists, in its order: the datasets one names (``synthetic`` and the
+#: registry's) and ``svmlight``, the kind of your own files (named by their paths, never by a name).
+LISTED = ("synthetic", "svmlight", *REGISTRY)
+
+
+def _normal(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
+
+
+def dataset_name(text: str) -> str | None:
+    """The listed name ``text`` spells (:data:`LISTED`): as listed, or differing only in case or ``-``
+    for ``_`` (``MQ2008``, ``MSLR-WEB10K``); ``None`` when it spells none.
+
+    The one name resolution of every command that takes a dataset name (``ltr.evaluate --data``,
+    ``ltr.data info/convert/fetch``).
+
+    >>> dataset_name("MQ2008"), dataset_name("mslr-web10k"), dataset_name("Synthetic"), dataset_name("mq2008x")
+    ('mq2008', 'mslr_web10k', 'synthetic', None)
+    """
+    wanted = _normal(text)
+    return next((name for name in LISTED if name == wanted), None)
+
+
+def unknown_dataset(text: str, option: str) -> ConfigError:
+    """The error for ``option text`` (``option`` empty: a positional argument) that is neither a file nor a
+    listed name: the close names, then all.
+
+    >>> str(unknown_dataset("mq2008x", "--data"))
+    "--data mq2008x: no such file, nor a dataset name (did you mean 'mq2008' or 'mq2007'?); datasets: synthetic, ..."
+    """
+    return ConfigError(
+        f"{option + ' ' if option else ''}{text}: no such file, nor a dataset name{_did_you_mean(text)}; "
+        f"datasets: {_known()} "
+        "(python -m ltr.data list); a file of your own: its path"
+    )
+
+
+def _did_you_mean(text: str) -> str:
+    close = difflib.get_close_matches(_normal(text), [n for n in LISTED if n != "svmlight"], n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+
+
+def _known() -> str:
+    return ", ".join(n for n in LISTED if n != "svmlight")
+
+
+def registry_config(
+    name: str,
+    *,
+    data_dir: str | Path,
+    directory: str | Path | None = None,
+    fold: int | None = None,
+    variant: str | None = None,
+    split: str | None = None,
+) -> dict[str, Any]:
+    """The data config of registry dataset ``name`` as a command line names it (``--fold``, ``--variant``,
+    ``--dir``, ``--split``): an option the dataset does not have is refused, naming the datasets that have
+    it, rather than ignored. Errors name the config keys (``data.fold``); a command respells them.
+
+    >>> registry_config("mq2008", data_dir="data", fold=2, split="test")["fold"]
+    2
+    >>> registry_config("yahoo_set1", data_dir="data", fold=2)
+    Traceback (most recent call last):
+    ...
+    ltr.core.errors.ConfigError: data.fold: yahoo_set1 has no folds; the datasets with folds: mslr_web10k, mslr_web30k, mq2007, mq2008
+    """
+    spec = get_spec(name)
+    schema = schema_for(name)
+    accepted = {f.name for f in fields(schema)} if schema is not None else set()
+    cfg: dict[str, Any] = {"kind": name, "dir": str(directory or default_dir(name, data_dir))}
+    for key, value, what in (("fold", fold, "folds"), ("variant", variant, "variants")):
+        if value is None:
+            continue
+        if key not in accepted:
+            having = [n for n in REGISTRY if key in {f.name for f in fields(schema_for(n) or object)}]
+            raise ConfigError(
+                f"data.{key}: {name} has no {what}; the datasets with {what}: {', '.join(having)}"
+            )
+        if key == "fold" and not (isinstance(value, int) and 1 <= value <= 5):  # one fold: no protocol here
+            raise ConfigError(f"data.fold: {name} has the folds 1..5, got {value!r}")
+        cfg[key] = value
+    if split is not None:
+        available = list(spec.files(check_data_block(cfg)))
+        if split not in available:
+            raise ConfigError(f"data.splits: {name} has no {split} split; it has {', '.join(available)}")
+        cfg["splits"] = [split]
+    return cfg
 
 
 def default_dir(name: str, data_dir: str | Path = "data") -> Path:

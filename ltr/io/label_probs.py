@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ltr.core.errors import DataError
+from ltr.io.numbers import PLAIN_NUMBER, decimal
 
 #: how far a row's sum may be from 1 (rounding of printed tables); the row is then scaled to sum to 1
 SUM_TOLERANCE = 1e-3
@@ -73,10 +74,13 @@ def _read_text(path: Path) -> tuple[np.ndarray, list[str]]:
         if not text:
             continue
         fields = text.replace(",", " ").split()
-        try:
-            rows.append([float(f) for f in fields])
-        except ValueError:
-            raise DataError(f"{path} line {number}: not a number in {line.strip()!r}") from None
+        values = [decimal(f) for f in fields]
+        if None in values:
+            bad = fields[values.index(None)]
+            raise DataError(
+                f"{path} line {number}: not a number in {line.strip()[:80]!r}: {bad[:80]!r} ({PLAIN_NUMBER})"
+            )
+        rows.append(values)
         where.append(f"{path} line {number}")
         if len(rows[-1]) != len(rows[0]):
             raise DataError(

@@ -31,13 +31,15 @@ ltr.core.errors.DataError: .../ranklib.txt:2: qid 7 but row 2 of the data belong
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ltr.core.errors import DataError
+from ltr.io.numbers import PLAIN_NUMBER, decimal, integer
+from ltr.io.outputs import write_text_atomically
 from ltr.io.textlines import check_no_bom, read_lines, split_fields
 
 #: Score-file formats: ``auto`` (detected from the first line), ``lines``, ``ranklib``.
@@ -95,7 +97,8 @@ def detect_format(path: str | Path) -> str:
 
 
 def parse_score(path: str | Path, line: int, text: str) -> float:
-    """A score field: a finite number, else a ``DataError`` naming ``file:line`` (score files, TREC runs).
+    """A score field: a finite number in the grammar of :mod:`ltr.io.numbers` (no ``1_000``, no
+    non-ASCII digits), else a ``DataError`` naming ``file:line`` (score files, TREC runs).
 
     >>> parse_score("run.txt", 3, "-1.5e2")
     -150.0
@@ -104,10 +107,9 @@ def parse_score(path: str | Path, line: int, text: str) -> float:
     ...
     ltr.core.errors.DataError: run.txt:4: score must be finite, got 'inf'
     """
-    try:
-        value = float(text)
-    except ValueError:
-        raise DataError(f"{path}:{line}: score must be a number, got {text[:80]!r}") from None
+    value = decimal(text)
+    if value is None:
+        raise DataError(f"{path}:{line}: score must be a number, got {text[:80]!r} ({PLAIN_NUMBER})")
     if not math.isfinite(value):
         raise DataError(f"{path}:{line}: score must be finite, got {text!r}")
     return value
@@ -174,7 +176,7 @@ def _position_in_query(qid: np.ndarray) -> np.ndarray:
 
 def _check_ranklib(path: Path, row: _Row, i: int, qid: np.ndarray, within: np.ndarray) -> None:
     q, index = row.fields[0], row.fields[1]
-    if q != str(qid[i]) and not (q.isdigit() and int(q) == qid[i]):  # RankLib keeps "qid:007" as "007"
+    if q != str(qid[i]) and integer(q) != qid[i]:  # RankLib keeps "qid:007" as "007" (ASCII digits only)
         raise DataError(
             f"{path}:{row.line}: qid {q} but row {i + 1} of the data belongs to qid {qid[i]} ({_LAYOUT['ranklib']})"
         )
@@ -194,13 +196,27 @@ def write_scores(path: str | Path, scores: np.ndarray) -> Path:
     '0.1\\n-2.0\\n'
     """
     path = Path(path)
+    check_finite_scores(path, scores)
     write_text(path, "".join(f"{float(s)!r}\n" for s in scores))
     return path
 
 
+def check_finite_scores(
+    path: str | Path, scores: np.ndarray, where: Callable[[int], str] | None = None
+) -> None:
+    """Refuse to write a NaN or infinite score (every reader of the file would refuse it): a
+    ``DataError`` naming the output and the first such data row (``where(row)``, default ``data row N``)."""
+    bad = np.flatnonzero(~np.isfinite(np.asarray(scores, dtype=np.float64)))
+    if bad.size:
+        row = int(bad[0])
+        at = where(row) if where is not None else f"data row {row + 1}"
+        raise DataError(
+            f"{path}: the score of {at} is {float(scores[row])!r} ({bad.size} non-finite in all); "
+            "a score file or run holds finite scores"
+        )
+
+
 def write_text(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8); an OS error is a :class:`~ltr.core.errors.DataError` naming the file."""
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    """Write ``text`` (UTF-8) atomically (:func:`ltr.io.outputs.write_text_atomically`: a failure leaves the
+    old file whole); an OS error is a :class:`~ltr.core.errors.DataError` naming the file."""
+    write_text_atomically(path, text)

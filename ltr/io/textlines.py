@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ltr.core.errors import DataError
-from ltr.io.compression import read_input
+from ltr.io.compression import open_input, read_input
 
 #: The UTF-8 byte order mark, ignored at the start of a file.
 BOM = b"\xef\xbb\xbf"
@@ -155,3 +155,27 @@ def check_no_bom(path: str | Path, number: int, fields: list[str]) -> list[str]:
                 "(were files concatenated?); remove it"
             )
     return fields
+
+
+def data_line_number(path: str | Path, row: int) -> int:
+    """The 1-based line of 0-based data row ``row`` of an SVMlight/LETOR file: what a message about a
+    row of the parsed data names. Blank and comment-only lines are not rows (the parsers' rule).
+
+    Reads the file again, so only error paths call it.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.txt"
+    >>> _ = p.write_text("# header\\n1 qid:1 1:0\\n\\n0 qid:1 1:1 # docid = b\\n")
+    >>> data_line_number(p, 0), data_line_number(p, 1)
+    (2, 4)
+    """
+    seen = -1
+    with open_input(path) as f:
+        for number, raw in enumerate(f):
+            if number == 0:
+                raw = raw[bom_length(raw) :]
+            if raw.partition(b"#")[0].strip():
+                seen += 1
+                if seen == row:
+                    return number + 1
+    raise ValueError(f"{path} has no data row {row}")  # a caller's bug: rows come from this file

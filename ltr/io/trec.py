@@ -11,14 +11,15 @@ Every error names ``file:line``. Evaluating a run against qrels is :func:`ltr.me
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ltr.core.errors import DataError
-from ltr.io.predictions import parse_score, write_text
+from ltr.io.numbers import PLAIN_INTEGER, integer
+from ltr.io.predictions import check_finite_scores, parse_score, write_text
 from ltr.io.textlines import FIELD_SPACE, check_no_bom, read_lines, split_fields
 
 
@@ -91,10 +92,11 @@ def read_qrels(path: str | Path) -> TrecTable:
     path = Path(path)
     rows = []
     for number, (topic, _iteration, docno, rel) in _rows(path, 4, "topic iteration docno relevance"):
-        try:
-            value = int(rel)
-        except ValueError:
-            raise DataError(f"{path}:{number}: relevance must be an integer, got {rel!r}") from None
+        value = integer(rel)
+        if value is None:
+            raise DataError(
+                f"{path}:{number}: relevance must be an integer, got {rel[:80]!r} ({PLAIN_INTEGER})"
+            )
         rows.append((number, topic, docno, float(value)))
     if not rows:
         raise DataError(f"{path}: no judgments found")
@@ -114,10 +116,8 @@ def read_run(path: str | Path) -> TrecTable:
     path = Path(path)
     rows, tags = [], set()
     for number, (topic, _q0, docno, rank, score, tag) in _rows(path, 6, "topic Q0 docno rank score tag"):
-        try:
-            int(rank)
-        except ValueError:
-            raise DataError(f"{path}:{number}: rank must be an integer, got {rank!r}") from None
+        if integer(rank) is None:
+            raise DataError(f"{path}:{number}: rank must be an integer, got {rank[:80]!r} ({PLAIN_INTEGER})")
         rows.append((number, topic, docno, parse_score(path, number, score)))
         tags.add(tag)
     if not rows:
@@ -148,14 +148,58 @@ def docnos(docid: np.ndarray | None, n_rows: int) -> np.ndarray:
     return np.where(one_word, ids, rows)
 
 
+def check_run_docnos(
+    qid: np.ndarray,
+    offsets: np.ndarray,
+    docno: np.ndarray,
+    where: Callable[[int], str] | None = None,
+    *,
+    out: str | Path = "the run",
+) -> None:
+    """Refuse document ids a TREC run cannot hold: empty or with whitespace (the format splits fields on
+    it), or twice in one query (:func:`read_run`, trec_eval and ranx reject or merge the lines). Errors
+    name ``out``, the query, the docno and both data rows (``where(row)``: e.g. ``file:line``).
+
+    >>> check_run_docnos(np.array([3, 3, 3]), np.array([0, 3]), np.array(["a", "b", "a"]), out="r.run")
+    Traceback (most recent call last):
+    ...
+    ltr.core.errors.DataError: r.run: query 3 has the document id 'a' twice (data row 1 and data row 3); a TREC run lists a document once per query: give the rows distinct '# docid = X' comments
+    """
+    where = where or (lambda row: f"data row {row + 1}")
+    for q in range(offsets.shape[0] - 1):
+        first: dict[str, int] = {}
+        for row in range(int(offsets[q]), int(offsets[q + 1])):
+            d = str(docno[row])
+            if not d or any(c in d for c in FIELD_SPACE + "\n"):
+                raise DataError(
+                    f"{out}: docno {d!r} ({where(row)}) is empty or holds whitespace; "
+                    "a TREC run needs one-word document ids"
+                )
+            seen = first.setdefault(d, row)
+            if seen != row:
+                raise DataError(
+                    f"{out}: query {qid[row]} has the document id {d!r} twice ({where(seen)} and {where(row)}); "
+                    "a TREC run lists a document once per query: give the rows distinct '# docid = X' comments"
+                )
+
+
 def write_trec_run(
-    path: str | Path, qid: np.ndarray, offsets: np.ndarray, docno: np.ndarray, scores: np.ndarray, tag: str
+    path: str | Path,
+    qid: np.ndarray,
+    offsets: np.ndarray,
+    docno: np.ndarray,
+    scores: np.ndarray,
+    tag: str,
+    *,
+    where: Callable[[int], str] | None = None,
 ) -> Path:
     """A TREC run ``topic Q0 docno rank score tag``: each query ranked by score descending.
 
     Ties keep file order (a stable sort); ranks start at 1. trec_eval and the ``trec`` preset re-rank
     by score with ties by docno descending, so give distinct scores where the order of ties matters.
-    A docno with whitespace is an error (the run format splits fields on whitespace).
+    What :func:`read_run` would refuse is refused here, before the file is touched: a docno with
+    whitespace or repeated within a query (:func:`check_run_docnos`; ``where(row)`` says where a data row
+    came from), a non-finite score. The file is written atomically (:mod:`ltr.io.outputs`).
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.run"
@@ -169,17 +213,13 @@ def write_trec_run(
     path = Path(path)
     if not tag or any(c in FIELD_SPACE + "\n" for c in tag):
         raise DataError(f"{path}: the run tag must be one word without whitespace, got {tag!r}")
+    check_run_docnos(qid, offsets, docno, where, out=path)
+    check_finite_scores(path, scores, where)
     lines = []
     for q in range(offsets.shape[0] - 1):
         a, b = int(offsets[q]), int(offsets[q + 1])
         order = a + np.argsort(-scores[a:b], kind="stable")
         for rank, row in enumerate(order, start=1):
-            d = str(docno[row])
-            if not d or any(c in d for c in FIELD_SPACE + "\n"):
-                raise DataError(
-                    f"{path}: docno {d!r} (data row {row + 1}) is empty or holds whitespace; "
-                    "a TREC run needs one-word document ids"
-                )
-            lines.append(f"{qid[row]} Q0 {d} {rank} {float(scores[row])!r} {tag}\n")
+            lines.append(f"{qid[row]} Q0 {docno[row]} {rank} {float(scores[row])!r} {tag}\n")
     write_text(path, "".join(lines))
     return path
