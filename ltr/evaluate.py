@@ -53,17 +53,10 @@ from typing import Any
 
 import numpy as np
 
+from ltr.cli.letor import add_letor_options, load_letor
 from ltr.cli.running import print_result, run_cli
-from ltr.core.config_check import check_block
 from ltr.core.errors import ConfigError
 from ltr.core.resources import work_root
-from ltr.data import RankingData
-from ltr.data.config import SyntheticDataSchema
-from ltr.data.registry import REGISTRY, default_dir, load_dataset
-from ltr.data.svmlight import load_svmlight
-from ltr.data.synthetic import N_FEATURES as N_SYNTHETIC_FEATURES
-from ltr.data.synthetic import SPLIT_FILES as SYNTHETIC_FILES
-from ltr.data.synthetic import load_synthetic
 from ltr.io.predictions import SCORE_FORMATS, read_scores, write_scores
 from ltr.io.trec import docnos, read_qrels, read_run, write_trec_run
 from ltr.metrics.conventions import PRESETS, describe_conventions
@@ -77,7 +70,6 @@ TREC_DEFAULT_MEASURES = ("ndcg", "map", "P", "recall", "recip_rank")
 #: defaults expand P and recall to 21 measures)
 TREC_COMPARE_MEASURES = ("ndcg_cut_10", "map", "P_10", "recip_rank")
 LETOR_DEFAULT_MEASURES = ("ndcg@1", "ndcg@5", "ndcg@10", "map", "p@10")
-SPLITS = ("train", "valid", "test")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,16 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--run", action="append", default=[], help="run file: topic Q0 docno rank score tag (repeatable)"
     )
     letor = p.add_argument_group("LETOR data")
-    letor.add_argument(
-        "--data", help="an SVMlight/LETOR file, or a registry dataset name (see python -m ltr.data list)"
-    )
-    letor.add_argument(
-        "--split", choices=SPLITS, default="test", help="split of a registry dataset (default: test)"
-    )
-    letor.add_argument("--fold", type=int, help="fold of a registry dataset (MSLR, LETOR 4.0)")
-    letor.add_argument("--variant", help="variant of a registry dataset (istella)")
-    letor.add_argument("--dir", help="dataset folder (default: <data-dir>/<registry folder>)")
-    letor.add_argument("--data-dir", default=str(work_root() / "data"))
+    add_letor_options(letor)
     letor.add_argument(
         "--scores",
         action="append",
@@ -210,34 +193,6 @@ def _trec_systems(args: argparse.Namespace, measures: Sequence[str], preset: str
     results = [evaluate_trec(qrels, run, measures, preset=preset) for run in runs]
     names = _names([r.tag for r in runs], args.run)
     return [System(n, g, r) for n, g, r in zip(names, args.run, results, strict=True)]
-
-
-def load_letor(args: argparse.Namespace, n_features: int | None) -> RankingData:
-    """The data ``--data`` names: a registry dataset's ``--split`` (``synthetic`` included: the files
-    ``python -m ltr.train`` generated, as they are; generated with the defaults on first use), or a file
-    (row order = file order)."""
-    if args.data == "synthetic" and not Path(args.data).exists():
-        folder = Path(args.dir or Path(args.data_dir) / "synthetic")
-        path = folder / SYNTHETIC_FILES[args.split]
-        if not path.is_file():  # first use, as `python -m ltr.train` would: the generator's defaults
-            load_synthetic(check_block(SyntheticDataSchema, {"dir": str(folder)}, "data"))
-        return load_svmlight(path, docid=True, n_features=n_features or N_SYNTHETIC_FEATURES)
-    if args.data in REGISTRY:
-        cfg: dict[str, Any] = {
-            "kind": args.data,
-            "dir": args.dir or str(default_dir(args.data, args.data_dir)),
-            "splits": [args.split],
-            "parse": {"docid": True},
-        }
-        if args.fold is not None:
-            cfg["fold"] = args.fold
-        if args.variant is not None:
-            cfg["variant"] = args.variant
-        return load_dataset(cfg)[args.split]
-    for flag in ("fold", "variant", "dir"):
-        if getattr(args, flag) is not None:
-            raise ConfigError(f"--{flag} applies to a registry dataset; --data {args.data} is a file")
-    return load_svmlight(args.data, docid=True, n_features=n_features)
 
 
 def _letor_systems(args: argparse.Namespace, measures: Sequence[str], preset: str) -> list[System]:
