@@ -46,7 +46,7 @@ from ltr.attribution.importance import GlobalImportance, global_importance
 from ltr.attribution.views import find_document, pair_difference, query_rows
 from ltr.cli.letor import add_letor_options, letor_source
 from ltr.cli.running import configure_process_environment, print_result, run_cli
-from ltr.core.errors import ConfigError, DataError
+from ltr.core.errors import ConfigError, DataError, MetricError
 from ltr.core.resources import work_root
 from ltr.data import RankingData
 from ltr.export.features import read_feature_map
@@ -107,7 +107,11 @@ def _check_arguments(args: argparse.Namespace) -> None:
     if args.global_:
         if args.pair or args.query is not None:
             raise ConfigError("--global explains the whole of --data; drop --query / --pair")
-        parse_metric(args.metric)
+        try:
+            parse_metric(args.metric)
+        except MetricError as exc:
+            first = str(exc).splitlines()[0].split(";")[0]
+            raise ConfigError(f"--metric {args.metric}: {first} (e.g. ndcg@10, err@20, map, p@5)") from None
         if args.B < 1:
             raise ConfigError(f"--B {args.B}: must be at least 1")
         if args.log_to and args.no_log:

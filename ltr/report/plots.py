@@ -333,7 +333,7 @@ def plot_per_query_values(
     ax = fig.add_subplot()
     y = np.arange(len(labels))[::-1]
     columns = [v[~np.isnan(v[:, i]), i] for i in range(len(labels))]
-    ax.boxplot(columns, positions=y, vert=False, widths=0.6, showfliers=False)
+    ax.boxplot(columns, positions=y, orientation="horizontal", widths=0.6, showfliers=False)
     rng = np.random.default_rng(0)  # jitter only: the points' vertical spread within a row
     for yi, col in zip(y, columns, strict=True):
         ax.plot(col, yi + rng.uniform(-0.2, 0.2, col.size), ".", color="tab:blue", alpha=0.35, markersize=3)
