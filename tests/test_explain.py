@@ -349,3 +349,26 @@ def test_cli_json_and_global_logged_into_a_run(setup: dict, tmp_path: Path) -> N
         cwd=tmp_path,
     )
     assert done.returncode == 2 and done.stderr.startswith(f"error: --log-to {'0' * 32}: no such run")
+
+
+@pytest.mark.shared_data
+def test_real_letor_file_lines_and_sums(
+    shared_data: Path, capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
+    """LETOR 4.0 MQ2008 (``shared/data/mq2008/vali.txt``): a model fit on its first queries explains a later
+    query; lines point at the file's own lines, contributions sum to the score."""
+    file = shared_data / "mq2008" / "vali.txt"
+    if not file.is_file():
+        pytest.skip(f"{file} not found")
+    data = load_svmlight(file, docid=True)
+    ranker = build_ranker({"name": "lambdamart", "params": {"n_trees": 20}}, seed=0, num_threads=1)
+    ranker.fit(data.subset(np.arange(data.n_queries - 20)))
+    ranker.save(tmp_path / "m")
+    qid = str(data.query_ids[-1])
+    code, out, err = _run(capsys, tmp_path / "m", "--data", file, "--query", qid, "--json")
+    assert code == 0, err
+    docs = json.loads(out)
+    text = file.read_text().splitlines()
+    for d in docs:
+        assert text[d["line"] - 1].split()[1] == f"qid:{qid}"
+        assert abs(d["bias"] + sum(d["contributions"].values()) - d["score"]) <= 1e-6
