@@ -51,7 +51,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,20 +58,19 @@ from typing import Any
 
 import numpy as np
 
+from ltr.cli.letor import (
+    DATASET_OPTIONS,
+    PARSE_OPTIONS,
+    LetorSource,
+    add_letor_options,
+    letor_source,
+    read_letor,
+)
 from ltr.cli.numbers import OneLineParser, integer_option
-from ltr.cli.parse_flags import PARSE_FLAGS, add_parse_flags, given_parse_flags, parse_options
+from ltr.cli.parse_flags import given_parse_flags
 from ltr.cli.running import print_result, run_cli
-from ltr.cli.spelling import Spelling, spelled_as
-from ltr.core.config_check import check_block
-from ltr.core.errors import ConfigError, DataError
+from ltr.core.errors import ConfigError
 from ltr.core.resources import work_root
-from ltr.data import RankingData
-from ltr.data.config import SyntheticDataSchema
-from ltr.data.registry import dataset_name, load_dataset, registry_config, split_files, unknown_dataset
-from ltr.data.svmlight import load_svmlight
-from ltr.data.synthetic import N_FEATURES as N_SYNTHETIC_FEATURES
-from ltr.data.synthetic import SPLIT_FILES as SYNTHETIC_FILES
-from ltr.data.synthetic import load_synthetic
 from ltr.io.outputs import check_outputs
 from ltr.io.predictions import SCORE_FORMATS, read_scores, write_scores
 from ltr.io.textlines import data_line_number
@@ -88,7 +86,6 @@ TREC_DEFAULT_MEASURES = ("ndcg", "map", "P", "recall", "recip_rank")
 #: defaults expand P and recall to 21 measures)
 TREC_COMPARE_MEASURES = ("ndcg_cut_10", "map", "P_10", "recip_rank")
 LETOR_DEFAULT_MEASURES = ("ndcg@1", "ndcg@5", "ndcg@10", "map", "p@10")
-SPLITS = ("train", "valid", "test")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,16 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--run", action="append", default=[], help="run file: topic Q0 docno rank score tag (repeatable)"
     )
     letor = p.add_argument_group("LETOR data")
-    letor.add_argument(
-        "--data", help="an SVMlight/LETOR file, or a registry dataset name (see python -m ltr.data list)"
-    )
-    letor.add_argument("--split", choices=SPLITS, help="split of a registry dataset (default: test)")
-    letor.add_argument("--fold", type=integer_option, help="fold of a registry dataset (MSLR, LETOR 4.0)")
-    letor.add_argument("--variant", help="variant of a registry dataset (istella)")
-    letor.add_argument("--dir", help="dataset folder (default: <data-dir>/<registry folder>)")
-    letor.add_argument(
-        "--data-dir", help="where registry datasets live (default: data/ under the working directory)"
-    )
+    add_letor_options(p, letor)
     letor.add_argument(
         "--scores",
         action="append",
@@ -132,9 +120,6 @@ def build_parser() -> argparse.ArgumentParser:
     letor.add_argument(
         "--tracking-uri",
         help="MLflow store of runs:/ and models:/ URIs (default: the project's SQLite store)",
-    )
-    add_parse_flags(
-        p.add_argument_group("parse options of --data (as in python -m ltr.data info)"), PARSE_OPTIONS
     )
     letor.add_argument("--write-run", metavar="OUT", help="write the system's scores as a TREC run")
     letor.add_argument("--write-scores", metavar="OUT", help="write the system's scores, one per line")
@@ -226,9 +211,14 @@ def _check_arguments(args: argparse.Namespace) -> None:
 
 #: options of the LETOR form (``--data``): each has no effect on TREC runs
 LETOR_ONLY = (
-    "scores", "model", "write_run", "write_scores", "split", "fold", "variant", "dir", "data_dir",
-    "scores_format", "tracking_uri",
-)  # fmt: skip
+    "scores",
+    "model",
+    "write_run",
+    "write_scores",
+    *DATASET_OPTIONS,
+    "scores_format",
+    "tracking_uri",
+)
 #: ``--compare``'s options and their defaults (``None`` on the command line: not given)
 COMPARE_DEFAULTS = {"test": "randomization", "B": 10_000, "seed": 0}
 
@@ -250,87 +240,6 @@ def _check_no_effect(args: argparse.Namespace) -> None:
         raise ConfigError(
             f"-q adds per-topic lines to trec_eval's text output; it has no effect with {other}"
         )
-
-
-@dataclass(frozen=True)
-class LetorSource:
-    """What ``--data`` names, resolved before anything is read: ``dataset`` (a listed name, ``None`` for
-    a file), ``path`` (the file of the split evaluated), ``files`` (every file of the dataset: inputs an
-    output must not overwrite) and ``cfg`` (a registry dataset's data config)."""
-
-    dataset: str | None
-    path: Path
-    files: tuple[Path, ...]
-    cfg: dict[str, Any] | None = None
-
-
-def _is_path(text: str) -> bool:
-    return "/" in text or os.sep in text or bool(os.altsep and os.altsep in text)
-
-
-def letor_source(args: argparse.Namespace) -> LetorSource:
-    """Resolve ``--data``: a dataset name as ``python -m ltr.data list`` shows it
-    (:func:`ltr.data.registry.dataset_name`: ``MQ2008`` is ``mq2008``; a close miss suggests the name) or
-    a file (a path with a folder, ``./mq2008``, is always a file). Options the named data does not have
-    (``--split``/``--fold``/``--variant``/``--dir``/``--data-dir`` with a file, ``--fold`` with a dataset
-    without folds) are refused, naming both options."""
-    text = str(args.data)
-    name = None if _is_path(text) else dataset_name(text)
-    if name == "svmlight":
-        raise ConfigError(
-            "--data svmlight: svmlight is the kind of your own files; give a file's path to --data"
-        )
-    if name is None:
-        path = Path(text)
-        if path.is_dir():
-            raise ConfigError(
-                f"--data {text}: is a folder; give an SVMlight/LETOR file, or a dataset name with --dir FOLDER"
-            )
-        if not path.is_file():
-            raise (
-                unknown_dataset(text, "--data")
-                if not _is_path(text)
-                else ConfigError(f"--data {text}: no such file")
-            )
-        for flag in ("split", "fold", "variant", "dir", "data_dir"):
-            if getattr(args, flag) is not None:
-                raise ConfigError(
-                    f"--{flag.replace('_', '-')} applies to a registry dataset named by --data (python -m ltr.data list); "
-                    f"--data {text} is a file"
-                )
-        return LetorSource(None, path, (path,))
-    split = args.split or "test"
-    data_dir = Path(args.data_dir) if args.data_dir is not None else work_root() / "data"
-    if name == "synthetic":
-        for flag, what in (("fold", "folds"), ("variant", "variants")):
-            if getattr(args, flag) is not None:
-                raise ConfigError(f"--{flag}: synthetic has no {what}")
-        folder = Path(args.dir or data_dir / "synthetic")
-        return LetorSource(
-            name, folder / SYNTHETIC_FILES[split], tuple(folder / f for f in SYNTHETIC_FILES.values())
-        )
-    with spelled_as(DATA_FLAGS):
-        cfg = registry_config(
-            name, data_dir=data_dir, directory=args.dir, fold=args.fold, variant=args.variant, split=split
-        )
-    every = split_files({k: v for k, v in cfg.items() if k != "splits"})
-    return LetorSource(name, every[split], tuple(every.values()), cfg | {"parse": {"docid": True}})
-
-
-#: the parse options this command has flags for: all but ``--regroup`` (the rows are scored in file order,
-#: and ``--scores`` files follow it) and ``--n-features`` (a ``--model``'s width sets it)
-PARSE_OPTIONS = tuple(name for name in PARSE_FLAGS if name not in ("regroup", "n_features"))
-#: how this command spells the options a library message names: parse options, data config keys
-DATA_FLAGS = Spelling.flags(
-    PARSE_OPTIONS,
-    {"data.fold": "--fold", "data.variant": "--variant", "data.dir": "--dir", "data.splits": "--split"},
-)
-#: the parser's advice for a query split into blocks, and what this command says instead (it has no
-#: --regroup: the rows are scored in file order, and --scores files follow that order)
-REGROUP_ADVICE = (
-    "(regroup them, or load with regroup=True)",
-    "(sort the file's rows by query, and its --scores with them: ltr.evaluate scores rows in file order)",
-)
 
 
 def _check_outputs(args: argparse.Namespace, source: LetorSource | None) -> None:
@@ -360,44 +269,13 @@ def _trec_systems(args: argparse.Namespace, measures: Sequence[str], preset: str
     return [System(n, g, r) for n, g, r in zip(names, args.run, results, strict=True)]
 
 
-def load_letor(
-    source: LetorSource, split: str, n_features: int | None, parse: dict[str, Any] | None = None
-) -> RankingData:
-    """The data ``source`` names: a registry dataset's split (``synthetic`` included: the files
-    ``python -m ltr.train`` generated, as they are; generated with the defaults on first use), or a file
-    (row order = file order). ``parse``: ``load_svmlight`` options (the parse flags). Errors advise this
-    command's flags."""
-    parse = parse or {}
-    with spelled_as(DATA_FLAGS):
-        try:
-            return _load_letor(source, split, n_features, parse)
-        except DataError as exc:
-            if REGROUP_ADVICE[0] in str(exc):
-                raise DataError(str(exc).replace(*REGROUP_ADVICE)) from None
-            raise
-
-
-def _load_letor(
-    source: LetorSource, split: str, n_features: int | None, parse: dict[str, Any]
-) -> RankingData:
-    if source.dataset == "synthetic":
-        if not source.path.is_file():  # first use, as `python -m ltr.train` would: the generator's defaults
-            load_synthetic(check_block(SyntheticDataSchema, {"dir": str(source.path.parent)}, "data"))
-        return load_svmlight(source.path, docid=True, n_features=n_features or N_SYNTHETIC_FEATURES, **parse)
-    if source.cfg is not None:
-        return load_dataset(source.cfg | {"parse": source.cfg["parse"] | parse})[split]
-    return load_svmlight(source.path, docid=True, n_features=n_features, **parse)
-
-
 def _letor_systems(
     args: argparse.Namespace, measures: Sequence[str], preset: str, source: LetorSource
 ) -> list[System]:
     uri = resolve_tracking_uri(args.tracking_uri, work_root()) if args.model else ""
     models = [load_model(given, tracking_uri=uri) for given in args.model]
     widths = {int(m.ranker.n_features_in_) for m in models}
-    data = load_letor(
-        source, args.split or "test", max(widths) if widths else None, parse_options(args, PARSE_OPTIONS)
-    )
+    data = read_letor(args, source, max(widths) if widths else None)
     qid = data.qid
     docno = docnos(data.docid, data.n_docs)
 

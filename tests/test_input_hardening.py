@@ -597,7 +597,7 @@ def test_evaluate_says_why_it_has_no_regroup(files, capsys):
     (files / "p3.txt").write_text("0.1\n0.2\n0.3\n")
     line = error_of(evaluate_main, ["--data", "split.txt", "--scores", "p3.txt"], capsys)
     assert line.endswith(
-        "(sort the file's rows by query, and its --scores with them: ltr.evaluate scores rows in file order)"
+        "(sort the file's rows by query, and its --scores with them: rows are read in file order)"
     )
 
 

@@ -8,7 +8,9 @@ Every function draws one figure from plain arrays, writes it to ``path`` and ret
 - :func:`plot_forest` — the leaderboard's paired differences against the baseline with their CIs;
 - :func:`plot_feature_importance` — the top features by gain (:func:`feature_importance`);
 - :func:`plot_asl_curves` — Sakai's achieved-significance-level curves, one line per metric;
-- :func:`plot_segments` — Δ against the baseline with its CI per query segment and system.
+- :func:`plot_segments` — Δ against the baseline with its CI per query segment and system;
+- :func:`plot_importance_cis` — per feature, several measures side by side, each a mean with its CI;
+- :func:`plot_per_query_values` — per feature, the per-query values as a box with the points over it.
 
 >>> import tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -294,3 +296,49 @@ def _integer_ticks(axis: Any) -> None:
     from matplotlib.ticker import MaxNLocator  # deferred: matplotlib loads only when a plot is drawn
 
     axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def plot_importance_cis(
+    labels: Sequence[str],
+    panels: Mapping[str, np.ndarray],
+    path: str | Path,
+    *,
+    title: str = "feature importance",
+) -> Path:
+    """One horizontal panel per measure (``panels[measure]``: rows = ``labels``, columns mean, low, high):
+    a dot at the mean and a bar over its CI, first label on top, a line at 0 (full labels, never cut)."""
+    fig = _figure(4.0 + 3.2 * len(panels), 0.3 * len(labels) + 1.4)
+    axes = fig.subplots(1, len(panels), squeeze=False, sharey=True)[0]
+    y = np.arange(len(labels))[::-1]
+    for ax, (measure, values) in zip(axes, panels.items(), strict=True):
+        v = np.asarray(values, dtype=float).reshape(len(labels), 3)
+        ax.errorbar(
+            v[:, 0], y, xerr=[v[:, 0] - v[:, 1], v[:, 2] - v[:, 0]], fmt="o", color="tab:blue", capsize=3
+        )
+        ax.axvline(0.0, color="black", linewidth=0.8)
+        ax.set_xlabel(measure)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(y, list(labels), fontsize="small")
+    fig.suptitle(title, fontsize="medium")
+    return _save(fig, path)
+
+
+def plot_per_query_values(
+    labels: Sequence[str], values: np.ndarray, path: str | Path, *, measure: str, title: str = ""
+) -> Path:
+    """Per feature (``values[:, i]`` for ``labels[i]``, one row per query, NaN left out): a box of the
+    per-query values with every query drawn over it, first label on top, a line at 0."""
+    v = np.asarray(values, dtype=float)
+    fig = _figure(7.5, 0.35 * len(labels) + 1.4)
+    ax = fig.add_subplot()
+    y = np.arange(len(labels))[::-1]
+    columns = [v[~np.isnan(v[:, i]), i] for i in range(len(labels))]
+    ax.boxplot(columns, positions=y, orientation="horizontal", widths=0.6, showfliers=False)
+    rng = np.random.default_rng(0)  # jitter only: the points' vertical spread within a row
+    for yi, col in zip(y, columns, strict=True):
+        ax.plot(col, yi + rng.uniform(-0.2, 0.2, col.size), ".", color="tab:blue", alpha=0.35, markersize=3)
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    ax.set_yticks(y, list(labels), fontsize="small")
+    ax.set_xlabel(f"{measure} per query")
+    ax.set_title(title or f"{measure} per query", fontsize="medium")
+    return _save(fig, path)

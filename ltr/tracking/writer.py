@@ -605,3 +605,27 @@ def make_tracker(tracking_cfg: Mapping[str, Any], root: str | os.PathLike[str]) 
             f"tracking.uri={mask_secrets(uri)}: cannot open the MLflow store "
             f"({type(exc).__name__}: {first[0][:300] if first else ''}); fix the URI or run with tracking=none"
         ) from exc
+
+
+def log_into_run(
+    uri: str, run_id: str, folder: str | os.PathLike[str], artifact_path: str, *, option: str
+) -> str:
+    """Copy every file under ``folder`` into the existing run ``run_id`` of the store ``uri``, under
+    ``artifact_path`` (e.g. ``explain/``), without reopening or ending the run (its status is kept: an
+    analysis of a finished run's model joins that run). Returns the artifact URI written to.
+
+    A run that does not exist is a :class:`~ltr.core.errors.ConfigError` naming ``option`` (``--log-to``).
+    """
+    from mlflow.exceptions import MlflowException  # deferred: slow import (see the module docstring)
+    from mlflow.tracking import MlflowClient  # deferred: as above
+
+    with process_uris(uri):
+        client = MlflowClient(uri)
+        try:
+            run = retry_call(client.get_run, run_id)
+        except MlflowException as exc:
+            raise ConfigError(
+                f"{option} {run_id}: no such run in {mask_secrets(uri)} ({exc.message.splitlines()[0]})"
+            ) from None
+        retry_call(client.log_artifacts, run_id, str(folder), artifact_path)
+        return f"{run.info.artifact_uri}/{artifact_path}"

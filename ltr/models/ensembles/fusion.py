@@ -69,23 +69,53 @@ def normalize_scores(scores: Any, offsets: Any, method: str = "zscore") -> np.nd
     off = check_offsets(offsets, s.shape[0])
     if method == "none" or s.shape[0] == 0:
         return s.copy()
+    if method == "rank":
+        return 1.0 - (descending_ranks(s, off) - 1.0) / np.diff(off)[query_index(off)]
+    location, spread = _location_spread(s, off, method)
+    return (s - location) / spread
+
+
+#: the per-query normalisations that are affine maps of a query's scores (:func:`affine_normalization`)
+AFFINE_NORMALIZATIONS = ("none", "zscore", "minmax")
+
+
+def affine_normalization(scores: Any, offsets: Any, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(location, spread)`` per row with ``normalize_scores(s) == (s - location) / spread`` (both
+    constant within a query): ``none`` → (0, 1), ``zscore`` → (mean, max(std, 1e-9)), ``minmax`` →
+    (min, max(max − min, 1e-9)). What lets a blend of per-query normalised scores be explained as a
+    linear combination of its members' (``ltr.attribution``). ``rank`` is not affine: a ConfigError.
+
+    >>> affine_normalization(np.array([1.0, 3.0, 5.0]), np.array([0, 3]), "minmax")
+    (array([1., 1., 1.]), array([4., 4., 4.]))
+    """
+    if method not in AFFINE_NORMALIZATIONS:
+        raise ConfigError(
+            f"normalization {method!r} is not an affine map of the scores; affine ones: {list(AFFINE_NORMALIZATIONS)}"
+        )
+    s = check_scores(scores)
+    off = check_offsets(offsets, s.shape[0])
+    if method == "none" or s.shape[0] == 0:
+        return np.zeros_like(s), np.ones_like(s)
+    return _location_spread(s, off, method)
+
+
+def _location_spread(s: np.ndarray, off: np.ndarray, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the query's location and spread of ``zscore`` (mean, std) or ``minmax`` (min, range)."""
     sizes = np.diff(off)
     qidx = query_index(off)
-    if method == "rank":
-        return 1.0 - (descending_ranks(s, off) - 1.0) / sizes[qidx]
     if method == "zscore":
         count = np.maximum(sizes, 1)
         mean = np.bincount(qidx, weights=s, minlength=sizes.shape[0]) / count
         centred = s - mean[qidx]
         std = np.sqrt(np.bincount(qidx, weights=centred**2, minlength=sizes.shape[0]) / count)
-        return centred / np.maximum(std, EPS)[qidx]
+        return mean[qidx], np.maximum(std, EPS)[qidx]
     # minmax: the first and last row of each query in sorted order hold its min and max
     nonempty = sizes > 0
     low = np.zeros(sizes.shape[0])
     high = np.zeros(sizes.shape[0])
     low[nonempty] = np.minimum.reduceat(s, off[:-1][nonempty])
     high[nonempty] = np.maximum.reduceat(s, off[:-1][nonempty])
-    return (s - low[qidx]) / np.maximum(high - low, EPS)[qidx]
+    return low[qidx], np.maximum(high - low, EPS)[qidx]
 
 
 def _member_matrix(score_matrix: Any, offsets: Any) -> tuple[np.ndarray, np.ndarray]:
