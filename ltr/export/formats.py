@@ -86,7 +86,7 @@ def export(
     path = write_to or out
     path.parent.mkdir(parents=True, exist_ok=True)
     written = target.write(model, path, names, ranker=ranker, **options)
-    lines = tuple(line.replace(str(path), str(out)) for line in written.how_to_load)
+    lines = tuple(line.replace(str(path.parent), str(out.parent)) for line in written.how_to_load)
     return replace(written, how_to_load=(*lines, score_statement(model, ranker)))
 
 
