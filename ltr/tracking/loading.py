@@ -231,16 +231,16 @@ def check_run_live(source: str, tracking_uri: str, where: str) -> None:
         first = mask_secrets(str(exc)).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"{where}: cannot find it in {shown}: {first}") from None
     env = f"MLFLOW_TRACKING_URI={shlex.quote(shown)}"
-    if run.info.lifecycle_stage != "active":
-        raise ConfigError(
-            f"{where}: run {run_id} is {run.info.lifecycle_stage} (lifecycle stage); its model is not used. "
-            f"Restore the run with `{env} mlflow runs restore --run-id {run_id}`, or name a live run"
-        )
-    if experiment.lifecycle_stage != "active":
+    if experiment.lifecycle_stage != "active":  # deleting an experiment deletes its runs: restore it
         raise ConfigError(
             f"{where}: run {run_id} is in experiment {experiment.name!r} ({experiment.experiment_id}), which is "
             f"{experiment.lifecycle_stage}; restore it with `{env} mlflow experiments restore "
             f"--experiment-id {experiment.experiment_id}`, or name a live run"
+        )
+    if run.info.lifecycle_stage != "active":
+        raise ConfigError(
+            f"{where}: run {run_id} is {run.info.lifecycle_stage} (lifecycle stage); its model is not used. "
+            f"Restore the run with `{env} mlflow runs restore --run-id {run_id}`, or name a live run"
         )
 
 

@@ -54,8 +54,8 @@ _USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*):[^/?#\s]
 _LOOSE_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*):\S*@")
 #: query parameters that carry a secret: tokens, keys, signatures, passwords (S3/GCS/Azure signed URLs too)
 _SECRET_PARAM = re.compile(
-    r"(?P<head>[?&;][^=&#\s]*(?:token|key|secret|password|passwd|pwd|sig|signature|credential|auth)[^=&#\s]*=)"
-    r"[^&#\s]+",
+    r"(?P<head>[?&;][^=&;#\s]*(?:token|key|secret|password|passwd|pwd|sig|signature|credential|auth)[^=&#\s]*=)"
+    r"[^&;#\s]+",
     re.IGNORECASE,
 )
 
