@@ -22,8 +22,12 @@ A file that passes and that the engine still rejects gives the engine's first li
 from __future__ import annotations
 
 import json
+import re
 import struct
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from ltr.core.errors import DataError
 
@@ -35,6 +39,8 @@ _NODE_ARRAYS = (
     "internal_value", "internal_weight", "internal_count",
 )  # fmt: skip
 _LEAF_ARRAYS = ("leaf_value", "leaf_weight", "leaf_count")
+#: a line of the ``parameters:`` section: ``[name: value]``
+_PARAMETER_LINE = re.compile(r"\[[A-Za-z0-9_]+: [^\r\n\[\]]*\]")
 _INT_ARRAYS = ("split_feature", "decision_type", "left_child", "right_child", "internal_count", "leaf_count")
 
 
@@ -72,6 +78,11 @@ def check_lightgbm_text(path: str | Path) -> None:
         raise DataError(f"{path}: byte {exc.start} is not text; not a whole LightGBM text model") from None
     if "\0" in text:
         raise DataError(f"{path}: byte {text.index(chr(0))} is a zero byte; the LightGBM model is damaged")
+    lone_cr = re.search("\r(?!\n)", text)
+    if lone_cr:  # LightGBM splits lines at a CR too: the file's line structure is not what it says
+        raise DataError(
+            f"{path}: byte {lone_cr.start()} is a carriage return inside a line; the LightGBM model is damaged"
+        )
     if not text.endswith("\n"):
         raise DataError(f"{path}: the last line has no line end; the LightGBM model is cut short")
     lines = text.split("\n")
@@ -85,7 +96,7 @@ def check_lightgbm_text(path: str | Path) -> None:
             "the file is cut short"
         )
     n_features = _int(path, header, "max_feature_idx", 1, minimum=0) + 1
-    sizes = [_int_value(path, 1, "tree_sizes", s) for s in header.get("tree_sizes", "").split()]
+    sizes = [_int_value(path, 1, "tree_sizes", s) for s in _items(header.get("tree_sizes", ""))]
     k = 0
     while i < len(lines) and lines[i].strip() != "end of trees":
         if not lines[i].strip():
@@ -121,6 +132,14 @@ def check_lightgbm_text(path: str | Path) -> None:
         raise DataError(
             f"{path}:{len(lines)}: no 'parameters:' section after the trees; the LightGBM model is cut short"
         )
+    first = i + 1 + rest.index("parameters:") + 1
+    for j in range(first, i + 1 + rest.index("end of parameters")):
+        if lines[j].strip() and not _PARAMETER_LINE.fullmatch(
+            lines[j].rstrip("\r")
+        ):  # LightGBM crashes on a damaged one
+            raise DataError(
+                f"{path}:{j + 1}: expected '[name: value]', got {lines[j][:40]!r}; the LightGBM model is damaged"
+            )
     last = next((line for line in reversed(rest) if line), "")
     if last.startswith("pandas_categorical:"):
         try:
@@ -148,12 +167,11 @@ def _key_values(path: Path, lines: list[str], i: int) -> tuple[dict[str, str], i
 
 
 def _int_value(path: Path, line: int, key: str, text: str, minimum: int | None = None) -> int:
-    try:
-        value = int(text)
-    except ValueError:
+    if not _INT.fullmatch(text):
         raise DataError(
             f"{path}:{line}: {key} has {text[:30]!r}, not an integer; the LightGBM model is damaged"
-        ) from None
+        )
+    value = int(text)
     if minimum is not None and value < minimum:
         raise DataError(f"{path}:{line}: {key}={value} is below {minimum}; the LightGBM model is damaged")
     return value
@@ -165,28 +183,32 @@ def _int(path: Path, found: dict[str, str], key: str, line: int, minimum: int | 
     return _int_value(path, line, key, found[key].strip(), minimum)
 
 
+def _items(text: str) -> list[str]:
+    """A LightGBM array's values: separated by single spaces, as LightGBM splits them (Python's ``split()``
+    would also split at control characters such as ``\\x1e``, which LightGBM reads as part of a number)."""
+    return text.strip(" ").split(" ") if text.strip(" ") else []
+
+
+#: the numbers LightGBM writes (C ``%g``/``%.17g`` forms; ``inf``/``nan`` in any case); no ``_``, no other digits
+_FLOAT = re.compile(
+    r"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf|nan|infinity)", re.IGNORECASE
+)
+_INT = re.compile(r"[+-]?\d+")
+
+
 def _array(path: Path, block: dict[str, str], key: str, n: int, line: int, *, integer: bool) -> list[float]:
-    items = block[key].split()
+    items = _items(block[key])
     if len(items) != n:
         raise DataError(
             f"{path}:{line}: {key} has {len(items)} values, the tree needs {n}; the LightGBM model is damaged"
         )
-    try:
-        values = [int(v) if integer else float(v) for v in items]
-    except ValueError:
-        bad = next(v for v in items if not _parses(v, integer))
+    pattern = _INT if integer else _FLOAT
+    bad = next((v for v in items if not pattern.fullmatch(v)), None)
+    if bad is not None:
         raise DataError(
             f"{path}:{line}: {key} holds {bad[:30]!r}, not a number; the LightGBM model is damaged"
-        ) from None
-    return values  # type: ignore[return-value]
-
-
-def _parses(text: str, integer: bool) -> bool:
-    try:
-        int(text) if integer else float(text)
-    except ValueError:
-        return False
-    return True
+        )
+    return [int(v) if integer else float(v) for v in items]
 
 
 def _check_tree(path: Path, line: int, k: int, block: dict[str, str], n_features: int) -> None:
@@ -273,7 +295,7 @@ def check_xgboost_model(path: str | Path) -> None:
     >>> _ = bad.write_bytes(b"{L" + (2**40).to_bytes(8, "big") + b"learner")
     >>> check_xgboost_model(bad)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    ltr.core.errors.DataError: .../model.ubj: byte 1: a key of 1099511627776 bytes runs past the end of the file (19 bytes); the XGBoost model (UBJSON) is cut short or damaged
+    ltr.core.errors.DataError: .../model.ubj: byte 1: a key of 1099511627776 bytes runs past the end of the file (17 bytes); the XGBoost model (UBJSON) is cut short or damaged
     """
     path = Path(path)
     what = "an XGBoost model (JSON or UBJSON)"
@@ -285,20 +307,78 @@ def check_xgboost_model(path: str | Path) -> None:
         try:
             model = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
+            reason = str(exc).splitlines()[0]
             raise DataError(
-                f"{path}: not whole JSON ({str(exc).splitlines()[0]}); the XGBoost model is cut short or damaged"
+                f"{path}: not whole JSON ({reason}); the XGBoost model is cut short or damaged"
             ) from None
-        keys = set(model) if isinstance(model, dict) else set()
         kind = "JSON"
     else:
-        keys = _UbjsonWalk(path, data).top_keys()
-        kind = "UBJSON"
-    if "learner" not in keys:
-        raise DataError(f"{path}: a {kind} object without 'learner'; not an XGBoost model")
+        model, kind = _Ubjson(path, data).document(), "UBJSON"
+    if not isinstance(model, dict) or not isinstance(model.get("learner"), dict):
+        raise DataError(f"{path}: a {kind} document without 'learner'; not an XGBoost model")
+    _check_xgboost_trees(path, model["learner"])
 
 
-class _UbjsonWalk:
-    """A bounded walk over UBJSON bytes (no values kept): every length checked against what is left."""
+#: per-node arrays of an XGBoost tree (each ``num_nodes`` long)
+_XGB_NODE_ARRAYS = (
+    "left_children", "right_children", "parents", "split_indices", "split_conditions", "default_left",
+    "base_weights", "loss_changes", "sum_hessian",
+)  # fmt: skip
+#: XGBoost's parent of the root node
+_XGB_NO_PARENT = 2147483647
+
+
+def _check_xgboost_trees(path: Path, learner: dict[str, Any]) -> None:
+    """Every tree's arrays as long as its ``num_nodes``, children and parents within it, features that exist:
+    XGBoost follows these indices without checking them (a damaged one crashes it)."""
+
+    def fail(reason: str) -> DataError:
+        return DataError(f"{path}: {reason}; the XGBoost model is damaged")
+
+    try:
+        n_features = int(learner["learner_model_param"]["num_feature"])
+        trees = learner["gradient_booster"]["model"]["trees"]
+    except (KeyError, TypeError, ValueError):
+        gbm = learner.get("gradient_booster")
+        if isinstance(gbm, dict) and gbm.get("name") in ("gblinear",):
+            return
+        raise fail("no learner_model_param.num_feature or gradient_booster.model.trees") from None
+    if not isinstance(trees, list):
+        raise fail("gradient_booster.model.trees is not a list")
+    for k, tree in enumerate(trees):
+        try:
+            n = int(tree["tree_param"]["num_nodes"])
+            arrays = {key: np.asarray(tree[key]) for key in _XGB_NODE_ARRAYS}
+        except (KeyError, TypeError, ValueError):
+            raise fail(f"tree {k} lacks tree_param.num_nodes or a node array") from None
+        short = [key for key, values in arrays.items() if values.shape != (n,)]
+        if n < 1 or short:
+            raise fail(f"tree {k}: {', '.join(short) or 'num_nodes'} not {n} values long")
+        left, right = arrays["left_children"].astype(np.int64), arrays["right_children"].astype(np.int64)
+        parents = arrays["parents"].astype(np.int64)
+        leaf = left == -1
+        children = np.concatenate([left[~leaf], right[~leaf]])
+        if (
+            np.any((right == -1) != leaf)
+            or np.any((children < 1) | (children >= n))
+            or np.unique(children).size != children.size
+            or children.size != n - 1
+        ):
+            raise fail(f"tree {k}: its children do not form one tree of {n} nodes")
+        internal = np.nonzero(~leaf)[0]
+        expected = np.full(n, _XGB_NO_PARENT, dtype=np.int64)
+        expected[left[internal]] = internal
+        expected[right[internal]] = internal
+        if np.any(parents[1:] != expected[1:]) or parents[0] not in (_XGB_NO_PARENT, -1):
+            raise fail(f"tree {k}: its parents do not match its children")
+        splits = arrays["split_indices"].astype(np.int64)[~leaf]
+        if np.any((splits < 0) | (splits >= n_features)):
+            raise fail(f"tree {k}: a split on a feature beyond num_feature={n_features}")
+
+
+class _Ubjson:
+    """A bounded UBJSON decoder: every length is held against the bytes left before anything is allocated,
+    and nesting is limited to :data:`MAX_DEPTH`; typed numeric arrays become numpy arrays."""
 
     SIZES = {
         b"i": 1,
@@ -314,7 +394,16 @@ class _UbjsonWalk:
         b"Z": 0,
         b"N": 0,
     }
-    INTS = {b"i": ">b", b"U": ">B", b"I": ">h", b"l": ">i", b"L": ">q"}
+    FORMATS = {
+        b"i": ">i1",
+        b"U": ">u1",
+        b"C": ">u1",
+        b"I": ">i2",
+        b"l": ">i4",
+        b"L": ">i8",
+        b"d": ">f4",
+        b"D": ">f8",
+    }
 
     def __init__(self, path: Path, data: bytes) -> None:
         self.path, self.data, self.pos = path, data, 0
@@ -337,10 +426,10 @@ class _UbjsonWalk:
     def integer(self, what: str) -> int:
         start = self.pos
         m = self.marker()
-        if m not in self.INTS:
+        if m not in self.FORMATS or m in (b"d", b"D", b"C"):
             self.pos = start
             raise self.fail(f"{what} must be an integer, got marker {m!r}")
-        return int(struct.unpack(self.INTS[m], self.take(struct.calcsize(self.INTS[m]), what))[0])
+        return int(np.frombuffer(self.take(self.SIZES[m], what), dtype=self.FORMATS[m])[0])
 
     def length(self, what: str) -> int:
         start = self.pos
@@ -350,34 +439,35 @@ class _UbjsonWalk:
             raise self.fail(f"{what} of {n} bytes runs past the end of the file ({len(self.data)} bytes)")
         return n
 
-    def top_keys(self) -> set[str]:
+    def document(self) -> Any:
         if self.marker() != b"{":
             raise self.fail("expected an object")
-        keys = self.container(b"}", depth=1)
+        model = self.container(b"}", depth=1)
         if self.pos != len(self.data):
             raise self.fail(f"{len(self.data) - self.pos} bytes after the model's end")
-        return keys
+        return model
 
-    def value(self, m: bytes, depth: int) -> None:
-        if m in self.SIZES:
-            self.take(self.SIZES[m], f"a {m.decode()} value")
-            if m == b"d" or m == b"D":
-                return
-        elif m in (b"S", b"H"):
-            self.take(self.length("a string"), "a string")
-        elif m == b"[":
-            self.container(b"]", depth + 1)
-        elif m == b"{":
-            self.container(b"}", depth + 1)
-        else:
-            self.pos -= 1
-            raise self.fail(f"unknown type marker {m!r}")
+    def value(self, m: bytes, depth: int) -> Any:
+        if m in (b"T", b"F", b"Z", b"N"):
+            return {b"T": True, b"F": False}.get(m)
+        if m in self.FORMATS:
+            return np.frombuffer(self.take(self.SIZES[m], f"a {m.decode()} value"), dtype=self.FORMATS[m])[
+                0
+            ].item()
+        if m in (b"S", b"H"):
+            return self.take(self.length("a string"), "a string").decode("utf-8", "replace")
+        if m == b"[":
+            return self.container(b"]", depth + 1)
+        if m == b"{":
+            return self.container(b"}", depth + 1)
+        self.pos -= 1
+        raise self.fail(f"unknown type marker {m!r}")
 
-    def container(self, end: bytes, depth: int) -> set[str]:
-        """Walk an array (``end`` ``]``) or object (``}``) after its opening marker; an object's keys."""
+    def container(self, end: bytes, depth: int) -> Any:
+        """An array (``end`` ``]``) or object (``}``) after its opening marker."""
         if depth > MAX_DEPTH:
             raise self.fail(f"nested deeper than {MAX_DEPTH}")
-        obj, keys = end == b"}", set()
+        obj = end == b"}"
         kind, count = None, None
         if self.data[self.pos : self.pos + 1] == b"$":
             self.pos += 1
@@ -389,21 +479,25 @@ class _UbjsonWalk:
             count = self.integer("a count")
             if count < 0:
                 raise self.fail(f"a negative count {count}")
-        if kind is not None and kind in self.SIZES and not obj:
-            self.take(count * self.SIZES[kind], f"an array of {count} {kind.decode()} values")  # type: ignore[operator]
-            return keys
+        if kind is not None and kind in self.FORMATS and not obj:
+            raw = self.take(count * self.SIZES[kind], f"an array of {count} {kind.decode()} values")  # type: ignore[operator]
+            return np.frombuffer(raw, dtype=self.FORMATS[kind])
+        items: Any = {} if obj else []
         n = 0
         while count is None or n < count:
             if count is None and self.data[self.pos : self.pos + 1] == end:
                 self.pos += 1
-                return keys
-            if obj:
-                keys.add(self.take(self.length("a key"), "a key").decode("utf-8", "replace"))
+                return items
+            key = self.take(self.length("a key"), "a key").decode("utf-8", "replace") if obj else None
             if count is not None and self.pos >= len(self.data):
                 raise self.fail("the container ends early")
-            self.value(kind if kind is not None else self.marker(), depth)
+            item = self.value(kind if kind is not None else self.marker(), depth)
+            if obj:
+                items[key] = item
+            else:
+                items.append(item)
             n += 1
-        return keys
+        return items
 
 
 # --- CatBoost --------------------------------------------------------------------------------------
