@@ -49,9 +49,9 @@ HTTP_LIMITS = {
 #: ``scheme://user:password@`` up to the *last* ``@`` of the authority (``/``, ``?``, ``#`` or whitespace end
 #: it), as :func:`split_credentials` and ``urllib`` read it: an unencoded ``@`` in a password is masked too
 _USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*):[^/?#\s]*@")
-#: the same with reserved characters (``/ ? #``) left unencoded in the password: everything up to the last
-#: ``@`` before whitespace is hidden (a URL that only looks like one loses a little text, never a secret)
-_LOOSE_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*):\S*@")
+#: the same with reserved characters (``/ ? #``) left unencoded in the password, up to the first ``@``
+#: (what follows ``:`` must not read as a port: ``http://h:5000?x=a:b@c`` has no password)
+_LOOSE_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*):(?!\d*(?:[/?#\s]|$))\S*?@")
 #: query parameters that carry a secret: tokens, keys, signatures, passwords (S3/GCS/Azure signed URLs too)
 _SECRET_PARAM = re.compile(
     r"(?P<head>[?&;][^=&;#\s]*(?:token|key|secret|password|passwd|pwd|sig|signature|credential|auth)[^=&#\s]*=)"
