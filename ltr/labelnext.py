@@ -61,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def model_label_probs(source: str, data: object, tracking_uri: str | None) -> np.ndarray:
-    model = load_model(source, tracking_uri=resolve_tracking_uri(tracking_uri, work_root()))
+    model = load_model(
+        source, tracking_uri=resolve_tracking_uri(tracking_uri, work_root()), option="--probs-model"
+    )
     if not hasattr(model.ranker, "predict_proba"):
         raise ConfigError(
             f"--probs-model: {source} ({model.ranker.name}) gives no class probabilities; use a classification model"

@@ -850,3 +850,120 @@ def test_a_logged_model_folder_loads_from_its_ranker_artifact(models: dict[str, 
     models["linear"].save(tmp_path / "model" / "artifacts" / pyfunc.ARTIFACT)
     loaded = loading.load_model(str(tmp_path / "model"), tracking_uri="", option="MODEL").ranker
     assert np.array_equal(loaded.weights_, models["linear"].weights_)
+
+
+# --- verdicts: infinities, linear trees, objectives with an output transform (issue 25, case 6) -----
+@pytest.mark.parametrize("fmt", ["onnx", "opensearch", "elasticsearch", "vespa"])
+def test_a_linear_model_passes_its_parity_check(models: dict[str, Any], fmt: str, tmp_path: Path) -> None:
+    """±inf probes give the same infinity on both sides (on main inf − inf counted as a mismatch)."""
+    ranker = models["linear"]
+    out, written = write(ranker, fmt, tmp_path)
+    report = check_parity(ranker, FORMATS[fmt], out, default_names(N_FEATURES), written, VALID_FINITE)
+    assert report.ok, report.summary()
+
+
+VALID_FINITE = RankingData(X=np.nan_to_num(VALID.X), y=VALID.y, qid=VALID.qid)
+
+
+def _fit_lightgbm(engine_params: dict[str, Any], name: str = "regression") -> Any:
+    """A LightGBM ``regression`` ranker with ``engine_params`` (labels 0/1 for a probability objective)."""
+    cfg = {"name": name, "params": TREE_PARAMS, "engine_params": engine_params}
+    binary = engine_params.get("objective") in ("binary", "cross_entropy", "cross_entropy_lambda")
+    train, valid = (
+        RankingData(X=np.nan_to_num(d.X), y=np.minimum(d.y, 1) if binary else d.y, qid=d.qid)
+        for d in (TRAIN, VALID)
+    )
+    return build_ranker(cfg, seed=3, num_threads=1).fit(train, valid)
+
+
+@pytest.fixture(scope="module")
+def linear_tree_model() -> Any:
+    ranker = _fit_lightgbm({"linear_tree": True})
+    assert "leaf_coeff" in json.dumps(ranker.booster_.dump_model())  # the leaves are linear
+    return ranker
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "opensearch", "elasticsearch", "solr", "vespa"])
+def test_linear_tree_models_are_refused_by_every_format_that_drops_the_coefficients(
+    linear_tree_model: Any, fmt: str, tmp_path: Path
+) -> None:
+    out = tmp_path / f"model{FORMATS[fmt].suffix}"
+    with pytest.raises(ConfigError, match=f"--format {fmt}: a LightGBM model trained with linear_tree=true"):
+        export(linear_tree_model, FORMATS[fmt], out, default_names(N_FEATURES))
+    assert not out.exists()
+
+
+def test_a_linear_tree_model_exports_to_its_own_lightgbm_file(linear_tree_model: Any, tmp_path: Path) -> None:
+    out, written = write(linear_tree_model, "lightgbm", tmp_path)
+    report = check_parity(
+        linear_tree_model, FORMATS["lightgbm"], out, default_names(N_FEATURES), written, VALID_FINITE
+    )
+    assert report.ok, report.summary()
+
+
+@pytest.mark.parametrize("objective", ["poisson", "gamma", "tweedie", "cross_entropy", "binary"])
+@pytest.mark.parametrize("fmt", ["onnx", "solr", "vespa", "opensearch"])
+def test_lightgbm_objectives_with_an_output_transform_are_refused(
+    objective: str, fmt: str, tmp_path: Path
+) -> None:
+    ranker = _fit_lightgbm({"objective": objective})
+    with pytest.raises(ConfigError, match=f"LightGBM objective '{objective}' scores"):
+        export(ranker, FORMATS[fmt], tmp_path / "m.out", default_names(N_FEATURES))
+
+
+def _lightgbm_case(name: str) -> tuple[dict[str, Any], np.ndarray, np.ndarray, list[int] | None]:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(240, 4))
+    params: dict[str, Any] = {"objective": name, "verbose": -1, "num_leaves": 4, "min_data_in_leaf": 5}
+    y, group = np.abs(X[:, 0]) + 0.1, None
+    if name in ("binary", "cross_entropy", "cross_entropy_lambda"):
+        y = (X[:, 0] > 0).astype(float)
+    if name.startswith("multiclass"):
+        params["num_class"], y = 3, np.arange(240) % 3
+    if name in ("lambdarank", "rank_xendcg"):
+        y, group = np.arange(240) % 3, [24] * 10
+    return params, X, y, group
+
+
+@pytest.mark.parametrize("name", sorted(__import__("ltr.export.reading", fromlist=["x"]).LIGHTGBM_OBJECTIVES))
+def test_the_lightgbm_objective_table_matches_lightgbm(name: str) -> None:
+    """Each entry trained with LightGBM: the name it records, and a transform exactly when predict applies one."""
+    import lightgbm as lgb
+
+    from ltr.export.reading import LIGHTGBM_OBJECTIVES
+
+    params, X, y, group = _lightgbm_case(name)
+    booster = lgb.train(params, lgb.Dataset(X, y, group=group), num_boost_round=3)
+    assert booster.dump_model()["objective"].split()[0] == name
+    raw, scored = booster.predict(X, raw_score=True), booster.predict(X)
+    assert (LIGHTGBM_OBJECTIVES[name] is None) == (raw.shape == scored.shape and np.allclose(raw, scored))
+
+
+@pytest.mark.parametrize("name", sorted(__import__("ltr.export.reading", fromlist=["x"]).XGBOOST_OBJECTIVES))
+def test_the_xgboost_objective_table_matches_xgboost(name: str) -> None:
+    import xgboost as xgb
+
+    from ltr.export.reading import XGBOOST_OBJECTIVES
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(240, 4))
+    y = np.abs(X[:, 0]) + 0.1
+    params: dict[str, Any] = {"objective": name, "max_depth": 2}
+    if name.startswith(("binary:", "reg:logistic")) or name == "rank:map":
+        y = (X[:, 0] > 0).astype(float)
+    if name.startswith("multi:"):
+        params["num_class"], y = 3, np.arange(240) % 3
+    if name == "reg:quantileerror":
+        params["quantile_alpha"] = 0.5
+    data = xgb.DMatrix(X, y)
+    if name.startswith("rank:"):
+        data.set_group([24] * 10)
+        if name != "rank:map":
+            data.set_label(np.arange(240) % 3)
+    if name == "survival:aft":
+        data.set_float_info("label_lower_bound", y)
+        data.set_float_info("label_upper_bound", y)
+    booster = xgb.train(params, data, 3)
+    assert json.loads(booster.save_config())["learner"]["objective"]["name"] == name
+    raw, scored = booster.predict(data, output_margin=True), booster.predict(data)
+    assert (XGBOOST_OBJECTIVES[name] is None) == (raw.shape == scored.shape and np.allclose(raw, scored))

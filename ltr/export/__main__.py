@@ -11,25 +11,31 @@ default ``f1 … fN``. Every export is checked: the written file is scored back 
 on probe rows at every split threshold, just above it, NaN and ±1e30, and with ``--check DATA``
 (an SVMlight/LETOR file) on those rows too; the worst difference is printed
 (:mod:`ltr.export.parity`) and a failed check exits with status 1. A model the format cannot
-express exactly is refused with the reason (exit status 2), no file written.
+express exactly is refused with the reason (exit status 2), no file written. Files are written
+through :mod:`ltr.export.staging`: an ``--out`` that is an input is refused before any work, and the
+previous ``--out`` is replaced only when the new file is whole and passed the parity check.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
+from typing import Any
 
-from ltr.core.errors import LtrError
+from ltr.cli.running import run_cli
+from ltr.core.errors import ConfigError, LtrError
 from ltr.core.extras import install_hint
 from ltr.core.resources import work_root
 from ltr.data.svmlight import load_svmlight
 from ltr.export.features import default_names, read_feature_map
-from ltr.export.formats import FORMATS, export, get_target
+from ltr.export.formats import FORMATS, export, exportable, get_target
 from ltr.export.parity import check_parity
+from ltr.export.staging import check_not_inputs, folder_files, staging
 from ltr.export.targets.searchltr import MODEL_TYPES
 from ltr.tracking.loading import load_model
-from ltr.tracking.store import resolve_tracking_uri
+from ltr.tracking.store import mask_secrets, resolve_tracking_uri
 
 
 def parser() -> argparse.ArgumentParser:
@@ -65,44 +71,76 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+def inputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """The files the export reads, as ``(option, path)``: no output may be one of them."""
+    found = [(f"--{name.replace('_', '-')}", getattr(args, name)) for name in ("check", "feature_names")]
+    files = [(option, path) for option, path in found if path is not None]
+    model = Path(args.model)
+    if model.is_dir():
+        files += folder_files(model, "MODEL")
+    elif model.exists():
+        files.append(("MODEL", model))
+    return files
+
+
+def run(args: argparse.Namespace) -> int:
+    """The export (module docstring); the exit status. Every file lands only after the parity check passed."""
+    target = get_target(args.format)
+    check_not_inputs([("--out", args.out)], inputs(args))  # before the model loads
+    uri = resolve_tracking_uri(args.tracking_uri, work_root())
+    ranker = load_model(args.model, tracking_uri=uri, option="MODEL").ranker
+    n_features = int(ranker.n_features_in_)
+    names = (
+        read_feature_map(args.feature_names, n_features) if args.feature_names else default_names(n_features)
+    )
+    data = load_svmlight(args.check, n_features=n_features) if args.check else None
+    outputs = target.outputs(args.out, exportable(ranker, target))
+    check_not_inputs(
+        [("--out", outputs[0]), *((f"--out's side file {p}", p) for p in outputs[1:])], inputs(args)
+    )
     try:
-        target = get_target(args.format)
-        uri = resolve_tracking_uri(args.tracking_uri, work_root())
-        ranker = load_model(args.model, tracking_uri=uri, option="MODEL").ranker
-        n_features = int(ranker.n_features_in_)
-        names = (
-            read_feature_map(args.feature_names, n_features)
-            if args.feature_names
-            else default_names(n_features)
-        )
-        data = load_svmlight(args.check, n_features=n_features) if args.check else None
-        written = export(
-            ranker,
-            target,
-            args.out,
-            names,
-            model_name=args.name,
-            feature_set=args.feature_set,
-            feature_store=args.feature_store,
-            model_type=args.model_type,
-        )
-        report = check_parity(ranker, target, args.out, names, written, data)
-    except LtrError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:  # --out in a folder that cannot be written, a directory, a full disk
-        print(f"error: --out {args.out}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        with staging(args.out) as stage:
+            options = {name: getattr(args, name) for name in ("feature_set", "feature_store", "model_type")}
+            written = export(
+                ranker, target, args.out, names, write_to=stage.path, model_name=args.name, **options
+            )
+            report = check_parity(ranker, target, stage.path, names, written, data)
+            if report.ok:
+                stage.install()
+    except OSError as exc:  # a full disk, a file-size limit, a folder that cannot be written
+        kept = "left unchanged" if args.out.exists() else "not written"
+        raise ConfigError(f"--out {args.out}: {exc.strerror or exc}; {args.out} {kept}") from None
+    if not report.ok:
+        print(report.summary())
+        kept = "left unchanged" if args.out.exists() else "not written"
+        print(f"not written: the parity check failed, so {args.out} is {kept}", file=sys.stderr)
+        return 1
     print(
-        f"wrote {args.out} ({args.format}; missing values: {'NaN' if written.missing == 'nan' else 'fed as 0'})"
+        f"wrote {', '.join(map(str, outputs))} ({args.format}; missing values: "
+        f"{'NaN' if written.missing == 'nan' else 'fed as 0'})"
     )
     for line in written.how_to_load:
         print(f"  {line}")
     print(report.summary())
-    return 0 if report.ok else 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and export; a user error is one ``error:`` line and status 2 (:mod:`ltr.cli.running`)."""
+    args = parser().parse_args(argv)
+    if hasattr(signal, "SIGXFSZ"):  # a file-size limit: an OSError to report, not a kill mid-write
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    return print_result_code(run, args)
+
+
+def print_result_code(command: Any, args: argparse.Namespace) -> int:
+    """``command(args)``'s status, or one ``error:`` line (credentials masked) and status 2 for a user error."""
+    try:
+        return int(command(args))
+    except LtrError as exc:
+        print(f"error: {mask_secrets(str(exc))}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)  # Ctrl-C and a closed pipe end in one line (ltr.cli.running)

@@ -35,6 +35,8 @@ class Target:
     score: Callable[[Path, np.ndarray, list[str]], np.ndarray]
     native: bool = False  # writes the ranker's own engine file (no canonical model)
     extra: str | None = None  # the optional extra the format needs (ltr.core.extras.EXTRAS)
+    #: every file ``write`` writes for ``--out`` (the side files too), given the model (None: native)
+    outputs: Callable[[Path, Any], tuple[Path, ...]] = lambda out, model: (out,)
 
 
 FORMATS: dict[str, Target] = {
@@ -44,7 +46,7 @@ FORMATS: dict[str, Target] = {
         "elasticsearch", searchltr.SUFFIX, searchltr.writer("elasticsearch"), searchltr.score
     ),
     "solr": Target("solr", solr.SUFFIX, solr.write, solr.score),
-    "vespa": Target("vespa", vespa.SUFFIX, vespa.write, vespa.score),
+    "vespa": Target("vespa", vespa.SUFFIX, vespa.write, vespa.score, outputs=vespa.outputs),
     "lightgbm": Target(
         "lightgbm", native.SUFFIX["lightgbm"], native.writer("lightgbm"), native.scorer("lightgbm"), True
     ),
@@ -66,14 +68,26 @@ def get_target(name: str) -> Target:
     return target
 
 
-def export(ranker: Any, target: Target, out: Path, names: list[str], **options: Any) -> Written:
-    """Write ``ranker`` to ``out`` in ``target``'s format; a model it cannot express is a ConfigError."""
+def exportable(ranker: Any, target: Target) -> Exportable | None:
+    """What ``target`` writes of ``ranker`` (None for a native file); a model it cannot express is a ConfigError."""
     model: Exportable | None = None if target.native else from_ranker(ranker, f"--format {target.name}")
     if isinstance(model, ExpectedGrade) and target.name != "onnx":
         raise ConfigError(f"--format {target.name}: " + MCRANK_REFUSED)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    written = target.write(model, out, names, ranker=ranker, **options)
-    return replace(written, how_to_load=(*written.how_to_load, score_statement(model, ranker)))
+    return model
+
+
+def export(
+    ranker: Any, target: Target, out: Path, names: list[str], *, write_to: Path | None = None, **options: Any
+) -> Written:
+    """Write ``ranker`` in ``target``'s format: to ``write_to`` (a staging path with ``out``'s name,
+    :mod:`ltr.export.staging`) or to ``out``; the messages name ``out``. A model it cannot express is a
+    ConfigError, raised before anything is written."""
+    model = exportable(ranker, target)
+    path = write_to or out
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = target.write(model, path, names, ranker=ranker, **options)
+    lines = tuple(line.replace(str(path.parent), str(out.parent)) for line in written.how_to_load)
+    return replace(written, how_to_load=(*lines, score_statement(model, ranker)))
 
 
 def score_statement(model: Exportable | None, ranker: Any) -> str:

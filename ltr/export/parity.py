@@ -71,15 +71,18 @@ class ParityReport:
 
 
 def relative_differences(exported: np.ndarray, expected: np.ndarray) -> np.ndarray:
-    """``|exported − expected| / max(1, |expected|)`` per row; both NaN agree, one NaN is ``inf``.
+    """``|exported − expected| / max(1, |expected|)`` per row; equal values agree (the same infinity too:
+    ``inf − inf`` is no difference), both NaN agree, one NaN or opposite infinities are ``inf``.
 
     >>> relative_differences(np.array([1.0, 200.0, np.nan, 1.0]), np.array([1.5, 100.0, np.nan, np.nan])).tolist()
     [0.3333333333333333, 1.0, 0.0, inf]
+    >>> relative_differences(np.array([np.inf, -np.inf, np.inf, 5.0]), np.array([np.inf, -np.inf, -np.inf, np.inf])).tolist()
+    [0.0, 0.0, inf, inf]
     """
     with np.errstate(invalid="ignore"):
         diffs = np.abs(exported - expected) / np.maximum(1.0, np.abs(expected))
-    both = np.isnan(exported) & np.isnan(expected)
-    return np.where(both, 0.0, np.where(np.isnan(diffs), np.inf, diffs))
+    same = (exported == expected) | (np.isnan(exported) & np.isnan(expected))
+    return np.where(same, 0.0, np.where(np.isnan(diffs), np.inf, diffs))
 
 
 def ranking_inversions(exported: np.ndarray, expected: np.ndarray, offsets: np.ndarray) -> int:
@@ -92,7 +95,8 @@ def ranking_inversions(exported: np.ndarray, expected: np.ndarray, offsets: np.n
     for start, end in zip(offsets[:-1], offsets[1:], strict=True):
         e, x = expected[start:end], exported[start:end]
         tol = TOLERANCE * np.maximum(1.0, np.maximum(np.abs(e)[:, None], np.abs(e)[None, :]))
-        ordered = (e[:, None] - e[None, :]) > tol
+        with np.errstate(invalid="ignore"):  # inf - inf: no order between equal infinities
+            ordered = (e[:, None] - e[None, :]) > tol
         count += int(np.sum(ordered & (x[:, None] <= x[None, :])))
     return count
 

@@ -51,6 +51,55 @@ TREE_FAMILIES = ("lambdamart", "xendcg", "regression", "lambdamart_xgb")
 #: ensembles whose combination is a weighted sum of raw member scores when normalization is none
 FOLDABLE_ENSEMBLES = ("ensemble_mean", "ensemble_bagging", "ensemble_blend")
 
+#: LightGBM's objectives (its docs' list, canonical names as a model file records them) → the output
+#: transform its ``predict`` applies to the raw tree sum, or None. Only raw scores are exported (the
+#: formats write the tree sum); tests/test_export.py trains each and checks the transform against
+#: ``predict(raw_score=True)``. ``multiclass`` is McRank's, read class by class (:class:`ExpectedGrade`).
+LIGHTGBM_OBJECTIVES: dict[str, str | None] = {
+    "regression": None, "regression_l1": None, "huber": None, "fair": None, "quantile": None, "mape": None,
+    "lambdarank": None, "rank_xendcg": None,
+    "poisson": "exp", "gamma": "exp", "tweedie": "exp",
+    "binary": "sigmoid", "cross_entropy": "sigmoid", "cross_entropy_lambda": "log(1 + exp)",
+    "multiclass": "softmax", "multiclassova": "sigmoid per class",
+}  # fmt: skip
+#: XGBoost's objectives (its docs' list) → the transform ``predict`` applies to the margin, or None
+#: (checked by the tests against ``predict(output_margin=True)``)
+XGBOOST_OBJECTIVES: dict[str, str | None] = {
+    "reg:squarederror": None, "reg:squaredlogerror": None, "reg:pseudohubererror": None,
+    "reg:absoluteerror": None, "reg:quantileerror": None, "binary:logitraw": None,
+    "rank:ndcg": None, "rank:map": None, "rank:pairwise": None,
+    "reg:logistic": "sigmoid", "binary:logistic": "sigmoid", "binary:hinge": "a 0/1 step",
+    "count:poisson": "exp", "reg:gamma": "exp", "reg:tweedie": "exp", "survival:cox": "exp",
+    "survival:aft": "exp", "multi:softmax": "argmax", "multi:softprob": "softmax",
+}  # fmt: skip
+
+
+def check_objective(engine: str, objective: str, where: str, allowed: tuple[str, ...] = ()) -> None:
+    """Refuse an objective whose scores are not the raw tree sum (its engine's table above), or one not in
+    the table, naming it and the transform; ``allowed`` are read specially by the caller (McRank's softmax).
+
+    >>> check_objective("lightgbm", "poisson", "--format onnx")
+    Traceback (most recent call last):
+    ltr.core.errors.ConfigError: --format onnx: LightGBM objective 'poisson' scores exp(tree sum); the formats write the raw tree sum, so the scores would differ — retrain with a raw-score objective (regression, regression_l1, huber, fair, quantile, mape, lambdarank, rank_xendcg) or export with --format lightgbm
+    """
+    table = LIGHTGBM_OBJECTIVES if engine == "lightgbm" else XGBOOST_OBJECTIVES
+    label = "LightGBM" if engine == "lightgbm" else "XGBoost"
+    raw = ", ".join(name for name, transform in table.items() if transform is None)
+    if objective in allowed:
+        return
+    if objective not in table:
+        raise ConfigError(
+            f"{where}: {label} objective {objective!r} is not one ltr knows the output of; exportable: {raw}"
+        )
+    transform = table[objective]
+    if transform is not None:
+        raise ConfigError(
+            f"{where}: {label} objective {objective!r} scores {transform}(tree sum); the formats write the raw "
+            f"tree sum, so the scores would differ — retrain with a raw-score objective ({raw}) or export with "
+            f"--format {engine}"
+        )
+
+
 #: the refusal every format but ONNX gives a McRank model
 MCRANK_REFUSED = (
     "classification (McRank) scores the expected grade Σ_k k·softmax_k over per-class tree sums; that is "
@@ -117,18 +166,38 @@ def _lightgbm_tree(structure: dict[str, Any], where: str) -> Tree:
     return build.tree()
 
 
+def _has_linear_leaves(node: dict[str, Any]) -> bool:
+    """Whether a dumped LightGBM tree has a leaf with linear coefficients (``linear_tree``)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if "leaf_value" in n:
+            if "leaf_const" in n or n.get("leaf_coeff"):  # a linear leaf scores leaf_const + Σ coeff·x
+                return True
+        else:
+            stack += [n["left_child"], n["right_child"]]
+    return False
+
+
 def from_lightgbm(booster: Any, n_iterations: int | None, where: str = "model") -> tuple[TreeEnsemble, ...]:
     """The trees of a LightGBM booster's first ``n_iterations`` rounds (all when None), one model per
     class (a single one unless multiclass: tree ``k`` belongs to class ``k mod K``)."""
     dump = booster.dump_model(num_iteration=n_iterations if n_iterations else -1)
     if dump.get("average_output"):
         raise ConfigError(f"{where}: a LightGBM random-forest model (average_output); not exported")
+    objective = str(dump.get("objective", "regression")).split()[0]
+    check_objective("lightgbm", objective, where, allowed=("multiclass",))
+    if any(_has_linear_leaves(info["tree_structure"]) for info in dump["tree_info"]):
+        raise ConfigError(
+            f"{where}: a LightGBM model trained with linear_tree=true (each leaf a linear function of the "
+            "features); this format holds constant leaves only — retrain with linear_tree=false, or export with "
+            "--format lightgbm"
+        )
     per_round = int(dump.get("num_tree_per_iteration", 1))
     trees = [
         _lightgbm_tree(info["tree_structure"], f"{where}, tree {k}")
         for k, info in enumerate(dump["tree_info"])
     ]
-    objective = str(dump.get("objective", "regression")).split()[0]
     n_features = int(dump["max_feature_idx"]) + 1
     return tuple(
         TreeEnsemble(tuple(trees[k::per_round]), 0.0, n_features, source="lightgbm", objective=objective)
@@ -152,8 +221,7 @@ def from_xgboost(booster: Any, n_iterations: int | None, where: str = "model") -
     model = json.loads(bytes(booster.save_raw("json")))
     learner = model["learner"]
     objective = learner["objective"]["name"]
-    if not objective.startswith(("rank:", "reg:squarederror")):
-        raise ConfigError(f"{where}: XGBoost objective {objective!r} has an output transform; not exported")
+    check_objective("xgboost", objective, where)
     booster_cfg = learner["gradient_booster"]
     if booster_cfg["name"] != "gbtree":
         raise ConfigError(

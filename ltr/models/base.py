@@ -425,7 +425,7 @@ class BaseRanker:
         ranker.n_features_in_ = int(manifest["n_features"])
         ranker.best_iteration_ = manifest.get("best_iteration")
         history = path / HISTORY
-        ranker.evals_result_ = json.loads(history.read_text()) if history.exists() else {}
+        ranker.evals_result_ = _read_json(history, "training history") if history.exists() else {}
         ranker._load_native(path, manifest)
         return ranker
 
@@ -545,10 +545,7 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     file = path / MANIFEST
     if not file.is_file():
         raise ConfigError(f"{path}: not a saved ltr ranker (no {MANIFEST})")
-    try:
-        manifest = json.loads(file.read_text())
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{file}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    manifest = _read_json(file, "manifest")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ConfigError(f"{file}: not an ltr ranker manifest (format must be '{FORMAT}')")
     if manifest.get("format_version") != FORMAT_VERSION:
@@ -556,6 +553,20 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
             f"{file}: format_version {manifest.get('format_version')!r}, this ltr reads version {FORMAT_VERSION}"
         )
     return manifest
+
+
+def _read_json(file: Path, what: str) -> Any:
+    """A JSON file of a saved folder; a damaged one (cut short, zeroed, not UTF-8) is one ConfigError naming it."""
+    try:
+        return json.loads(file.read_bytes().decode("utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{file}:{exc.lineno}: invalid JSON in the {what} ({exc.msg}); the file is damaged"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: byte {exc.start} is not UTF-8; the {what} is damaged") from None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read the {what} ({exc.strerror or exc})") from None
 
 
 def _json_default(value: Any) -> Any:

@@ -49,17 +49,36 @@ HTTP_LIMITS = {
 #: ``scheme://user:password@`` up to the *last* ``@`` of the authority (``/``, ``?``, ``#`` or whitespace end
 #: it), as :func:`split_credentials` and ``urllib`` read it: an unencoded ``@`` in a password is masked too
 _USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*):[^/?#\s]*@")
+#: the same with reserved characters (``/ ? #``) left unencoded in the password, up to the first ``@``
+#: (what follows ``:`` must not read as a port: ``http://h:5000?x=a:b@c`` has no password)
+_LOOSE_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*):(?!\d*(?:[/?#\s]|$))\S*?@")
+#: query parameters that carry a secret: tokens, keys, signatures, passwords (S3/GCS/Azure signed URLs too)
+_SECRET_PARAM = re.compile(
+    r"(?P<head>[?&;][^=&;#\s]*(?:token|key|secret|password|passwd|pwd|sig|signature|credential|auth)[^=&#\s]*=)"
+    r"[^&;#\s]+",
+    re.IGNORECASE,
+)
 
 
 def mask_secrets(text: str) -> str:
-    """Hide the password of every URI in ``text``: ``http://user:secret@host`` → ``http://user:***@host``.
+    """Hide the password of every URI in ``text``: ``http://user:secret@host`` → ``http://user:***@host``,
+    also with an unencoded ``/``, ``?`` or ``#`` in it, and the value of every token-like query parameter
+    (``?token=``, ``api_key=``, ``X-Amz-Signature=``, ``sig=``, …): ``?token=***``.
 
-    Every param, tag, text artifact and error message the tracker writes goes through this.
+    Every param, tag, text artifact, console line and error message the tracker, the model loader and
+    ``ltr.export`` write goes through this.
+
+    >>> mask_secrets("http://ann:p/w#x@h:5000/a?token=abc&n=1 s3://b/k?X-Amz-Signature=f00&X-Amz-Credential=AK")
+    'http://ann:***@h:5000/a?token=***&n=1 s3://b/k?X-Amz-Signature=***&X-Amz-Credential=***'
 
     >>> mask_secrets("ltr.train tracking.uri=http://ann:s3cr3t@127.0.0.1:5000 seed=1")
     'ltr.train tracking.uri=http://ann:***@127.0.0.1:5000 seed=1'
     """
-    return _USERINFO.sub(r"\g<head>:***@", text)
+    text = _USERINFO.sub(r"\g<head>:***@", text)
+    text = _LOOSE_USERINFO.sub(
+        lambda m: m.group(0) if m.group(0).endswith(":***@") else f"{m['head']}:***@", text
+    )
+    return _SECRET_PARAM.sub(r"\g<head>***", text)
 
 
 def masked(value: Any) -> Any:
@@ -167,45 +186,60 @@ def runs_view(metric_keys: Sequence[str]) -> dict[str, Any]:
 
 
 def check_server_reachable(
-    uri: str, timeout: float = 5.0, *, option: str = "tracking.uri", fix: str = "or run with tracking=none"
+    uri: str,
+    timeout: float = 5.0,
+    *,
+    option: str = "tracking.uri",
+    fix: str = "or run with tracking=none",
+    where: str | None = None,
 ) -> None:
     """Fail fast, before any training, when ``uri`` is an MLflow server that does not answer.
 
-    The one-line :class:`~ltr.core.errors.ConfigError` names ``option`` (``tracking.uri``, or
-    ``import-fallback --to``) and ends an unreachable server's message with ``fix``.
+    The one-line :class:`~ltr.core.errors.ConfigError` starts ``where`` (default ``<option>=<uri>``:
+    ``tracking.uri``, ``--tracking-uri``, or ``import-fallback --to``), ends an unreachable server's
+    message with ``fix``, and shows no credentials (:func:`mask_secrets`). One request, ``timeout``
+    seconds at most: a closed port fails at once, a server that accepts and never answers after
+    ``timeout``.
     """
     if not uri.startswith(("http://", "https://")):
         return
     import base64
+    import http.client
     import urllib.error
     import urllib.request
 
     uri, user, password = split_credentials(uri)
+    shown = mask_secrets(uri)
+    prefix = where or f"{option}={shown}"
     if user is None and os.environ.get("MLFLOW_TRACKING_USERNAME"):
         user, password = (
             os.environ["MLFLOW_TRACKING_USERNAME"],
             os.environ.get("MLFLOW_TRACKING_PASSWORD", ""),
         )
     url = uri.rstrip("/") + "/health"
-    request = urllib.request.Request(url)  # noqa: S310 (user-given URL)
-    if user is not None:
-        token = base64.b64encode(f"{user}:{password or ''}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
     try:
+        request = urllib.request.Request(url)  # noqa: S310 (user-given URL)
+        if user is not None:
+            token = base64.b64encode(f"{user}:{password or ''}".encode()).decode()
+            request.add_header("Authorization", f"Basic {token}")
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (user-given URL)
             if response.status != 200:
-                raise ConfigError(f"{option}={uri}: {url} answered HTTP {response.status}")
+                raise ConfigError(f"{prefix}: {mask_secrets(url)} answered HTTP {response.status}")
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
             raise ConfigError(
-                f"{option}={uri}: the MLflow server refused the credentials (HTTP {exc.code}); give them "
+                f"{prefix}: the MLflow server refused the credentials (HTTP {exc.code}); give them "
                 "as http://USER:PASSWORD@host:port or in MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD"
             ) from exc
-        raise ConfigError(f"{option}={uri}: {url} answered HTTP {exc.code}") from exc
-    except (urllib.error.URLError, OSError, TimeoutError, ValueError) as exc:
+        raise ConfigError(f"{prefix}: {mask_secrets(url)} answered HTTP {exc.code}") from exc
+    except http.client.InvalidURL:  # e.g. an unencoded '/' in a password reads as the host:port
         raise ConfigError(
-            f"{option}={uri}: the MLflow server is unreachable ({mask_secrets(str(exc))}); start it, "
-            f"fix the URI, {fix}"
+            f"{prefix}: not a valid server address (host:port); percent-encode '/', '?', '#' and '@' in a "
+            "user name or password (e.g. / as %2F)"
+        ) from None
+    except (urllib.error.URLError, http.client.HTTPException, OSError, TimeoutError, ValueError) as exc:
+        raise ConfigError(
+            f"{prefix}: the MLflow server is unreachable ({mask_secrets(str(exc))}); start it, fix the URI, {fix}"
         ) from exc
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ltr.core.errors import ConfigError
 from ltr.export.targets.dumps import model_dump, read_dump, strict_bound
 from ltr.export.trees import (
     Exportable,
@@ -94,6 +95,19 @@ def rank_profile(model: Exportable, names: list[str], out: Path, profile: str) -
         f"rank-profile {profile} inherits default {{\n{functions}"
         f"    first-phase {{\n        expression {{\n            {expression}\n        }}\n    }}\n}}\n"
     )
+
+
+def outputs(out: Path, model: Exportable) -> tuple[Path, ...]:
+    """The files :func:`write` writes: ``out`` and, for trees, the rank profile ``out`` with suffix ``.sd``
+    (an ``out`` that already ends in ``.sd`` would be overwritten by the profile: refused)."""
+    if isinstance(model, LinearScorer):
+        return (out,)
+    if out.suffix == PROFILE_SUFFIX:
+        raise ConfigError(
+            f"--out {out}: Vespa's rank profile is written to --out with suffix {PROFILE_SUFFIX}, which is --out "
+            f"itself; give the model file another suffix (e.g. {out.with_suffix(SUFFIX).name})"
+        )
+    return (out, out.with_suffix(PROFILE_SUFFIX))
 
 
 def write(model: Exportable, out: Path, names: list[str], *, model_name: str, **_: Any) -> Written:

@@ -34,6 +34,7 @@ from ltr.data import RankingData
 from ltr.models import vocabulary
 from ltr.models.base import BaseRanker, OnIteration, Resolved
 from ltr.models.checks import check_integer_labels, row_weights
+from ltr.models.engines.files import check_catboost_model, engine_error
 from ltr.models.evaluation import RankingMetric
 from ltr.models.monitor import IterationMonitor, watch
 
@@ -217,4 +218,9 @@ class CatBoostYetiRank(BaseRanker):
     def _load_native(self, path: Path, manifest: dict[str, Any]) -> None:
         catboost = import_catboost()
         self.model_ = catboost.CatBoost()
-        self.model_.load_model(str(path / manifest["files"]["model"]), format="cbm")
+        file = path / manifest["files"]["model"]
+        check_catboost_model(file)  # ltr.models.engines.files
+        try:
+            self.model_.load_model(str(file), format="cbm")
+        except catboost.CatBoostError as exc:
+            raise engine_error(file, "CatBoost", exc) from None

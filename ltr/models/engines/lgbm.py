@@ -47,6 +47,7 @@ from ltr.models.checks import (
     row_weights,
 )
 from ltr.models.engines.binned import BINNED, binning_key
+from ltr.models.engines.files import check_lightgbm_text, engine_error
 from ltr.models.evaluation import RankingMetric
 from ltr.models.monitor import LTR_PREFIX, IterationMonitor, history_name, watch
 
@@ -229,7 +230,12 @@ class LightGBMRanker(BaseRanker):
     def _load_native(self, path: Path, manifest: dict[str, Any]) -> None:
         import lightgbm as lgb  # deferred: engine loads only when a LightGBM model is fitted or loaded
 
-        self.booster_ = lgb.Booster(model_file=str(path / manifest["files"]["model"]))
+        file = path / manifest["files"]["model"]
+        check_lightgbm_text(file)  # a damaged file aborts LightGBM (ltr.models.engines.files)
+        try:
+            self.booster_ = lgb.Booster(model_file=str(file))
+        except lgb.basic.LightGBMError as exc:
+            raise engine_error(file, "LightGBM", exc) from None
 
 
 #: LightGBM parameters that shape a binned Dataset (LightGBM refuses to change them on a built one), the

@@ -45,6 +45,7 @@ from ltr.models import vocabulary
 from ltr.models.base import BaseRanker, OnIteration, Resolved
 from ltr.models.checks import check_integer_labels, check_label_limit
 from ltr.models.engines.binned import BINNED, binning_key
+from ltr.models.engines.files import check_xgboost_model, engine_error
 from ltr.models.evaluation import RankingMetric
 from ltr.models.monitor import LTR_PREFIX, IterationMonitor, history_name, watch
 from ltr.models.params import gain_table
@@ -335,7 +336,14 @@ class XGBoostLambdaMART(BaseRanker):
         return {"model": MODEL_FILE}
 
     def _load_native(self, path: Path, manifest: dict[str, Any]) -> None:
-        self.booster_ = xgb.Booster(model_file=str(path / manifest["files"]["model"]))
+        file = path / manifest["files"]["model"]
+        check_xgboost_model(
+            file
+        )  # a damaged file can crash XGBoost or exhaust memory (ltr.models.engines.files)
+        try:
+            self.booster_ = xgb.Booster(model_file=str(file))
+        except xgb.core.XGBoostError as exc:
+            raise engine_error(file, "XGBoost", exc) from None
         self.booster_.set_param({"nthread": int(self.num_threads)})
 
 
