@@ -78,6 +78,27 @@ def open_parent_run(study: optuna.Study, tracker: Any, storage: str | None) -> s
     return winner
 
 
+def aborted_status(exc: BaseException) -> str:
+    """The status a run ends with when ``exc`` stops it: ``KILLED`` for Ctrl-C / SIGTERM, else ``FAILED``.
+
+    >>> aborted_status(KeyboardInterrupt()), aborted_status(ValueError())
+    ('KILLED', 'FAILED')
+    """
+    return "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
+
+
+def end_parent_run(tracker: Any, run_id: str, exc: BaseException) -> None:
+    """End a sweep's parent run KILLED or FAILED (:func:`aborted_status`) with the reason as its
+    ``error`` tag, so an interrupted or failed sweep leaves no parent RUNNING. A store that cannot be
+    reached any more leaves it as it is (the sweep's own error is what the user needs to see)."""
+    status = aborted_status(exc)
+    reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    with contextlib.suppress(Exception):
+        retry_call(tracker.client.set_tag, run_id, "error", mask_secrets(reason)[:5000])
+    with contextlib.suppress(Exception):
+        retry_call(tracker.client.set_terminated, run_id, status)
+
+
 def first_parent(client: Any, experiment_id: str, tags: Mapping[str, str]) -> str:
     """The earliest RUNNING parent run with these tags (study name and storage).
 

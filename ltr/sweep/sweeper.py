@@ -67,7 +67,15 @@ from ltr.sweep.pruning import (
     TrainingStopped,
     time_saved,
 )
-from ltr.sweep.runs import COMMAND_ATTR, ENV_PARENT, PARENT_ATTR, open_parent_run, parent_tracker, promote
+from ltr.sweep.runs import (
+    COMMAND_ATTR,
+    ENV_PARENT,
+    PARENT_ATTR,
+    end_parent_run,
+    open_parent_run,
+    parent_tracker,
+    promote,
+)
 from ltr.sweep.study import (
     FAILURE_ATTR,
     INTERRUPTED,
@@ -279,7 +287,8 @@ class OptunaSweeper(Sweeper):
             study.enqueue_trial(dict(params), skip_if_exists=True)
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        # the config as Hydra saves it, credentials in URLs masked (ltr.sweep.secrets)
+        (sweep_dir / "multirun.yaml").write_text(mask_secrets(OmegaConf.to_yaml(self.config)))
         log.info(
             "Optuna study %r (storage %s), sampler %s, pruner %s, direction %s: %d of %d trials done or "
             "running, batches of %d%s",
@@ -299,6 +308,16 @@ class OptunaSweeper(Sweeper):
         self.chatter = logging.DEBUG if reports_trials(self.config) else logging.INFO
         tracker = parent_tracker(self.config)
         self.parent_run = open_parent_run(study, tracker, settings.storage) if tracker is not None else None
+        try:
+            self._run_trials(study, space, sweep_dir, tracker)
+        except BaseException as exc:  # Ctrl-C / SIGTERM: KILLED; a failed trial, an error: FAILED
+            if tracker is not None and self.parent_run is not None:
+                end_parent_run(tracker, self.parent_run, exc)
+            raise
+
+    def _run_trials(self, study: optuna.Study, space: SearchSpace, sweep_dir: Path, tracker: Any) -> None:
+        """Ask, launch and tell batches of trials until the study is full; write the results, promote the best."""
+        settings = self.settings
         tally = FailureTally(settings.max_failure_rate)
         progress = SweepProgress(settings.n_trials, settings.direction)
         while (size := min(settings.n_jobs, settings.n_trials - claimed(study))) > 0:
