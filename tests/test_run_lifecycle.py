@@ -143,3 +143,31 @@ def test_a_grid_sweep_whose_job_fails_ends_its_parent_run_failed(tmp_path, monke
     (parent,) = [r for r in runs if r.data.tags.get("ltr.sweep.role") == "parent"]
     assert parent.info.status == "FAILED"
     assert parent.data.tags["error"] == "the sweep ended FAILED"
+
+
+@pytest.mark.slow  # ~20 s: a real two-job sweep
+def test_credentials_in_urls_are_masked_in_every_file_and_line_of_a_sweep(tmp_path):
+    """A sweep whose config carries ``user:password@`` URLs (a job environment variable, as ltr's Optuna
+    sweeper passes its storage; a config value): Hydra's ``hydra.yaml``, ``config.yaml``,
+    ``overrides.yaml``, ``multirun.yaml``, the launch lines (``hydra.verbose=ltr``), the jobs' logs,
+    the sweep summary and the rerun commands show ``ann:***@``, never the password."""
+    quiet = ["num_threads=1", "tracking=none", "hydra.verbose=ltr", "seed=1,2"]
+    args = [
+        *["-m", "+model=lambdamart", *TINY_DATA, *quick_model(3), *quiet],
+        "+hydra.job.env_set.LTR_TEST_DSN='postgresql://ann:s3cr3t@db.example:5432/optuna'",
+        "tracking.run_name='https://ann:s3cr3t@example.org/notes'",
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr.train", *args],
+        cwd=PROJECT_ROOT, env=cli_env(tmp_path), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "#0 : " in proc.stdout + proc.stderr  # the launch lines were printed
+    assert "s3cr3t" not in proc.stdout + proc.stderr
+    files = [p for p in (tmp_path / "multirun").rglob("*") if p.is_file()]
+    names = {p.name for p in files}
+    assert {"hydra.yaml", "config.yaml", "overrides.yaml", "multirun.yaml", "train.log"} <= names
+    leaking = [str(p) for p in files if b"s3cr3t" in p.read_bytes()]
+    assert leaking == []
+    hydra_yaml = next(p for p in files if p.name == "hydra.yaml").read_text()
+    assert "postgresql://ann:***@db.example:5432/optuna" in hydra_yaml
