@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,20 @@ def _runs(root: Path) -> list:
     return client.search_runs([e.experiment_id for e in client.search_experiments()])
 
 
+def _finish(proc: subprocess.Popen, act: Callable[[], None], timeout: float = 120) -> tuple[str, float]:
+    """Do ``act`` to the running ``proc`` and wait for its end: (its stderr, seconds it took after ``act``).
+    ``proc`` is killed if it outlives ``timeout`` or the test fails."""
+    try:
+        act()
+        acted = time.monotonic()
+        err = proc.communicate(timeout=timeout)[1]
+        return err, time.monotonic() - acted
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _signal_when_paused(args: list[str], root: Path, signum: int, pause_at: int = 5) -> tuple[int, str]:
     """``python -m ltr.train ARGS`` paused in boosting round ``pause_at``, sent ``signum``: (exit code, stderr)."""
     handshake = root / "handshake"
@@ -40,18 +55,13 @@ def _signal_when_paused(args: list[str], root: Path, signum: int, pause_at: int 
         [sys.executable, PAUSED_RUN, str(handshake), str(pause_at), "ltr.train", *args],
         cwd=PROJECT_ROOT, env=cli_env(root), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 300
-        while not (handshake / "paused").exists():
-            assert proc.poll() is None, proc.communicate()[1][-3000:]
-            assert time.monotonic() < deadline, "training never reached its pause"
-            time.sleep(0.1)
-        proc.send_signal(signum)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
+    deadline = time.monotonic() + 300
+    while not (handshake / "paused").exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            proc.wait()
+            pytest.fail("training never reached its pause: " + proc.communicate()[1][-3000:])
+        time.sleep(0.1)
+    err, _ = _finish(proc, lambda: proc.send_signal(signum))
     return proc.returncode, err
 
 
@@ -171,3 +181,124 @@ def test_credentials_in_urls_are_masked_in_every_file_and_line_of_a_sweep(tmp_pa
     assert leaking == []
     hydra_yaml = next(p for p in files if p.name == "hydra.yaml").read_text()
     assert "postgresql://ann:***@db.example:5432/optuna" in hydra_yaml
+
+
+class _Cluster:
+    """A stand-in client: ``nthreads()`` answers with ``workers`` (or raises ``failure``)."""
+
+    def __init__(self, *workers: str) -> None:
+        self.workers = set(workers)
+        self.failure: BaseException | None = None
+
+    def nthreads(self, **_: object) -> dict[str, int]:
+        if self.failure is not None:
+            raise self.failure
+        return dict.fromkeys(self.workers, 1)
+
+
+def test_a_worker_lost_during_a_cluster_call_ends_it_at_once_in_one_error():
+    import threading
+
+    from ltr.core.errors import ClusterError, DataError
+    from ltr.distributed.watch import watched
+
+    cluster, never = _Cluster("tcp://a:1", "tcp://b:2"), threading.Event()
+
+    def fit() -> None:
+        cluster.workers.discard("tcp://b:2")  # the worker dies while the call waits for it (a hang before)
+        never.wait(600)
+
+    start = time.monotonic()
+    with pytest.raises(
+        ClusterError, match=r"^Dask worker tcp://b:2 was lost during lightgbm training .*run the"
+    ):
+        watched(cluster, fit, "lightgbm training")
+    assert time.monotonic() - start < 10
+    # the call fails because its peer died (LightGBM's socket error): the lost worker is named
+    cluster = _Cluster("tcp://a:1", "tcp://b:2")
+
+    def socket_error() -> None:
+        cluster.workers.discard("tcp://b:2")
+        raise RuntimeError("Socket recv error, Connection reset by peer (code: 104)")
+
+    with pytest.raises(ClusterError, match="worker tcp://b:2 was lost during training"):
+        watched(cluster, socket_error, "training")
+    # Dask's own error of a lost worker, the scheduler silent, a call that runs too long
+    killed = type("KilledWorker", (Exception,), {})
+
+    def raise_killed() -> None:
+        raise killed("attempted to run task 3 times")
+
+    with pytest.raises(
+        ClusterError, match=r"lost a worker or its connection during evaluating test \(KilledWorker\)"
+    ):
+        watched(_Cluster("tcp://a:1"), raise_killed, "evaluating test")
+    silent = _Cluster("tcp://a:1")
+    silent.failure = TimeoutError()
+    with pytest.raises(ClusterError, match=r"did not answer within 30 s \(TimeoutError\)"):
+        watched(silent, lambda: None, "reading train")
+    with pytest.raises(ClusterError, match=r"reading train on the Dask cluster did not end within 1 s"):
+        watched(_Cluster("tcp://a:1"), lambda: never.wait(600), "reading train", timeout=1)
+
+    # a user's error on a worker is not a cluster failure: it comes back as it is
+    def bad_line() -> None:
+        raise DataError("train.txt:3: bad label")
+
+    with pytest.raises(DataError, match="train.txt:3"):
+        watched(_Cluster("tcp://a:1"), bad_line, "reading train")
+    assert watched(_Cluster("tcp://a:1"), lambda: 7, "x") == 7
+
+
+@pytest.mark.slow  # ~45 s: a real LocalCluster whose worker process is killed while LightGBM trains
+def test_a_dask_worker_killed_during_training_fails_the_run_in_one_line(tmp_path):
+    """Issue 25: a killed worker hung the run (> 240 s) or ended in a LightGBMError traceback. Now: one
+    ``error:`` line naming the lost worker and what to do, exit 2, within seconds; the MLflow run FAILED."""
+    import psutil
+
+    args = [
+        "+model=lambdamart", "backend=dask", "data.n_queries.train=400", "data.n_queries.valid=50",
+        "data.n_queries.test=50", "model.params.n_trees=100000", "model.early_stopping.patience=null",
+        "model.params.learning_rate=0.0001",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ltr.train", *args],
+        cwd=PROJECT_ROOT, env=cli_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    seen = ""
+    while "Training" not in seen:
+        line = proc.stdout.readline()
+        if not line:
+            pytest.fail(f"the run ended before training: {proc.stderr.read()[-3000:]}")
+        seen += line
+    client = store_client(tmp_path)
+    time.sleep(5.0)  # "Training" is printed as the fit starts: LightGBM's workers connect and boost
+    workers = [
+        p for p in psutil.Process(proc.pid).children(recursive=True) if "spawn_main" in " ".join(p.cmdline())
+    ]
+    assert len(workers) == 2, [p.cmdline() for p in workers]
+    err, took = _finish(proc, workers[-1].kill)
+    assert proc.returncode == 2, err[-3000:]
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in err and "LightGBMError" not in err, err[-3000:]
+    assert (
+        errors[0].startswith("error: Dask worker tcp://127.0.0.1:")
+        and "was lost during lightgbm training" in errors[0]
+    )
+    assert took < 60
+    (run,) = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert run.info.status == "FAILED" and "was lost during lightgbm training" in run.data.tags["error"]
+
+
+def test_an_optuna_sweep_whose_trial_fails_ends_its_parent_run_failed(tmp_path, monkeypatch, capsys):
+    """A trial that fails (its job's config error) stops the search (max_failure_rate 0): the sweep's
+    parent run ends FAILED with the reason, not RUNNING."""
+    args = [
+        *["-m", "+model=lambdamart", "hparams_search=lambdamart_optuna", "hydra.sweeper.n_trials=2"],
+        *[*TINY_DATA, *quick_model(3), "num_threads=1", "hydra.sweeper.storage=null"],
+        "hydra.sweeper.params={model.params.learning_rate: 'choice(-1.0)'}",
+    ]
+    assert train_main_in_process(args, tmp_path, monkeypatch) == 2
+    assert "learning_rate" in capsys.readouterr().err
+    (parent,) = [r for r in _runs(tmp_path) if r.data.tags.get("ltr.sweep.role") == "parent"]
+    assert parent.info.status == "FAILED"
+    assert parent.data.tags["error"].startswith("TrialFailuresError: 1 of 1 trials failed")
