@@ -302,3 +302,35 @@ def test_an_optuna_sweep_whose_trial_fails_ends_its_parent_run_failed(tmp_path, 
     (parent,) = [r for r in _runs(tmp_path) if r.data.tags.get("ltr.sweep.role") == "parent"]
     assert parent.info.status == "FAILED"
     assert parent.data.tags["error"].startswith("TrialFailuresError: 1 of 1 trials failed")
+
+
+@pytest.mark.slow  # ~30 s: a real sweep on joblib worker processes, a real SIGTERM to the sweep
+def test_sigterm_to_a_joblib_sweep_ends_its_parent_and_its_jobs_runs_killed(tmp_path):
+    """joblib kills its worker processes with SIGKILL when the sweep stops, so the jobs cannot end their
+    own runs: the sweep ends them (its children still RUNNING) with its parent."""
+    args = ["-m", "+model=lambdamart", "launcher=joblib", "seed=1,2", *LONG_FIT]
+    args = [a if not a.startswith("model.params.n_trees") else "model.params.n_trees=200000" for a in args]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ltr.train", *args, "model.params.learning_rate=0.00001"],
+        cwd=PROJECT_ROOT, env=cli_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 240
+    while len(_training_jobs(tmp_path)) < 2:  # both jobs' runs are open and they train
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("the jobs never started: " + proc.communicate()[1][-3000:])
+        time.sleep(0.5)
+    time.sleep(1.0)
+    err, _ = _finish(proc, lambda: proc.send_signal(signal.SIGTERM))
+    assert proc.returncode == 143, err[-3000:]
+    runs = _runs(tmp_path)
+    assert sorted(r.info.status for r in runs) == ["KILLED"] * 3
+    jobs = [r for r in runs if r.data.tags.get("ltr.sweep.role") != "parent"]
+    assert {r.data.tags["error"] for r in jobs} == {"the sweep ended KILLED while this job ran"}
+
+
+def _training_jobs(root: Path) -> list[Path]:
+    """The job folders of a sweep under ``root`` whose log says training started (the job's run is open)."""
+    return [
+        log for log in root.glob("multirun/*/*/*/train.log") if "Training" in log.read_text(errors="replace")
+    ]

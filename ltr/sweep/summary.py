@@ -47,6 +47,7 @@ from hydra.types import RunMode
 from ltr.report.progress import progress_enabled
 from ltr.sweep.console import LOG_WIDTH, LaunchLines, add_launch_filter, full_output, remove_launch_filter
 from ltr.sweep.pruning import TrainingStopped
+from ltr.sweep.runs import end_running_children
 from ltr.tracking.writer import make_tracker, mlflow_metric_name, source_tags
 
 RESULT_FILE = "ltr_result.json"
@@ -252,7 +253,7 @@ def open_grid_parent(config: Any, sweep_dir: Path) -> dict[str, str] | None:
     Created RUNNING before the first job, named ``sweep <model>-<data> <swept overrides>`` and tagged
     ``ltr.sweep.role=parent`` and ``ltr.sweep.id``; every job's run becomes its child
     (:func:`grid_parent_run_id`), and :func:`log_summary` writes the summary on it at the end.
-    Returns ``{"parent_run_id", "tracking_uri"}``, or ``None`` when tracking is off.
+    Returns ``{"parent_run_id", "tracking_uri", "sweep_dir"}``, or ``None`` when tracking is off.
     """
     tracking = config.get("tracking")
     if tracking is None or not tracking.get("enabled", True) or config.get("model") is None:
@@ -270,7 +271,7 @@ def open_grid_parent(config: Any, sweep_dir: Path) -> dict[str, str] | None:
         **source_tags("ltr.sweep", job=True),
     }
     run = retry_call(tracker.client.create_run, tracker.experiment_id, run_name=name[:250], tags=tags)
-    parent = {"parent_run_id": run.info.run_id, "tracking_uri": tracker.uri}
+    parent = {"parent_run_id": run.info.run_id, "tracking_uri": tracker.uri, "sweep_dir": str(sweep_dir)}
     OPEN_GRID_PARENTS.append(parent)  # until the summary ends it FINISHED (or end_open_grid_parents)
     return parent
 
@@ -288,6 +289,8 @@ def end_open_grid_parents(status: str) -> None:
         client = MlflowClient(tracking_uri=parent["tracking_uri"])
         if status != "FINISHED":
             retry_call(client.set_tag, parent["parent_run_id"], "error", f"the sweep ended {status}")
+            # jobs of launcher=joblib are SIGKILLed with the sweep: their runs end here
+            end_running_children(client, parent["parent_run_id"], Path(parent["sweep_dir"]), status)
         retry_call(client.set_terminated, parent["parent_run_id"], status)
 
 

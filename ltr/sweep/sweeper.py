@@ -315,7 +315,7 @@ class OptunaSweeper(Sweeper):
             self._run_trials(study, space, sweep_dir, tracker)
         except BaseException as exc:  # Ctrl-C / SIGTERM: KILLED; a failed trial, an error: FAILED
             if tracker is not None and self.parent_run is not None:
-                end_parent_run(tracker, self.parent_run, exc)
+                end_parent_run(tracker, self.parent_run, exc, sweep_dir)
             raise
 
     def _run_trials(self, study: optuna.Study, space: SearchSpace, sweep_dir: Path, tracker: Any) -> None:
