@@ -143,10 +143,11 @@ def test_ctrl_c_in_a_grid_sweep_ends_its_parent_run_killed(tmp_path):
     assert code == 130
 
 
+@pytest.mark.slow  # ~10 s: a real MLflow store created, Hydra's multirun in-process
 def test_a_grid_sweep_whose_job_fails_ends_its_parent_run_failed(tmp_path, monkeypatch, capsys):
-    """The second job's value is refused (a user error in a job): the sweep ends with exit 2 and its
-    parent run FAILED, not RUNNING."""
-    args = ["-m", "+model=lambdamart", *TINY_DATA, *quick_model(5), "num_threads=1", "seed=1,-1"]
+    """The jobs' values are refused (a user error in a job): the sweep ends with exit 2 and its parent
+    run FAILED, not RUNNING."""
+    args = ["-m", "+model=lambdamart", *TINY_DATA, *quick_model(5), "num_threads=1", "seed=-1,-2"]
     assert train_main_in_process(args, tmp_path, monkeypatch) == 2
     assert "seed" in capsys.readouterr().err
     runs = _runs(tmp_path)

@@ -333,6 +333,7 @@ def test_hydra_verbose_prints_each_jobs_whole_output(tmp_path, monkeypatch, caps
     assert "random scores" not in (sweep_dir / "0" / "train.log").read_text()
 
 
+@pytest.mark.slow  # ~16 s: five real (tiny) Optuna sweeps on one stored study
 def test_a_stored_study_refuses_to_continue_on_changed_data_and_restarts_when_asked(
     tmp_path, monkeypatch, capsys
 ):
