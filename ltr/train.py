@@ -44,7 +44,7 @@ from ltr.sweep.console import job_console
 from ltr.sweep.pruning import ENV_SHARE, ENV_TRIAL, hook_from_environment
 from ltr.sweep.runs import COMMAND_ATTR, ENV_PARENT, RUN_ATTR
 from ltr.sweep.shared_data import share_binned_datasets
-from ltr.sweep.summary import RESULT_FILE, grid_parent_run_id
+from ltr.sweep.summary import RESULT_FILE, end_open_grid_parents, grid_parent_run_id
 
 if TYPE_CHECKING:
     from ltr.experiment.folds import FoldsRun
@@ -188,7 +188,8 @@ def _hydra_entry() -> None:
         write_job_result(recorded, Path(HydraConfig.get().runtime.output_dir))
         return optimised_value(recorded)
 
-    run_hydra_app(main)
+    # a grid sweep stopped by a failed job, Ctrl-C or SIGTERM: its parent run ends FAILED / KILLED
+    run_hydra_app(main, on_abort=end_open_grid_parents)
 
 
 if __name__ == "__main__":

@@ -455,3 +455,36 @@ def test_the_pipeline_evaluates_worker_shards_into_the_same_outcome_form(
     np.testing.assert_array_equal(outcome.frames["test"]["n_docs"], reference.frames["test"]["n_docs"])
     assert set(outcome.history) == set(reference.history) == {"valid"}
     assert outcome.value_split == reference.value_split == "valid"
+
+
+@pytest.mark.parametrize("change", ["grown", "shrunk", "same size and mtime", "gone", "touched"])
+def test_a_file_changed_after_its_shards_were_planned_is_refused_by_the_worker_naming_it(
+    client, tmp_path, change
+):
+    """Issue 25: byte ranges planned on a 1,500-row file, then the file rewritten (1,000 rows, or the
+    same size with other bytes at a cut and the old mtime restored, …) returned 1,000 rows, or a value
+    cut mid-line, without an error. Each worker now checks the file against the plan's stamp."""
+    import os
+
+    path = tmp_path / "train.txt"
+    write_svmlight(generate(150, seed=3, min_docs=10, max_docs=10), path)  # 1,500 rows
+    shards = plan_shards(path, 3)
+    assert len(shards) == 3 and all(s.stamp is not None for s in shards)
+    before = os.stat(path)
+    data = path.read_bytes()
+    if change == "grown":
+        path.write_bytes(data + data[: len(data) // 3])
+    elif change == "shrunk":
+        path.write_bytes(data[: len(data) * 2 // 3])
+    elif change == "same size and mtime":
+        cut = shards[1].start  # one byte after the cut changed, size and modification time as planned
+        path.write_bytes(data[:cut] + (b"3" if data[cut : cut + 1] != b"3" else b"2") + data[cut + 1 :])
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    elif change == "gone":
+        path.unlink()
+    else:  # touched: same bytes, new modification time (a plan is for the file it saw: refused too)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))
+    future = client.submit(read_shard, shards[1], {"engine": "python"}, pure=False)
+    with pytest.raises(DataError, match=re.escape(f"{path}: the file changed since its shards were planned")):
+        future.result()
+    assert read_shard(plan_shards(path, 3)[1], {"engine": "python"}).n_docs > 0 if change != "gone" else True

@@ -301,6 +301,31 @@ def test_a_missing_fold_file_fails_before_the_first_fold_trains(tmp_path, monkey
         _execute([*QUICK, "data=mq2008", f"data.dir={data}", "data.fold=all", f"paths.root={tmp_path}"])
 
 
+@pytest.mark.parametrize(
+    ("fold", "split", "line", "says"),
+    [
+        (3, "test.txt", "2 qid:x 1:0.5", "qid"),  # a malformed qid
+        (5, "train.txt", "7 qid:9 1:0.5", "label"),  # a label outside MQ2008's 0-2
+        (2, "vali.txt", "1 qid:9 1:0.5 1:0.7", "appears twice"),  # a repeated feature index
+    ],
+)
+def test_a_bad_line_in_a_later_fold_fails_before_any_fold_trains(
+    tmp_path, monkeypatch, fold, split, line, says
+):
+    """``data.fold=all`` with one bad line in Fold3 (5, 2): the parser's error naming that file and line,
+    before Fold1 trains and before the parent run opens."""
+    data = write_fold_standin(tmp_path / "MQ2008", n_queries=20)
+    path = data / f"Fold{fold}" / split
+    n_lines = len(path.read_text().splitlines())
+    with path.open("a") as f:
+        f.write(line + "\n")
+    _refuse_training(monkeypatch, tracker=True)
+    with pytest.raises(DataError, match=rf"Fold{fold}/{split}:{n_lines + 1}:.*{says}"):
+        _execute([*QUICK, "data=mq2008", f"data.dir={data}", "data.fold=all", f"paths.root={tmp_path}"])
+    client = store_client(tmp_path)
+    assert client.search_runs([e.experiment_id for e in client.search_experiments()]) == []
+
+
 def test_too_few_queries_for_the_folds_fails_before_training(tmp_path, monkeypatch):
     path = tmp_path / "small.txt"
     write_letor(path, 4, 1)

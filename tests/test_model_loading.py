@@ -252,7 +252,14 @@ def test_an_empty_or_foreign_store_file_is_left_alone(
     (tmp_path / "notes.db").write_text("my notes\n")
     (tmp_path / "x.txt").write_text("1 qid:1 1:0.5\n0 qid:1 1:0.1\n")  # --data is checked first: a real file
     before = sorted((p.name, p.read_bytes()) for p in tmp_path.iterdir())
-    argv = ["--data", str(tmp_path / "x.txt"), "--model", "runs:/abc/model", "--tracking-uri", uri.format(tmp=tmp_path)]
+    argv = [
+        "--data",
+        str(tmp_path / "x.txt"),
+        "--model",
+        "runs:/abc/model",
+        "--tracking-uri",
+        uri.format(tmp=tmp_path),
+    ]
     proc = completed_in_process("ltr.evaluate", argv, capsys)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert sorted((p.name, p.read_bytes()) for p in tmp_path.iterdir()) == before

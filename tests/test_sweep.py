@@ -331,3 +331,61 @@ def test_hydra_verbose_prints_each_jobs_whole_output(tmp_path, monkeypatch, caps
     assert "#1 : +model=lambdamart" in out  # Hydra's launch lines too
     (sweep_dir,) = (tmp_path / "multirun").glob("*/*")
     assert "random scores" not in (sweep_dir / "0" / "train.log").read_text()
+
+
+@pytest.mark.slow  # ~16 s: five real (tiny) Optuna sweeps on one stored study
+def test_a_stored_study_refuses_to_continue_on_changed_data_and_restarts_when_asked(
+    tmp_path, monkeypatch, capsys
+):
+    """Issue 25: the same search command, continued after the data changed, must not mix old trials
+    (trained on the old data) with new ones. A file rewritten in place, the user's data config edited:
+    refused before any trial, naming the change and both ways on; ``hydra.sweeper.restart=true`` starts
+    again; unchanged data continues the study."""
+    import optuna
+    from helpers import write_letor
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for name, first in (("train", 1), ("vali", 100), ("test", 200)):
+        write_letor(folder / f"{name}.txt", 12, first)
+    config = tmp_path / "myconf" / "data" / "mydata.yaml"
+    config.parent.mkdir(parents=True)
+    yaml_text = (
+        "defaults:\n  - svmlight\n  - _self_\nname: mydata\n"
+        f"train: {folder}/train.txt\nvalid: {folder}/vali.txt\ntest: {folder}/test.txt\n"
+        "n_features: 10\nlabel_range: [0, 4]\n"
+    )
+    config.write_text(yaml_text)
+    db = tmp_path / "optuna.db"
+    base = [
+        "-m", "--config-dir", str(tmp_path / "myconf"), "+model=lambdamart", "data=mydata",
+        "hparams_search=lambdamart_optuna", *quick_model(3), "num_threads=1", "tracking=none",
+        f"hydra.sweeper.storage=sqlite:///{db}", "hydra.sweeper.study_name=mine",
+    ]  # fmt: skip
+
+    def sweep(*extra: str) -> tuple[int, str]:
+        code = train_main_in_process([*base, *extra], tmp_path, monkeypatch)
+        return code, capsys.readouterr().err
+
+    def trials() -> int:
+        return len(optuna.load_study(study_name="mine", storage=f"sqlite:///{db}").trials)
+
+    code, err = sweep("hydra.sweeper.n_trials=1")
+    assert code == 0, err[-3000:]
+    assert trials() == 1
+    write_letor(folder / "train.txt", 20, 1)  # regenerated in place: more queries, same name
+    code, err = sweep("hydra.sweeper.n_trials=2")
+    assert code == 2
+    (line,) = [x for x in err.splitlines() if x.startswith("error:")]
+    assert f"file {folder / 'train.txt'} changed (size or content)" in line
+    assert "hydra.sweeper.study_name=NEW_NAME" in line and "hydra.sweeper.restart=true" in line
+    assert trials() == 1  # nothing ran
+    write_letor(folder / "train.txt", 12, 1)  # the data as it was, but its config edited
+    config.write_text(yaml_text.replace("label_range: [0, 4]", "label_range: [0, 5]"))
+    code, err = sweep("hydra.sweeper.n_trials=2")
+    assert code == 2 and "data.label_range: [0.0, 4.0] -> [0.0, 5.0]" in err, err[-2000:]
+    code, err = sweep("hydra.sweeper.n_trials=2", "hydra.sweeper.restart=true")
+    assert code == 0, err[-3000:]
+    assert trials() == 2  # the old trial is gone: two new ones on the new data
+    code, err = sweep("hydra.sweeper.n_trials=3")  # the same data again: the study continues
+    assert code == 0 and trials() == 3, err[-3000:]

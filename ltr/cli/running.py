@@ -5,8 +5,15 @@ one policy for how a command ends (:func:`run_cli`, :func:`run_hydra_app`):
 
 * a user error (:class:`~ltr.core.errors.LtrError`, or a Hydra/OmegaConf composition error: an unknown
   group option, a misspelt key, bad override syntax) → one line ``error: ...`` on stderr, exit 2;
-* Ctrl-C → one line ``interrupted: ...`` (:class:`Interrupted` says what happened to the work, e.g.
+* Ctrl-C → one line ``interrupted: ...`` (:class:`~ltr.core.errors.Interrupted` says what happened to the work, e.g.
   ``run 1a2b marked KILLED``), exit 130 (128 + SIGINT, as shells report it);
+* SIGTERM (``kill PID``, a batch scheduler, ``docker stop``) → the same, as
+  :class:`~ltr.core.errors.Terminated` (a
+  ``KeyboardInterrupt`` too, so every MLflow run in progress ends KILLED exactly as on Ctrl-C): one line
+  ``terminated: ...``, exit 143 (128 + SIGTERM). Without this a SIGTERM ended the process at once and
+  left its MLflow runs RUNNING forever;
+* ``on_abort`` (a command's hook, e.g. ``ltr.train``'s open sweep parent run) is told ``KILLED`` or
+  ``FAILED`` when the command ends by a signal or an error, so no parent run stays RUNNING;
 * a closed pipe (``... | head -1``) → no output, no traceback, exit 141 (128 + SIGPIPE, what ``cat``
   killed by the signal reports);
 * ``HYDRA_FULL_ERROR=1`` (set by the user) keeps the full Python traceback, as Hydra documents.
@@ -26,12 +33,15 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NoReturn
 
 from ltr.cli.spelling import Spelling, spelled_as
-from ltr.core.errors import LtrError
+from ltr.core.errors import Interrupted, LtrError, Terminated
 
 EXIT_USAGE = 2  # bad input (every ltr entry point)
 
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130
+
+
+EXIT_TERMINATED = 128 + signal.SIGTERM  # 143
 
 
 EXIT_BROKEN_PIPE = 128 + 13  # 141: SIGPIPE (signal.SIGPIPE does not exist on Windows)
@@ -56,8 +66,32 @@ def configure_process_environment() -> None:
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C, with what happened to the work in progress (``run 1a2b marked KILLED``) as its message."""
+def interruption(exc: KeyboardInterrupt, message: str) -> Interrupted:
+    """``exc`` re-raised with ``message`` (what happened to the work), keeping whether it was a SIGTERM.
+
+    >>> type(interruption(Terminated(), "run 1 marked KILLED")).__name__
+    'Terminated'
+    """
+    return Terminated(message) if isinstance(exc, Terminated) else Interrupted(message)
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """While the body runs, SIGTERM raises :class:`Terminated` in the main thread (the previous handler
+    is restored after). Outside the main thread (a handler cannot be set there) nothing changes."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
@@ -73,16 +107,22 @@ def interrupted_run(tracker: Any) -> Iterator[None]:
         if isinstance(exc, Interrupted) and str(exc):
             raise
         run_id = getattr(tracker, "run_id", None) if getattr(tracker, "enabled", False) else None
-        raise Interrupted(f"run {run_id} marked KILLED" if run_id else "") from None
+        raise interruption(exc, f"run {run_id} marked KILLED" if run_id else "") from None
 
 
-def run_cli(main: Callable[[], int | None], *, spelling: Spelling | None = None) -> NoReturn:
+def run_cli(
+    main: Callable[[], int | None],
+    *,
+    spelling: Spelling | None = None,
+    on_abort: Callable[[str], None] | None = None,
+) -> NoReturn:
     """Run an entry point's ``main`` and exit with the policy of the module docstring.
 
     ``main`` returns the exit code (``None`` = 0). ``spelling`` rewrites option names in error
-    messages (:func:`respell`).
+    messages (:func:`respell`). ``on_abort(status)`` is called with ``KILLED`` (Ctrl-C, SIGTERM) or
+    ``FAILED`` (an error, a non-zero ``sys.exit``) before the command ends that way.
     """
-    sys.exit(_ended(main, spelling))
+    sys.exit(_ended(main, spelling, on_abort=on_abort))
 
 
 def print_result(produce: Callable[[Any], str], args: Any) -> int:
@@ -102,28 +142,46 @@ def print_result(produce: Callable[[Any], str], args: Any) -> int:
     return 0
 
 
-def run_hydra_app(app: Callable[[], Any]) -> NoReturn:
+def run_hydra_app(app: Callable[[], Any], *, on_abort: Callable[[str], None] | None = None) -> NoReturn:
     """Run a ``@hydra.main`` function under :func:`run_cli`, with Hydra's composition errors as one line.
 
     Hydra prints its own multi-line report (and exits 1) unless ``HYDRA_FULL_ERROR`` is set; it is
     set for the call so the exception reaches :func:`hydra_error_message`. A user who set it keeps the
-    full traceback.
+    full traceback. ``on_abort``: as for :func:`run_cli`.
     """
     user_full_error = os.environ.get(FULL_ERROR)
     os.environ[FULL_ERROR] = "1"
     try:
-        code = _ended(app, None, traceback_wanted=user_full_error == "1")
+        code = _ended(app, None, traceback_wanted=user_full_error == "1", on_abort=on_abort)
     finally:
         if user_full_error is None:
             os.environ.pop(FULL_ERROR, None)
     sys.exit(code)
 
 
-def _ended(main: Callable[[], Any], spelling: Spelling | None, *, traceback_wanted: bool = False) -> int:
+def _ended(
+    main: Callable[[], Any],
+    spelling: Spelling | None,
+    *,
+    traceback_wanted: bool = False,
+    on_abort: Callable[[str], None] | None = None,
+) -> int:
     """Run ``main``; the exit code under the policy of the module docstring (messages on stderr)."""
     try:
-        with spelled_as(spelling):
-            code = main()
+        with terminate_as_interrupt():
+            try:
+                with spelled_as(spelling):
+                    code = main()
+            except KeyboardInterrupt:
+                _abort(on_abort, "KILLED")
+                raise
+            except SystemExit as exc:
+                if exc.code not in (None, 0):
+                    _abort(on_abort, "FAILED")
+                raise
+            except BaseException:
+                _abort(on_abort, "FAILED")
+                raise
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit (a traceback)
         return int(code or 0)
     except BrokenPipeError:
@@ -131,8 +189,9 @@ def _ended(main: Callable[[], Any], spelling: Spelling | None, *, traceback_want
         return EXIT_BROKEN_PIPE
     except KeyboardInterrupt as exc:
         what = f": {exc}" if str(exc) else ""
-        _say(f"interrupted{what}")
-        return EXIT_INTERRUPTED
+        terminated = isinstance(exc, Terminated)
+        _say(f"{'terminated' if terminated else 'interrupted'}{what}")
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except Exception as exc:
         message = error_message(exc)
         if message is None or traceback_wanted:
@@ -155,6 +214,14 @@ def exit_with_error(exc: BaseException) -> NoReturn:
 def mark_reported(exc: BaseException) -> None:
     """Note that ``exc`` was printed (by a sweep's job), so the end of the command does not print it again."""
     exc.ltr_reported = True  # type: ignore[attr-defined]
+
+
+def _abort(on_abort: Callable[[str], None] | None, status: str) -> None:
+    """Tell the command's ``on_abort`` hook how it ends; the hook failing (a store gone) does not hide
+    the error or signal that ends the command."""
+    if on_abort is not None:
+        with contextlib.suppress(Exception):
+            on_abort(status)
 
 
 def _say(line: str) -> None:

@@ -21,3 +21,18 @@ class NotFittedError(LtrError, ValueError, AttributeError):
     """A model used before ``fit`` (or ``load``): predicting, saving or reading fitted attributes.
 
     Also a ``ValueError`` and an ``AttributeError``, like scikit-learn's ``NotFittedError``."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with what happened to the work in progress (``run 1a2b marked KILLED``) as its message."""
+
+
+class Terminated(Interrupted):
+    """SIGTERM, raised in the main thread by the handler of :func:`ltr.cli.running.terminate_as_interrupt`:
+    a ``KeyboardInterrupt``, so everything that cleans up after Ctrl-C (MLflow runs ended KILLED, Optuna
+    trials failed as interrupted) does the same for a SIGTERM."""
+
+
+class ClusterError(LtrError, RuntimeError):
+    """A Dask cluster that lost a worker or stopped answering within its timeout: names what was lost
+    and what to do."""

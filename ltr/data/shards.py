@@ -37,6 +37,7 @@ the owner's rows of that query (rows in shard order, queries in order of first a
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import re
 import stat
@@ -71,16 +72,36 @@ _QID = re.compile(rb"^[ \t]*\S+[ \t]+qid:([^ \t\r\n#]+)")
 _WHOLE_FILE_ONLY = ("query_file", "weight_file", "position_file", "docid")
 
 
+#: bytes on each side of a cut (and at each end of a file) whose digest is a shard's content check
+_STAMP_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class FileStamp:
+    """What a file looked like when its shards were planned: its size, modification time and a digest of
+    the bytes around each cut (:func:`file_stamp`), checked by the worker that reads a shard."""
+
+    size: int
+    mtime_ns: int
+    digest: str
+
+
 @dataclass(frozen=True)
 class Shard:
     """Bytes ``[start, stop)`` of ``path``; ``stop=None`` is the whole file (``start`` is then 0).
 
+    ``stamp`` (set by :func:`plan_shards`): the file as planned; :func:`read_shard` refuses a file that
+    no longer matches it (:func:`check_unchanged`), since byte ranges cut on the old file's query
+    boundaries would silently lose rows or cut a line of the new one.
+
     ``query_id_offset``: added to the query ids of a whole file grouped by its ``.query`` sidecar, whose
-    groups are numbered from 0 in every file (:func:`number_sidecar_queries`)."""
+    groups are numbered from 0 in every file (:func:`number_sidecar_queries`).
+    """
 
     path: Path
     start: int = 0
     stop: int | None = None
+    stamp: FileStamp | None = None
     query_id_offset: int = 0
 
     @property
@@ -216,14 +237,66 @@ def byte_ranges(path: str | Path, n_parts: int) -> list[tuple[int, int]]:
     return list(zip(cuts[:-1], cuts[1:], strict=True))
 
 
+def file_stamp(path: Path, cuts: Sequence[int] = ()) -> FileStamp:
+    """``path``'s size, modification time and a blake2b digest of the :data:`_STAMP_BYTES` at each end of
+    the file and on each side of every cut in ``cuts``: a cheap content check (a few KiB read), which
+    catches a file rewritten with the same size and modification time where it matters most, at the cuts.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.txt"
+    >>> _ = p.write_bytes(b"1 qid:1 1:1\\n")
+    >>> file_stamp(p).size
+    12
+    """
+    st = path.stat()
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as f:
+        for at in sorted({0, st.st_size, *(min(c, st.st_size) for c in cuts)}):
+            lo = max(0, at - _STAMP_BYTES)
+            f.seek(lo)
+            h.update(f.read(min(st.st_size, at + _STAMP_BYTES) - lo))
+    return FileStamp(st.st_size, st.st_mtime_ns, h.hexdigest())
+
+
+def check_unchanged(shard: Shard) -> None:
+    """A ``DataError`` naming the file when it no longer matches the stamp taken when ``shard`` was
+    planned (size, modification time, the bytes around the cuts); nothing for a shard without a stamp."""
+    planned = shard.stamp
+    if planned is None:
+        return
+    try:
+        cuts = [] if shard.whole else [shard.start, int(shard.stop or 0)]
+        now: FileStamp | None = file_stamp(shard.path, cuts)
+    except OSError:
+        now = None
+    if now == planned:
+        return
+    if now is None:
+        what = "is gone"
+    elif now.size != planned.size:
+        what = f"is {now.size:,} bytes, was {planned.size:,}"
+    elif now.mtime_ns != planned.mtime_ns:
+        what = "was modified"
+    else:
+        what = "has other bytes at a shard boundary"
+    raise DataError(
+        f"{shard.path}: the file changed since its shards were planned ({what}); its byte ranges no "
+        "longer hold whole queries. Leave data files unchanged while a run reads them, and run the "
+        "command again to plan the shards on the file as it is now"
+    )
+
+
 def plan_shards(spec: Any, n_parts: int = 1, where: str = "data") -> list[Shard]:
-    """Shards for a data spec (module docstring): one per file, or byte ranges of a single file."""
+    """Shards for a data spec (module docstring): one per file, or byte ranges of a single file; each
+    carries its file's :func:`file_stamp` (with the cuts), checked again when it is read."""
     if n_parts < 1:
         raise ConfigError(f"{where}: n_parts must be at least 1, got {n_parts}")
     files = expand_sources(spec, where)
     if len(files) == 1 and n_parts > 1:
-        return [Shard(files[0], a, b) for a, b in byte_ranges(files[0], n_parts)]
-    return [Shard(p) for p in files]
+        return [
+            Shard(files[0], a, b, file_stamp(files[0], [a, b])) for a, b in byte_ranges(files[0], n_parts)
+        ]
+    return [Shard(p, stamp=file_stamp(p)) for p in files]
 
 
 def _first_data_line(path: Path) -> bytes:
@@ -310,6 +383,14 @@ def read_shard(
     the cache's entry for that range when ``cache_dir`` is given (``verify_cache``: keyed on every byte).
     """
     options = dict(options or {})
+    check_unchanged(shard)  # the file as planned, or an error naming it (before reading)
+    data = _read_shard(shard, options, name)
+    check_unchanged(shard)  # and after: a file rewritten while it was read
+    return data
+
+
+def _read_shard(shard: Shard, options: dict[str, Any], name: str | None) -> RankingData:
+    """:func:`read_shard` without the checks that the file is still as planned."""
     if shard.whole:
         data = load_svmlight(shard.path, name=name, **options)
         if shard.query_id_offset:

@@ -39,6 +39,7 @@ from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData
 from ltr.distributed.console import quiet_cluster, redirect_worker_console
 from ltr.distributed.shards import ShardedSplit, scatter_split
+from ltr.distributed.watch import gather, watched
 from ltr.metrics import evaluate
 from ltr.models.base import OnIteration, Resolved
 from ltr.models.evaluation import RankingMetric
@@ -191,7 +192,7 @@ def validation_curve(
 ) -> np.ndarray:
     """Mean of ``metric`` on ``valid`` after every round, computed shard by shard on the workers."""
     args = (metric.name, metric.preset, dict(metric.conventions))
-    results = client.gather(valid.map(client, _shard_curve, rounds, *args))
+    results = gather(client, valid.map(client, _shard_curve, rounds, *args), "the validation curve")
     sums = np.sum([r[0] for r in results], axis=0)
     counts = np.sum([r[1] for r in results], axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -265,10 +266,16 @@ class DaskTraining:
         max_label = int(max(s.max_label for s in (train, valid) if s is not None))
         for role, split in (("train", train), ("valid", valid)):
             if split is not None:  # the engine's input checks, on the workers (errors come back as raised)
-                client.gather(split.map(client, self._check_shard, role, cfg.params, max_label))
+                gather(
+                    client,
+                    split.map(client, self._check_shard, role, cfg.params, max_label),
+                    f"the {role} data checks",
+                )
         metric = RankingMetric.from_config(es) if valid is not None else None
         monitor = IterationMonitor(es["metric"], es["patience"] if valid is not None else None, on_iteration)
-        rounds = self._train_on(ClusterFit(client, train, cfg, max_label, metric))
+        fit = ClusterFit(client, train, cfg, max_label, metric)
+        # a lost worker ends the fit at once (lightgbm.dask / xgboost.dask would wait for it: a hang)
+        rounds = watched(client, lambda: self._train_on(fit), f"{self.engine} training")  # type: ignore[attr-defined]
         if valid is not None and metric is not None:
             for i, value in enumerate(validation_curve(client, valid, rounds, metric)):
                 if monitor.update(i, {("valid", metric.name): float(value)}):

@@ -54,6 +54,7 @@ from ltr.data.registry import (
 from ltr.data.splits import cv_fold_queries
 from ltr.data.synthetic import PARSE_OPTIONS, current_synthetic_files, ensure_synthetic
 from ltr.distributed.shards import ShardedSplit, load_sharded_dataset, load_sharded_splits, summarize
+from ltr.distributed.watch import gather
 
 #: data kinds the workers read (every kind ``ltr`` loads from files)
 WORKER_KINDS = ("svmlight", "synthetic", *sorted(REGISTRY))
@@ -100,9 +101,8 @@ def _synthetic_on_workers(client: Any, data_cfg: Mapping[str, Any], n_parts: int
     first = sorted(client.scheduler_info()["workers"])[:1]
 
     def generate_on_a_worker(directory: Path, settings: Mapping[str, Any]) -> Mapping[str, Path]:
-        return client.submit(
-            ensure_synthetic, directory, settings, workers=first or None, pure=False
-        ).result()
+        made = client.submit(ensure_synthetic, directory, settings, workers=first or None, pure=False)
+        return gather(client, made, "generating the synthetic data")
 
     with current_synthetic_files(cfg, generate_on_a_worker) as paths:
         sources = {split: str(path) for split, path in paths.items()}
@@ -137,6 +137,8 @@ def cv_fold_on_workers(client: Any, train: ShardedSplit, cv: Mapping[str, Any]) 
                 kept.sources.append(train.sources[i])
                 kept.futures.append(part)
                 kept.workers.append(worker)
-        kept.summaries = client.gather(kept.map(client, summarize))
+        kept.summaries = gather(
+            client, kept.map(client, summarize), f"cutting the {split} split of the folds"
+        )
         out[split] = kept
     return out

@@ -41,6 +41,7 @@ from ltr.data.shards import (
     widen,
 )
 from ltr.data.splits import concat
+from ltr.distributed.watch import gather
 from ltr.metrics import evaluate
 
 
@@ -130,13 +131,14 @@ class ShardedSplit:
             )
             for f, w, start in zip(self.futures, self.workers, self.first_rows, strict=True)
         ]
-        return combine_fingerprint(self.client.gather(parts))
+        return combine_fingerprint(gather(self.client, parts, f"the fingerprint of {self.name}"))
 
     def first_query_rows(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
         """``(X dense, qid)`` of the first ``rows`` documents of the split's first query (fetched from
         the worker holding shard 0: a few rows)."""
         end = min(rows, int(self.summaries[0].group_sizes[0]))
-        return self.client.submit(_head, self.futures[0], end, workers=[self.workers[0]]).result()
+        head = self.client.submit(_head, self.futures[0], end, workers=[self.workers[0]])
+        return gather(self.client, head, f"the first rows of {self.name}")
 
     def map(self, client: Any, fn: Callable[..., Any], *args: Any) -> list[Any]:
         """``fn(shard_data, *args)`` on every shard, on the worker that holds it (futures, shard order)."""
@@ -174,7 +176,8 @@ def load_sharded(
         for i, (s, w) in enumerate(zip(shards, placed, strict=True))
     ]
     split = ShardedSplit(name, [str(s) for s in shards], futures, placed, [])
-    split.summaries = client.gather(split.map(client, summarize))  # a worker's DataError is raised here
+    # a worker's DataError is raised here
+    split.summaries = gather(client, split.map(client, summarize), f"reading {name}")
     if opts.get("regroup"):
         split = regroup_straddling(client, split)
     else:
@@ -237,7 +240,7 @@ def regroup_straddling(client: Any, split: ShardedSplit) -> ShardedSplit:
     out = ShardedSplit(
         split.name, [split.sources[k] for k in kept], futures, [split.workers[k] for k in kept], []
     )
-    out.summaries = client.gather(out.map(client, summarize))
+    out.summaries = gather(client, out.map(client, summarize), f"regrouping {split.name}")
     return out
 
 
@@ -303,7 +306,7 @@ def load_sharded_splits(
 def gather_split(client: Any, split: ShardedSplit) -> RankingData:
     """All shards of ``split`` concatenated on the caller, weights and docids included (for tests and
     small data only)."""
-    return concat(client.gather(split.futures), name=split.name)
+    return concat(gather(client, split.futures, f"gathering {split.name}"), name=split.name)
 
 
 def shard_arrays(data: RankingData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -354,7 +357,7 @@ def random_baseline_metrics(
         )
         for f, w, start in zip(split.futures, split.workers, split.first_rows, strict=True)
     ]
-    parts = client.gather(futures)
+    parts = gather(client, futures, "the random baseline")
     return {m: np.concatenate([p[m] for p in parts]) for m in metrics}
 
 
@@ -371,5 +374,7 @@ def per_query_metrics(
     if not isinstance(split, ShardedSplit):
         raise DataError(f"per_query_metrics needs a ShardedSplit, got {type(split).__name__}")
     remote = client.scatter(ranker, broadcast=True, hash=False)
-    parts = client.gather(split.map(client, _shard_metrics, remote, list(metrics), preset))
+    parts = gather(
+        client, split.map(client, _shard_metrics, remote, list(metrics), preset), f"evaluating {split.name}"
+    )
     return {m: np.concatenate([p[m] for p in parts]) for m in metrics}

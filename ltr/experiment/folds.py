@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf, open_dict
 
+from ltr.cli.running import interrupted_run
 from ltr.core.config_check import plain
 from ltr.core.errors import ConfigError, DataError
 from ltr.data.config import letor_fold_choice
@@ -368,6 +369,24 @@ def load_fold(plan: FoldPlan, cfg: Any, fold: int, client: Any = None) -> dict[s
     return splits
 
 
+def check_other_folds(plan: FoldPlan, cfg: Any, console: Any, client: Any = None) -> None:
+    """Read every fold but the first (already loaded) once, as its run will, and drop it: a malformed
+    line, a bad label or a split that does not fit in any fold's files fails before any fold trains,
+    naming the file and line (the parser's own ``DataError``).
+
+    The folds of ``data.fold`` (a LETOR layout) are separate files; with the binary cache
+    (``data.cache_dir``, on by default) this read is what makes each fold's later load a cache hit, so
+    it costs little. The folds of ``data.cv`` are cut from the files the first fold read: nothing more
+    to check.
+    """
+    if plan.key != "data.fold" or len(plan.folds) < 2:
+        return
+    rest = ", ".join(plan.labels[1:])
+    console.print(f"Checking the files of {rest} before training", soft_wrap=True)
+    for fold in plan.folds[1:]:
+        load_fold(plan, cfg, fold, client)
+
+
 def run_folds(
     cfg: Any,
     plan: FoldPlan,
@@ -382,8 +401,9 @@ def run_folds(
     """Train and evaluate every fold of ``plan`` as child runs of one run; log and print the summary.
 
     The caller has checked the config (``validate_config``, ``check_run_config``); here every fold's
-    files are checked, the tracker is opened (an unreachable server fails before any data is read)
-    and the first fold is loaded before the run starts, so a bad file or split fails first.
+    files are checked, the tracker is opened (an unreachable server fails before any data is read),
+    the first fold is loaded and every other fold's files read once (:func:`check_other_folds`) before
+    the run starts, so a bad file or split in any fold fails before any fold trains.
     ``tracker``/``parent_run_id``/``run_name``/``tags``: the protocol's own run inside a larger one
     (``ltr.compare``: one per system, under the comparison's parent run). ``client``: a Dask client
     (:func:`ltr.experiment.splits.data_cluster`) whose workers parse every fold's files (``backend=dask``).
@@ -409,7 +429,12 @@ def run_folds(
     console.print(f"[bold]Fold protocol[/bold] {plan.description}", soft_wrap=True)
     # the first fold is read before the run opens: a bad file or split fails without a FAILED run
     loaded = {plan.folds[0]: load_fold(plan, cfg, plan.folds[0], client)}
-    with tracker.start(run_name=run_name, tags=parent_tags, parent_run_id=parent_run_id):
+    check_other_folds(plan, cfg, console, client)  # a bad line in Fold3 fails now, not after Fold1-2 trained
+    # Ctrl-C / SIGTERM: the parent and the fold's run end KILLED; one line names the parent
+    with (
+        interrupted_run(tracker if standalone else None),
+        tracker.start(run_name=run_name, tags=parent_tags, parent_run_id=parent_run_id),
+    ):
         tracker.log_params(flatten_params(resolved))
         tracker.log_dict(resolved, "config/resolved.yaml")
         for fold, label in zip(plan.folds, plan.labels, strict=True):

@@ -25,6 +25,7 @@ from hydra.types import RunMode
 import ltr
 from ltr.core.resources import source_checkout
 from ltr.sweep.summary import sweep_record
+from ltr.tracking.store import mask_secrets
 from ltr.tracking.writer import source_tags
 
 #: distributions whose versions every run records as ``version.<name>`` tags
@@ -61,11 +62,14 @@ def hydra_overrides() -> list[str] | None:
 def command_line(entry: str = "ltr.train") -> tuple[str, list[str]]:
     """The command that reruns this run, and the overrides it carries.
 
-    Under Hydra the job's overrides follow ``python -m ENTRY``; outside Hydra, ``sys.argv[1:]``.
+    Under Hydra the job's overrides follow ``python -m ENTRY``; outside Hydra, ``sys.argv[1:]``. A
+    password in a URL (``tracking.uri=http://ann:pw@host``) is masked (``ann:***@``): the command is
+    printed, logged and saved, and the user knows the password.
     """
     overrides = hydra_overrides()
     if overrides is None:
         overrides = list(sys.argv[1:])
+    overrides = [mask_secrets(o) for o in overrides]
     return rerun_command(entry, overrides), overrides
 
 

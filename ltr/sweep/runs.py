@@ -78,6 +78,53 @@ def open_parent_run(study: optuna.Study, tracker: Any, storage: str | None) -> s
     return winner
 
 
+def aborted_status(exc: BaseException) -> str:
+    """The status a run ends with when ``exc`` stops it: ``KILLED`` for Ctrl-C / SIGTERM, else ``FAILED``.
+
+    >>> aborted_status(KeyboardInterrupt()), aborted_status(ValueError())
+    ('KILLED', 'FAILED')
+    """
+    return "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
+
+
+def end_parent_run(tracker: Any, run_id: str, exc: BaseException, sweep_dir: Path | None = None) -> None:
+    """End a sweep's parent run KILLED or FAILED (:func:`aborted_status`) with the reason as its
+    ``error`` tag, so an interrupted or failed sweep leaves no parent RUNNING; with ``sweep_dir``, this
+    sweep's child runs still RUNNING too (:func:`end_running_children`). A store that cannot be reached
+    any more leaves them as they are (the sweep's own error is what the user needs to see)."""
+    status = aborted_status(exc)
+    reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    with contextlib.suppress(Exception):
+        retry_call(tracker.client.set_tag, run_id, "error", mask_secrets(reason)[:5000])
+    with contextlib.suppress(Exception):
+        if sweep_dir is not None:
+            end_running_children(tracker.client, run_id, sweep_dir, status)
+    with contextlib.suppress(Exception):
+        retry_call(tracker.client.set_terminated, run_id, status)
+
+
+def end_running_children(client: Any, parent_run_id: str, sweep_dir: Path, status: str) -> list[str]:
+    """End ``status`` every child of ``parent_run_id`` that this sweep (its folder, the runs' tag
+    ``ltr.sweep.id``) started and that is still RUNNING; returns their ids.
+
+    A job that runs in this process ends its own run (:class:`~ltr.tracking.writer.Tracker`); a job of
+    ``launcher=joblib`` runs in a worker process that joblib kills with SIGKILL when the sweep stops,
+    so its run would stay RUNNING. Other sweeps' children (another worker of the same study) are left
+    alone: their sweep folder differs.
+    """
+    experiment = client.get_run(parent_run_id).info.experiment_id
+    query = (
+        f"tags.`mlflow.parentRunId` = '{parent_run_id}' and tags.`ltr.sweep.id` = '{sweep_dir.resolve()}'"
+        " and attributes.status = 'RUNNING'"
+    )
+    ended = []
+    for run in retry_call(client.search_runs, [experiment], filter_string=query, max_results=1000):
+        retry_call(client.set_tag, run.info.run_id, "error", f"the sweep ended {status} while this job ran")
+        retry_call(client.set_terminated, run.info.run_id, status)
+        ended.append(run.info.run_id)
+    return ended
+
+
 def first_parent(client: Any, experiment_id: str, tags: Mapping[str, str]) -> str:
     """The earliest RUNNING parent run with these tags (study name and storage).
 

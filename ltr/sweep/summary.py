@@ -47,11 +47,15 @@ from hydra.types import RunMode
 from ltr.report.progress import progress_enabled
 from ltr.sweep.console import LOG_WIDTH, LaunchLines, add_launch_filter, full_output, remove_launch_filter
 from ltr.sweep.pruning import TrainingStopped
+from ltr.sweep.runs import end_running_children
 from ltr.tracking.writer import make_tracker, mlflow_metric_name, source_tags
 
 RESULT_FILE = "ltr_result.json"
 SUMMARY_FILE = "sweep_summary.json"
 OPTUNA_RESULTS = "optimization_results.yaml"  # ltr.sweep.sweeper.RESULTS_FILE (not imported: Optuna)
+
+#: grid-sweep parent runs this process opened and has not ended yet ({"parent_run_id", "tracking_uri"})
+OPEN_GRID_PARENTS: list[dict[str, str]] = []
 
 
 #: a float written with a point or an exponent (an integer stays as written)
@@ -229,6 +233,7 @@ def log_summary(summary: dict[str, Any], config: Any, parent_run_id: str | None 
         )
         retry_call(client.log_dict, parent_run_id, summary, SUMMARY_FILE)
         retry_call(client.set_terminated, parent_run_id, "FINISHED")
+        OPEN_GRID_PARENTS[:] = [p for p in OPEN_GRID_PARENTS if p["parent_run_id"] != parent_run_id]
         summary_run = parent_run_id
     else:
         tags |= {"ltr.sweep.role": "summary", **source_tags("ltr.sweep", job=True)}
@@ -248,7 +253,7 @@ def open_grid_parent(config: Any, sweep_dir: Path) -> dict[str, str] | None:
     Created RUNNING before the first job, named ``sweep <model>-<data> <swept overrides>`` and tagged
     ``ltr.sweep.role=parent`` and ``ltr.sweep.id``; every job's run becomes its child
     (:func:`grid_parent_run_id`), and :func:`log_summary` writes the summary on it at the end.
-    Returns ``{"parent_run_id", "tracking_uri"}``, or ``None`` when tracking is off.
+    Returns ``{"parent_run_id", "tracking_uri", "sweep_dir"}``, or ``None`` when tracking is off.
     """
     tracking = config.get("tracking")
     if tracking is None or not tracking.get("enabled", True) or config.get("model") is None:
@@ -266,7 +271,27 @@ def open_grid_parent(config: Any, sweep_dir: Path) -> dict[str, str] | None:
         **source_tags("ltr.sweep", job=True),
     }
     run = retry_call(tracker.client.create_run, tracker.experiment_id, run_name=name[:250], tags=tags)
-    return {"parent_run_id": run.info.run_id, "tracking_uri": tracker.uri}
+    parent = {"parent_run_id": run.info.run_id, "tracking_uri": tracker.uri, "sweep_dir": str(sweep_dir)}
+    OPEN_GRID_PARENTS.append(parent)  # until the summary ends it FINISHED (or end_open_grid_parents)
+    return parent
+
+
+def end_open_grid_parents(status: str) -> None:
+    """End every grid-sweep parent run this process opened and did not finish with ``status``:
+    ``KILLED`` / ``FAILED`` when the sweep stopped before :meth:`SweepSummary.on_multirun_end`,
+    ``FINISHED`` at its end when no job gave a value to summarise."""
+    from mlflow.tracking import MlflowClient  # deferred: MLflow loads only when a sweep logs
+
+    from ltr.tracking.store import retry_call  # deferred: with MLflow above
+
+    while OPEN_GRID_PARENTS:
+        parent = OPEN_GRID_PARENTS.pop()
+        client = MlflowClient(tracking_uri=parent["tracking_uri"])
+        if status != "FINISHED":
+            retry_call(client.set_tag, parent["parent_run_id"], "error", f"the sweep ended {status}")
+            # jobs of launcher=joblib are SIGKILLed with the sweep: their runs end here
+            end_running_children(client, parent["parent_run_id"], Path(parent["sweep_dir"]), status)
+        retry_call(client.set_terminated, parent["parent_run_id"], status)
 
 
 def sweep_record() -> dict[str, Any]:
@@ -510,3 +535,4 @@ class SweepSummary(Callback):
             remove_launch_filter(self.launch_filter)
             self.launch_filter = None
         summarize_sweep(config.hydra.sweep.dir, config)
+        end_open_grid_parents("FINISHED")  # no job value to log: the parent still ends

@@ -36,6 +36,7 @@ ltr.core.errors.ConfigError: hydra.sweeper.direction='up': expected 'maximize' o
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import logging
@@ -56,6 +57,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from ltr.core.config_check import Constraint, check_value
 from ltr.core.errors import ConfigError, LtrError
 from ltr.sweep.console import launch_lines
+from ltr.sweep.dependencies import check_same_dependencies, trial_dependencies
 from ltr.sweep.pruning import (
     ENV_PRUNER,
     ENV_SHARE,
@@ -67,7 +69,15 @@ from ltr.sweep.pruning import (
     TrainingStopped,
     time_saved,
 )
-from ltr.sweep.runs import COMMAND_ATTR, ENV_PARENT, PARENT_ATTR, open_parent_run, parent_tracker, promote
+from ltr.sweep.runs import (
+    COMMAND_ATTR,
+    ENV_PARENT,
+    PARENT_ATTR,
+    end_parent_run,
+    open_parent_run,
+    parent_tracker,
+    promote,
+)
 from ltr.sweep.study import (
     FAILURE_ATTR,
     INTERRUPTED,
@@ -124,6 +134,7 @@ class OptunaSweeperConf:
     heartbeat_interval: int | None = 10  # seconds between a stored trial's heartbeats (None: none)
     grace_period: int | None = None  # a heartbeat older than this fails the trial (None: 2 × interval)
     share_data: bool = True  # trials in one process share the loaded data and the binned matrices
+    restart: bool = False  # delete the stored study of this name first (its trials depended on other data)
 
 
 def checked_settings(**values: Any) -> OptunaSweeperConf:
@@ -271,15 +282,16 @@ class OptunaSweeper(Sweeper):
         settings = self.settings
         space = parse_search_space(settings.params, arguments, config_loader=self.hydra_context.config_loader)
         study = open_study(settings, build_sampler(settings.sampler), build_pruner(settings.pruner))
-        check_same_search(
-            study, search_identity(space.distributions, space.fixed), settings.storage or "memory"
-        )
+        where = mask_secrets(settings.storage) if settings.storage else "memory"
+        check_same_search(study, search_identity(space.distributions, space.fixed), where)
+        check_same_dependencies(study, trial_dependencies(self.config, settings.direction), where)
         retried = recover(study)
         for params in settings.enqueue_trials or []:
             study.enqueue_trial(dict(params), skip_if_exists=True)
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        # the config as Hydra saves it, credentials in URLs masked (ltr.sweep.secrets)
+        (sweep_dir / "multirun.yaml").write_text(mask_secrets(OmegaConf.to_yaml(self.config)))
         log.info(
             "Optuna study %r (storage %s), sampler %s, pruner %s, direction %s: %d of %d trials done or "
             "running, batches of %d%s",
@@ -299,6 +311,16 @@ class OptunaSweeper(Sweeper):
         self.chatter = logging.DEBUG if reports_trials(self.config) else logging.INFO
         tracker = parent_tracker(self.config)
         self.parent_run = open_parent_run(study, tracker, settings.storage) if tracker is not None else None
+        try:
+            self._run_trials(study, space, sweep_dir, tracker)
+        except BaseException as exc:  # Ctrl-C / SIGTERM: KILLED; a failed trial, an error: FAILED
+            if tracker is not None and self.parent_run is not None:
+                end_parent_run(tracker, self.parent_run, exc, sweep_dir)
+            raise
+
+    def _run_trials(self, study: optuna.Study, space: SearchSpace, sweep_dir: Path, tracker: Any) -> None:
+        """Ask, launch and tell batches of trials until the study is full; write the results, promote the best."""
+        settings = self.settings
         tally = FailureTally(settings.max_failure_rate)
         progress = SweepProgress(settings.n_trials, settings.direction)
         while (size := min(settings.n_jobs, settings.n_trials - claimed(study))) > 0:
@@ -489,7 +511,8 @@ def _build(config: Any, key: str, base: type, example: str) -> Any:
 def open_study(
     settings: OptunaSweeperConf, sampler: optuna.samplers.BaseSampler, pruner: optuna.pruners.BasePruner
 ) -> optuna.Study:
-    """Create the study, or continue the one named ``study_name`` in ``storage``.
+    """Create the study, or continue the one named ``study_name`` in ``storage`` (``restart``: delete
+    that stored study first, so it starts again with no trial).
 
     A study in memory is registered in :data:`ltr.sweep.pruning.LIVE_STUDIES`, where a job of the basic
     launcher (same process) finds its trial to report to.
@@ -498,9 +521,17 @@ def open_study(
     from sqlalchemy.exc import SQLAlchemyError  # deferred: Optuna's storage layer, loaded with it
 
     try:
+        storage = make_storage(settings.storage, settings.heartbeat_interval, settings.grace_period)
+        if settings.restart and storage is not None and settings.study_name is not None:
+            with contextlib.suppress(KeyError):  # no stored study of that name: nothing to discard
+                optuna.delete_study(study_name=settings.study_name, storage=storage)
+                log.warning(
+                    "hydra.sweeper.restart=true: the stored study %r and its trials were deleted",
+                    settings.study_name,
+                )
         study = optuna.create_study(
             study_name=settings.study_name,
-            storage=make_storage(settings.storage, settings.heartbeat_interval, settings.grace_period),
+            storage=storage,
             sampler=sampler,
             pruner=pruner,
             direction=settings.direction,

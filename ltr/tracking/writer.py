@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ltr.core.errors import ConfigError
+from ltr.core.errors import ConfigError, Terminated
 from ltr.tracking.store import (
     HTTP_LIMITS,
     RUNS_VIEW_TAG,
@@ -200,7 +200,7 @@ class Tracker:
 
     Use as ``with tracker.start(run_name=..., tags=...): ...``. A normal exit ends the run
     FINISHED; an exception ends it FAILED with the traceback stored as ``error/traceback.txt``;
-    Ctrl-C (KeyboardInterrupt) ends it KILLED. Whatever was logged before stays.
+    Ctrl-C (KeyboardInterrupt) or SIGTERM (:class:`~ltr.core.errors.Terminated`) ends it KILLED. Whatever was logged before stays.
 
     On a server with a ``fallback_root``, everything logged is also kept in memory (artifacts copied
     to a temporary folder); when the server stops answering (connection refused or timed out after
@@ -277,9 +277,10 @@ class Tracker:
                 status = "FINISHED"
                 try:
                     yield self
-                except KeyboardInterrupt:
+                except KeyboardInterrupt as exc:
                     status = "KILLED"
-                    self._record_error("interrupted (KeyboardInterrupt / SIGINT)")
+                    signal = "SIGTERM" if isinstance(exc, Terminated) else "KeyboardInterrupt / SIGINT"
+                    self._record_error(f"interrupted ({signal})")
                     raise
                 except BaseException:
                     status = "FAILED"
