@@ -450,6 +450,7 @@ def test_trec_json_matches_pytrec_eval(tmp_path, capsys):
     assert out["mean"]["P_10"] == pytest.approx(np.mean([v["P_10"] for v in theirs.values()]), abs=1e-12)
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # valid input: no numpy warning (All-NaN slice) either
 def test_compare_without_measures_prints_one_screen_of_a_short_default_set(tmp_path, capsys):
     """``--compare`` without ``-m`` on runs used trec_eval's 22 default measures: ~800 lines and a grid of
     "…" at 80 columns. Now a short set, said on the first line with how to get more; every cell whole."""

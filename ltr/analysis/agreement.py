@@ -36,6 +36,7 @@ how many were left out.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -320,7 +321,10 @@ def metric_agreement(
         sample = cube[:, rng.integers(0, n_q, n_q), :].reshape(n_sys * n_q, n_m)
         boot_p[b], boot_s[b] = _pearson_columns(sample), _spearman_columns(sample)
     tail = (1.0 - confidence) / 2.0
-    with np.errstate(invalid="ignore"):
+    # a metric constant over every resample (e.g. P_1000 on short runs) has no correlation: its CI is NaN,
+    # as the point value is; numpy warns "All-NaN slice" for it, which is no news on valid input
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "All-NaN slice encountered", RuntimeWarning)
         p_ci = (np.nanquantile(boot_p, tail, axis=0), np.nanquantile(boot_p, 1 - tail, axis=0))
         s_ci = (np.nanquantile(boot_s, tail, axis=0), np.nanquantile(boot_s, 1 - tail, axis=0))
     pairs = tuple(combinations(range(n_sys), 2))
