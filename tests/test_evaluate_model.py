@@ -173,7 +173,7 @@ def test_registered_model_version_writes_a_run_tagged_with_its_name(logged, tmp_
     assert main([*args, "--model", "models:/my-ranker/7"]) == 2
     err = capsys.readouterr().err
     assert (
-        err.startswith("error: --model models:/my-ranker/7: cannot load it from sqlite:///")
+        err.startswith("error: --model models:/my-ranker/7: cannot find it in sqlite:///")
         and "Traceback" not in err
     )
     assert main([*args, "--model", f"runs:/{run.info.run_id}/plots"]) == 2  # an artifact folder, not a model
@@ -182,4 +182,4 @@ def test_registered_model_version_writes_a_run_tagged_with_its_name(logged, tmp_
         "among its artifacts)" in capsys.readouterr().err
     )
     assert main([*args, "--model", "runs:/0123456789abcdef/model"]) == 2
-    assert "error: --model runs:/0123456789abcdef/model: cannot load it" in capsys.readouterr().err
+    assert "error: --model runs:/0123456789abcdef/model: cannot find it" in capsys.readouterr().err

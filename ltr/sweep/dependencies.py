@@ -28,6 +28,7 @@ naming what changed and the two ways on: a new study (``hydra.sweeper.study_name
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,9 @@ if TYPE_CHECKING:
 DEPENDS_ATTR = "ltr.depends"
 #: data keys that change how the data is read, not what is read
 READING_ONLY = ("cache_dir", "verify_cache")
+#: data keys that say where the files are: workers of one study may hold the same data at other paths,
+#: so the files are compared by content (:func:`trial_dependencies`' ``files``), not by these
+WHERE_ONLY = ("dir", "train", "valid", "test", "data_dir")
 
 
 def resolved_data(config: Any) -> dict[str, Any]:
@@ -53,7 +57,7 @@ def resolved_data(config: Any) -> dict[str, Any]:
         plain = OmegaConf.to_container(data, resolve=True) if isinstance(data, DictConfig) else dict(data)
     except Exception:  # an interpolation only a job can resolve: compare as written
         plain = OmegaConf.to_container(data, resolve=False)
-    return {str(k): v for k, v in dict(plain).items() if k not in READING_ONLY}
+    return {str(k): v for k, v in dict(plain).items() if k not in READING_ONLY + WHERE_ONLY}
 
 
 def data_files(data: Mapping[str, Any]) -> list[Path]:
@@ -80,11 +84,21 @@ def trial_dependencies(config: Any, direction: str) -> dict[str, Any]:
     from ltr.data.cache import file_identity  # deferred: the cache's digest (numba), only when a sweep starts
 
     data = resolved_data(config)
-    full = bool((config.get("data") or {}).get("verify_cache", False)) if config is not None else False
+    block = config.get("data") if config is not None else None
+    full = bool((block or {}).get("verify_cache", False))
+    with_paths = {
+        str(k): v
+        for k, v in dict(
+            OmegaConf.to_container(block, resolve=True) if isinstance(block, DictConfig) else (block or {})
+        ).items()
+        if k not in READING_ONLY
+    }
+    paths = data_files(with_paths) if with_paths else []
+    root = Path(os.path.commonpath([str(p.parent) for p in paths])) if paths else Path()
     files = {}
-    for path in data_files(data) if data else []:
+    for path in paths:  # keyed by the path below the data's common folder: the same data elsewhere matches
         identity = file_identity(path, full_hash=full)
-        files[str(path)] = {"size": identity["size"], "digest": identity["digest"]}
+        files[str(path.relative_to(root))] = {"size": identity["size"], "digest": identity["digest"]}
     model = (config.get("model") or {}) if config is not None else {}
     early = (model.get("early_stopping") or {}) if model else {}
     metrics = list((config.get("eval") or {}).get("metrics") or []) if config is not None else []
