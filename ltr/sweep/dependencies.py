@@ -57,7 +57,7 @@ def resolved_data(config: Any) -> dict[str, Any]:
         plain = OmegaConf.to_container(data, resolve=True) if isinstance(data, DictConfig) else dict(data)
     except Exception:  # an interpolation only a job can resolve: compare as written
         plain = OmegaConf.to_container(data, resolve=False)
-    return {str(k): v for k, v in dict(plain).items() if k not in READING_ONLY + WHERE_ONLY}
+    return {str(k): v for k, v in dict(plain).items() if k not in READING_ONLY}
 
 
 def data_files(data: Mapping[str, Any]) -> list[Path]:
@@ -83,17 +83,10 @@ def trial_dependencies(config: Any, direction: str) -> dict[str, Any]:
     """What a trial's value depends on besides its parameters (module docstring)."""
     from ltr.data.cache import file_identity  # deferred: the cache's digest (numba), only when a sweep starts
 
-    data = resolved_data(config)
-    block = config.get("data") if config is not None else None
-    full = bool((block or {}).get("verify_cache", False))
-    with_paths = {
-        str(k): v
-        for k, v in dict(
-            OmegaConf.to_container(block, resolve=True) if isinstance(block, DictConfig) else (block or {})
-        ).items()
-        if k not in READING_ONLY
-    }
-    paths = data_files(with_paths) if with_paths else []
+    located = resolved_data(config)
+    data = {k: v for k, v in located.items() if k not in WHERE_ONLY}  # the files: by content, below
+    full = bool((config.get("data") or {}).get("verify_cache", False)) if config is not None else False
+    paths = data_files(located) if located else []
     root = Path(os.path.commonpath([str(p.parent) for p in paths])) if paths else Path()
     files = {}
     for path in paths:  # keyed by the path below the data's common folder: the same data elsewhere matches
@@ -103,7 +96,12 @@ def trial_dependencies(config: Any, direction: str) -> dict[str, Any]:
     early = (model.get("early_stopping") or {}) if model else {}
     metrics = list((config.get("eval") or {}).get("metrics") or []) if config is not None else []
     metric = early.get("metric") or (metrics[0] if metrics else None)
-    return {"data": data, "files": files, "objective": {"metric": metric, "direction": direction}}
+    return {
+        "data": data,
+        "files": files,
+        "files_root": str(root),  # where this process found them: named in messages, never compared
+        "objective": {"metric": metric, "direction": direction},
+    }
 
 
 def changes(before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
@@ -114,12 +112,14 @@ def changes(before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
         if old_data.get(key) != new_data.get(key):
             out.append(f"data.{key}: {_shown(old_data.get(key))} -> {_shown(new_data.get(key))}")
     old_files, new_files = before.get("files") or {}, now.get("files") or {}
-    for path in sorted(set(old_files) | set(new_files)):
-        if path not in new_files:
+    root = Path(now.get("files_root") or before.get("files_root") or "")
+    for key in sorted(set(old_files) | set(new_files)):
+        path = root / key
+        if key not in new_files:
             out.append(f"file {path} no longer read")
-        elif path not in old_files:
+        elif key not in old_files:
             out.append(f"file {path} newly read")
-        elif old_files[path] != new_files[path]:
+        elif old_files[key] != new_files[key]:
             out.append(f"file {path} changed (size or content)")
     old_objective, new_objective = before.get("objective") or {}, now.get("objective") or {}
     for key in sorted(set(old_objective) | set(new_objective)):
