@@ -21,19 +21,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ltr.core.errors import ConfigError
+from ltr.io.outputs import first_same_file
 
 #: the prefix of a staging folder (hidden; removed after every export, also a failed one)
 STAGING_PREFIX = ".ltr-export-"
-
-
-def same_file(a: Path, b: Path) -> bool:
-    """Whether ``a`` and ``b`` name one file: the same resolved path, or (both existing) the same inode."""
-    if a.resolve() == b.resolve():
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist (yet)
-        return False
 
 
 def check_not_inputs(outputs: Iterable[tuple[str, Path]], inputs: Iterable[tuple[str, Path]]) -> None:
@@ -47,18 +38,17 @@ def check_not_inputs(outputs: Iterable[tuple[str, Path]], inputs: Iterable[tuple
     for i, (option, out) in enumerate(outputs):
         if out.is_dir():
             raise ConfigError(f"{option} {out}: is a folder; give the file to write")
-        for label, given in inputs:
-            if same_file(out, given):
-                raise ConfigError(
-                    f"{option} {out}: is the same file as {label} {given}; nothing written (the input would be "
-                    "overwritten)"
-                )
-        for other_option, other in outputs[:i]:
-            if same_file(out, other):
-                raise ConfigError(
-                    f"{option} {out}: is also the file of {other_option}; give {other_option.split()[0]} a "
-                    "different name"
-                )
+        clash = first_same_file(out, inputs)
+        if clash is not None:
+            raise ConfigError(
+                f"{option} {out}: is the same file as {clash[0]} {clash[1]}; nothing written (the input would "
+                "be overwritten)"
+            )
+        clash = first_same_file(out, outputs[:i])
+        if clash is not None:
+            raise ConfigError(
+                f"{option} {out}: is also the file of {clash[0]}; give {clash[0].split()[0]} a different name"
+            )
 
 
 def folder_files(folder: Path, label: str) -> list[tuple[str, Path]]:

@@ -60,21 +60,30 @@ def check_outputs(
     that cannot be written (see the module docstring). ``outputs``: option → path (``None``: not given);
     ``inputs``: option → the paths it names (files or folders; ``None`` skipped)."""
     given = [(option, path) for option, path in outputs.items() if path is not None]
+    read = [(option, path) for option, paths in inputs.items() for path in paths if path is not None]
     for i, (option, path) in enumerate(given):
         check_writable(option, path)
-        for in_option, in_paths in inputs.items():
-            for in_path in in_paths:
-                if in_path is not None and same_file(path, in_path):
-                    raise ConfigError(
-                        f"{option} {path} is the same file as {in_option} {in_path}: writing it would "
-                        "destroy the input; choose another output path"
-                    )
-        for other, other_path in given[:i]:
-            if same_file(path, other_path):
-                raise ConfigError(
-                    f"{option} {path} is the same file as {other} {other_path}: one would overwrite the "
-                    "other; give them different paths"
-                )
+        clash = first_same_file(path, read)
+        if clash is not None:
+            raise ConfigError(
+                f"{option} {path} is the same file as {clash[0]} {clash[1]}: writing it would "
+                "destroy the input; choose another output path"
+            )
+        clash = first_same_file(path, given[:i])
+        if clash is not None:
+            raise ConfigError(
+                f"{option} {path} is the same file as {clash[0]} {clash[1]}: one would overwrite the "
+                "other; give them different paths"
+            )
+
+
+def first_same_file(path: PathLike, named: Iterable[tuple[str, PathLike]]) -> tuple[str, PathLike] | None:
+    """The first ``(option, path)`` of ``named`` that is the same file as ``path`` (:func:`same_file`).
+
+    >>> first_same_file("x.txt", [("--data", "y.txt"), ("--scores", "./x.txt")])
+    ('--scores', './x.txt')
+    """
+    return next(((option, other) for option, other in named if same_file(path, other)), None)
 
 
 def check_writable(option: str, path: PathLike) -> None:
