@@ -190,7 +190,10 @@ def _child(args: argparse.Namespace, mode: str) -> dict:
     cmd = [sys.executable, __file__, "--dir", str(args.dir), "--mode", mode, "--shards", str(args.shards)]
     cmd += ["--subset-shards", str(args.subset_shards), "--driver-cap-mb", str(args.driver_cap_mb)]
     cmd += ["--worker-memory", args.worker_memory]
-    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, env=os.environ)  # stderr shown
+    # one malloc arena: glibc reserves 64 MB of address space per thread arena (not memory), and the cap
+    # is on address space; without this the first helper thread (ltr's cluster watch) hits the cap
+    env = {**os.environ, "MALLOC_ARENA_MAX": "1"}
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, env=env)  # stderr shown
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import (
     PAUSED_RUN,
@@ -24,8 +25,12 @@ from helpers import (
     train_main_in_process,
 )
 
-from ltr.cli.running import EXIT_TERMINATED, run_cli, terminate_as_interrupt
+from ltr.cli.running import EXIT_INTERRUPTED, EXIT_TERMINATED, interrupted_run, run_cli
+from ltr.core import interrupts
 from ltr.core.errors import Terminated
+from ltr.data import RankingData
+from ltr.models.registry import get_ranker_class
+from ltr.tracking.writer import make_tracker
 
 
 def _runs(root: Path) -> list:
@@ -80,8 +85,7 @@ def test_sigterm_raises_terminated_and_the_command_exits_143(capsys):
     aborted: list[str] = []
 
     def main() -> int:
-        with terminate_as_interrupt():
-            signal.raise_signal(signal.SIGTERM)
+        signal.raise_signal(signal.SIGTERM)
         return 0
 
     with pytest.raises(SystemExit) as info:
@@ -91,6 +95,70 @@ def test_sigterm_raises_terminated_and_the_command_exits_143(capsys):
     assert aborted == ["KILLED"]
     assert signal.getsignal(signal.SIGTERM) == before
     assert issubclass(Terminated, KeyboardInterrupt)
+
+
+class _SignalsWhenCollected:
+    """An object whose ``__del__`` sends SIGINT: Python raises the KeyboardInterrupt inside ``__del__``,
+    where it can only print "Exception ignored in …" and drop it, as in a garbage-collector callback."""
+
+    def __del__(self) -> None:
+        signal.raise_signal(signal.SIGINT)
+
+
+@pytest.mark.parametrize("model", ["lambdamart", "lambdamart_xgb", "catboost"])
+def test_a_ctrl_c_dropped_in_a_garbage_collector_callback_still_stops_training(model, capsys):
+    """Seen on a loaded machine: the interrupt landed in a GC callback, was dropped, and training ran to its
+    last round. Now the next boosting round raises it, and the dropped one's traceback is not printed."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4)).astype(np.float32)
+    y = np.clip((X[:, 0] + rng.normal(size=300)).round(), 0, 3).astype(int)
+    train = RankingData(X=X[:200], y=y[:200], qid=np.repeat(np.arange(20), 10))
+    valid = RankingData(X=X[200:], y=y[200:], qid=np.repeat(np.arange(10), 10))
+    rounds: list[int] = []
+
+    def drop_an_interrupt_at_round_2(step: int, values: dict[str, float]) -> bool:
+        rounds.append(step)
+        if step == 2:
+            _SignalsWhenCollected()  # collected at once: its KeyboardInterrupt is dropped
+        return False
+
+    ranker = get_ranker_class(model)({"n_trees": 200}, early_stopping={"patience": None}, num_threads=1)
+    with interrupts.recorded(), pytest.raises(KeyboardInterrupt):
+        ranker.fit(train, valid, on_iteration=drop_an_interrupt_at_round_2)
+    assert rounds == [0, 1, 2]  # stopped at the next round, not after 200
+    assert "Exception ignored" not in capsys.readouterr().err
+    assert interrupts.received() is None  # the record ends with the command
+
+
+def test_a_ctrl_c_a_library_turns_into_another_error_ends_the_run_killed(tmp_path, capsys):
+    """Seen on a loaded machine: SIGINT inside a numba kernel came out as ``SystemError: ... returned a
+    result with an exception set``, and the run ended FAILED with a traceback. Any error raised while a
+    signal is pending is the interruption: the run ends KILLED, one line, exit 130."""
+    aborted: list[str] = []
+    tracker = make_tracker({"uri": f"sqlite:///{tmp_path}/mlflow.db", "experiment": "x"}, tmp_path)
+
+    def like_numba() -> None:
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            raise SystemError(
+                "CPUDispatcher(<function rank_order>) returned a result with an exception set"
+            ) from None
+
+    def main() -> int:
+        with interrupted_run(tracker), tracker.start(run_name="r"):
+            like_numba()
+        return 0
+
+    with pytest.raises(SystemExit) as info:
+        run_cli(main, on_abort=aborted.append)
+    (run,) = _runs(tmp_path)
+    assert info.value.code == EXIT_INTERRUPTED == 130
+    assert _own_lines(capsys.readouterr().err) == [f"interrupted: run {run.info.run_id} marked KILLED"]
+    assert run.info.status == "KILLED" and aborted == ["KILLED"]
+    assert run.data.tags["error"] == "interrupted (KeyboardInterrupt / SIGINT)"
+    # the same error with no signal behind it is a failure, as before
+    assert interrupts.carried_by(SystemError("a bug")) is None
 
 
 def test_a_failing_command_tells_its_abort_hook_failed(capsys):

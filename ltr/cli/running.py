@@ -12,6 +12,9 @@ one policy for how a command ends (:func:`run_cli`, :func:`run_hydra_app`):
   ``KeyboardInterrupt`` too, so every MLflow run in progress ends KILLED exactly as on Ctrl-C): one line
   ``terminated: ...``, exit 143 (128 + SIGTERM). Without this a SIGTERM ended the process at once and
   left its MLflow runs RUNNING forever;
+* either signal is also written down (:mod:`ltr.core.interrupts`), so one that a library turned into
+  another error (numba: ``SystemError``) still ends the command as interrupted, and one a library
+  dropped (a garbage-collector callback) still stops training at the next boosting round;
 * ``on_abort`` (a command's hook, e.g. ``ltr.train``'s open sweep parent run) is told ``KILLED`` or
   ``FAILED`` when the command ends by a signal or an error, so no parent run stays RUNNING;
 * a closed pipe (``... | head -1``) → no output, no traceback, exit 141 (128 + SIGPIPE, what ``cat``
@@ -33,6 +36,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NoReturn
 
 from ltr.cli.spelling import Spelling, spelled_as
+from ltr.core import interrupts
 from ltr.core.errors import Interrupted, LtrError, Terminated
 
 EXIT_USAGE = 2  # bad input (every ltr entry point)
@@ -75,25 +79,6 @@ def interruption(exc: KeyboardInterrupt, message: str) -> Interrupted:
     return Terminated(message) if isinstance(exc, Terminated) else Interrupted(message)
 
 
-def _raise_terminated(signum: int, frame: Any) -> None:
-    raise Terminated()
-
-
-@contextlib.contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """While the body runs, SIGTERM raises :class:`Terminated` in the main thread (the previous handler
-    is restored after). Outside the main thread (a handler cannot be set there) nothing changes."""
-    try:
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 @contextlib.contextmanager
 def interrupted_run(tracker: Any) -> Iterator[None]:
     """Ctrl-C in the body → :class:`Interrupted` naming the tracker's run (``run 1a2b marked KILLED``).
@@ -103,11 +88,12 @@ def interrupted_run(tracker: Any) -> Iterator[None]:
     """
     try:
         yield
-    except KeyboardInterrupt as exc:
-        if isinstance(exc, Interrupted) and str(exc):
+    except BaseException as exc:
+        carried = interrupts.carried_by(exc)  # a signal a library turned into another error counts too
+        if carried is None or (isinstance(exc, Interrupted) and str(exc)):
             raise
         run_id = getattr(tracker, "run_id", None) if getattr(tracker, "enabled", False) else None
-        raise interruption(exc, f"run {run_id} marked KILLED" if run_id else "") from None
+        raise interruption(carried, f"run {run_id} marked KILLED" if run_id else "") from None
 
 
 def run_cli(
@@ -168,7 +154,7 @@ def _ended(
 ) -> int:
     """Run ``main``; the exit code under the policy of the module docstring (messages on stderr)."""
     try:
-        with terminate_as_interrupt():
+        with interrupts.recorded():
             try:
                 with spelled_as(spelling):
                     code = main()
@@ -179,8 +165,11 @@ def _ended(
                 if exc.code not in (None, 0):
                     _abort(on_abort, "FAILED")
                 raise
-            except BaseException:
-                _abort(on_abort, "FAILED")
+            except BaseException as exc:
+                carried = interrupts.carried_by(exc)  # a signal turned into another error by a library
+                _abort(on_abort, "FAILED" if carried is None else "KILLED")
+                if carried is not None:
+                    raise interruption(carried, "") from None
                 raise
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit (a traceback)
         return int(code or 0)

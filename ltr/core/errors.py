@@ -28,7 +28,7 @@ class Interrupted(KeyboardInterrupt):
 
 
 class Terminated(Interrupted):
-    """SIGTERM, raised in the main thread by the handler of :func:`ltr.cli.running.terminate_as_interrupt`:
+    """SIGTERM, raised in the main thread by the handler of :func:`ltr.core.interrupts.recorded`:
     a ``KeyboardInterrupt``, so everything that cleans up after Ctrl-C (MLflow runs ended KILLED, Optuna
     trials failed as interrupted) does the same for a SIGTERM."""
 

@@ -41,6 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import ltr
+from ltr.core import interrupts
 from ltr.core.config_check import check_block, check_value, defaults, join, plain, setting
 from ltr.core.errors import ConfigError, DataError, NotFittedError
 from ltr.data import RankingData
@@ -331,7 +332,13 @@ class BaseRanker:
             check_features(train, valid, "valid")
         cfg = self._begin_fit(train.n_features)
         stop = StopRecorder(on_iteration) if on_iteration is not None else None
-        self._fit(train, valid, cfg, stop)
+        try:
+            self._fit(train, valid, cfg, stop)
+        except Exception as exc:  # an engine that turned Ctrl-C into its own error (CatBoostError)
+            carried = interrupts.received()
+            if carried is None:
+                raise
+            raise carried from exc
         #: the round after which ``on_iteration`` returned True and training stopped (None: it ran out)
         self.stopped_at_: int | None = stop.stopped_at if stop is not None else None
         return self

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ltr.core import interrupts
 from ltr.core.errors import DataError
 from ltr.data import RankingData
 from ltr.models.evaluation import RankingMetric
@@ -80,6 +81,7 @@ class IterationMonitor:
 
     def update(self, iteration: int, values: Mapping[tuple[str, str], float]) -> bool:
         """Record round ``iteration``; return ``True`` when early stopping or ``on_iteration`` says stop now."""
+        interrupts.raise_if_received()  # a Ctrl-C that a library dropped still stops training here
         for (split, name), value in values.items():
             self.history.setdefault(split, {}).setdefault(name, []).append(float(value))
         if self.on_iteration is not None and self.on_iteration(

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ltr.core import interrupts
 from ltr.tracking.store import mask_secrets, retry_call
 from ltr.tracking.writer import make_tracker, mlflow_metric_name
 
@@ -79,12 +80,13 @@ def open_parent_run(study: optuna.Study, tracker: Any, storage: str | None) -> s
 
 
 def aborted_status(exc: BaseException) -> str:
-    """The status a run ends with when ``exc`` stops it: ``KILLED`` for Ctrl-C / SIGTERM, else ``FAILED``.
+    """The status a run ends with when ``exc`` stops it: ``KILLED`` for Ctrl-C / SIGTERM (also when a
+    library turned the signal into another error, :mod:`ltr.core.interrupts`), else ``FAILED``.
 
     >>> aborted_status(KeyboardInterrupt()), aborted_status(ValueError())
     ('KILLED', 'FAILED')
     """
-    return "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
+    return "FAILED" if interrupts.carried_by(exc) is None else "KILLED"
 
 
 def end_parent_run(tracker: Any, run_id: str, exc: BaseException, sweep_dir: Path | None = None) -> None:

@@ -54,6 +54,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.utils import instantiate
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from ltr.core import interrupts
 from ltr.core.config_check import Constraint, check_value
 from ltr.core.errors import ConfigError, LtrError
 from ltr.sweep.console import launch_lines
@@ -333,7 +334,7 @@ class OptunaSweeper(Sweeper):
                 with Heartbeat(study, trials, settings.heartbeat_interval if settings.storage else None):
                     jobs = self.launcher.launch(overrides, initial_job_idx=job_idx)
             except BaseException as exc:  # Ctrl-C, a job's sys.exit, a dead worker: no trial stays RUNNING
-                why = INTERRUPTED if isinstance(exc, KeyboardInterrupt) else f"launch: {type(exc).__name__}"
+                why = INTERRUPTED if interrupts.carried_by(exc) else f"launch: {type(exc).__name__}"
                 fail_all(study, trials, why)
                 raise
             failures = tell_results(study, trials, jobs, reported=self.chatter == logging.DEBUG)

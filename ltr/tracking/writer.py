@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ltr.core import interrupts
 from ltr.core.errors import ConfigError, Terminated
 from ltr.tracking.store import (
     HTTP_LIMITS,
@@ -277,15 +278,16 @@ class Tracker:
                 status = "FINISHED"
                 try:
                     yield self
-                except KeyboardInterrupt as exc:
-                    status = "KILLED"
-                    signal = "SIGTERM" if isinstance(exc, Terminated) else "KeyboardInterrupt / SIGINT"
-                    self._record_error(f"interrupted ({signal})")
-                    raise
-                except BaseException:
-                    status = "FAILED"
-                    text = traceback.format_exc()
-                    self._record_error(text)
+                except BaseException as exc:
+                    carried = interrupts.carried_by(exc)  # a signal a library turned into another error too
+                    status = "FAILED" if carried is None else "KILLED"
+                    if carried is None:
+                        self._record_error(traceback.format_exc())
+                    else:
+                        signal = (
+                            "SIGTERM" if isinstance(carried, Terminated) else "KeyboardInterrupt / SIGINT"
+                        )
+                        self._record_error(f"interrupted ({signal})")
                     raise
                 finally:
                     self._guarded(lambda: self._end_run(status), journaled=False)
