@@ -66,6 +66,7 @@ def build_report(frames: Mapping[str, Any], exp: Any, *, seed: int) -> Any:
         confidence=float(stats.confidence),
         correction=str(stats.correction),
         test=str(stats.test),
+        risk_alpha=float(stats.get("risk_alpha", 1.0)),
     )
 
 
@@ -286,7 +287,9 @@ def write_outputs(
         out_dir / "leaderboard.md",
         report.to_csv(out_dir / "leaderboard.csv"),
         out_dir / "leaderboard.tex",
+        out_dir / "risk.csv",
     ]
+    report.risk_frame().to_csv(files[3], index=False)
     files[0].write_text(markdown)
     files[2].write_text(report.to_latex(caption=f"{title}, sorted by {exp.primary}", label=f"tab:{exp.name}"))
     plots = out_dir / "plots"
