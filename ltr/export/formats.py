@@ -20,9 +20,11 @@ import numpy as np
 
 from ltr.core.errors import ConfigError
 from ltr.core.extras import require_extra
-from ltr.export.reading import MCRANK_REFUSED, from_ranker
+from ltr.export.normalize import native_refusal
+from ltr.export.reading import MCRANK_REFUSED, raw_feature_model
 from ltr.export.targets import native, onnx, searchltr, solr, vespa
 from ltr.export.trees import ExpectedGrade, Exportable, LinearScorer, TreeEnsemble, Written
+from ltr.models.normalized import fitted_normalizer
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,13 @@ def get_target(name: str) -> Target:
 
 def exportable(ranker: Any, target: Target) -> Exportable | None:
     """What ``target`` writes of ``ranker`` (None for a native file); a model it cannot express is a ConfigError."""
-    model: Exportable | None = None if target.native else from_ranker(ranker, f"--format {target.name}")
+    where = f"--format {target.name}"
+    norm = fitted_normalizer(
+        ranker
+    )  # data.normalize: folded into the model, or refused (ltr.export.normalize)
+    if target.native and norm is not None:
+        raise ConfigError(native_refusal(norm.method, target.name))
+    model: Exportable | None = None if target.native else raw_feature_model(ranker, where)
     if isinstance(model, ExpectedGrade) and target.name != "onnx":
         raise ConfigError(f"--format {target.name}: " + MCRANK_REFUSED)
     return model
