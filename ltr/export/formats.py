@@ -95,7 +95,17 @@ def export(
     path.parent.mkdir(parents=True, exist_ok=True)
     written = target.write(model, path, names, ranker=ranker, **options)
     lines = tuple(line.replace(str(path.parent), str(out.parent)) for line in written.how_to_load)
-    return replace(written, how_to_load=(*lines, score_statement(model, ranker)))
+    folded = folded_statement(ranker)
+    return replace(written, how_to_load=(*lines, score_statement(model, ranker), *folded))
+
+
+def folded_statement(ranker: Any) -> tuple[str, ...]:
+    """The line saying a model's ``data.normalize`` transform is in the file (it takes raw features)."""
+    norm = fitted_normalizer(ranker)
+    if norm is None:
+        return ()
+    into = "weights and bias" if getattr(ranker, "name", "") == "linear" else "split thresholds"
+    return (f"features: raw; data.normalize={norm.method} is folded into the {into} (docs/export.md)",)
 
 
 def score_statement(model: Exportable | None, ranker: Any) -> str:
