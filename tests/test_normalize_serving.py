@@ -394,3 +394,77 @@ def test_partial_moments_stay_exact_for_a_large_mean():
     m = combine_moments(parts)
     np.testing.assert_allclose(m.mean, X.mean(axis=0), rtol=1e-12)
     np.testing.assert_allclose(m.m2 / 3000, X.var(axis=0), rtol=1e-7)
+
+
+def test_a_dask_run_fits_on_the_training_shards_and_its_model_scores_raw_rows_as_reported(files, tmp_path):
+    """backend=dask end to end: the ranker's statistics are the local fit's, and the saved model scores the
+    raw test file to the per-query values the run computed on its workers."""
+    from ltr.experiment.conventions import EvalConventions
+    from ltr.experiment.splits import load_splits
+
+    cfg = _config(files, "zscore", "lambdamart", "backend=dask")
+    with in_process_dask_client() as client:
+        outcome = fit_and_evaluate(cfg, load_splits(cfg, client))
+    local = Normalizer("zscore").fit(load_svmlight(files / "train.txt", n_features=5))
+    np.testing.assert_allclose(outcome.ranker.normalize_.mean_, local.mean_, rtol=1e-9)
+    np.testing.assert_allclose(outcome.ranker.normalize_.scale_, local.scale_, rtol=1e-9)
+    outcome.ranker.save(tmp_path / "m")
+    loaded = load_ranker(tmp_path / "m")
+    test = load_svmlight(files / "test.txt", n_features=5)
+    values = EvalConventions.from_config(cfg.eval).evaluate(["ndcg@5"], test, predict_raw(loaded, test))
+    np.testing.assert_allclose(values["ndcg@5"], outcome.results["test"].per_query["ndcg@5"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("fmt", ["elasticsearch", "opensearch", "solr", "vespa"])
+def test_search_engine_formats_pass_their_parity_check_on_raw_rows(trained, files, fmt, tmp_path, capsys):
+    _, _, folder = trained["zscore"]
+    args = [
+        str(folder),
+        "--format",
+        fmt,
+        "--out",
+        str(tmp_path / f"m.{fmt}"),
+        "--check",
+        str(files / "test.txt"),
+    ]
+    assert command_in_process("ltr.export", args, run_cli=False) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert ": OK" in out and "data.normalize=zscore is folded into the split thresholds" in out
+
+
+def test_a_linear_model_with_zscore_exports_to_onnx_over_raw_rows(files, tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    outcome = fit_and_evaluate(_config(files, "zscore", "linear"), _splits(files))
+    outcome.ranker.save(tmp_path / "m")
+    out = tmp_path / "m.onnx"
+    args = [str(tmp_path / "m"), "--format", "onnx", "--out", str(out), "--check", str(files / "test.txt")]
+    assert command_in_process("ltr.export", args, run_cli=False) == 0, capsys.readouterr().err
+    assert "folded into the weights and bias" in capsys.readouterr().out
+    test = load_svmlight(files / "test.txt", n_features=5)
+    train = load_svmlight(files / "train.txt", n_features=5)
+    hand = by_hand("zscore", np.asarray(train.X), np.asarray(test.X), test.qid).astype(F32)
+    np.testing.assert_allclose(onnx_scores(out, test.X), outcome.ranker.predict(hand), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow  # a real `python -m ltr.train` process (~15 s) and its MLflow store
+def test_a_cli_run_with_data_normalize_is_reproduced_by_evaluate_model_on_the_raw_file(
+    files, tmp_path, capsys
+):
+    from helpers import run_train_cli, store_client
+
+    args = ["+model=lambdamart", "data=svmlight", f"data.train={files / 'train.txt'}", f"data.valid={files / 'vali.txt'}",
+            f"data.test={files / 'test.txt'}", "data.normalize=zscore", "model.params.n_trees=12", "eval.metrics=[ndcg@5]"]  # fmt: skip
+    result = run_train_cli(args, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    client = store_client(tmp_path)
+    (run,) = client.search_runs([e.experiment_id for e in client.search_experiments() if e.name == "ltr"])
+    logged = run.data.metrics["test/ndcg_at_5"]
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    code = command_in_process(
+        "ltr.evaluate",
+        ["--data", str(files / "test.txt"), "--model", f"runs:/{run.info.run_id}/model", "--tracking-uri", uri,
+         "-m", "ndcg@5", "--json"],
+        run_cli=False,
+    )  # fmt: skip
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["mean"]["ndcg@5"] == pytest.approx(logged, rel=1e-12)
