@@ -468,3 +468,18 @@ def test_a_cli_run_with_data_normalize_is_reproduced_by_evaluate_model_on_the_ra
     )  # fmt: skip
     assert code == 0
     assert json.loads(capsys.readouterr().out)["mean"]["ndcg@5"] == pytest.approx(logged, rel=1e-12)
+
+
+def test_label_next_reads_class_probabilities_of_raw_rows(files, tmp_path):
+    from ltr.labelnext import model_label_probs
+
+    outcome = fit_and_evaluate(
+        _config(files, "zscore", "classification", "model.params.n_trees=5"), _splits(files)
+    )
+    outcome.ranker.save(tmp_path / "m")
+    test = load_svmlight(files / "test.txt", n_features=5)
+    train = load_svmlight(files / "train.txt", n_features=5)
+    hand = by_hand("zscore", np.asarray(train.X), np.asarray(test.X), test.qid).astype(F32)
+    want = outcome.ranker.predict_proba(RankingData(X=hand, y=test.y, qid=test.qid))
+    got = model_label_probs(str(tmp_path / "m"), test, f"sqlite:///{tmp_path}/mlflow.db")
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
