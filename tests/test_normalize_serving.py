@@ -456,6 +456,7 @@ def test_a_cli_run_with_data_normalize_is_reproduced_by_evaluate_model_on_the_ra
             f"data.test={files / 'test.txt'}", "data.normalize=zscore", "model.params.n_trees=12", "eval.metrics=[ndcg@5]"]  # fmt: skip
     result = run_train_cli(args, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "features normalised: data.normalize=zscore (statistics of train); the model keeps it" in result.stdout
     client = store_client(tmp_path)
     (run,) = client.search_runs([e.experiment_id for e in client.search_experiments() if e.name == "ltr"])
     logged = run.data.metrics["test/ndcg_at_5"]
