@@ -456,7 +456,10 @@ def test_a_cli_run_with_data_normalize_is_reproduced_by_evaluate_model_on_the_ra
             f"data.test={files / 'test.txt'}", "data.normalize=zscore", "model.params.n_trees=12", "eval.metrics=[ndcg@5]"]  # fmt: skip
     result = run_train_cli(args, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "features normalised: data.normalize=zscore (statistics of train); the model keeps it" in result.stdout
+    assert (
+        "features normalised: data.normalize=zscore (statistics of train); the model keeps it"
+        in result.stdout
+    )
     client = store_client(tmp_path)
     (run,) = client.search_runs([e.experiment_id for e in client.search_experiments() if e.name == "ltr"])
     logged = run.data.metrics["test/ndcg_at_5"]
@@ -484,3 +487,34 @@ def test_label_next_reads_class_probabilities_of_raw_rows(files, tmp_path):
     want = outcome.ranker.predict_proba(RankingData(X=hand, y=test.y, qid=test.qid))
     got = model_label_probs(str(tmp_path / "m"), test, f"sqlite:///{tmp_path}/mlflow.db")
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_a_bagged_ensemble_exports_with_zscore_folded_into_every_member(files, tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    cfg = _config(files, "zscore", "ensemble_bagging", "model.members.0.bags=2")
+    outcome = fit_and_evaluate(cfg, _splits(files))
+    outcome.ranker.save(tmp_path / "m")
+    out = tmp_path / "m.onnx"
+    args = [str(tmp_path / "m"), "--format", "onnx", "--out", str(out), "--check", str(files / "test.txt")]
+    assert command_in_process("ltr.export", args, run_cli=False) == 0, capsys.readouterr().err
+    test = load_svmlight(files / "test.txt", n_features=5)
+    train = load_svmlight(files / "train.txt", n_features=5)
+    hand = by_hand("zscore", np.asarray(train.X), np.asarray(test.X), test.qid).astype(F32)
+    want = outcome.ranker.predict(RankingData(X=hand, y=test.y, qid=test.qid))
+    np.testing.assert_allclose(onnx_scores(out, test.X), want, rtol=1e-5, atol=1e-5)
+
+
+def test_compare_ranks_the_raw_test_split_through_the_model_normaliser(trained, files):
+    from ltr.analysis.segments import ranked_labels
+    from ltr.experiment.leaderboard import ranked_labels_of
+
+    _, loaded, _ = trained["query_zscore"]
+    test = load_svmlight(files / "test.txt", n_features=5)
+    hand = by_hand("query_zscore", np.asarray(test.X), np.asarray(test.X), test.qid).astype(F32)
+    want = ranked_labels(
+        test.y, loaded.predict(RankingData(X=hand, y=test.y, qid=test.qid)), test.offsets, test.query_ids
+    )
+    got = ranked_labels_of(loaded, test)
+    assert got.keys() == want.keys()
+    for q in want:
+        np.testing.assert_array_equal(got[q][0], want[q][0])
