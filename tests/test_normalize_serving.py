@@ -200,6 +200,7 @@ def test_pyfunc_on_raw_rows_equals_predict_on_hand_normalised_rows(trained, file
         np.testing.assert_allclose(score_by_query(loaded, rows, None), want[:7], rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow  # logs a real MLflow model into a SQLite store and loads it back (~6 s)
 def test_the_logged_mlflow_model_normalises_raw_rows(trained, files, tmp_path):
     import mlflow
 
