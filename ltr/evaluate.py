@@ -79,6 +79,7 @@ from ltr.io.textlines import data_line_number
 from ltr.io.trec import check_run_docnos, docnos, read_qrels, read_run, write_trec_run
 from ltr.metrics.conventions import PRESETS, describe_conventions
 from ltr.metrics.trec import TrecResult, evaluate_labelled, evaluate_trec, format_trec
+from ltr.models.normalized import predict_raw
 from ltr.tracking.loading import load_model
 from ltr.tracking.store import resolve_tracking_uri
 
@@ -298,7 +299,8 @@ def _letor_systems(
     for path in args.scores:
         scores = read_scores(path, n_rows=data.n_docs, qid=qid, fmt=args.scores_format or "auto")
         scored.append((Path(path).name, path, scores))
-    scored += [(m.name, m.source, m.ranker.predict(data)) for m in models]
+    # raw file rows: a model trained with data.normalize applies its own fitted normaliser first
+    scored += [(m.name, m.source, predict_raw(m.ranker, data, m.source)) for m in models]
     names = _names([s[0] for s in scored], [s[1] for s in scored])
     systems = []
     for name, (_, given, scores) in zip(names, scored, strict=True):

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ltr.core.errors import ConfigError
+from ltr.export.normalize import fold_normalization
 from ltr.export.trees import (
     FLOAT32,
     ExpectedGrade,
@@ -41,6 +42,7 @@ from ltr.export.trees import (
     float32_at_most,
 )
 from ltr.models.ensembles.fusion import check_weights
+from ltr.models.normalized import fitted_normalizer
 
 #: LightGBM's kZeroThreshold (``1e-35f``): its predictor reads every |x| <= this as 0.0
 LIGHTGBM_ZERO = float(np.float32(1e-35))
@@ -318,6 +320,12 @@ def from_ranker(ranker: Any, where: str = "model") -> Exportable:
     )
 
 
+def raw_feature_model(ranker: Any, where: str = "model") -> Exportable:
+    """:func:`from_ranker` of a model trained with ``data.normalize``, the transform folded in so it takes
+    raw features (:mod:`ltr.export.normalize`), or a ConfigError naming what the engine would need."""
+    return fold_normalization(from_ranker(ranker, where), fitted_normalizer(ranker), where)
+
+
 def export_refusal(ranker: Any) -> str | None:
     """Why ``ranker`` cannot be exported to any format (:func:`from_ranker`'s reason), or ``None`` when
     it can (to ONNX at least; a search-engine format may refuse more, e.g. McRank).
@@ -328,7 +336,7 @@ def export_refusal(ranker: Any) -> str | None:
     'model: a random_forest model is not exported; exportable: lambdamart, xendcg, regression, lambdamart_xgb, linear, and ensemble_mean, ensemble_bagging, ensemble_blend with normalization: none'
     """
     try:
-        from_ranker(ranker)
+        raw_feature_model(ranker)
     except ConfigError as exc:
         return str(exc)
     return None

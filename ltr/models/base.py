@@ -45,7 +45,8 @@ from ltr.core import interrupts
 from ltr.core.config_check import check_block, check_value, defaults, join, plain, setting
 from ltr.core.errors import ConfigError, DataError, NotFittedError
 from ltr.data import RankingData
-from ltr.models import vocabulary
+from ltr.data.normalize import Normalizer
+from ltr.models import normalized, vocabulary
 from ltr.models.checks import check_features
 from ltr.models.monitor import OnIteration, StopRecorder, watch
 from ltr.models.params import MODEL_CONFIGS, resolve_early_stopping, resolve_params
@@ -375,6 +376,8 @@ class BaseRanker:
     #: True when a row's score depends on the other rows of its query (ensembles that normalise or
     #: fuse per query): a bare feature matrix of several rows is then scored as ONE query, with a warning.
     scores_per_query: ClassVar[bool] = False
+    #: the fitted ``data.normalize`` transform it was trained behind (:mod:`ltr.models.normalized`); None: raw
+    normalize_: Normalizer | None = None
 
     def logged_model(self) -> tuple[str, Any]:
         """``(flavour, object to log)`` for a tracker: ``("pyfunc", self)`` for every ``ltr`` ranker.
@@ -416,6 +419,7 @@ class BaseRanker:
             "best_iteration": self.best_iteration_,
             "files": files,
             "state": self._extra_state(),
+            **normalized.manifest_entry(self),  # data.normalize: the fitted transform (ltr.models.normalized)
         }
         (path / MANIFEST).write_text(json.dumps(manifest, indent=2, default=_json_default) + "\n")
         (path / HISTORY).write_text(json.dumps(self.evals_result_, default=_json_default) + "\n")
@@ -434,6 +438,7 @@ class BaseRanker:
         history = path / HISTORY
         ranker.evals_result_ = _read_json(history, "training history") if history.exists() else {}
         ranker._load_native(path, manifest)
+        ranker.normalize_ = Normalizer.from_manifest(manifest.get("normalize"), str(path / MANIFEST))
         return ranker
 
     # --- hooks ---------------------------------------------------------------------------------------
