@@ -38,6 +38,7 @@ import numpy as np
 from ltr.core.config_check import check_block, plain, setting
 from ltr.core.errors import ConfigError
 from ltr.data._syntax import NONFINITE_POLICIES, ParseOptions, check_label_range
+from ltr.data.features import FeaturesSchema
 
 #: the split files of each Istella variant (relative to ``data.dir``)
 ISTELLA_VARIANTS = {
@@ -75,6 +76,9 @@ _PARSE = ParseOptions()  # the parse defaults, written once in ParseOptions
 class DataSchema:
     """Fields every dataset config has (``synthetic``: shown in the run banner).
 
+    ``features``: which columns to use (``names``, ``groups``, ``include``, ``exclude``;
+    :mod:`ltr.data.features`), applied right after each split is loaded.
+
     ``label_range``: the label scale ``[low, high]`` (inclusive; labels outside are an error when the
     files are read). ``null``: the dataset's own — the registry entry's, the synthetic generator's, or,
     for your own files, the training labels' (:func:`ltr.data.registry.declared_label_range`). The
@@ -85,6 +89,7 @@ class DataSchema:
     kind: str = "???"
     synthetic: bool = False
     label_range: list[float] | None = setting(None, check=check_label_range)
+    features: FeaturesSchema = field(default_factory=FeaturesSchema)  # column selection (ltr.data.features)
 
 
 @dataclass

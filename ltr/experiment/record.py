@@ -229,6 +229,8 @@ def model_example(data: Any, rows: int = 5) -> Any:
     if isinstance(data, ShardedSplit):  # rows on a worker: fetch only these
         return data.first_query_rows(rows)
     end = min(rows, int(data.offsets[1]))
+    if data.features is not None:  # the model takes the file's full rows: unused columns are NaN
+        return data.features.widen(data.dense()[:end]), data.qid[:end]
     return data.dense()[:end], data.qid[:end]
 
 

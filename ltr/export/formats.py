@@ -21,6 +21,7 @@ import numpy as np
 from ltr.core.errors import ConfigError
 from ltr.core.extras import require_extra
 from ltr.export.reading import MCRANK_REFUSED, from_ranker
+from ltr.export.selection import refuse_native
 from ltr.export.targets import native, onnx, searchltr, solr, vespa
 from ltr.export.trees import ExpectedGrade, Exportable, LinearScorer, TreeEnsemble, Written
 
@@ -70,6 +71,8 @@ def get_target(name: str) -> Target:
 
 def exportable(ranker: Any, target: Target) -> Exportable | None:
     """What ``target`` writes of ``ranker`` (None for a native file); a model it cannot express is a ConfigError."""
+    if target.native:
+        refuse_native(ranker, target.name)
     model: Exportable | None = None if target.native else from_ranker(ranker, f"--format {target.name}")
     if isinstance(model, ExpectedGrade) and target.name != "onnx":
         raise ConfigError(f"--format {target.name}: " + MCRANK_REFUSED)
