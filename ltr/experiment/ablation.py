@@ -91,17 +91,13 @@ def expand_ablation(
     data = plain(data_of([*overrides, f"+model={block['model']}", *block["overrides"]]))
     features = plain(data.get("features")) or {}
     defined = list((features.get("groups") or {}).keys())
-    names = list(groups) if groups is not None else defined
-    unknown = [g for g in names if g not in defined]
+    names = list(groups) if groups is not None else defined  # a mapping: defined by the overrides above
+    unknown = [] if isinstance(groups, Mapping) else [g for g in names if g not in defined]
     if unknown or not names:
+        what = f"not in data.features.groups: {', '.join(map(repr, unknown))}" if unknown else "no groups"
         raise ConfigError(
-            f"{where_groups}: "
-            + (
-                f"{', '.join(map(repr, unknown))} is not a group of data.features.groups"
-                if unknown
-                else "no groups"
-            )
-            + f"; defined: {', '.join(defined) or 'none'} (give ablation.groups as a mapping to define them)"
+            f"{where_groups}: {what}; defined: {', '.join(defined) or 'none'} "
+            "(give ablation.groups as a mapping to define them)"
         )
     exclude = list(features.get("exclude") or [])
     clash = [g for g in names if f"{WITHOUT}{g}" == block["baseline"]]
