@@ -160,6 +160,24 @@ def test_every_split_is_cut_right_after_loading(tmp_path):
         assert sel[split].subset(np.array([1, 0])).features == sel[split].features  # kept by subsets
 
 
+def test_every_fold_of_a_cross_validation_is_cut_too(tmp_path):
+    from helpers import write_letor
+
+    write_letor(tmp_path / "all.txt", 12, 1)  # 10 features
+    cfg = {
+        "kind": "svmlight",
+        "train": str(tmp_path / "all.txt"),
+        "cache_dir": None,
+        "cv": {"folds": 3, "fold": 2},
+    }
+    full = load_dataset(cfg)
+    sel = load_dataset({**cfg, "features": {"include": ["2-4", 9]}})
+    assert set(sel) == set(full) == {"train", "valid", "test"}
+    for split in full:
+        np.testing.assert_array_equal(sel[split].dense(), full[split].dense()[:, [1, 2, 3, 8]])
+        assert sel[split].features.ids == (2, 3, 4, 9)
+
+
 def test_a_bad_selection_fails_before_any_file_is_read(tmp_path):
     cfg = {"kind": "svmlight", "train": str(tmp_path / "missing.txt"), "n_features": 10}
     with pytest.raises(ConfigError, match=r"data.features.exclude\[0\]: feature id 11 is outside 1..10"):

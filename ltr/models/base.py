@@ -14,7 +14,9 @@ after which ``on_iteration`` returned ``True`` and training stopped, e.g. a prun
 (``{"train": {"ndcg@10": [...]}, "valid": {...}}``, one value per round), ``engine_params_`` (the
 engine parameters translated from the vocabulary by :mod:`ltr.models.vocabulary`, plus
 ``engine_params``; for logging), ``params_`` / ``early_stopping_`` (the
-resolved ltr vocabulary) and ``n_features_in_``.
+resolved ltr vocabulary), ``n_features_in_`` and ``feature_selection_`` (the
+:class:`~ltr.data.dataset.FeatureSelection` of the training split, ``data.features``, or ``None``: a
+model of a selection also scores rows of the file's full width, ``input_width_``, cutting them itself).
 
 Constructor arguments are stored unchanged (so ``sklearn.base.clone`` and ``get_params`` work) but
 validated immediately: a bad config fails when the ranker is built, before any data is loaded.
@@ -332,8 +334,7 @@ class BaseRanker:
         if valid is not None:
             check_features(train, valid, "valid")
         cfg = self._begin_fit(train.n_features)
-        #: the columns of a wider file ``train`` holds (``data.features``); None: every column
-        self.feature_selection_: FeatureSelection | None = train.features
+        self.feature_selection_ = train.features  # the columns of a wider file (data.features); None: all
         stop = StopRecorder(on_iteration) if on_iteration is not None else None
         try:
             self._fit(train, valid, cfg, stop)
@@ -496,6 +497,7 @@ class BaseRanker:
         self.params_ = cfg.params
         self.early_stopping_ = cfg.early_stopping
         self.n_features_in_ = n_features
+        self.feature_selection_: FeatureSelection | None = None  # fit() sets the train split's
         self.best_iteration_: int | None = None
         self.evals_result_: dict[str, dict[str, list[float]]] = {}
         self.engine_params_: dict[str, Any] = {}
