@@ -322,6 +322,28 @@ def test_contributions_of_full_rows_are_lightgbms_on_the_kept_columns(selected):
     np.testing.assert_allclose(c.values.sum(axis=1) + c.bias, ranker.predict(test), atol=1e-9)
 
 
+def test_importance_plot_names_the_files_feature_ids(selected, tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import ltr.experiment.record as record
+
+    _, _, sel, ranker = selected
+    plotted = {}
+
+    def capture(importance, path, **kw):  # the values the plot would draw, bar j+1 = column j
+        plotted["gain"] = importance
+        return path
+
+    monkeypatch.setattr(record, "plot_feature_importance", capture)
+    tracker = SimpleNamespace(log_artifact=lambda *a: None)
+    outcome = SimpleNamespace(history={}, best_iteration=None, ranker=ranker)
+    record.log_run_plots(tracker, outcome, sel["train"].n_features, tmp_path, "m")
+    gain = plotted["gain"]
+    assert gain.shape == (46,)  # bar f{j} is feature j of the file
+    np.testing.assert_allclose(gain[COLUMNS], ranker.booster_.feature_importance(importance_type="gain"))
+    assert not np.delete(gain, COLUMNS).any()
+
+
 def test_data_summary_says_which_features_were_kept(selected):
     from io import StringIO
 

@@ -157,14 +157,14 @@ class FeatureSelection:
             )
         return X[:, self.columns]
 
-    def widen(self, X: np.ndarray) -> np.ndarray:
-        """Rows of the kept columns (dense) as full-width rows: each at its id, NaN in the others.
+    def widen(self, X: np.ndarray, fill: float = np.nan) -> np.ndarray:
+        """Rows of the kept columns (dense) as full-width rows: each at its id, ``fill`` in the others.
 
         >>> FeatureSelection(ids=(2,), n_features=3).widen(np.array([[5.0]])).tolist()
         [[nan, 5.0, nan]]
         """
         X = np.asarray(X)
-        full = np.full((X.shape[0], self.n_features), np.nan, dtype=np.result_type(X.dtype, np.float32))
+        full = np.full((X.shape[0], self.n_features), fill, dtype=np.result_type(X.dtype, np.float32))
         full[:, self.columns] = X
         return full
 

@@ -205,6 +205,9 @@ def log_run_plots(
                 )
             )
         importance = feature_importance(outcome.ranker, n_features)
+        selection = getattr(outcome.ranker, "feature_selection_", None)
+        if importance is not None and selection is not None and importance.size == len(selection.ids):
+            importance = selection.widen(importance[None, :], fill=0.0)[0]  # bars named by the file's ids
         if importance is not None and importance.size:
             written.append(
                 plot_feature_importance(
