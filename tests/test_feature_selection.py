@@ -297,6 +297,31 @@ def test_onnx_export_indexes_the_original_feature_ids(selected, tmp_path):
     assert used <= set(COLUMNS.tolist()) and 0 in used  # original 0-based columns
 
 
+def test_linear_export_puts_each_weight_at_its_original_id(selected):
+    from ltr.export.reading import from_ranker
+
+    _, full, sel, _ = selected
+    linear = build_ranker({"name": "linear"}, seed=0, num_threads=1).fit(sel["train"])
+    exported = from_ranker(linear)
+    assert exported.weights.shape == (46,)
+    np.testing.assert_array_equal(exported.weights[COLUMNS], linear.weights_)
+    assert not np.delete(exported.weights, COLUMNS).any()
+    by_hand = full["test"].dense().astype(np.float64) @ exported.weights + exported.bias  # numpy, full rows
+    np.testing.assert_allclose(by_hand, linear.predict(full["test"]), rtol=1e-6, atol=1e-6)
+
+
+def test_an_ensemble_of_a_selection_scores_full_rows_after_saving(selected, tmp_path):
+    _, full, sel, _ = selected
+    spec = {"name": "ensemble_mean", "members": ["lambdamart", "linear"], "params": {"normalization": "none"}}
+    ensemble = build_ranker(spec, seed=0, num_threads=1).fit(sel["train"])
+    ensemble.save(tmp_path / "e")
+    loaded = load_ranker(tmp_path / "e")
+    want = ensemble.predict(sel["test"])
+    np.testing.assert_allclose(loaded.predict(full["test"]), want, rtol=0, atol=1e-12)
+    members = [m.predict(sel["test"]) for m in ensemble.rankers_]  # the mean of the members, by hand
+    np.testing.assert_allclose(want, np.mean(members, axis=0), rtol=1e-9, atol=1e-9)
+
+
 def test_native_export_of_a_selection_is_refused(selected, tmp_path, capsys):
     from ltr.export.__main__ import main as export_main
 
