@@ -322,6 +322,24 @@ def test_an_ensemble_of_a_selection_scores_full_rows_after_saving(selected, tmp_
     np.testing.assert_allclose(want, np.mean(members, axis=0), rtol=1e-9, atol=1e-9)
 
 
+def test_the_feature_baseline_speaks_in_the_files_ids(selected):
+    from ltr.models.engines.feature import feature_scores
+
+    _, full, sel, _ = selected
+    one = build_ranker({"name": "feature", "params": {"feature": 20, "direction": "desc"}}).fit(sel["train"])
+    assert one.learned_choices()[0] == {"feature.id": 20, "feature.direction": "desc"}
+    want = feature_scores(full["test"].dense()[:, 19], "desc")  # feature 20 of the file, by hand
+    np.testing.assert_array_equal(one.predict(full["test"]), want)
+    best = build_ranker({"name": "feature", "params": {"feature": "best"}}).fit(sel["train"], sel["valid"])
+    params, metrics = best.learned_choices()
+    assert params["feature.id"] in (1, 2, 3, 4, 5, 20, 44)
+    assert {k.split("_")[0] for k in metrics} == {f"feature.selection.f{i}" for i in (1, 2, 3, 4, 5, 20, 44)}
+    with pytest.raises(
+        ConfigError, match=r"model.params.feature=6 is not one of the features data.features keeps \(7 of 46"
+    ):
+        build_ranker({"name": "feature", "params": {"feature": 6}}).fit(sel["train"])
+
+
 def test_native_export_of_a_selection_is_refused(selected, tmp_path, capsys):
     from ltr.export.__main__ import main as export_main
 
