@@ -84,6 +84,8 @@ def print_summary(console: Any, result: ComparisonResult) -> None:
         lines.append(f"Not shown at this width: {', '.join(left_out)} (leaderboard.md has every metric).")
     if result.agreement is not None:
         lines.append(result.agreement.summary_line(primary))
+    if report.risk:
+        lines.append(report.risk_summary_line(primary))
     for line in lines:  # wrapped at the console's width: one screen on a terminal, tidy in a file
         console.print(line, markup=False, highlight=False)
     if result.failures is not None:

@@ -4,7 +4,7 @@
     python -m ltr.evaluate --data FILE|NAME --scores PRED [--scores PRED2 ...] [--scores-format F]
     python -m ltr.evaluate --data FILE|NAME --model runs:/ID/model|models:/NAME/VERSION|PATH
                            [--write-run OUT] [--write-scores OUT]
-    ... [--preset P] [--json] [--compare [--baseline NAME] [--test t] [--B 10000] [--seed 0]]
+    ... [--preset P] [--json] [--compare [--baseline NAME] [--test t] [--B 10000] [--seed 0] [--risk-alpha 1]]
 
 **TREC runs** (``--qrels`` + ``--run``). Measures are trec_eval names (``ndcg``, ``ndcg_cut_10``,
 ``map``, ``map_cut_100``, ``P_5``, ``P.5,10``, ``recall_10``, ``recip_rank``; ``-m P`` expands to
@@ -43,7 +43,9 @@ the run tags (TREC), file names (``--scores``) or model names (``--model``), or 
 given when those are not distinct; the ``--scores`` files come first, then the ``--model`` sources,
 each in command-line order. With ≥ 2 measures the metric agreement of :mod:`ltr.analysis.agreement` follows
 (Kendall's τ/τ_AP between the system rankings, per-query correlations, discriminative power; ``--json``:
-the ``agreement`` key).
+the ``agreement`` key). Risk against the baseline follows too (:mod:`ltr.stats.risk`: URisk, TRisk with its
+p-value, GeoRisk over all systems; ``--risk-alpha`` α, default 1: a loss weighs 1 + α; ``--json``: the
+``risk`` key, one object per system and measure).
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ from ltr.cli.letor import (
     letor_source,
     read_letor,
 )
-from ltr.cli.numbers import OneLineParser, integer_option
+from ltr.cli.numbers import OneLineParser, integer_option, real_option
 from ltr.cli.parse_flags import given_parse_flags
 from ltr.cli.running import print_result, run_cli
 from ltr.core.errors import ConfigError
@@ -77,6 +79,7 @@ from ltr.io.textlines import data_line_number
 from ltr.io.trec import check_run_docnos, docnos, read_qrels, read_run, write_trec_run
 from ltr.metrics.conventions import PRESETS, describe_conventions
 from ltr.metrics.trec import TrecResult, evaluate_labelled, evaluate_trec, format_trec
+from ltr.models.normalized import predict_raw
 from ltr.tracking.loading import load_model
 from ltr.tracking.store import resolve_tracking_uri
 
@@ -151,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument(
         "--seed", type=integer_option, help="seed of the bootstrap and randomisation test (default 0)"
     )
+    cmp.add_argument(
+        "--risk-alpha", type=real_option, help="URisk/TRisk/GeoRisk: a loss weighs 1 + this (default 1)"
+    )
     return p
 
 
@@ -220,7 +226,7 @@ LETOR_ONLY = (
     "tracking_uri",
 )
 #: ``--compare``'s options and their defaults (``None`` on the command line: not given)
-COMPARE_DEFAULTS = {"test": "randomization", "B": 10_000, "seed": 0}
+COMPARE_DEFAULTS = {"test": "randomization", "B": 10_000, "seed": 0, "risk_alpha": 1.0}
 
 
 def _check_no_effect(args: argparse.Namespace) -> None:
@@ -232,9 +238,14 @@ def _check_no_effect(args: argparse.Namespace) -> None:
         raise ConfigError(
             "--tracking-uri is where --model finds runs:/ and models:/ sources; no --model was given"
         )
+    if args.risk_alpha is not None and not (math.isfinite(args.risk_alpha) and args.risk_alpha >= 0):
+        raise ConfigError(
+            f"--risk-alpha must be a finite number >= 0 (a loss weighs 1 + it), got {args.risk_alpha:g}"
+        )
     for name in COMPARE_DEFAULTS:
         if getattr(args, name) is not None and not args.compare:
-            raise ConfigError(f"--{name} applies to --compare (the paired comparison of systems)")
+            flag = name.replace("_", "-")
+            raise ConfigError(f"--{flag} applies to --compare (the paired comparison of systems)")
     if args.per_topic and (args.json or args.compare):
         other = "--json (whose per_query always holds every topic)" if args.json else "--compare"
         raise ConfigError(
@@ -288,7 +299,8 @@ def _letor_systems(
     for path in args.scores:
         scores = read_scores(path, n_rows=data.n_docs, qid=qid, fmt=args.scores_format or "auto")
         scored.append((Path(path).name, path, scores))
-    scored += [(m.name, m.source, m.ranker.predict(data)) for m in models]
+    # raw file rows: a model trained with data.normalize applies its own fitted normaliser first
+    scored += [(m.name, m.source, predict_raw(m.ranker, data, m.source)) for m in models]
     names = _names([s[0] for s in scored], [s[1] for s in scored])
     systems = []
     for name, (_, given, scores) in zip(names, scored, strict=True):
@@ -311,7 +323,8 @@ def _letor_systems(
 
 
 def _plain(value: float) -> float | None:
-    return None if math.isnan(value) else float(value)
+    """A float for JSON: NaN (undefined) and ±inf (a TRisk with no spread) as ``null``."""
+    return float(value) if math.isfinite(value) else None
 
 
 def result_json(result: TrecResult, conventions: dict[str, str]) -> dict[str, Any]:
@@ -385,8 +398,15 @@ def _agreement_json(agreement: Any) -> dict[str, Any]:
 
 
 def _report_json(report: Any) -> list[dict[str, Any]]:
-    rows = report.to_frame().reset_index().to_dict("records")
-    return [{k: (_plain(v) if isinstance(v, float) else v) for k, v in r.items()} for r in rows]
+    return _records_json(report.to_frame().reset_index())
+
+
+def _records_json(frame: Any) -> list[dict[str, Any]]:
+    """A table as JSON records, NaN as ``null`` (:func:`_plain`)."""
+    return [
+        {k: (_plain(v) if isinstance(v, float) else v) for k, v in r.items()}
+        for r in frame.to_dict("records")
+    ]
 
 
 def _terminal_leaderboard(report: Any, agreement: Any) -> str:
@@ -434,6 +454,7 @@ def run(args: argparse.Namespace) -> str:
             out = {"systems": per_system}
         if report is not None:
             out["comparison"] = _report_json(report)
+            out["risk"] = _records_json(report.risk_frame())
         if agreement is not None:
             out["agreement"] = _agreement_json(agreement)
         return json.dumps(out, indent=1, allow_nan=False) + "\n"

@@ -598,6 +598,15 @@ def test_the_console_is_one_screen_and_the_files_hold_the_rest(tmp_path, capsys,
     assert f"{names[2]} n_docs 10–11 {delta:+.4f}" in flat
     assert f"{worst}: {loser.loc[worst, 'err@10']:.4f} vs {base.loc[worst, 'err@10']:.4f}" in flat
     assert f"Detail in {tmp_path / 'out'}/: leaderboard.md" in flat and "--full" in flat
+    # risk against the baseline on the primary metric: URisk by numpy, TRisk by scipy's one-sample t-test
+    from scipy.stats import ttest_1samp
+
+    delta = (loser["err@10"] - base.loc[loser.index, "err@10"]).to_numpy()
+    z = np.where(delta >= 0, delta, 2.0 * delta)
+    t = ttest_1samp(z, 0.0)
+    assert f"{names[2]} URisk {z.mean():.4f}, TRisk {t.statistic:.2f}" in flat
+    risk = pd.read_csv(tmp_path / "out" / "risk.csv").set_index(["system", "metric"])
+    assert risk.loc[(names[2], "err@10"), "trisk_pvalue"] == pytest.approx(t.pvalue)
     assert "Discriminative power" not in out and "Worst queries" not in out  # in the files
     md = (tmp_path / "out" / "leaderboard.md").read_text()
     assert "Discriminative power" in md and "## Worst queries" in md

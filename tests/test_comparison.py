@@ -409,7 +409,15 @@ def test_compare_on_real_per_query_ndcg_from_pytrec_eval(shared_data: Path) -> N
     # docs/statistics.md shows this very report: every table row there must be what the code prints
     docs = (Path(__file__).resolve().parents[1] / "docs" / "statistics.md").read_text(encoding="utf-8")
     rows = [line for line in rep.to_markdown(detail=True).splitlines() if line.startswith("| f")]
-    assert len(rows) == 5 and all(line in docs for line in rows), [r for r in rows if r not in docs]
+    assert len(rows) == 8 and all(line in docs for line in rows), [r for r in rows if r not in docs]
+    # the risk rows: TRisk is scipy's one-sample t-test of the per-query differences, losses doubled
+    for system in ("f215", "f16"):
+        delta = (aligned[system] - aligned["f90"]).to_numpy()
+        z = np.where(delta >= 0, delta, 2 * delta)
+        (risk,) = [r for r in rep.risk if r.system == system]
+        assert risk.urisk == pytest.approx(z.mean()) and risk.trisk == pytest.approx(
+            stats.ttest_1samp(z, 0).statistic
+        )
 
 
 def test_all_pairs_runs_randomised_tukey_hsd_per_metric(systems: dict[str, pd.DataFrame]) -> None:

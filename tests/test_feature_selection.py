@@ -424,3 +424,37 @@ def test_train_cli_with_a_selection_then_evaluate_the_model_on_the_original_file
     assert json.loads(out.out)["mean"]["ndcg@10"] == pytest.approx(
         run.data.metrics["test/ndcg_at_10"], abs=1e-12
     )
+
+
+# --- with data.normalize: the columns first, then the normaliser fitted on them ------------------------------
+
+
+def test_selection_then_zscore_scores_full_rows_like_lightgbm_on_hand_normalised_columns(selected, tmp_path):
+    import lightgbm as lgb
+
+    from ltr.experiment.normalization import normalize_run_splits
+    from ltr.export.reading import raw_feature_model
+    from ltr.models.normalized import predict_raw
+
+    _, full, sel, _ = selected
+    splits, norm = normalize_run_splits(sel, "zscore")  # what the pipeline does after loading
+    ranker = build_ranker({"name": "lambdamart", "params": {"n_trees": 15}}, seed=3, num_threads=1)
+    ranker.fit(splits["train"])
+    ranker.normalize_ = norm
+    assert ranker.feature_selection_ is not None  # normalising kept the split's selection
+    kept = full["train"].dense()[:, COLUMNS].astype(np.float64)
+    mean, std = kept.mean(axis=0), kept.std(axis=0)  # numpy by hand: population std of train's kept columns
+    hand = lambda d: ((d.dense()[:, COLUMNS] - mean) / std).astype(np.float32)  # noqa: E731
+    booster = lgb.train(
+        dict(ranker.engine_params_),
+        lgb.Dataset(hand(full["train"]), full["train"].y, group=full["train"].group_sizes),
+        num_boost_round=ranker.engine_params_["num_iterations"],
+    )
+    want = booster.predict(hand(full["test"]))
+    np.testing.assert_allclose(predict_raw(ranker, full["test"]), want, rtol=0, atol=1e-6)  # full raw rows
+    ranker.save(tmp_path / "m")
+    loaded = load_ranker(tmp_path / "m")
+    np.testing.assert_allclose(predict_raw(loaded, full["test"].X), want, rtol=0, atol=1e-6)  # a bare matrix
+    exported = raw_feature_model(loaded)  # normaliser folded into the kept-column model, then widened
+    assert exported.n_features == 46
+    np.testing.assert_allclose(exported.predict(full["test"].dense()), want, rtol=1e-5, atol=1e-5)

@@ -235,7 +235,16 @@ def test_cli_json_output_and_errors(tmp_path, capsys):
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert list(result) == ["position", "examination", "ci_low", "ci_high"]
+    assert list(result) == [
+        "position",
+        "examination",
+        "ci_low",
+        "ci_high",
+        "confidence",
+        "method",
+        "n_bootstrap",
+    ]
+    assert (result["confidence"], result["method"], result["n_bootstrap"]) == (0.95, "randomization", 50)
     assert result["position"] == [1, 2, 3, 4, 5] and result["examination"][0] == 1.0
     assert json.loads(out.read_text()) == result
     api = estimate_propensities(read_click_log(log), method="randomization", n_bootstrap=50, seed=0)

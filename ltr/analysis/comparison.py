@@ -55,6 +55,7 @@ from ltr.stats import (
 from ltr.stats._validate import check_B, check_choice, check_level, check_seed, check_tolerance
 from ltr.stats.bootstrap import CI_METHODS, CIMethod
 from ltr.stats.corrections import CORRECTIONS, Correction
+from ltr.stats.risk import check_alpha, georisk, trisk
 
 PerQuery = Mapping[str, pd.DataFrame] | Mapping[str, Mapping[str, ArrayLike]]
 PairedTest = Literal["randomization", "t"]
@@ -89,6 +90,21 @@ class ComparisonRow:
     #: of ``n_dropped``, the queries no system scored (the metric is undefined for them, e.g. no relevant
     #: document under ``no_relevant=skip``); the rest were scored by some systems only
     n_skipped_by_all: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RiskRow:
+    """Risk of one system × metric against the baseline (:mod:`ltr.stats.risk`): URisk_α, TRisk_α with its
+    two-sided p-value (NaN for the baseline itself), and GeoRisk_α over all the compared systems (NaN for a
+    lower-is-better metric or one with negative values, which GeoRisk does not define)."""
+
+    system: str
+    metric: str
+    urisk: float
+    trisk: float
+    trisk_pvalue: float
+    georisk: float
+    n_queries: int
 
 
 def dropped_words(n_dropped: int, n_skipped_by_all: int) -> str:
@@ -127,6 +143,8 @@ class ComparisonReport:
     tie_tolerance: float
     lower_is_better: frozenset[str]
     hsd: Mapping[str, HSDResult] = field(default_factory=lambda: MappingProxyType({}))
+    risk: tuple[RiskRow, ...] = ()
+    risk_alpha: float = 1.0
 
     def row(self, system: str, metric: str) -> ComparisonRow:
         """The row of ``system`` × ``metric``."""
@@ -234,7 +252,54 @@ class ComparisonReport:
                     lines.append(_md_row([_md_escape(s), *_detail_cells(self.row(s, m), f)]))
             if m in self.hsd:
                 lines += ["", *_hsd_table(self.hsd[m])]
+        risk = self.risk_markdown(decimals=decimals)
+        return "\n".join(lines) + "\n" + ("\n" + risk if risk else "")
+
+    def risk_frame(self) -> pd.DataFrame:
+        """One row per (system, metric) of :attr:`risk` (columns: the fields of :class:`RiskRow`)."""
+        return pd.DataFrame.from_records([{f: getattr(r, f) for f in RiskRow.__slots__} for r in self.risk])
+
+    def risk_markdown(self, *, decimals: int = 4) -> str:
+        """GitHub Markdown: per metric, each system's URisk, TRisk (p) and GeoRisk, with the formulas' α."""
+        if not self.risk:
+            return ""
+        f = _fmt(decimals)
+        a = f"{self.risk_alpha:g}"
+        lines = [
+            f"Risk (α = {a}: a loss against the baseline weighs {1 + self.risk_alpha:g}×): URisk = mean of the "
+            f"per-query differences with losses × {1 + self.risk_alpha:g}; TRisk = URisk / its standard error "
+            "(t, < −2: significantly riskier than the baseline); GeoRisk over all systems (higher is better).",
+        ]
+        header = ["system", f"URisk({a})", f"TRisk({a})", "p", f"GeoRisk({a})"]
+        for m in self.metrics:
+            lines += ["", f"**{_md_escape(m)}** vs {_md_escape(self.baseline)}", ""]
+            lines += [_md_row(header), _md_row(["---", *["---:"] * (len(header) - 1)])]
+            for r in self.risk:
+                if r.metric == m:
+                    name = _md_escape(r.system) + (" (baseline)" if r.system == self.baseline else "")
+                    cells = [f(r.urisk), f"{r.trisk:.2f}", _fmt_p(r.trisk_pvalue), f(r.georisk)]
+                    lines.append(_md_row([name, *["–" if c == "nan" else c for c in cells]]))
         return "\n".join(lines) + "\n"
+
+    def risk_summary_line(self, metric: str) -> str:
+        """One line: each system's URisk and TRisk (p) against the baseline on ``metric``.
+
+        >>> import numpy as np
+        >>> rep = compare({"base": {"m": np.array([0.4, 0.5, 0.6, 0.2])}, "new": {"m": np.array([0.5, 0.3, 0.8, 0.2])}},
+        ...               baseline="base", query_ids=["q1", "q2", "q3", "q4"], B=200)
+        >>> rep.risk_summary_line("m")
+        'Risk vs base on m (α = 1, losses weigh 2×): new URisk -0.0250, TRisk -0.19 (p 0.8614).'
+        """
+        parts = [
+            f"{r.system} URisk {r.urisk:.4f}, TRisk {r.trisk:.2f} (p {_fmt_p(r.trisk_pvalue)})"
+            for r in self.risk
+            if r.metric == metric and r.system != self.baseline
+        ]
+        return (
+            f"Risk vs {self.baseline} on {metric} (α = {self.risk_alpha:g}, losses weigh {1 + self.risk_alpha:g}×): "
+            + "; ".join(parts)
+            + "."
+        )
 
     def to_latex(
         self, *, decimals: int = 4, ci: bool = True, caption: str | None = None, label: str | None = None
@@ -460,6 +525,7 @@ def compare(
     tie_tolerance: float = 0.0,
     lower_is_better: str | Collection[str] = (),
     all_pairs: bool = False,
+    risk_alpha: float = 1.0,
 ) -> ComparisonReport:
     """Compare systems paired by query against ``baseline`` (see the module docstring).
 
@@ -470,7 +536,8 @@ def compare(
     (``randomization``: sign-flip, exact for ≤ 20 queries; ``t``), ``correction`` the adjustment within
     each metric's family of comparisons with the baseline, ``tie_tolerance`` the win/tie/loss tolerance.
     ``all_pairs=True`` also runs a randomised Tukey HSD over all pairs of systems for each metric
-    (``report.hsd[metric]``; shown by ``to_markdown(detail=True)``).
+    (``report.hsd[metric]``; shown by ``to_markdown(detail=True)``). ``risk_alpha``: the α of URisk, TRisk
+    and GeoRisk (``report.risk``, :mod:`ltr.stats.risk`; a loss weighs 1 + α).
     """
     check_choice("ci", ci, CI_METHODS)
     check_choice("correction", correction, CORRECTIONS)
@@ -479,6 +546,7 @@ def compare(
     alpha, confidence = check_level("alpha", alpha), check_level("confidence", confidence)
     seed = check_seed(seed)
     tie_tolerance = check_tolerance(tie_tolerance)
+    risk_alpha = check_alpha(risk_alpha)
     tables = _system_tables(per_query, query_ids)
     if baseline not in tables:
         raise ConfigError(f"baseline={baseline!r} is not one of the systems: {', '.join(map(repr, tables))}")
@@ -501,6 +569,7 @@ def compare(
         )
     systems = list(tables)
     rows: list[ComparisonRow] = []
+    risk: list[RiskRow] = []
     hsd: dict[str, HSDResult] = {}
     for metric in metric_names:
         columns = {}
@@ -516,6 +585,7 @@ def compare(
         kept = {s: v[scored] for s, v in columns.items()}
         if all_pairs:
             hsd[metric] = tukey_hsd(kept, B=B, seed=seed)
+        risk.extend(_risk_rows(metric, kept, baseline, risk_alpha, lower_is_better=metric in lower))
         rows.extend(
             _metric_rows(
                 metric,
@@ -547,7 +617,32 @@ def compare(
         tie_tolerance=tie_tolerance,
         lower_is_better=lower,
         hsd=MappingProxyType(hsd),
+        risk=tuple(risk),
+        risk_alpha=risk_alpha,
     )
+
+
+def _risk_rows(
+    metric: str, columns: Mapping[str, np.ndarray], baseline: str, alpha: float, *, lower_is_better: bool
+) -> list[RiskRow]:
+    """URisk, TRisk against ``baseline`` and GeoRisk over every system, for one metric (a lower-is-better
+    metric is negated for URisk/TRisk, so a loss is still an increase; GeoRisk is then undefined)."""
+    sign = -1.0 if lower_is_better else 1.0
+    matrix = np.column_stack(list(columns.values()))
+    geo = (
+        georisk(matrix, alpha=alpha)
+        if not lower_is_better and (matrix >= 0).all()
+        else np.full(matrix.shape[1], math.nan)
+    )
+    rows = []
+    for (s, values), g in zip(columns.items(), geo, strict=True):
+        if s == baseline:
+            u = t = p = math.nan
+        else:
+            test = trisk(sign * values, sign * columns[baseline], alpha=alpha)
+            u, t, p = test.urisk, test.statistic, test.pvalue
+        rows.append(RiskRow(s, metric, u, t, p, float(g), int(values.shape[0])))
+    return rows
 
 
 def paired_pvalue(a: np.ndarray, b: np.ndarray, *, test: str, B: int, seed: int) -> float:

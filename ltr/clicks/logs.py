@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ltr.core.errors import ConfigError, DataError
-from ltr.io.numbers import integral
+from ltr.io.numbers import PLAIN_NUMBER, decimal, integral
 from ltr.io.outputs import write_text_atomically
 
 LOG_COLUMNS = ("session", "qid", "doc", "position", "click")
@@ -73,13 +73,17 @@ class Propensities:
     no_ci: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
-        """``{"position": [1, 2, …], "examination": [1.0, …], "ci_low": […], "ci_high": […]}``; a position
-        without a CI has ``null`` bounds, and ``"no_ci": {"2": "<reason>", …}`` follows."""
+        """``{"position": [1, 2, …], "examination": [1.0, …], "ci_low": […], "ci_high": […], "confidence":
+        0.95, "method": …, "n_bootstrap": …}``; a position without a CI has ``null`` bounds, and
+        ``"no_ci": {"2": "<reason>", …}`` follows."""
         out: dict[str, Any] = {
             "position": [int(p) for p in self.position],
             "examination": [float(v) for v in self.examination],
             "ci_low": [_bound(v) for v in self.ci_low],
             "ci_high": [_bound(v) for v in self.ci_high],
+            "confidence": float(self.confidence),
+            "method": self.method,
+            "n_bootstrap": int(self.n_bootstrap),
         }
         reasons = {str(int(p)): why for p, why in zip(self.position, self.no_ci, strict=False) if why}
         if reasons:
@@ -295,3 +299,60 @@ def read_propensities(path: str | Path, where: str = "clicks.propensities") -> n
     ):
         raise ConfigError(f"{where}: {path}: every 'examination' value must be a finite number > 0")
     return values.astype(np.float64)
+
+
+def read_position_counts(path: str | Path) -> dict[str, tuple[list[int], list[float], list[float]]]:
+    """Aggregated counts, ``position clicks impressions [segment]`` per line (whitespace-separated; blank
+    lines and ``#`` comments skipped), as ``{segment: (positions, clicks, impressions)}`` in file order
+    (segment ``""`` when the lines have three fields). Errors name the file and line.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "counts.txt"
+    >>> _ = p.write_text("# position clicks impressions\\n1 120 200\\n2 60 200\\n")
+    >>> read_position_counts(p)
+    {'': ([1, 2], [120.0, 60.0], [200.0, 200.0])}
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such counts file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read it as a text counts file ({exc})") from exc
+    out: dict[str, tuple[list[int], list[float], list[float]]] = {}
+    width = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = line.split()
+        where = f"{path}:{number}"
+        if len(fields) not in (3, 4) or (width is not None and len(fields) != width):
+            expected = "3 or 4" if width is None else str(width)
+            raise DataError(
+                f"{where}: {len(fields)} fields, expected {expected}: 'position clicks impressions [segment]'"
+            )
+        width = len(fields)
+        position = integral(fields[0])
+        if position is None or not 1 <= position <= MAX_POSITION:
+            raise DataError(f"{where}: position {fields[0]!r} is not a whole number in 1..{MAX_POSITION}")
+        counts = []
+        for name, value in zip(("clicks", "impressions"), fields[1:3], strict=True):
+            parsed = decimal(value)
+            if parsed is None or not np.isfinite(parsed) or parsed < 0:
+                raise DataError(f"{where}: {name} {value!r} is not a finite number >= 0 ({PLAIN_NUMBER})")
+            counts.append(parsed)
+        if counts[0] > counts[1]:
+            raise DataError(f"{where}: {counts[0]:g} clicks out of {counts[1]:g} impressions")
+        positions, clicks, impressions = out.setdefault(fields[3] if width == 4 else "", ([], [], []))
+        if position in positions:
+            raise DataError(
+                f"{where}: position {position} is given twice"
+                + (f" in segment {fields[3]!r}" if width == 4 else "")
+            )
+        positions.append(position)
+        clicks.append(counts[0])
+        impressions.append(counts[1])
+    if not out:
+        raise DataError(f"{path}: no counts (lines 'position clicks impressions [segment]')")
+    return out

@@ -39,7 +39,19 @@ def print_data_summary(console: Any, data_cfg: Any, splits: Mapping[str, Any]) -
         console.print(
             f"  {split:<5} {data.n_queries:>6,} queries {data.n_docs:>9,} docs {data.n_features} features"
         )
-    print_feature_selection(console, splits)
+    print_feature_selection(console, splits)  # data.features: columns first, then data.normalize on them
+    normalize = str(data_cfg.get("normalize") or "none")  # data.normalize (ltr.experiment.normalization)
+    if normalize != "none":
+        how = (
+            "statistics of train"
+            if normalize == "zscore"
+            else "per query"
+            if "query" in normalize
+            else "per value"
+        )
+        console.print(
+            f"  features normalised: data.normalize={normalize} ({how}); the model keeps it", soft_wrap=True
+        )
 
 
 def print_feature_selection(console: Any, splits: Mapping[str, Any]) -> None:

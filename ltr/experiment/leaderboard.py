@@ -31,6 +31,7 @@ from ltr.analysis.segments import (
     worst_queries,
 )
 from ltr.core.errors import ConfigError, DataError
+from ltr.models.normalized import predict_raw
 from ltr.report.plots import (
     plot_asl_curves,
     plot_difference_histogram,
@@ -66,6 +67,7 @@ def build_report(frames: Mapping[str, Any], exp: Any, *, seed: int) -> Any:
         confidence=float(stats.confidence),
         correction=str(stats.correction),
         test=str(stats.test),
+        risk_alpha=float(stats.get("risk_alpha", 1.0)),
     )
 
 
@@ -286,7 +288,9 @@ def write_outputs(
         out_dir / "leaderboard.md",
         report.to_csv(out_dir / "leaderboard.csv"),
         out_dir / "leaderboard.tex",
+        out_dir / "risk.csv",
     ]
+    report.risk_frame().to_csv(files[3], index=False)
     files[0].write_text(markdown)
     files[2].write_text(report.to_latex(caption=f"{title}, sorted by {exp.primary}", label=f"tab:{exp.name}"))
     plots = out_dir / "plots"
@@ -336,8 +340,10 @@ def split_attributes(data: Any) -> Any:
 
 
 def ranked_labels_of(ranker: Any, data: Any) -> dict[Any, Any]:
-    """qid → (top-10 labels in the ranker's order, top-10 ideal labels) on ``data``."""
-    return ranked_labels(data.y, np.asarray(ranker.predict(data), dtype=float), data.offsets, data.query_ids)
+    """qid → (top-10 labels in the ranker's order, top-10 ideal labels) on raw ``data`` (a model trained
+    with ``data.normalize`` normalises it first, :func:`ltr.models.normalized.predict_raw`)."""
+    scores = np.asarray(predict_raw(ranker, data, str(getattr(data, "name", "test"))), dtype=float)
+    return ranked_labels(data.y, scores, data.offsets, data.query_ids)
 
 
 def leaderboard_metrics(report: Any) -> dict[str, float]:

@@ -140,6 +140,7 @@ class StatsSchema:
     test: str = setting("randomization", choices=PAIRED_TESTS)  # paired test
     correction: str = setting("holm", choices=CORRECTIONS)
     alpha: float = setting(0.05, low=0.0, high=1.0, open_low=True, open_high=True)
+    risk_alpha: float = setting(1.0, low=0.0)  # URisk/TRisk/GeoRisk: a loss weighs 1 + risk_alpha
 
 
 @dataclass

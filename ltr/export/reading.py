@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ltr.core.errors import ConfigError
+from ltr.export.normalize import fold_normalization
 from ltr.export.selection import selection_of, widen
 from ltr.export.trees import (
     FLOAT32,
@@ -42,6 +43,7 @@ from ltr.export.trees import (
     float32_at_most,
 )
 from ltr.models.ensembles.fusion import check_weights
+from ltr.models.normalized import fitted_normalizer
 
 #: LightGBM's kZeroThreshold (``1e-35f``): its predictor reads every |x| <= this as 0.0
 LIGHTGBM_ZERO = float(np.float32(1e-35))
@@ -325,6 +327,15 @@ def _kept_columns_form(ranker: Any, where: str) -> Exportable:
     )
 
 
+def raw_feature_model(ranker: Any, where: str = "model") -> Exportable:
+    """:func:`from_ranker` of a model trained with ``data.normalize``, the transform folded in so it takes
+    raw features (:mod:`ltr.export.normalize`), or a ConfigError naming what the engine would need. Order as
+    in training: the normaliser (fitted on the kept columns) is folded into the model of the kept columns,
+    which is then moved to the original feature ids (``data.features``, :mod:`ltr.export.selection`)."""
+    kept = fold_normalization(_kept_columns_form(ranker, where), fitted_normalizer(ranker), where)
+    return widen(kept, selection_of(ranker))
+
+
 def export_refusal(ranker: Any) -> str | None:
     """Why ``ranker`` cannot be exported to any format (:func:`from_ranker`'s reason), or ``None`` when
     it can (to ONNX at least; a search-engine format may refuse more, e.g. McRank).
@@ -335,7 +346,7 @@ def export_refusal(ranker: Any) -> str | None:
     'model: a random_forest model is not exported; exportable: lambdamart, xendcg, regression, lambdamart_xgb, linear, and ensemble_mean, ensemble_bagging, ensemble_blend with normalization: none'
     """
     try:
-        from_ranker(ranker)
+        raw_feature_model(ranker)
     except ConfigError as exc:
         return str(exc)
     return None

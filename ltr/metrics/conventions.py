@@ -29,7 +29,7 @@ from ltr.core.errors import MetricError
 from ltr.metrics.registry import REGISTRY, parse_metric
 
 GAINS = ("exp2", "linear")
-DISCOUNTS = ("log2", "log", "reciprocal")
+DISCOUNTS = ("log2", "log", "reciprocal", "power", "geometric", "linear")
 TIES = ("stable", "pessimistic", "optimistic", "docno_desc", "docno_asc", "average")
 NO_RELEVANT = ("zero", "one", "skip")
 P_DENOMINATORS = ("k", "min_k_n")
@@ -46,7 +46,11 @@ class Conventions:
     ----------
     gain : ``"exp2"`` (G(l) = 2^l − 1), ``"linear"`` (G(l) = l) or a tuple table (G(l) = table[l]).
     discount : ``"log2"`` (D(i) = 1/log2(i+1)), ``"log"`` (D(i) = 1/log_b(i+a) with ``discount_base`` b
-        and ``discount_offset`` a) or ``"reciprocal"`` (D(i) = 1/i); i is the 1-based rank.
+        and ``discount_offset`` a), ``"reciprocal"`` (D(i) = 1/i), ``"power"`` (D(i) = i^−η with
+        ``discount_exponent`` η), ``"geometric"`` (D(i) = p^(i−1), rank-biased precision's user, with
+        ``discount_persistence`` p) or ``"linear"`` (D(i) = max(0, 1 − s(i−1)) with ``discount_slope`` s);
+        i is the 1-based rank. The last three are the families ``python -m ltr.clicks discount`` fits to
+        a click log (:mod:`ltr.clicks.discount`).
     ties : how documents with equal scores are ordered: ``stable`` (input order), ``pessimistic``
         (lower label first), ``optimistic`` (higher label first), ``docno_desc`` / ``docno_asc``
         (by document id), ``average`` (exact expectation over a uniformly random order of each tie group).
@@ -67,6 +71,8 @@ class Conventions:
         b = 2: ranks 1 and 2 get 1, rank i >= 3 gets 1/log2(i)).
     zero_beyond_list : metric families whose value at cutoff k is 0 for a query with fewer than k
         documents (the LETOR scripts' NDCG@k); other families truncate at the list's end.
+    discount_exponent, discount_persistence, discount_slope : the parameters of ``discount="power"``
+        (η >= 0), ``"geometric"`` (0 < p <= 1) and ``"linear"`` (0 <= s < 1).
     """
 
     gain: str | tuple[float, ...] = "exp2"
@@ -83,6 +89,9 @@ class Conventions:
     default_k: int | None = None
     discount_flat_ranks: int = 0
     zero_beyond_list: tuple[str, ...] = ()
+    discount_exponent: float = 1.0
+    discount_persistence: float = 0.8
+    discount_slope: float = 0.1
 
     def no_relevant_for(self, family: str) -> str:
         """The ``no_relevant`` choice in force for a metric family.
@@ -129,11 +138,21 @@ class Conventions:
         [1.0, 0.5, 0.3333333333333333]
         >>> PRESETS["letor"].discounts(4).round(6).tolist()  # 1, 1, 1/log2(3), 1/log2(4)
         [1.0, 1.0, 0.63093, 0.5]
+        >>> Conventions(discount="geometric", discount_persistence=0.5).discounts(3).tolist()
+        [1.0, 0.5, 0.25]
+        >>> Conventions(discount="linear", discount_slope=0.4).discounts(4).round(6).tolist()
+        [1.0, 0.6, 0.2, 0.0]
         """
         flat = min(self.discount_flat_ranks, n)
         i = np.arange(flat + 1, n + 1, dtype=np.float64)
         if self.discount == "reciprocal":
             below = 1.0 / i
+        elif self.discount == "power":
+            below = i**-self.discount_exponent
+        elif self.discount == "geometric":
+            below = self.discount_persistence ** (i - 1.0)
+        elif self.discount == "linear":
+            below = np.maximum(0.0, 1.0 - self.discount_slope * (i - 1.0))
         elif self.discount == "log2":
             below = 1.0 / np.log2(i + 1.0)
         else:
@@ -174,6 +193,11 @@ def _validated(c: Conventions) -> Conventions:
                 f"convention discount_offset: must be > {-flat} so that log_b({flat + 1}+a) > 0 "
                 f"(the first discounted rank is {flat + 1}), got {offset!r}"
             )
+    exponent = _setting("discount_exponent", c.discount_exponent, float, Constraint(low=0.0))
+    persistence = _setting(
+        "discount_persistence", c.discount_persistence, float, Constraint(low=0.0, high=1.0, open_low=True)
+    )
+    slope = _setting("discount_slope", c.discount_slope, float, Constraint(low=0.0, high=1.0, open_high=True))
     _choice("ties", c.ties, TIES)
     _choice("no_relevant", c.no_relevant, NO_RELEVANT)
     _choice("p_denominator", c.p_denominator, P_DENOMINATORS)
@@ -207,6 +231,9 @@ def _validated(c: Conventions) -> Conventions:
         default_k=_setting("default_k", c.default_k, int | None, Constraint(low=1)),
         discount_flat_ranks=flat,
         zero_beyond_list=_families("zero_beyond_list", c.zero_beyond_list),
+        discount_exponent=exponent,
+        discount_persistence=persistence,
+        discount_slope=slope,
     )
 
 
@@ -332,6 +359,8 @@ def describe_conventions(preset: str | Conventions = "ltr", **overrides: Any) ->
     ('ltr', 'exp2', '1/log2(i+1)', 'average', 'skip', '4')
     >>> describe_conventions("ltr", discount="log", discount_base=10, discount_offset=2)["discount"]
     '1/log_10(i+2)'
+    >>> describe_conventions("ltr", discount="geometric", discount_persistence=0.5)["discount"]
+    '0.5^(i-1)'
     >>> d = describe_conventions("letor")
     >>> d["discount"], d["gain"], d["zero_beyond_list"]
     ('1 for i<=2 else 1/log_2(i)', 'table(0,1,3)', 'ndcg')
@@ -341,6 +370,12 @@ def describe_conventions(preset: str | Conventions = "ltr", **overrides: Any) ->
         discount = "1/log2(i+1)"
     elif c.discount == "reciprocal":
         discount = "1/i"
+    elif c.discount == "power":
+        discount = f"i^-{c.discount_exponent:g}"
+    elif c.discount == "geometric":
+        discount = f"{c.discount_persistence:g}^(i-1)"
+    elif c.discount == "linear":
+        discount = f"max(0, 1-{c.discount_slope:g}*(i-1))"
     elif c.discount_offset == 0:
         discount = f"1/log_{c.discount_base:g}(i)"
     else:

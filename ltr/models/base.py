@@ -48,7 +48,8 @@ from ltr.core.config_check import check_block, check_value, defaults, join, plai
 from ltr.core.errors import ConfigError, DataError, NotFittedError
 from ltr.data import RankingData
 from ltr.data.dataset import FeatureSelection
-from ltr.models import vocabulary
+from ltr.data.normalize import Normalizer
+from ltr.models import normalized, vocabulary
 from ltr.models.checks import check_features
 from ltr.models.monitor import OnIteration, StopRecorder, watch
 from ltr.models.params import MODEL_CONFIGS, resolve_early_stopping, resolve_params
@@ -403,6 +404,8 @@ class BaseRanker:
     #: True when a row's score depends on the other rows of its query (ensembles that normalise or
     #: fuse per query): a bare feature matrix of several rows is then scored as ONE query, with a warning.
     scores_per_query: ClassVar[bool] = False
+    #: the fitted ``data.normalize`` transform it was trained behind (:mod:`ltr.models.normalized`); None: raw
+    normalize_: Normalizer | None = None
 
     def logged_model(self) -> tuple[str, Any]:
         """``(flavour, object to log)`` for a tracker: ``("pyfunc", self)`` for every ``ltr`` ranker.
@@ -444,6 +447,7 @@ class BaseRanker:
             "best_iteration": self.best_iteration_,
             "files": files,
             "state": self._extra_state(),
+            **normalized.manifest_entry(self),  # data.normalize: the fitted transform (ltr.models.normalized)
         }
         selection = getattr(self, "feature_selection_", None)
         if selection is not None:  # data.features: full-width rows are cut to these columns
@@ -466,6 +470,7 @@ class BaseRanker:
         history = path / HISTORY
         ranker.evals_result_ = _read_json(history, "training history") if history.exists() else {}
         ranker._load_native(path, manifest)
+        ranker.normalize_ = Normalizer.from_manifest(manifest.get("normalize"), str(path / MANIFEST))
         return ranker
 
     # --- hooks ---------------------------------------------------------------------------------------

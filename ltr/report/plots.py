@@ -42,6 +42,17 @@ def _save(fig: Any, path: str | Path) -> Path:
     return path
 
 
+def _save_labelled(fig: Any, ax: Any, path: str | Path, xlabel: str, ylabel: str, title: str) -> Path:
+    """A plot over integer x values (ranks, positions) labelled, with a legend and a grid, saved."""
+    _integer_ticks(ax.xaxis)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
 def plot_learning_curves(
     history: Mapping[str, Mapping[str, Sequence[float]]],
     path: str | Path,
@@ -248,13 +259,10 @@ def plot_asl_curves(curves: Mapping[str, np.ndarray], path: str | Path, *, alpha
         ax.plot(np.arange(1, p.shape[0] + 1), np.maximum(p, 1e-5), marker="o", markersize=3, label=metric)
     ax.axhline(alpha, color="grey", linestyle="--", linewidth=1, label=f"alpha = {alpha:g}")
     ax.set_yscale("log")
-    _integer_ticks(ax.xaxis)
-    ax.set_xlabel("system pair (sorted by p-value)")
-    ax.set_ylabel("achieved significance level (p)")
-    ax.set_title("discriminative power: ASL curves")
-    ax.legend(fontsize="small")
-    ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return _save_labelled(
+        fig, ax, path, "system pair (sorted by p-value)", "achieved significance level (p)",
+        "discriminative power: ASL curves",
+    )  # fmt: skip
 
 
 def plot_segments(table: Any, path: str | Path, *, metric: str, baseline: str) -> Path:
@@ -342,3 +350,35 @@ def plot_per_query_values(
     ax.set_xlabel(f"{measure} per query")
     ax.set_title(title or f"{measure} per query", fontsize="medium")
     return _save(fig, path)
+
+
+def plot_discount_curves(
+    position: np.ndarray,
+    value: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    curves: Mapping[str, np.ndarray],
+    path: str | Path,
+    *,
+    confidence: float = 0.95,
+) -> Path:
+    """Examination by position as estimated (points, ``confidence`` CI bars) and each fitted discount
+    curve D(r) (lines, labelled by ``curves``' keys, best first): ``python -m ltr.clicks discount --plot``."""
+    fig = _figure()
+    ax = fig.add_subplot()
+    position = np.asarray(position, dtype=float)
+    for i, (label, curve) in enumerate(curves.items()):
+        ax.plot(position, curve, linewidth=2.2 if i == 0 else 1.0, alpha=1.0 if i == 0 else 0.7, label=label)
+    err = np.vstack([np.asarray(value) - np.asarray(low), np.asarray(high) - np.asarray(value)])
+    ax.errorbar(
+        position, value, yerr=np.nan_to_num(err), fmt="o", color="black", capsize=3, zorder=5,
+        label=f"estimated ({100 * confidence:g}% CI)",
+    )  # fmt: skip
+    return _save_labelled(
+        fig,
+        ax,
+        path,
+        "position r",
+        "examination relative to position 1, D(r)",
+        "the discount the users imply",
+    )
