@@ -285,7 +285,7 @@ def _letor_systems(
 ) -> list[System]:
     uri = resolve_tracking_uri(args.tracking_uri, work_root()) if args.model else ""
     models = [load_model(given, tracking_uri=uri) for given in args.model]
-    widths = {int(m.ranker.n_features_in_) for m in models}
+    widths = {int(m.ranker.input_width_) for m in models}  # full rows, also for a data.features model
     data = read_letor(args, source, max(widths) if widths else None)
     qid = data.qid
     docno = docnos(data.docid, data.n_docs)

@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> str:
     model = load_model(args.model, tracking_uri=uri, option="MODEL")
     ranker = model.ranker
     check_explainable(ranker, grade=args.grade, where=f"MODEL {args.model}")
-    n_features = int(ranker.n_features_in_)
+    n_features = int(ranker.input_width_)  # the file's width, also for a model of a feature selection
     names = read_feature_map(args.feature_names, n_features) if args.feature_names else None
     source = letor_source(args)
     data = read_letor(args, source, n_features)

@@ -33,6 +33,7 @@ squares, which cancel catastrophically for large means.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,7 +51,9 @@ PER_QUERY = ("query_minmax", "query_zscore")
 
 
 def _with_X(data: RankingData, X) -> RankingData:
-    return RankingData(X=X, y=data.y, qid=data.qid, name=data.name, weight=data.weight, docid=data.docid)
+    """``data`` with new features; everything else kept (``position``, and ``features``: the columns a
+    ``data.features`` selection kept, which a model trained on the normalised split must know)."""
+    return dataclasses.replace(data, X=X)
 
 
 def _dense64(data: RankingData) -> np.ndarray:

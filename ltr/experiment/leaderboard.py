@@ -319,7 +319,19 @@ def write_outputs(
                 failures.table, plots / "segments.png", metric=failures.metric, baseline=failures.baseline
             )
         )
+    files.append(write_per_query(frames, exp, out_dir / "per_query.csv"))
     return files
+
+
+def write_per_query(frames: Mapping[str, Any], exp: Any, path: Path) -> Path:
+    """The per-query test values the paired tests used, one row per (system, query): ``system, qid`` and
+    every metric of the experiment (empty = skipped), so anyone can redo a test with another tool."""
+    import pandas as pd  # deferred: pandas only where frames are written
+
+    rows = [frames[s][["qid", *exp.metrics]].assign(system=s) for s in frames]
+    table = pd.concat(rows, ignore_index=True)[["system", "qid", *exp.metrics]]
+    table.to_csv(path, index=False)
+    return path
 
 
 def split_attributes(data: Any) -> Any:

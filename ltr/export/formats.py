@@ -22,6 +22,7 @@ from ltr.core.errors import ConfigError
 from ltr.core.extras import require_extra
 from ltr.export.normalize import native_refusal
 from ltr.export.reading import MCRANK_REFUSED, raw_feature_model
+from ltr.export.selection import refuse_native
 from ltr.export.targets import native, onnx, searchltr, solr, vespa
 from ltr.export.trees import ExpectedGrade, Exportable, LinearScorer, TreeEnsemble, Written
 from ltr.models.normalized import fitted_normalizer
@@ -76,6 +77,8 @@ def exportable(ranker: Any, target: Target) -> Exportable | None:
     norm = fitted_normalizer(
         ranker
     )  # data.normalize: folded into the model, or refused (ltr.export.normalize)
+    if target.native:
+        refuse_native(ranker, target.name)  # data.features: a native file numbers only the kept columns
     if target.native and norm is not None:
         raise ConfigError(native_refusal(norm.method, target.name))
     model: Exportable | None = None if target.native else raw_feature_model(ranker, where)

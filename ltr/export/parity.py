@@ -138,7 +138,7 @@ def check_parity(
 ) -> ParityReport:
     """Score ``data`` (plus :func:`probe_rows`, as one extra query) both ways; the report of agreement."""
     model = None if target.native else raw_feature_model(ranker)  # data.normalize folded in: raw features
-    n_features = int(ranker.n_features_in_)
+    n_features = int(ranker.input_width_)  # the original width (data.features)
     X = (
         np.zeros((0, n_features), dtype=FLOAT32)
         if data is None

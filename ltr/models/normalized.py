@@ -27,6 +27,7 @@ applies the model's own normaliser first:
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -56,6 +57,9 @@ def normalized_input(ranker: Any, data: Any, where: str = "predict") -> Any:
     norm = fitted_normalizer(ranker)
     if norm is None:
         return data
+    kept = _kept_in_place(ranker, data, where)  # data.features: full rows, the kept columns normalised
+    if kept is not None:
+        return kept
     if isinstance(data, RankingData):
         return norm.transform(data)
     if norm.per_query:
@@ -67,6 +71,33 @@ def normalized_input(ranker: Any, data: Any, where: str = "predict") -> Any:
     X = np.asarray(data, dtype=np.float32)
     rows = RankingData(X=X, y=np.zeros(X.shape[0]), qid=np.zeros(X.shape[0], np.int64), name=where)
     return norm.transform(rows).X
+
+
+def _kept_in_place(ranker: Any, data: Any, where: str) -> Any:
+    """Full-width rows of a model trained on a ``data.features`` selection, its kept columns normalised
+    in place (the others as given: the model cuts them off), so explanations keep the file's feature
+    ids; ``None`` when ``data`` is not of the file's full width. Columns first, then the normaliser,
+    which was fitted on the kept columns.
+
+    >>> from ltr.data.dataset import FeatureSelection
+    >>> class Kept:
+    ...     n_features_in_, feature_selection_ = 1, FeatureSelection(ids=(2,), n_features=2)
+    ...     normalize_ = Normalizer.from_manifest({"method": "zscore", "mean": [1.0], "std": [2.0]}, "m")
+    >>> _kept_in_place(Kept(), np.array([[7.0, 5.0]], np.float32), "x").tolist()
+    [[7.0, 2.0]]
+    """
+    selection = getattr(ranker, "feature_selection_", None)
+    X = data.X if isinstance(data, RankingData) else data
+    if selection is None or X.shape[1] != selection.n_features or X.shape[1] == int(ranker.n_features_in_):
+        return None
+    if isinstance(data, RankingData):
+        normed = normalized_input(ranker, data.with_features(selection), where)
+        full = data.dense().astype(np.float32, copy=True)
+        full[:, selection.columns] = normed.dense()
+        return dataclasses.replace(data, X=full)
+    full = np.array(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float32)
+    full[:, selection.columns] = normalized_input(ranker, selection.select(full), where)
+    return full
 
 
 def predict_raw(ranker: Any, data: Any, where: str = "predict") -> np.ndarray:

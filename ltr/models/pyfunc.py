@@ -178,7 +178,7 @@ class RankerModel(mlflow.pyfunc.PythonModel):
         self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None
     ) -> np.ndarray:
         """Scores (float64, one per row) of ``model_input``: columns ``f1 …`` [+ ``qid``], or an array."""
-        X = input_matrix(model_input, int(self.ranker.n_features_in_))
+        X = input_matrix(model_input, int(self.ranker.input_width_))
         return score_by_query(self.ranker, X, input_qid(model_input))
 
 
@@ -238,6 +238,6 @@ def log_pyfunc_model(
             python_model=str(code),
             artifacts={ARTIFACT: str(folder)},
             input_example=example,
-            signature=signature(int(ranker.n_features_in_)),
+            signature=signature(int(ranker.input_width_)),
             pip_requirements=pip_requirements or _pip_requirements(),
         )
