@@ -143,6 +143,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--exposure-group", metavar="FEATURE>VALUE",
         help="--exposure: also the exposure gap between documents with the feature above VALUE and the others",
     )  # fmt: skip
+    letor.add_argument(
+        "--segment-discounts", metavar="FIT.json",
+        help="each query's metrics use its segment's discount: the JSON of ltr.clicks discount --segment --json",
+    )  # fmt: skip
+    letor.add_argument("--query-segments", metavar="FILE", help="--segment-discounts: 'qid segment' per line")
     letor.add_argument("--write-run", metavar="OUT", help="write the system's scores as a TREC run")
     letor.add_argument("--write-scores", metavar="OUT", help="write the system's scores, one per line")
     p.add_argument(
@@ -246,6 +251,8 @@ LETOR_ONLY = (
     "exposure_temperature",
     "exposure_samples",
     "exposure_group",
+    "segment_discounts",
+    "query_segments",
 )
 #: ``--compare``'s options and their defaults (``None`` on the command line: not given)
 COMPARE_DEFAULTS = {"test": "randomization", "B": 10_000, "seed": 0, "risk_alpha": 1.0}
@@ -267,6 +274,10 @@ def _check_no_effect(args: argparse.Namespace) -> None:
         )
     if args.exposure_group is not None:
         parse_group(args.exposure_group)
+    if (args.segment_discounts is None) != (args.query_segments is None):
+        given = "--segment-discounts" if args.segment_discounts else "--query-segments"
+        other = "--query-segments" if args.segment_discounts else "--segment-discounts"
+        raise ConfigError(f"{given} needs {other} (each query's segment, and each segment's discount)")
     if args.exposure_temperature is not None and not args.exposure_temperature >= 0:
         raise ConfigError(f"--exposure-temperature must be >= 0, got {args.exposure_temperature:g}")
     if args.exposure_samples is not None and args.exposure_samples < 1:
@@ -341,6 +352,11 @@ def _letor_systems(
     # raw file rows: a model trained with data.normalize applies its own fitted normaliser first
     scored += [(m.name, m.source, predict_raw(m.ranker, data, m.source)) for m in models]
     names = _names([s[0] for s in scored], [s[1] for s in scored])
+    segments = (
+        segment_conventions(args.segment_discounts, args.query_segments, data.query_ids.astype(str), preset)
+        if args.segment_discounts
+        else None
+    )
     systems = []
     for name, (_, given, scores) in zip(names, scored, strict=True):
         result = evaluate_labelled(
@@ -352,6 +368,7 @@ def _letor_systems(
             preset=preset,
             docno=docno,
             tag=name,
+            segments=segments,
         )
         if args.exposure:  # per query, beside the other measures: compared, with CIs, like them
             groups = feature_groups(data.X, args.exposure_group) if args.exposure_group else None
@@ -368,6 +385,52 @@ def _letor_systems(
     if args.write_run:
         write_trec_run(args.write_run, qid, data.offsets, docno, scored[0][2], names[0], where=where)
     return systems
+
+
+def segment_conventions(
+    fit_path: str, segments_path: str, topics: np.ndarray, preset: str
+) -> tuple[list[str], dict]:
+    """Each query's segment (``qid segment`` lines of ``segments_path``) and each segment's conventions:
+    ``preset`` with the discount ``ltr.clicks discount --segment --json`` fitted for it (its segment test's
+    family, the same for every segment)."""
+    from ltr.metrics.conventions import resolve_conventions  # deferred: with the option
+
+    try:
+        fit = json.loads(Path(fit_path).read_text(encoding="utf-8"))
+        by_segment = fit["segment_test"]["by_segment"]
+        conventions = {
+            name: resolve_conventions(preset, **f["conventions"]) for name, f in by_segment.items()
+        }
+    except FileNotFoundError:
+        raise ConfigError(f"--segment-discounts {fit_path}: no such file") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(
+            f"--segment-discounts {fit_path}: not the JSON of 'python -m ltr.clicks discount LOG --segment COLUMN "
+            f"--json' with a segment_test ({type(exc).__name__}: {exc})"
+        ) from exc
+    try:
+        lines = Path(segments_path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--query-segments {segments_path}: cannot read it ({exc})") from exc
+    of: dict[str, str] = {}
+    for number, line in enumerate(lines, start=1):
+        fields = line.split("#", 1)[0].replace(",", " ").split()
+        if not fields:
+            continue
+        if len(fields) != 2:
+            raise ConfigError(f"{segments_path}:{number}: expected 'qid segment', got {line.strip()!r}")
+        if fields[1] not in conventions:
+            raise ConfigError(
+                f"{segments_path}:{number}: segment {fields[1]!r} has no fitted discount in {fit_path} "
+                f"(segments: {', '.join(conventions)})"
+            )
+        of[fields[0]] = fields[1]
+    missing = [t for t in topics.tolist() if t not in of]
+    if missing:
+        raise ConfigError(
+            f"--query-segments {segments_path}: no segment for qid {missing[0]} ({len(missing)} queries)"
+        )
+    return [of[t] for t in topics.tolist()], conventions
 
 
 def _plain(value: float) -> float | None:

@@ -28,6 +28,7 @@ from ltr.clicks.discount import (
 from ltr.clicks.simulation import simulate_log_table
 from ltr.core.errors import DataError
 from ltr.data.synthetic import generate
+from ltr.evaluate import main as evaluate_main
 from ltr.metrics import evaluate
 from ltr.metrics.conventions import Conventions, resolve_conventions
 
@@ -281,3 +282,39 @@ def test_a_click_log_is_counted_per_position_and_the_plot_is_drawn(tmp_path, cap
     assert set(out["segments"]) == {"phone", "desk"}
     assert (tmp_path / "fit.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "no such column" in _error(["discount", "log.csv", "--segment", "browser"], capsys)
+
+
+def test_each_query_can_use_its_segments_fitted_discount(tmp_path, capsys, monkeypatch):
+    """From a log with two devices to NDCG where each query uses its device's discount: ltr.evaluate's
+    per-query values equal evaluate() run by hand on each device's queries with that device's conventions."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "counts.txt").write_text(
+        "".join(f"{r} {c} 200 phone\n" for r, c in zip([1, 2, 3], [120, 60, 30], strict=True))
+        + "".join(f"{r} {c} 200 desk\n" for r, c in zip([1, 2, 3], [120, 100, 84], strict=True))
+    )
+    assert clicks_main(["discount", "counts.txt", "--families", "geometric", "--json"]) == 0
+    (tmp_path / "fit.json").write_text(capsys.readouterr().out)
+    rng = np.random.default_rng(0)
+    lines = [
+        f"{int(rng.integers(0, 3))} qid:{q} 1:{rng.random():.3f}\n" for q in range(1, 11) for _ in range(6)
+    ]
+    (tmp_path / "data.txt").write_text("".join(lines))
+    np.savetxt(tmp_path / "s.txt", rng.random(60))
+    (tmp_path / "seg.txt").write_text("".join(f"{q} {'phone' if q % 2 else 'desk'}\n" for q in range(1, 11)))
+    argv = ["--data", "data.txt", "--scores", "s.txt", "-m", "ndcg@5", "--json"]
+    assert evaluate_main([*argv, "--segment-discounts", "fit.json", "--query-segments", "seg.txt"]) == 0
+    got = json.loads(capsys.readouterr().out)["per_query"]
+    fit = json.loads((tmp_path / "fit.json").read_text())["segment_test"]["by_segment"]
+    labels = np.array([int(line.split()[0]) for line in lines])
+    scores = np.loadtxt(tmp_path / "s.txt")
+    for q in range(1, 11):
+        c = resolve_conventions("ltr", **fit["phone" if q % 2 else "desk"]["conventions"])
+        rows = slice(6 * (q - 1), 6 * q)
+        expected = evaluate(["ndcg@5"], labels[rows], scores[rows], np.array([0, 6]), preset=c)["ndcg@5"][0]
+        assert got[str(q)]["ndcg@5"] == pytest.approx(expected)
+    assert fit["phone"]["conventions"]["discount_persistence"] == pytest.approx(0.5, abs=1e-6)
+    (tmp_path / "bad.txt").write_text("1 tablet\n")
+    assert evaluate_main([*argv, "--segment-discounts", "fit.json", "--query-segments", "bad.txt"]) == 2
+    assert "bad.txt:1: segment 'tablet' has no fitted discount" in capsys.readouterr().err
+    assert evaluate_main([*argv, "--segment-discounts", "fit.json"]) == 2
+    assert "--segment-discounts needs --query-segments" in capsys.readouterr().err

@@ -25,7 +25,7 @@ Example (the first worked example of docs/metrics.md, labels in ranked order):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -310,6 +310,53 @@ def evaluate(
     ranked = rank_lists(lab, sc, off, c.ties, docno, depth=depth)
     ev = ListEvaluator(c, ranked, ideal_lab, ideal_off)
     return {name: ev.values(spec) for name, spec in specs.items()}
+
+
+def evaluate_by_segment(
+    names: str | Sequence[str],
+    labels: Any,
+    scores: Any,
+    offsets: Any,
+    segment: Sequence[Any] | np.ndarray,
+    conventions: Mapping[Any, Conventions],
+    **options: Any,
+) -> dict[str, np.ndarray]:
+    """:func:`evaluate` where each query uses its segment's conventions: ``segment[q]`` names query q's
+    segment, ``conventions[segment]`` its conventions (e.g. the discount its users imply,
+    ``python -m ltr.clicks discount --segment``: the personalised discount NDCG's user model allows).
+    Every segment present needs conventions; ``options`` go to :func:`evaluate` for every segment.
+
+    >>> from ltr.metrics.conventions import resolve_conventions
+    >>> by = {"phone": resolve_conventions("ltr", discount="geometric", discount_persistence=0.5, gain="linear"),
+    ...       "desk": resolve_conventions("ltr", gain="linear")}
+    >>> v = evaluate_by_segment("dcg", [1, 1, 1, 1], [2.0, 1.0, 2.0, 1.0], [0, 2, 4], ["phone", "desk"], by)
+    >>> v["dcg"].round(4).tolist()  # 1 + 0.5 for the phone query, 1 + 1/log2(3) for the desk query
+    [1.5, 1.6309]
+    """
+    off = np.asarray(offsets, dtype=np.int64)
+    seg = np.asarray(segment, dtype=object)
+    if seg.shape != (off.size - 1,):
+        raise MetricError(f"segment needs one value per query ({off.size - 1}), got {seg.size}")
+    missing = sorted({str(v) for v in seg.tolist()} - {str(k) for k in conventions})
+    if missing:
+        raise MetricError(
+            f"no conventions for segment(s) {', '.join(missing)}; given: {', '.join(map(str, conventions))}"
+        )
+    lab, sc = np.asarray(labels), np.asarray(scores)
+    docno = options.pop("docno", None)
+    out: dict[str, np.ndarray] = {}
+    by_name = {str(k): v for k, v in conventions.items()}
+    for name in dict.fromkeys(str(v) for v in seg.tolist()):
+        queries = np.flatnonzero(np.array([str(v) == name for v in seg.tolist()]))
+        rows = np.concatenate([np.arange(off[q], off[q + 1]) for q in queries])
+        sub_off = np.r_[0, np.cumsum(off[queries + 1] - off[queries])]
+        values = evaluate(
+            names, lab[rows], sc[rows], sub_off, preset=by_name[name],
+            docno=None if docno is None else np.asarray(docno)[rows], **options,
+        )  # fmt: skip
+        for metric, v in values.items():
+            out.setdefault(metric, np.full(off.size - 1, np.nan))[queries] = v
+    return out
 
 
 @dataclass(frozen=True)

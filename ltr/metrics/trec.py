@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,7 @@ import numpy as np
 
 from ltr.core.errors import DataError, MetricError
 from ltr.io.trec import TrecTable
-from ltr.metrics.compute import evaluate
+from ltr.metrics.compute import evaluate, evaluate_by_segment
 from ltr.metrics.registry import parse_metric, registry_listing
 
 #: trec_eval's default cutoffs for measures given without one (``-m P`` → P_5 … P_1000).
@@ -167,8 +167,10 @@ def evaluate_labelled(
     preset: str,
     docno: np.ndarray,
     tag: str,
+    segments: tuple[Sequence[Any], Mapping[Any, Any]] | None = None,
 ) -> TrecResult:
     """Per-query values of ``measures`` (trec_eval or ltr names, keyed as given) on labelled rows.
+    ``segments``: (each query's segment, conventions per segment) for :func:`~ltr.metrics.compute.evaluate_by_segment`.
 
     Labels 0, 2, 1 ranked in that order: P@1 = 0; NDCG@2 (exp2 gain) = (3/log2 3) / (3 + 1/log2 3).
 
@@ -179,7 +181,11 @@ def evaluate_labelled(
     (['7'], {'P_1': 0.0, 'ndcg@2': 0.521296})
     """
     pairs = trec_measures(measures)
-    values = evaluate([m for _, m in pairs], labels, scores, offsets, preset=preset, docno=docno)
+    names = [m for _, m in pairs]
+    if segments is None:
+        values = evaluate(names, labels, scores, offsets, preset=preset, docno=docno)
+    else:
+        values = evaluate_by_segment(names, labels, scores, offsets, segments[0], segments[1], docno=docno)
     return TrecResult(list(topics), {display: values[metric] for display, metric in pairs}, tag)
 
 
