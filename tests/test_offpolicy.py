@@ -187,3 +187,23 @@ def test_mismatched_inputs_name_the_document_or_the_position():
         )
     with pytest.raises(ConfigError, match="the dr estimator needs a reward model"):
         estimate_offpolicy(log, THETA, qid=["q", "q"], doc=["a", "x"], scores=[1.0, 0.0], k=1, n_bootstrap=0)
+
+
+def test_a_saved_model_is_the_new_ranker(tmp_path, capsys, monkeypatch):
+    """``--model FOLDER``: the model's own predictions on the features file are the new ranker's scores."""
+    from ltr.models.registry import get_ranker_class
+
+    monkeypatch.chdir(tmp_path)
+    _, _, data, _ = _files(tmp_path)
+    ranker = get_ranker_class("lambdamart")({"n_trees": 5}, early_stopping={"patience": None}, num_threads=1)
+    ranker.fit(data)
+    ranker.save(tmp_path / "model")
+    np.savetxt(tmp_path / "model_scores.txt", ranker.predict(data))
+    capsys.readouterr()
+    common = ["evaluate", "log.csv", "--propensities", "theta.json", "--features", "features.txt", "--json",
+              "--bootstrap", "50", "--estimators", "ips,snips"]  # fmt: skip
+    assert clicks_main([*common, "--model", "model"]) == 0
+    by_model = json.loads(capsys.readouterr().out)
+    assert clicks_main([*common, "--scores", "model_scores.txt"]) == 0
+    by_scores = json.loads(capsys.readouterr().out)
+    assert by_model["estimators"] == by_scores["estimators"]
