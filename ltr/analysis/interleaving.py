@@ -37,7 +37,7 @@ import numpy as np
 
 from ltr.analysis.agreement import kendall_tau
 from ltr.clicks.interleaving import InterleavingResult, check_interleaving_config, simulate_interleaving
-from ltr.core.errors import ConfigError
+from ltr.core.errors import ConfigError, MetricError
 from ltr.metrics import evaluate, parse_metric
 
 COLUMNS = (
@@ -180,7 +180,7 @@ def interleaving_table(
     settings = check_interleaving_config(config, where)
     try:
         parse_metric(settings["metric"])
-    except Exception as exc:
+    except MetricError as exc:
         raise ConfigError(f"{where}.metric: {exc}") from exc
     missing = [s for pair in pairs for s in pair if s not in scores]
     if missing:

@@ -372,6 +372,8 @@ def simulate_interleaving(
     if data.y.min(initial=0.0) < 0:
         raise DataError(f"{data.name}: simulated users need labels >= 0")
     ymax = float(max(data.y.max(initial=0.0), 1.0) if max_label is None else max_label)
+    if not ymax > 0:
+        raise ConfigError(f"max_label: expected a number > 0, got {max_label!r}")
     interleave = INTERLEAVERS[method]
     extra = {"tau": tau} if method == "probabilistic" else {}
     rng, ab_rng = np.random.default_rng(seed), np.random.default_rng([seed, 1])
