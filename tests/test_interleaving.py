@@ -231,6 +231,13 @@ def test_agreement_and_kendall_tau_over_pairs_match_numpy_and_scipy():
         stats.kendalltau(frame["preference"], frame["delta_metric"]).statistic
     )
     assert t.agreement >= 5 / 6  # less noise is better: offline and online agree
+    # impressions for a given offline Δ: Δ_AB ≈ β·ΔM through 0 (numpy lstsq), n = σ̄²(z.975 + z.8)²/(β·ΔM)²
+    beta = np.linalg.lstsq(frame[["delta_metric"]].to_numpy(), frame["preference"].to_numpy(), rcond=None)[0][
+        0
+    ]
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    assert t.slope == pytest.approx(beta)
+    assert t.impressions_for(0.01) == int(np.ceil((frame["sd"] ** 2).mean() * z**2 / (beta * 0.01) ** 2))
     assert "Agreement with Δndcg@10" in t.to_markdown() and "Kendall's τ" in t.summary_line()
 
 

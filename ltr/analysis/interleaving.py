@@ -39,10 +39,11 @@ from ltr.analysis.agreement import kendall_tau
 from ltr.clicks.interleaving import InterleavingResult, check_interleaving_config, simulate_interleaving
 from ltr.core.errors import ConfigError, MetricError
 from ltr.metrics import evaluate, parse_metric
+from ltr.stats.power import queries_needed
 
 COLUMNS = (
     "system_a", "system_b", "delta_metric", "preference", "low", "high", "pvalue",
-    "wins", "ties", "losses", "impressions_needed", "ab_impressions_needed", "ab_ratio", "agree",
+    "wins", "ties", "losses", "sd", "impressions_needed", "ab_impressions_needed", "ab_ratio", "agree",
 )  # fmt: skip
 
 
@@ -73,6 +74,25 @@ class InterleavingTable:
         if len(self.rows) < 2:
             return float("nan")
         return kendall_tau([r["preference"] for r in self.rows], [r["delta_metric"] for r in self.rows])
+
+    @property
+    def slope(self) -> float:
+        """``β`` of ``Δ_AB ≈ β·ΔM``: least squares through the origin over the pairs (NaN without pairs)."""
+        pref = np.array([r["preference"] for r in self.rows])
+        delta = np.array([r["delta_metric"] for r in self.rows])
+        denom = float(np.sum(delta**2))
+        return float(np.sum(pref * delta) / denom) if denom > 0 else float("nan")
+
+    def impressions_for(self, delta_metric: float, *, power: float = 0.8) -> int | None:
+        """Impressions needed to detect an offline difference ``delta_metric`` at ``power`` (two-sided
+        ``alpha``): ``n = σ̄²(z_{α/2} + z_β)²/(β·ΔM)²`` with the slope :attr:`slope` and ``σ̄²`` the mean
+        per-impression outcome variance over the pairs. ``None`` when ``β ≤ 0`` (interleaving does not
+        follow the metric on these pairs) or no pair varies."""
+        beta = self.slope
+        var = float(np.mean([r["sd"] ** 2 for r in self.rows])) if self.rows else 0.0
+        if not (np.isfinite(beta) and beta > 0 and var > 0):
+            return None
+        return queries_needed(beta * delta_metric, var**0.5, alpha=self.alpha, power=power, paired=True)
 
     def to_frame(self) -> Any:
         import pandas as pd  # deferred: pandas only to write the table
@@ -132,6 +152,13 @@ class InterleavingTable:
                 f"{_ratio(r['ab_ratio'])} |"
             )
         lines += ["", self.agreement_line()]
+        n = self.impressions_for(0.01)
+        if n is not None:
+            lines += [
+                "",
+                f"Over these pairs Δ ≈ {self.slope:.3g}·Δ{self.metric} (least squares through 0): detecting "
+                f"Δ{self.metric} = 0.01 at 80 % power takes about {n:,} impressions.",
+            ]
         return "\n".join(lines) + "\n"
 
     def agreement_line(self) -> str:
@@ -220,6 +247,7 @@ def interleaving_table(
                 "wins": float(r.wins.sum()),
                 "ties": float(r.ties.sum()),
                 "losses": float(r.losses.sum()),
+                "sd": r.sd,
                 "impressions_needed": r.impressions_needed,
                 "ab_impressions_needed": r.ab_impressions_needed,
                 "ab_ratio": r.ab_ratio,
