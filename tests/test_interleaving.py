@@ -171,6 +171,9 @@ def test_preference_ci_and_sign_test_match_numpy_and_scipy():
     assert r.preference == pytest.approx((wins - losses) / (wins + losses + ties))
     assert r.pvalue == pytest.approx(stats.binomtest(int(wins), int(wins + losses)).pvalue)
     per_query = (r.wins - r.losses) / 40
+    assert r.per_query()["preference"] == pytest.approx(per_query)
+    assert r.per_query()["qid"].tolist() == d.query_ids.tolist()
+    assert r.per_query()["wins"] == pytest.approx((r.outcomes > 0).sum(axis=1))  # team draft: ±1 or 0
     peer = stats.bootstrap((per_query,), np.mean, n_resamples=4000, method="BCa", random_state=0)
     assert r.low == pytest.approx(peer.confidence_interval.low, abs=0.01)
     assert r.high == pytest.approx(peer.confidence_interval.high, abs=0.01)

@@ -315,6 +315,12 @@ class InterleavingResult:
     ab_impressions_needed: int | None
     confidence: float
 
+    def per_query(self) -> dict[str, np.ndarray]:
+        """Per query: ``qid``, ``wins``, ``ties``, ``losses`` of A and its ``preference`` (mean outcome)."""
+        n = self.outcomes.shape[1]
+        return {"qid": self.query_ids, "wins": self.wins, "ties": self.ties, "losses": self.losses,
+                "preference": (self.wins - self.losses) / n}  # fmt: skip
+
     @property
     def ab_ratio(self) -> float | None:
         """A/B impressions (both arms) over interleaving impressions at the same power."""
