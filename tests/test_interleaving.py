@@ -332,3 +332,21 @@ def test_compare_block_writes_files_logs_to_mlflow_and_prints_a_line(tmp_path, c
     assert parent.data.params["interleaving.method"] == "team_draft"
     logged = {f.path for f in client.list_artifacts(parent.info.run_id, "leaderboard")}
     assert {"leaderboard/interleaving.md", "leaderboard/interleaving.csv"} <= logged
+
+
+def test_compare_refuses_interleaving_with_a_fold_protocol_before_training(tmp_path):
+    from ltr.data.svmlight import write_svmlight
+    from ltr.experiment.systems import run_comparison
+
+    data = _data(30, max_docs=10)
+    write_svmlight(data, tmp_path / "rank.txt")
+    spec = {
+        "systems": {"a": {"model": "feature"}, "b": {"model": "linear"}},
+        "interleaving": {"impressions": 5},
+    }
+    exp = check_experiment(OmegaConf.create(spec), str(tmp_path / "x.yaml"))
+    overrides = ["data=svmlight", f"data.train={tmp_path / 'rank.txt'}", f"data.n_features={data.n_features}",
+                 "data.cv.folds=2", "tracking=none", f"paths.root={tmp_path}"]  # fmt: skip
+    with pytest.raises(ConfigError, match="interleaving: needs one test split, not a fold protocol"):
+        run_comparison(exp, overrides, out_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
