@@ -201,8 +201,25 @@ def test_impressions_needed_reach_80_percent_power_in_simulation():
         sample = fresh[q, i]
         detected += stats.ttest_1samp(sample, 0.0).pvalue < 0.05 and sample.mean() * r.preference > 0
     assert 0.72 <= detected / 300 <= 0.88
-    # the A/B test on clicks@10 of the same pair needs more impressions (both arms together)
-    assert r.ab_impressions_needed is not None and r.ab_ratio > 1.0
+
+    # the A/B test on clicks@10 of the same pair: PBM clicks are independent Bernoulli(θ_r·c(y_r)), so per
+    # arm the mean clicks per impression and their variance (within + between queries) are exact sums
+    def clicks_moments(scores):
+        means, within = [], []
+        for q in range(d.n_queries):
+            y, s = d.y[d.offsets[q] : d.offsets[q + 1]], scores[d.offsets[q] : d.offsets[q + 1]]
+            top = y[np.argsort(-s, kind="stable")][:10]
+            p = (1.0 / np.arange(1, top.size + 1)) * (0.1 + 0.9 * (2.0**top - 1) / (2.0 ** d.y.max() - 1))
+            means.append(p.sum())
+            within.append((p * (1 - p)).sum())
+        return np.mean(means), np.var(means) + np.mean(within)
+
+    (mean_a, var_a), (mean_b, var_b) = clicks_moments(a), clicks_moments(b)
+    se = np.sqrt((var_a + var_b) / (30 * 300))
+    assert abs(r.ab_clicks_delta - (mean_a - mean_b)) < 3 * se
+    assert r.ab_sd == pytest.approx(np.sqrt((var_a + var_b) / 2), rel=0.03)
+    assert r.ab_impressions_needed == 2 * int(np.ceil(2 * r.ab_sd**2 * z**2 / r.ab_clicks_delta**2))
+    assert r.ab_ratio == pytest.approx(r.ab_impressions_needed / n) and r.ab_ratio > 1.0  # interleaving wins
 
 
 def test_agreement_and_kendall_tau_over_pairs_match_numpy_and_scipy():

@@ -296,7 +296,9 @@ def draw_clicks(
 @dataclass(frozen=True)
 class InterleavingResult:
     """One pair interleaved: per query ``wins`` / ``ties`` / ``losses`` of A; ``outcomes`` (queries ×
-    impressions); the preference with its CI, sign-test p-value and the sample sizes (module docstring)."""
+    impressions); the preference with its CI, sign-test p-value and the sample sizes (module docstring);
+    ``sd`` the per-impression outcome sd; ``ab_clicks_delta`` / ``ab_sd`` the A/B test's difference of
+    mean clicks@k per impression and their pooled sd."""
 
     method: str
     model: str
@@ -312,6 +314,7 @@ class InterleavingResult:
     sd: float
     impressions_needed: int | None
     ab_clicks_delta: float
+    ab_sd: float
     ab_impressions_needed: int | None
     confidence: float
 
@@ -421,6 +424,7 @@ def simulate_interleaving(
         sd=sd,
         impressions_needed=_sample_size(delta, sd, paired=True, alpha=alpha, power=power),
         ab_clicks_delta=ab_delta,
+        ab_sd=ab_sd,
         ab_impressions_needed=None if per_arm is None else 2 * per_arm,
         confidence=confidence,
     )
