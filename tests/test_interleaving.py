@@ -145,6 +145,25 @@ def test_identical_rankers_are_preferred_by_no_one():
     assert r.low <= 0.0 <= r.high and abs(r.preference) < 0.03  # 0 in expectation: teams are coin flips
 
 
+def test_tied_scores_are_shown_in_random_order_per_impression():
+    """A constant ranker on data stored best-first is a random ranker (as ``ties=average`` scores it), not
+    the ideal one that input order would make it; identical tied scores still give identical lists."""
+    d = _data(30)
+    order = np.concatenate([d.offsets[q] + np.argsort(-d.y[d.offsets[q] : d.offsets[q + 1]], kind="stable")
+                            for q in range(d.n_queries)])  # fmt: skip
+    d = RankingData(X=d.X[order], y=d.y[order], qid=d.qid[order])
+    constant = np.zeros(d.n_docs)
+    shuffled = np.random.default_rng(0).random(d.n_docs)  # a random ranking, no ties
+    r = simulate_interleaving(d, constant, shuffled, impressions_per_query=100, seed=1, B=500)
+    assert r.low <= 0.0 <= r.high and abs(r.preference) < 0.03
+    ideal = -np.arange(d.n_docs, dtype=float)  # what input order would have shown
+    assert simulate_interleaving(d, ideal, shuffled, impressions_per_query=20, seed=1, B=200).low > 0.1
+    r = simulate_interleaving(
+        d, constant, constant, method="balanced", impressions_per_query=20, seed=1, B=200
+    )
+    assert r.preference == 0.0
+
+
 @pytest.mark.parametrize("method", ["team_draft", "balanced", "probabilistic"])
 @pytest.mark.parametrize("model", ["pbm", "cascade"])
 def test_the_ranker_with_relevant_documents_first_wins(method, model):

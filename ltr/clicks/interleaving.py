@@ -332,11 +332,25 @@ class InterleavingResult:
         return self.ab_impressions_needed / self.impressions_needed
 
 
-def rankings(scores: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
-    """Per query, its documents (0-based within the query) by decreasing score, ties in input order."""
-    return [
-        np.argsort(-scores[offsets[q] : offsets[q + 1]], kind="stable") for q in range(offsets.shape[0] - 1)
-    ]
+def impression_orders(
+    scores_a: np.ndarray, scores_b: np.ndarray, m: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """One query's two rankings for each of ``m`` impressions (``m × n`` document indices, best first).
+
+    Documents with equal scores are shown in an order drawn per impression, the same draw for both
+    rankers (so identical scores give identical lists): the expectation the ``ltr`` preset's
+    ``ties=average`` metrics take. A query without ties draws nothing.
+
+    >>> a, b = impression_orders(np.array([1.0, 1.0, 0.0]), np.array([0.0, 1.0, 2.0]), 4, np.random.default_rng(0))
+    >>> a[:, 2].tolist(), sorted({tuple(r) for r in a[:, :2].tolist()}), b.tolist()[0]
+    ([2, 2, 2, 2], [(0, 1), (1, 0)], [2, 1, 0])
+    """
+    n = scores_a.shape[0]
+    if np.unique(scores_a).size == n and np.unique(scores_b).size == n:
+        order_a, order_b = np.argsort(-scores_a, kind="stable"), np.argsort(-scores_b, kind="stable")
+        return np.broadcast_to(order_a, (m, n)), np.broadcast_to(order_b, (m, n))
+    keys = rng.random((m, n))
+    return tuple(np.lexsort((keys, np.broadcast_to(-s, (m, n))), axis=-1) for s in (scores_a, scores_b))
 
 
 def _sample_size(delta: float, sd: float, *, paired: bool, alpha: float, power: float) -> int | None:
@@ -368,6 +382,7 @@ def simulate_interleaving(
 
     Labels are the users' relevance grades (``max_label``: the grade clicked with probability 1;
     default the largest label, at least 1). Queries with one document are shown too (always a tie).
+    Tied scores are ordered at random per impression (:func:`impression_orders`).
     """
     cfg = {"method": method, "model": model, "impressions": impressions_per_query, "top_k": top_k,
            "eta": eta, "epsilon": epsilon, "tau": tau, "seed": seed}  # fmt: skip
@@ -390,14 +405,15 @@ def simulate_interleaving(
     off = data.offsets
     outcomes = np.zeros((data.n_queries, impressions_per_query))
     ab_clicks = np.zeros((2, data.n_queries, impressions_per_query))
-    for q, (ra, rb) in enumerate(zip(rankings(sa, off), rankings(sb, off), strict=True)):
-        y = data.y[off[q] : off[q + 1]]
-        lists = [interleave(ra, rb, rng, top_k, **extra) for _ in range(impressions_per_query)]
+    for q in range(data.n_queries):
+        y, rows = data.y[off[q] : off[q + 1]], slice(off[q], off[q + 1])
+        ra, rb = impression_orders(sa[rows], sb[rows], impressions_per_query, rng)
+        lists = [interleave(a, b, rng, top_k, **extra) for a, b in zip(ra, rb, strict=True)]
         clicks = draw_clicks(np.stack([y[s] for s, _ in lists]), rng=rng, **users)
         outcomes[q] = [outcome(c, credit) for c, (_, credit) in zip(clicks, lists, strict=True)]
-        for arm, order in enumerate((ra, rb)):  # the A/B test: each arm shows one ranker's top k
-            shown = np.tile(y[order[:top_k]], (impressions_per_query, 1))
-            ab_clicks[arm, q] = draw_clicks(shown, rng=ab_rng, **users).sum(axis=1)
+        orders = impression_orders(sa[rows], sb[rows], impressions_per_query, ab_rng)
+        for arm, order in enumerate(orders):  # the A/B test: each arm shows one ranker's top k
+            ab_clicks[arm, q] = draw_clicks(y[order[:, :top_k]], rng=ab_rng, **users).sum(axis=1)
     wins = np.clip(outcomes, 0.0, None).sum(axis=1)
     losses = np.clip(-outcomes, 0.0, None).sum(axis=1)
     ties = impressions_per_query - wins - losses
