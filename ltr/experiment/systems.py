@@ -204,6 +204,8 @@ def _run_comparison(
     with tracker.start(run_name=run_name, tags=parent_tags):
         settings = OmegaConf.to_container(exp, resolve=True)
         published = settings.pop("published", None)  # metric names with '@' are no MLflow param keys
+        if settings.get("interleaving") is None:  # no block: no `interleaving=None` parameter
+            settings.pop("interleaving", None)
         tracker.log_params(flatten_params(settings))
         if published is not None:
             tracker.log_dict(published, "leaderboard/published.json")
