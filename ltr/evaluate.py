@@ -45,7 +45,9 @@ each in command-line order. With ≥ 2 measures the metric agreement of :mod:`lt
 (Kendall's τ/τ_AP between the system rankings, per-query correlations, discriminative power; ``--json``:
 the ``agreement`` key). Risk against the baseline follows too (:mod:`ltr.stats.risk`: URisk, TRisk with its
 p-value, GeoRisk over all systems; ``--risk-alpha`` α, default 1: a loss weighs 1 + α; ``--json``: the
-``risk`` key, one object per system and measure).
+``risk`` key, one object per system and measure). ``--exposure`` (LETOR data) adds the expected exposure of
+:mod:`ltr.metrics.exposure` per query (EE-L, EE-D, EE-R; ``--exposure-group FEATURE>VALUE``: the exposure gap),
+evaluated and compared like the other measures (EE-L and EE-D lower-is-better).
 """
 
 from __future__ import annotations
@@ -78,7 +80,9 @@ from ltr.io.predictions import SCORE_FORMATS, read_scores, write_scores
 from ltr.io.textlines import data_line_number
 from ltr.io.trec import check_run_docnos, docnos, read_qrels, read_run, write_trec_run
 from ltr.metrics.conventions import PRESETS, describe_conventions
+from ltr.metrics.exposure import LOWER_IS_BETTER, expected_exposure, feature_groups, parse_group
 from ltr.metrics.trec import TrecResult, evaluate_labelled, evaluate_trec, format_trec
+from ltr.models.normalized import predict_raw
 from ltr.tracking.loading import load_model
 from ltr.tracking.store import resolve_tracking_uri
 
@@ -123,6 +127,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--tracking-uri",
         help="MLflow store of runs:/ and models:/ URIs (default: the project's SQLite store)",
     )
+    letor.add_argument(
+        "--exposure", action="store_true",
+        help="also expected exposure EE-L, EE-D, EE-R (Diaz et al. 2020): Plackett-Luce over the scores, RBP p=0.5",
+    )  # fmt: skip
+    letor.add_argument(
+        "--exposure-temperature",
+        type=real_option,
+        help="--exposure: τ of scores/τ (default 1; 0: deterministic)",
+    )
+    letor.add_argument(
+        "--exposure-samples", type=integer_option, help="--exposure: rankings sampled per query (default 100)"
+    )
+    letor.add_argument(
+        "--exposure-group", metavar="FEATURE>VALUE",
+        help="--exposure: also the exposure gap between documents with the feature above VALUE and the others",
+    )  # fmt: skip
     letor.add_argument("--write-run", metavar="OUT", help="write the system's scores as a TREC run")
     letor.add_argument("--write-scores", metavar="OUT", help="write the system's scores, one per line")
     p.add_argument(
@@ -223,6 +243,9 @@ LETOR_ONLY = (
     *DATASET_OPTIONS,
     "scores_format",
     "tracking_uri",
+    "exposure_temperature",
+    "exposure_samples",
+    "exposure_group",
 )
 #: ``--compare``'s options and their defaults (``None`` on the command line: not given)
 COMPARE_DEFAULTS = {"test": "randomization", "B": 10_000, "seed": 0, "risk_alpha": 1.0}
@@ -231,6 +254,23 @@ COMPARE_DEFAULTS = {"test": "randomization", "B": 10_000, "seed": 0, "risk_alpha
 def _check_no_effect(args: argparse.Namespace) -> None:
     """Refuse an option that would change nothing, naming it and the option it needs (``--split`` with a
     file is refused by :func:`letor_source`, which knows what ``--data`` names)."""
+    given = [
+        f
+        for f in ("exposure_temperature", "exposure_samples", "exposure_group")
+        if getattr(args, f) is not None
+    ]
+    if given and not args.exposure:
+        raise ConfigError(f"--{given[0].replace('_', '-')} applies to --exposure")
+    if args.exposure and args.data is None:
+        raise ConfigError(
+            "--exposure needs --data (LETOR data: the scores of every document); no effect on --run"
+        )
+    if args.exposure_group is not None:
+        parse_group(args.exposure_group)
+    if args.exposure_temperature is not None and not args.exposure_temperature >= 0:
+        raise ConfigError(f"--exposure-temperature must be >= 0, got {args.exposure_temperature:g}")
+    if args.exposure_samples is not None and args.exposure_samples < 1:
+        raise ConfigError(f"--exposure-samples must be >= 1, got {args.exposure_samples}")
     if args.scores_format is not None and not args.scores:
         raise ConfigError("--scores-format reads --scores files; no --scores was given")
     if args.tracking_uri is not None and not args.model:
@@ -284,7 +324,7 @@ def _letor_systems(
 ) -> list[System]:
     uri = resolve_tracking_uri(args.tracking_uri, work_root()) if args.model else ""
     models = [load_model(given, tracking_uri=uri) for given in args.model]
-    widths = {int(m.ranker.n_features_in_) for m in models}
+    widths = {int(m.ranker.input_width_) for m in models}  # full rows, also for a data.features model
     data = read_letor(args, source, max(widths) if widths else None)
     qid = data.qid
     docno = docnos(data.docid, data.n_docs)
@@ -298,7 +338,8 @@ def _letor_systems(
     for path in args.scores:
         scores = read_scores(path, n_rows=data.n_docs, qid=qid, fmt=args.scores_format or "auto")
         scored.append((Path(path).name, path, scores))
-    scored += [(m.name, m.source, m.ranker.predict(data)) for m in models]
+    # raw file rows: a model trained with data.normalize applies its own fitted normaliser first
+    scored += [(m.name, m.source, predict_raw(m.ranker, data, m.source)) for m in models]
     names = _names([s[0] for s in scored], [s[1] for s in scored])
     systems = []
     for name, (_, given, scores) in zip(names, scored, strict=True):
@@ -312,6 +353,15 @@ def _letor_systems(
             docno=docno,
             tag=name,
         )
+        if args.exposure:  # per query, beside the other measures: compared, with CIs, like them
+            groups = feature_groups(data.X, args.exposure_group) if args.exposure_group else None
+            result.values.update(
+                expected_exposure(
+                    data.y, scores, data.offsets, groups=groups,
+                    temperature=1.0 if args.exposure_temperature is None else args.exposure_temperature,
+                    samples=args.exposure_samples or 100,
+                )
+            )  # fmt: skip
         systems.append(System(name, given, result))
     if args.write_scores:
         write_scores(args.write_scores, scored[0][2])
@@ -361,7 +411,8 @@ def _leaderboard(systems: list[System], args: argparse.Namespace) -> Any:
             raise ConfigError(f"--baseline {args.baseline!r} is not one of the systems: {names}")
         baseline = match[0]
     frames = {s.name: pd.DataFrame(s.result.values, index=s.result.topics) for s in systems}
-    return compare(frames, baseline=baseline, **_compare_options(args))
+    lower = [m for m in LOWER_IS_BETTER if m in frames[baseline].columns]  # --exposure's EE-L, EE-D
+    return compare(frames, baseline=baseline, lower_is_better=lower, **_compare_options(args))
 
 
 def _compare_options(args: argparse.Namespace) -> dict[str, Any]:

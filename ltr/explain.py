@@ -17,6 +17,11 @@ object per document: ``qid``, ``line`` (its 1-based line in the file), ``score``
 score), ``bias`` and ``contributions`` (keyed by the 1-based feature id as a string); they sum to the
 score. The terminal view lists each document's largest contributions (``--top``, default 5).
 
+A model trained with ``data.normalize`` (:mod:`ltr.models.normalized`) is explained on the rows as it
+scores them: ``--data`` is normalised by the model's own fitted normaliser first, so contributions,
+feature values and the ``--global`` query-mean replacement are in terms of the *normalised* features
+(the terminal view says so in a first ``note:`` line).
+
 ``--pair A B`` (A, B: a ``#docid`` value or a 1-based line; ``--query`` when a docid is not unique in
 the file): the features that put A above B — the differences of their contributions, largest
 |difference| first, which with the bias difference sum to score(A) − score(B).
@@ -54,6 +59,7 @@ from ltr.export.features import read_feature_map
 from ltr.io.textlines import record_line_numbers
 from ltr.metrics import parse_metric
 from ltr.metrics.conventions import PRESETS
+from ltr.models.normalized import normalization_note, normalized_input
 from ltr.report.progress import task_progress
 from ltr.tracking.loading import load_model
 from ltr.tracking.store import resolve_tracking_uri
@@ -144,7 +150,7 @@ def run(args: argparse.Namespace) -> str:
     model = load_model(args.model, tracking_uri=uri, option="MODEL")
     ranker = model.ranker
     check_explainable(ranker, grade=args.grade, where=f"MODEL {args.model}")
-    n_features = int(ranker.n_features_in_)
+    n_features = int(ranker.input_width_)  # the file's width, also for a model of a feature selection
     names = read_feature_map(args.feature_names, n_features) if args.feature_names else None
     source = letor_source(args)
     data = read_letor(args, source, n_features)
@@ -158,8 +164,25 @@ def run(args: argparse.Namespace) -> str:
         raise DataError(
             f"--data {args.data}: {source.path} has {len(lines)} records but {data.n_docs} rows were read"
         )
+    # a model trained with data.normalize is explained on the rows it scores: normalised by its own normaliser
+    data = normalized_input(ranker, data, f"--data {args.data}")
+    note = normalization_note(ranker)
+    text = _explain(args, model.name, ranker, data, names, lines, source)
+    return text if note is None or args.json else f"note: {note}\n{text}"
+
+
+def _explain(
+    args: argparse.Namespace,
+    model_name: str,
+    ranker: Any,
+    data: RankingData,
+    names: Sequence[str] | None,
+    lines: Sequence[int],
+    source: Any,
+) -> str:
+    """Per document, a pair or (``--global``) the global importance of ``data`` (already normalised)."""
     if args.global_:
-        return _global(args, model.name, ranker, data, names)
+        return _global(args, model_name, ranker, data, names)
     rows = query_rows(data, args.query) if args.query is not None else np.arange(data.n_docs)
     if args.pair:
         where = f"of query {args.query}" if args.query is not None else f"in {source.path}"

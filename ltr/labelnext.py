@@ -34,6 +34,7 @@ from ltr.core.resources import work_root
 from ltr.data.svmlight import load_svmlight
 from ltr.io.label_probs import read_label_probs
 from ltr.io.predictions import read_scores
+from ltr.models.normalized import normalized_input
 from ltr.tracking.loading import load_model
 from ltr.tracking.store import resolve_tracking_uri
 
@@ -68,7 +69,8 @@ def model_label_probs(source: str, data: object, tracking_uri: str | None) -> np
         raise ConfigError(
             f"--probs-model: {source} ({model.ranker.name}) gives no class probabilities; use a classification model"
         )
-    return model.ranker.predict_proba(data)
+    # raw file rows: a model trained with data.normalize normalises them with its own fitted normaliser
+    return model.ranker.predict_proba(normalized_input(model.ranker, data, f"--probs-model {source}"))
 
 
 def format_table(p: LabelPriorities, by: str, top: int | None) -> str:

@@ -262,6 +262,7 @@ def test_comparison_writes_leaderboard_plots_and_mlflow_parent_with_children(com
         "agreement.csv",
         "segments.md",
         "segments.csv",
+        "per_query.csv",
     }
     plot_files = {Path(a.path).name for a in client.list_artifacts(result.parent_run_id, "plots")}
     assert {"ndcg_at_k.png", "ci_forest.png", "difference_histogram.png", "asl_curves.png"} <= plot_files

@@ -223,7 +223,10 @@ def test_cli_simulated_log_joins_its_features_file(tmp_path, capsys):
     first = run_cli(*args)
     assert first.returncode == 0, first.stderr
     result = json.loads(first.stdout)
-    assert list(result) == ["position", "examination", "ci_low", "ci_high"]
+    assert (
+        list(result)[:4] == ["position", "examination", "ci_low", "ci_high"]
+        and result["method"] == "regression-em"
+    )
     assert result["position"] == list(range(1, 11)) and result["examination"][0] == 1.0
     api = estimate_propensities(
         read_click_log(log), method="regression-em", features=features, n_bootstrap=3, iterations=3

@@ -144,8 +144,16 @@ def check_explainable(ranker: Any, *, grade: int | None = None, where: str = "th
 
 def explain_ranker(ranker: Any, data: RankingData, *, grade: int | None = None) -> Contributions:
     """Exact contributions of every feature to every row of ``data`` (module docstring), checked to sum to
-    the ranker's score. ``data`` must have the model's number of features."""
+    the ranker's score. ``data`` must have the model's number of features, or, for a model trained on a
+    feature selection (``data.features``), the original file's: then the kept columns are explained and
+    every other feature's contribution is 0, so ``values[:, j]`` is still feature ``j + 1`` of the file."""
     check_explainable(ranker, grade=grade)
+    selection = getattr(ranker, "feature_selection_", None)
+    if selection is not None and data.n_features == selection.n_features != int(ranker.n_features_in_):
+        kept = explain_ranker(ranker, data.with_features(selection), grade=grade)
+        values = np.zeros((kept.values.shape[0], selection.n_features), dtype=kept.values.dtype)
+        values[:, selection.columns] = kept.values
+        return replace(kept, values=values)
     if data.n_features != int(ranker.n_features_in_):
         raise DataError(
             f"{data.name}: has {data.n_features} feature columns but the model was trained on "

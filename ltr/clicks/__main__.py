@@ -62,7 +62,8 @@ from ltr.clicks.discount import (
     read_discount_input,
     segment_test,
 )
-from ltr.clicks.logs import Propensities, read_click_log, write_propensities
+from ltr.clicks.logs import Propensities, read_click_log, read_propensities, write_propensities
+from ltr.clicks.offpolicy import ESTIMATORS, METRICS, OffPolicyEstimate, estimate_offpolicy, fit_reward_model
 from ltr.clicks.propensity import (
     DEFAULT_BOOTSTRAP,
     MAX_ITER,
@@ -130,6 +131,33 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--segment", default=None, help="a click log's column: fit and compare each value's curve")
     d.add_argument("--confidence", type=real_option, default=0.95, help="level of the parameters' CIs")
     d.add_argument("--plot", default=None, help="also draw the estimates and the fitted curves (PNG)")
+    e = sub.add_parser("evaluate", help="a new ranker's clicks estimated from a click log (off-policy)")
+    e.add_argument("log", help="CSV or Parquet click log: session, qid, doc, position, click")
+    e.add_argument(
+        "--propensities", required=True, help="examination per position (propensity --output JSON)"
+    )
+    e.add_argument(
+        "--features", required=True, help="LETOR file of every candidate, rows ending '# docid = DOC'"
+    )
+    add_parse_flags(e.add_argument_group("parse options of --features"), FEATURE_PARSE_FLAGS)
+    ranker = e.add_mutually_exclusive_group(required=True)
+    ranker.add_argument("--scores", help="the new ranker's score of every --features row, one per line")
+    ranker.add_argument(
+        "--model", help="the new ranker: runs:/ID/model, models:/NAME/VERSION or a saved folder"
+    )
+    e.add_argument("--tracking-uri", default=None, help="where --model's runs:/ and models:/ are")
+    e.add_argument("--k", type=integer_option, default=10, help="the top k of the new ranking (default 10)")
+    e.add_argument("--metric", choices=METRICS, default="clicks", help="expected clicks@k or click-DCG@k")
+    e.add_argument(
+        "--estimators", default=",".join(ESTIMATORS), help=f"comma-separated: {', '.join(ESTIMATORS)}"
+    )
+    e.add_argument(
+        "--clip", type=real_option, default=0.1, help="clipped_ips: examination floor (default 0.1)"
+    )
+    e.add_argument("--bootstrap", type=integer_option, default=1000, help="resamples of the CI over queries")
+    e.add_argument("--confidence", type=real_option, default=0.95)
+    e.add_argument("--seed", type=integer_option, default=0)
+    e.add_argument("--json", action="store_true", help="print the estimates as JSON")
     s = sub.add_parser("simulate", help="write a simulated PBM click log (CSV) of the synthetic data")
     s.add_argument("output")
     for name, default in SIMULATE_DEFAULTS.items():  # plain ASCII numbers, as in the files (ltr.cli.numbers)
@@ -265,6 +293,29 @@ def check_arguments(args: argparse.Namespace) -> None:
                 "--rand-top 1 shuffles one document, which changes nothing; 0 (off) or 2 and more"
             )
         return
+    if args.command == "evaluate":
+        for flag, path in (("LOG", args.log), ("--propensities", args.propensities), ("--features", args.features),
+                           ("--scores", args.scores)):  # fmt: skip
+            if path is not None and not Path(path).is_file():
+                raise ConfigError(f"{flag} {path}: no such file")
+        if args.tracking_uri is not None and args.model is None:
+            raise ConfigError(
+                "--tracking-uri is where --model finds runs:/ and models:/ sources; no --model was given"
+            )
+        unknown = [e for e in args.estimators.split(",") if e.strip() not in ESTIMATORS]
+        if unknown:
+            raise ConfigError(
+                f"--estimators: unknown estimator {unknown[0]!r}; estimators: {', '.join(ESTIMATORS)}"
+            )
+        if args.k < 1:
+            raise ConfigError(f"--k must be >= 1, got {args.k}")
+        if not 0 < args.clip <= 1:
+            raise ConfigError(f"--clip must be in (0, 1], got {args.clip:g}")
+        if args.bootstrap < 0:
+            raise ConfigError(f"--bootstrap must be >= 0, got {args.bootstrap}")
+        if not 0 < args.confidence < 1:
+            raise ConfigError(f"--confidence must be in (0, 1), got {args.confidence:g}")
+        return
     if args.command == "discount":
         check_outputs({"--plot": args.plot}, {"INPUT": [args.input]})
         if not 0 < args.confidence < 1:
@@ -343,8 +394,89 @@ class EstimateProgress:
 def run(args: argparse.Namespace) -> str:
     with spelled_as(SPELLING):
         check_arguments(args)
-        commands = {"simulate": _simulate, "propensity": _propensity, "discount": _discount}
+        commands = {
+            "simulate": _simulate,
+            "propensity": _propensity,
+            "discount": _discount,
+            "evaluate": _evaluate,
+        }
         return commands[args.command](args)
+
+
+def _evaluate(args: argparse.Namespace) -> str:
+    """``evaluate``: the new ranker's expected clicks@k / click-DCG@k by every estimator, with CIs."""
+    import dataclasses
+
+    from ltr.clicks.regression_em import qid_key  # deferred: with the features reader
+    from ltr.data.svmlight import load_svmlight  # deferred: the data loader only when features are read
+    from ltr.io.predictions import read_scores  # deferred: as above
+
+    theta = read_propensities(args.propensities, where="--propensities")
+    log = read_click_log(args.log)
+    log = dataclasses.replace(log, pair_qid=np.array([qid_key(q) for q in log.pair_qid], dtype=object))
+    options = {
+        "integer_labels": False,
+        "allow_negative_labels": True,
+        **parse_options(args, FEATURE_PARSE_FLAGS),
+    }
+    data = load_svmlight(args.features, docid=True, **options)
+    docid = np.asarray(data.docid, dtype=str)
+    if data.n_docs and not all(d.strip() for d in docid):
+        missing = int(np.flatnonzero(np.char.strip(docid) == "")[0])
+        raise ConfigError(f"--features {args.features}: row {missing + 1} has no '# docid = DOC' comment")
+    if args.scores is not None:
+        scores, ranker_name = read_scores(args.scores, n_rows=data.n_docs, qid=data.qid), args.scores
+    else:
+        from ltr.core.resources import work_root  # deferred: only a --model is looked up
+        from ltr.models.normalized import predict_raw  # deferred: as above
+        from ltr.tracking.loading import load_model  # deferred: MLflow loads only for --model
+        from ltr.tracking.store import resolve_tracking_uri  # deferred: as above
+
+        loaded = load_model(args.model, tracking_uri=resolve_tracking_uri(args.tracking_uri, work_root()))
+        scores, ranker_name = predict_raw(loaded.ranker, data, f"--model {args.model}"), loaded.name
+    estimators = [e.strip() for e in args.estimators.split(",") if e.strip()]
+    qid = np.array([str(int(q)) for q in data.qid.tolist()], dtype=object)  # as the log's qid_key spells them
+    reward = None
+    if "dr" in estimators:
+        index = {(q, d): i for i, (q, d) in enumerate(zip(qid.tolist(), docid.tolist(), strict=True))}
+        rows = [index.get((str(q), str(d)), -1) for q, d in zip(log.pair_qid, log.pair_doc, strict=True)]
+        if min(rows, default=0) >= 0:  # else estimate_offpolicy names the missing document
+            reward = fit_reward_model(log, theta, data.X[np.asarray(rows)], data.X, seed=args.seed)
+    est = estimate_offpolicy(
+        log, theta, qid=qid, doc=docid, scores=scores, k=args.k, metric=args.metric, estimators=estimators,
+        clip=args.clip, reward=reward if reward is not None else np.zeros(data.n_docs),
+        n_bootstrap=args.bootstrap, confidence=args.confidence, seed=args.seed,
+    )  # fmt: skip
+    if args.json:
+        return json.dumps({"ranker": ranker_name, **est.as_json()}) + "\n"
+    return format_offpolicy(
+        est, ranker=ranker_name, log=args.log, n_sessions=int(np.unique(log.session).size)
+    )
+
+
+def format_offpolicy(est: OffPolicyEstimate, *, ranker: str, log: str, n_sessions: int) -> str:
+    """The estimates as a table, with what the CI is and which queries the log cannot speak for."""
+    what = "expected clicks" if est.metric == "clicks" else "click-DCG"
+    level = f"{100 * est.confidence:g}%"
+    lines = [
+        f"{what}@{est.k} of {ranker}, estimated from {log} ({est.queries.size} queries, {n_sessions} sessions); "
+        f"{level} bootstrap CI over queries ({est.n_bootstrap} resamples)",
+        f"{'estimator':<12}  {'value':>8}  CI",
+    ]
+    for name, value in est.mean.items():
+        low, high = est.ci[name]
+        bounds = "no CI" if math.isnan(low) else f"[{low:.4f}, {high:.4f}]"
+        lines.append(f"{name:<12}  {value:>8.4f}  {bounds}")
+    unshown = int((est.unshown > 0).sum())
+    if unshown:
+        lines.append(
+            f"{unshown} of {est.queries.size} queries have documents in the new top {est.k} that the log never "
+            f"showed ({100 * est.unshown.mean():.1f}% of the weight): ips, clipped_ips and snips count their "
+            "clicks as 0; dr's reward model speaks for them"
+        )
+    else:
+        lines.append(f"every document in the new top {est.k} was shown in the log")
+    return "\n".join(lines) + "\n"
 
 
 def _discount(args: argparse.Namespace) -> str:

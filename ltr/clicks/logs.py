@@ -49,6 +49,7 @@ class ImpressionLog:
     pair_doc: np.ndarray | None = None
     pair_row: np.ndarray | None = None
     row_label: str = "row"
+    session: np.ndarray | None = None  # per row: its session (result page) as an integer code
 
     @property
     def n_queries(self) -> int:
@@ -166,6 +167,7 @@ def impression_log(
         pair_doc=arrays["doc"][pair_row],
         pair_row=pair_row,
         row_label=row_label,
+        session=session_codes.astype(np.int64),
     )
 
 

@@ -128,7 +128,7 @@ def pair_features(
         index[key] = row
     rows = np.empty(len(pair_qid), dtype=np.int64)
     for p, (q, d) in enumerate(zip(pair_qid, pair_doc, strict=True)):
-        found = index.get((_qid_key(q), str(d)))
+        found = index.get((qid_key(q), str(d)))
         if found is None:
             raise DataError(
                 f"{log_source}: {row_label} {int(pair_row[p]) + 1}: qid {q!r} doc {d!r} has no feature row "
@@ -138,7 +138,12 @@ def pair_features(
     return data.X[rows]
 
 
-def _qid_key(qid: Any) -> str:
+def qid_key(qid: Any) -> str:
+    """A log's qid as a LETOR file's integer qid is written (``007`` → ``7``); any other text as it is.
+
+    >>> qid_key("007"), qid_key(" q1 ")
+    ('7', 'q1')
+    """
     text = str(qid).strip()
     try:
         return str(int(text))

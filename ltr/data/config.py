@@ -38,6 +38,8 @@ import numpy as np
 from ltr.core.config_check import check_block, plain, setting
 from ltr.core.errors import ConfigError
 from ltr.data._syntax import NONFINITE_POLICIES, ParseOptions, check_label_range
+from ltr.data.features import FeaturesSchema
+from ltr.data.normalize import METHODS as NORMALIZE_METHODS
 
 #: the split files of each Istella variant (relative to ``data.dir``)
 ISTELLA_VARIANTS = {
@@ -75,16 +77,25 @@ _PARSE = ParseOptions()  # the parse defaults, written once in ParseOptions
 class DataSchema:
     """Fields every dataset config has (``synthetic``: shown in the run banner).
 
+    ``features``: which columns to use (``names``, ``groups``, ``include``, ``exclude``;
+    :mod:`ltr.data.features`), applied right after each split is loaded.
+
     ``label_range``: the label scale ``[low, high]`` (inclusive; labels outside are an error when the
     files are read). ``null``: the dataset's own — the registry entry's, the synthetic generator's, or,
     for your own files, the training labels' (:func:`ltr.data.registry.declared_label_range`). The
     ``ltr`` metric preset takes ERR's top grade (``err_gmax``) from it.
+
+    ``normalize``: feature normalisation fitted on the training split and applied to every split, kept
+    with the saved model and applied again when it scores raw rows (:mod:`ltr.data.normalize`:
+    ``none``, ``query_minmax``, ``query_zscore``, ``zscore``, ``log1p``; :mod:`ltr.models.normalized`).
     """
 
     name: str = "???"
     kind: str = "???"
     synthetic: bool = False
     label_range: list[float] | None = setting(None, check=check_label_range)
+    normalize: str = setting("none", choices=NORMALIZE_METHODS)
+    features: FeaturesSchema = field(default_factory=FeaturesSchema)  # column selection (ltr.data.features)
 
 
 @dataclass
@@ -274,7 +285,7 @@ def check_data_block(data_cfg: Any) -> dict[str, Any]:
     >>> check_data_block({"kind": "mq2007", "flod": 2})
     Traceback (most recent call last):
     ...
-    ltr.core.errors.ConfigError: data: unknown key(s) flod; accepted: name, kind, synthetic, label_range, cache_dir, verify_cache, parse, splits, dir, fold
+    ltr.core.errors.ConfigError: data: unknown key(s) flod; accepted: name, kind, synthetic, label_range, normalize, features, cache_dir, verify_cache, parse, splits, dir, fold
     """
     given = {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in plain(data_cfg).items()}
     schema = schema_for(str(given.get("kind") or given.get("name")))

@@ -16,6 +16,7 @@ Example
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -124,6 +125,70 @@ def combine_fingerprint(parts: Iterable[FingerprintPart]) -> str:
     return h.hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class FeatureSelection:
+    """The columns a run kept of a wider dataset (``data.features``, :mod:`ltr.data.features`).
+
+    ``ids``: the kept 1-based feature ids of the original rows, ascending; ``n_features``: the
+    original width; ``names``: their names when a names file gave them. A model trained on selected
+    columns keeps this and applies :meth:`select` to full-width rows.
+
+    >>> s = FeatureSelection(ids=(1, 3), n_features=4)
+    >>> s.select(np.arange(8.0).reshape(2, 4)).tolist(), s.columns.tolist()
+    ([[0.0, 2.0], [4.0, 6.0]], [0, 2])
+    >>> FeatureSelection.from_json(s.to_json()) == s
+    True
+    """
+
+    ids: tuple[int, ...]
+    n_features: int
+    names: tuple[str, ...] | None = None
+
+    @property
+    def columns(self) -> np.ndarray:
+        """The kept 0-based column indices of the original rows."""
+        return np.asarray(self.ids, dtype=np.int64) - 1
+
+    def select(self, X: FeatureMatrix) -> FeatureMatrix:
+        """The kept columns of a full-width matrix (dense or CSR), in ``ids`` order."""
+        if X.shape[1] != self.n_features:
+            raise DataError(
+                f"feature selection: expected {self.n_features} feature columns (the original width), got {X.shape[1]}"
+            )
+        return X[:, self.columns]
+
+    def widen(self, X: np.ndarray, fill: float = np.nan) -> np.ndarray:
+        """Rows of the kept columns (dense) as full-width rows: each at its id, ``fill`` in the others.
+
+        >>> FeatureSelection(ids=(2,), n_features=3).widen(np.array([[5.0]])).tolist()
+        [[nan, 5.0, nan]]
+        """
+        X = np.asarray(X)
+        full = np.full((X.shape[0], self.n_features), fill, dtype=np.result_type(X.dtype, np.float32))
+        full[:, self.columns] = X
+        return full
+
+    def to_json(self) -> dict:
+        """A JSON-able record (a saved model's manifest ``feature_selection``)."""
+        return {
+            "ids": list(self.ids),
+            "n_features": self.n_features,
+            "names": None if self.names is None else list(self.names),
+        }
+
+    @classmethod
+    def from_json(cls, record: dict | None) -> FeatureSelection | None:
+        """The selection a manifest records (``None`` when it records none)."""
+        if not record:
+            return None
+        names = record.get("names")
+        return cls(
+            ids=tuple(int(i) for i in record["ids"]),
+            n_features=int(record["n_features"]),
+            names=None if names is None else tuple(str(n) for n in names),
+        )
+
+
 @dataclass(frozen=True, eq=False)
 class RankingData:
     """One split of a ranking dataset: features, labels and contiguous query blocks.
@@ -139,6 +204,8 @@ class RankingData:
     docid : optional per-row document ids (e.g. LETOR ``#docid = ...`` comments).
     position : optional per-row display position ids (int64; LightGBM's ``.position`` sidecar, click
         logs), used by position-debiased training.
+    features : the :class:`FeatureSelection` ``X``'s columns are of a wider file (``data.features``);
+        ``None``: every column of the file.
     """
 
     X: FeatureMatrix
@@ -148,6 +215,7 @@ class RankingData:
     weight: np.ndarray | None = None
     docid: np.ndarray | None = None
     position: np.ndarray | None = None
+    features: FeatureSelection | None = None
     offsets: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -241,7 +309,17 @@ class RankingData:
             weight=None if self.weight is None else self.weight[np.asarray(queries)],
             docid=None if self.docid is None else self.docid[rows],
             position=None if self.position is None else self.position[rows],
+            features=self.features,
         )
+
+    def with_features(self, selection: FeatureSelection) -> RankingData:
+        """This split cut to a :class:`FeatureSelection`'s columns, recording it (rows unchanged).
+
+        >>> d = RankingData(X=np.eye(3, dtype=np.float32), y=[1, 0, 2], qid=[1, 1, 2])
+        >>> d.with_features(FeatureSelection(ids=(2,), n_features=3)).X.tolist()
+        [[0.0], [1.0], [0.0]]
+        """
+        return dataclasses.replace(self, X=selection.select(self.X), features=selection)
 
     def dense(self) -> np.ndarray:
         """Features as a dense ndarray: a CSR ``X`` is expanded to float32 (the parser's default width;

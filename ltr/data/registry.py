@@ -32,9 +32,11 @@ from ltr.data.config import (
     schema_for,
 )
 from ltr.data.dataset import RankingData
+from ltr.data.features import is_selection, resolve_features, select_features
 from ltr.data.splits import cv_folds
 from ltr.data.svmlight import load_svmlight
 from ltr.data.synthetic import LABEL_RANGE as SYNTHETIC_LABEL_RANGE
+from ltr.data.synthetic import N_FEATURES as SYNTHETIC_WIDTH
 from ltr.data.synthetic import SPLIT_FILES, load_synthetic
 
 SPLITS = ("train", "valid", "test")
@@ -569,7 +571,35 @@ def svmlight_sources(
 
 
 def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
-    """Load the splits of the dataset a ``conf/data/*.yaml`` config describes.
+    """Load the splits of the dataset a ``conf/data/*.yaml`` config describes (:func:`load_all_columns`),
+    cut to the columns its ``features`` block keeps (:func:`ltr.data.features.select_features`). When the
+    width is known before reading (synthetic, a registry entry, ``n_features`` set) the block is
+    resolved first, so a bad selection fails before any file is read."""
+    block = data_cfg.get("features")
+    width = declared_width(data_cfg) if is_selection(block) else None
+    if width:
+        resolve_features(block, width)
+    return select_features(load_all_columns(data_cfg), block)
+
+
+def declared_width(data_cfg: Mapping[str, Any]) -> int | None:
+    """The number of feature columns a data config's files have, when the config says it (else ``None``).
+
+    >>> declared_width({"kind": "synthetic"}), declared_width({"kind": "mq2007"}), declared_width({"kind": "svmlight"})
+    (46, 46, None)
+    """
+    kind = str(data_cfg.get("kind") or data_cfg.get("name"))
+    if kind == "synthetic":
+        return SYNTHETIC_WIDTH
+    if kind in REGISTRY:
+        return REGISTRY[kind].n_features
+    parse = plain(data_cfg.get("parse")) or {}
+    width = data_cfg.get("n_features") or parse.get("n_features")
+    return int(width) if isinstance(width, int) and not isinstance(width, bool) else None
+
+
+def load_all_columns(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
+    """Load the splits of the dataset a ``conf/data/*.yaml`` config describes, every column.
 
     ``kind`` (default: ``name``) picks the entry: ``synthetic`` (the built-in generator),
     ``svmlight`` (``train``/``valid``/``test`` paths and parse options at top level), or a registry

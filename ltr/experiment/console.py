@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ltr.data.features import id_ranges
 from ltr.report.tables import conventions_note, results_table
 from ltr.tracking.store import dashboard_command, dashboard_url
 
@@ -37,6 +38,30 @@ def print_data_summary(console: Any, data_cfg: Any, splits: Mapping[str, Any]) -
     for split, data in splits.items():
         console.print(
             f"  {split:<5} {data.n_queries:>6,} queries {data.n_docs:>9,} docs {data.n_features} features"
+        )
+    print_feature_selection(console, splits)  # data.features: columns first, then data.normalize on them
+    normalize = str(data_cfg.get("normalize") or "none")  # data.normalize (ltr.experiment.normalization)
+    if normalize != "none":
+        how = (
+            "statistics of train"
+            if normalize == "zscore"
+            else "per query"
+            if "query" in normalize
+            else "per value"
+        )
+        console.print(
+            f"  features normalised: data.normalize={normalize} ({how}); the model keeps it", soft_wrap=True
+        )
+
+
+def print_feature_selection(console: Any, splits: Mapping[str, Any]) -> None:
+    """``  features: 26 of 46 kept (data.features): 1-22, 43-46`` when the splits are a feature selection."""
+    selection = next((getattr(d, "features", None) for d in splits.values()), None)
+    if selection is not None:
+        console.print(
+            f"  features: {len(selection.ids)} of {selection.n_features} kept (data.features): "
+            f"{id_ranges(selection.ids)}",
+            soft_wrap=True,
         )
 
 

@@ -22,6 +22,7 @@ from ltr.cli.running import hydra_error_message
 from ltr.core.config_check import defaults
 from ltr.core.errors import ConfigError
 from ltr.core.resources import config_dir, experiments_dir
+from ltr.experiment.ablation import expand_ablation
 from ltr.experiment.schemas import (
     DEFAULT_METRICS,
     StatsSchema,
@@ -72,8 +73,12 @@ def load_experiment(name_or_path: str) -> Any:
 
 def check_experiment(exp: Any, where: str) -> Any:
     """The experiment checked against :class:`ltr.experiment.schemas.ExperimentSchema` (defaults filled, errors naming
-    the file and field, e.g. ``experiments/x.yaml: stats.B``), as an OmegaConf node."""
-    return OmegaConf.create(check_experiment_block(exp, where))
+    the file and field, e.g. ``experiments/x.yaml: stats.B``), as an OmegaConf node. An ``ablation:`` block is
+    first expanded into its systems (:func:`ltr.experiment.ablation.expand_ablation`)."""
+    given = OmegaConf.to_container(exp, resolve=False) if OmegaConf.is_config(exp) else exp
+    if isinstance(given, dict) and given.get("ablation") is not None:
+        given = expand_ablation(given, where, lambda overrides: _compose(overrides, "ablation baseline").data)
+    return OmegaConf.create(check_experiment_block(given, where))
 
 
 def _quoted_list(values: Sequence[str]) -> str:
@@ -94,15 +99,17 @@ def system_overrides(exp: Any, system: str, cli_overrides: Sequence[str]) -> lis
 
 def compose_system(exp: Any, system: str, cli_overrides: Sequence[str]) -> Any:
     """The full train config of one system, composed from ``conf/`` exactly as ``ltr.train`` would."""
+    return _compose(system_overrides(exp, system, cli_overrides), f"system {system!r}")
+
+
+def _compose(overrides: list[str], what: str) -> Any:
+    """``ltr.train``'s config with ``overrides``; a Hydra error is a ConfigError naming ``what``."""
     register_configs()
-    overrides = system_overrides(exp, system, cli_overrides)
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return compose(config_name="config", overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
-        raise ConfigError(
-            f"system {system!r}: {hydra_error_message(exc) or exc} (overrides {overrides})"
-        ) from exc
+        raise ConfigError(f"{what}: {hydra_error_message(exc) or exc} (overrides {overrides})") from exc
 
 
 def system_search_path(exp: Any, system: str, cli_overrides: Sequence[str]) -> list[str]:

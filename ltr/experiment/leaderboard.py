@@ -31,6 +31,7 @@ from ltr.analysis.segments import (
     worst_queries,
 )
 from ltr.core.errors import ConfigError, DataError
+from ltr.models.normalized import predict_raw
 from ltr.report.plots import (
     plot_asl_curves,
     plot_difference_histogram,
@@ -318,7 +319,19 @@ def write_outputs(
                 failures.table, plots / "segments.png", metric=failures.metric, baseline=failures.baseline
             )
         )
+    files.append(write_per_query(frames, exp, out_dir / "per_query.csv"))
     return files
+
+
+def write_per_query(frames: Mapping[str, Any], exp: Any, path: Path) -> Path:
+    """The per-query test values the paired tests used, one row per (system, query): ``system, qid`` and
+    every metric of the experiment (empty = skipped), so anyone can redo a test with another tool."""
+    import pandas as pd  # deferred: pandas only where frames are written
+
+    rows = [frames[s][["qid", *exp.metrics]].assign(system=s) for s in frames]
+    table = pd.concat(rows, ignore_index=True)[["system", "qid", *exp.metrics]]
+    table.to_csv(path, index=False)
+    return path
 
 
 def split_attributes(data: Any) -> Any:
@@ -327,8 +340,10 @@ def split_attributes(data: Any) -> Any:
 
 
 def ranked_labels_of(ranker: Any, data: Any) -> dict[Any, Any]:
-    """qid → (top-10 labels in the ranker's order, top-10 ideal labels) on ``data``."""
-    return ranked_labels(data.y, np.asarray(ranker.predict(data), dtype=float), data.offsets, data.query_ids)
+    """qid → (top-10 labels in the ranker's order, top-10 ideal labels) on raw ``data`` (a model trained
+    with ``data.normalize`` normalises it first, :func:`ltr.models.normalized.predict_raw`)."""
+    scores = np.asarray(predict_raw(ranker, data, str(getattr(data, "name", "test"))), dtype=float)
+    return ranked_labels(data.y, scores, data.offsets, data.query_ids)
 
 
 def leaderboard_metrics(report: Any) -> dict[str, float]:

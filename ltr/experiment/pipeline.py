@@ -55,6 +55,7 @@ from ltr.experiment.conventions import (
     label_scale,
     read_conventions,
 )
+from ltr.experiment.normalization import normalization_method, normalize_run_splits
 from ltr.experiment.splits import Overlap, train_overlaps
 from ltr.metrics import parse_metric
 from ltr.models import build_ranker
@@ -255,7 +256,10 @@ def fit_and_evaluate(
     metrics = list(cfg.eval.metrics)
     seed = int(cfg.seed)
     ranker = make_ranker(cfg)
+    # data.normalize: fitted on train, every split normalised; the ranker keeps it (ltr.experiment.normalization)
+    splits, normalizer = normalize_run_splits(splits, normalization_method(cfg))
     ranker.fit(splits["train"], splits.get("valid"), on_iteration=on_iteration)
+    ranker.normalize_ = normalizer
     if getattr(ranker, "stopped_at_", None) is not None:  # on_iteration stopped it (a pruned trial)
         raise TrainingStopped(ranker.stopped_at_)
 

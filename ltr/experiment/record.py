@@ -205,6 +205,9 @@ def log_run_plots(
                 )
             )
         importance = feature_importance(outcome.ranker, n_features)
+        selection = getattr(outcome.ranker, "feature_selection_", None)
+        if importance is not None and selection is not None and importance.size == len(selection.ids):
+            importance = selection.widen(importance[None, :], fill=0.0)[0]  # bars named by the file's ids
         if importance is not None and importance.size:
             written.append(
                 plot_feature_importance(
@@ -229,6 +232,8 @@ def model_example(data: Any, rows: int = 5) -> Any:
     if isinstance(data, ShardedSplit):  # rows on a worker: fetch only these
         return data.first_query_rows(rows)
     end = min(rows, int(data.offsets[1]))
+    if data.features is not None:  # the model takes the file's full rows: unused columns are NaN
+        return data.features.widen(data.dense()[:end]), data.qid[:end]
     return data.dense()[:end], data.qid[:end]
 
 

@@ -52,6 +52,7 @@ from ltr.data.config import (
     SyntheticDataSchema,
     check_data_block,
 )
+from ltr.data.features import is_selection
 from ltr.distributed.backend import BackendSchema
 from ltr.metrics.conventions import Conventions
 from ltr.metrics.registry import parse_metric
@@ -276,3 +277,16 @@ def validate_config(cfg: Any) -> None:
     for key, schema in (("backend", BackendSchema), ("eval", EvalSchema), ("tracking", TrackingSchema)):
         if cfg.get(key) is not None:
             check_block(schema, cfg.get(key), key)
+    refuse_dask_selection(cfg)
+
+
+def refuse_dask_selection(cfg: Any) -> None:
+    """``data.features`` with ``backend=dask`` is a ConfigError: the workers parse and keep every column
+    (:mod:`ltr.distributed.shards`), and a selection there is not built yet."""
+    backend, data = cfg.get("backend"), cfg.get("data")
+    dask = backend is not None and str(backend.get("name", "local")) == "dask"
+    if dask and data is not None and is_selection(data.get("features")):
+        raise ConfigError(
+            "data.features: a feature selection (include/exclude) is not supported with backend=dask "
+            "(the workers keep every column); use backend=local, or write the selected columns to files"
+        )

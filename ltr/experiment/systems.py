@@ -28,6 +28,8 @@ from ltr.analysis.interleaving import InterleavingTable, interleave_with_baselin
 from ltr.cli.running import interrupted_run
 from ltr.cli.spelling import config_spelling, spelled_as
 from ltr.core.errors import ConfigError, LtrError
+from ltr.data.features import select_features
+from ltr.experiment.ablation import all_columns, rows_config
 from ltr.experiment.experiments import (
     FROM_MLFLOW,
     compose_system,
@@ -157,7 +159,9 @@ def _run_comparison(
                 check_run_config(cfg)
         except LtrError as exc:
             raise ConfigError(f"system {s!r}: {exc}") from exc
-        if OmegaConf.to_container(cfg.data, resolve=True) != OmegaConf.to_container(first.data, resolve=True):
+        if rows_config(cfg.data) != rows_config(
+            first.data
+        ):  # columns may differ (data.features: an ablation)
             raise ConfigError(
                 f"system {s!r} uses different data than {systems[0]!r}; a comparison needs the same queries"
             )
@@ -168,7 +172,8 @@ def _run_comparison(
     out_dir = Path(out_dir) if out_dir is not None else root / "reports" / str(exp.name)
     plan = fold_plan(first.data)
     if plan is None:
-        tracker, splits = connect_and_load(first, console)  # an unreachable server fails here
+        # an unreachable server fails here; every column once, each system keeps its own (data.features)
+        tracker, splits = connect_and_load(all_columns(first), console)
         if "test" not in splits:
             raise ConfigError(
                 f"data '{first.data.name}' has no test split; a comparison scores the test queries"
@@ -236,9 +241,10 @@ def _run_comparison(
                         frames[system], children[system] = folds_run.summary.frame, folds_run.run_id
                         outcome = next(iter(folds_run.runs.values())).outcome
                     else:
+                        own = select_features(splits, cfg.data.get("features"))
                         recorded = train_and_record(
                             cfg,
-                            splits,
+                            own,
                             tracker.spawn(),
                             run_name=system,
                             tags=tags,
@@ -249,7 +255,7 @@ def _run_comparison(
                         )
                         frames[system], children[system] = recorded.outcome.frames["test"], recorded.run_id
                         outcome = recorded.outcome
-                        ranked[system] = ranked_labels_of(outcome.ranker, splits["test"])
+                        ranked[system] = ranked_labels_of(outcome.ranker, own["test"])
                         refusals[system] = export_refusal(outcome.ranker)
                         if exp.get("interleaving") is not None:
                             test_scores[system] = outcome.ranker.predict(splits["test"])

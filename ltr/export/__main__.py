@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     check_not_inputs([("--out", args.out)], inputs(args))  # before the model loads
     uri = resolve_tracking_uri(args.tracking_uri, work_root())
     ranker = load_model(args.model, tracking_uri=uri, option="MODEL").ranker
-    n_features = int(ranker.n_features_in_)
+    n_features = int(ranker.input_width_)  # the original width (data.features)
     names = (
         read_feature_map(args.feature_names, n_features) if args.feature_names else default_names(n_features)
     )

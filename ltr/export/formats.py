@@ -20,9 +20,12 @@ import numpy as np
 
 from ltr.core.errors import ConfigError
 from ltr.core.extras import require_extra
-from ltr.export.reading import MCRANK_REFUSED, from_ranker
+from ltr.export.normalize import native_refusal
+from ltr.export.reading import MCRANK_REFUSED, raw_feature_model
+from ltr.export.selection import refuse_native
 from ltr.export.targets import native, onnx, searchltr, solr, vespa
 from ltr.export.trees import ExpectedGrade, Exportable, LinearScorer, TreeEnsemble, Written
+from ltr.models.normalized import fitted_normalizer
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,15 @@ def get_target(name: str) -> Target:
 
 def exportable(ranker: Any, target: Target) -> Exportable | None:
     """What ``target`` writes of ``ranker`` (None for a native file); a model it cannot express is a ConfigError."""
-    model: Exportable | None = None if target.native else from_ranker(ranker, f"--format {target.name}")
+    where = f"--format {target.name}"
+    norm = fitted_normalizer(
+        ranker
+    )  # data.normalize: folded into the model, or refused (ltr.export.normalize)
+    if target.native:
+        refuse_native(ranker, target.name)  # data.features: a native file numbers only the kept columns
+    if target.native and norm is not None:
+        raise ConfigError(native_refusal(norm.method, target.name))
+    model: Exportable | None = None if target.native else raw_feature_model(ranker, where)
     if isinstance(model, ExpectedGrade) and target.name != "onnx":
         raise ConfigError(f"--format {target.name}: " + MCRANK_REFUSED)
     return model
@@ -87,7 +98,17 @@ def export(
     path.parent.mkdir(parents=True, exist_ok=True)
     written = target.write(model, path, names, ranker=ranker, **options)
     lines = tuple(line.replace(str(path.parent), str(out.parent)) for line in written.how_to_load)
-    return replace(written, how_to_load=(*lines, score_statement(model, ranker)))
+    folded = folded_statement(ranker)
+    return replace(written, how_to_load=(*lines, score_statement(model, ranker), *folded))
+
+
+def folded_statement(ranker: Any) -> tuple[str, ...]:
+    """The line saying a model's ``data.normalize`` transform is in the file (it takes raw features)."""
+    norm = fitted_normalizer(ranker)
+    if norm is None:
+        return ()
+    into = "weights and bias" if getattr(ranker, "name", "") == "linear" else "split thresholds"
+    return (f"features: raw; data.normalize={norm.method} is folded into the {into} (docs/export.md)",)
 
 
 def score_statement(model: Exportable | None, ranker: Any) -> str:

@@ -1,7 +1,8 @@
 """The parity check: the written file, scored as its engine would, against the model's own scores.
 
 ``check_parity(ranker, target, out, names, data)`` scores every row of ``data`` two ways — the
-fitted ranker's ``predict`` and the target's ``score`` of the written file (:mod:`ltr.export.formats`)
+fitted ranker's ``predict`` (of the rows normalised by its own ``data.normalize`` transform, if any:
+the exported file takes raw features, :mod:`ltr.export.normalize`) and the target's ``score`` of the written file (:mod:`ltr.export.formats`)
 — on float32 features. A target exported for **missing = 0** (Solr, RankLib) sees NaN as 0, and
 the model is then scored on the same zero-filled rows (the engine never passes NaN).
 
@@ -33,7 +34,7 @@ import numpy as np
 from ltr.core.errors import ConfigError
 from ltr.data import RankingData
 from ltr.export.formats import Target
-from ltr.export.reading import from_ranker
+from ltr.export.reading import from_ranker, raw_feature_model
 from ltr.export.trees import (
     FLOAT32,
     ExpectedGrade,
@@ -43,6 +44,7 @@ from ltr.export.trees import (
     float32_above,
     zero_for_missing,
 )
+from ltr.models.normalized import predict_raw
 
 TOLERANCE = 1e-5
 FAR = 1e30
@@ -135,8 +137,8 @@ def check_parity(
     data: RankingData | None = None,
 ) -> ParityReport:
     """Score ``data`` (plus :func:`probe_rows`, as one extra query) both ways; the report of agreement."""
-    model = None if target.native else from_ranker(ranker)
-    n_features = int(ranker.n_features_in_)
+    model = None if target.native else raw_feature_model(ranker)  # data.normalize folded in: raw features
+    n_features = int(ranker.input_width_)  # the original width (data.features)
     X = (
         np.zeros((0, n_features), dtype=FLOAT32)
         if data is None
@@ -151,9 +153,8 @@ def check_parity(
         X = zero_for_missing(X)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     qid = np.repeat(np.arange(len(sizes)), sizes)
-    expected = np.asarray(
-        ranker.predict(RankingData(X=X, y=np.zeros(X.shape[0]), qid=qid, name="parity rows"))
-    )
+    rows = RankingData(X=X, y=np.zeros(X.shape[0]), qid=qid, name="parity rows")
+    expected = np.asarray(predict_raw(ranker, rows, "parity rows"))  # normalised as the model was trained
     exported = np.asarray(target.score(out, X, names), dtype=np.float64)
     diffs = relative_differences(exported, expected)
     worst_row = int(np.argmax(diffs)) if diffs.size else 0

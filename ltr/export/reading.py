@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 
 from ltr.core.errors import ConfigError
+from ltr.export.normalize import fold_normalization
+from ltr.export.selection import selection_of, widen
 from ltr.export.trees import (
     FLOAT32,
     ExpectedGrade,
@@ -41,6 +43,7 @@ from ltr.export.trees import (
     float32_at_most,
 )
 from ltr.models.ensembles.fusion import check_weights
+from ltr.models.normalized import fitted_normalizer
 
 #: LightGBM's kZeroThreshold (``1e-35f``): its predictor reads every |x| <= this as 0.0
 LIGHTGBM_ZERO = float(np.float32(1e-35))
@@ -273,14 +276,20 @@ def _member_coefficients(ranker: Any, where: str) -> np.ndarray:
 
 
 def from_ranker(ranker: Any, where: str = "model") -> Exportable:
-    """The exportable form of a fitted ``ltr`` ranker (module docstring), or a ConfigError with the reason."""
+    """The exportable form of a fitted ``ltr`` ranker (module docstring), or a ConfigError with the reason;
+    over the original feature ids when it was trained on a feature selection (:mod:`ltr.export.selection`)."""
+    return widen(_kept_columns_form(ranker, where), selection_of(ranker))
+
+
+def _kept_columns_form(ranker: Any, where: str) -> Exportable:
+    """:func:`from_ranker` over the columns the ranker was trained on."""
     name = getattr(ranker, "name", type(ranker).__name__)
     if name == "linear":
         return LinearScorer(np.asarray(ranker.weights_, dtype=np.float64), float(ranker.bias_))
     if hasattr(ranker, "rankers_"):
         coefficients = _member_coefficients(ranker, where)
         parts = [
-            from_ranker(member, f"{where}, member {spec.label}")
+            _kept_columns_form(member, f"{where}, member {spec.label}")
             for member, spec in zip(ranker.rankers_, ranker.member_specs, strict=True)
         ]
         if all(isinstance(p, LinearScorer) for p in parts):
@@ -318,6 +327,15 @@ def from_ranker(ranker: Any, where: str = "model") -> Exportable:
     )
 
 
+def raw_feature_model(ranker: Any, where: str = "model") -> Exportable:
+    """:func:`from_ranker` of a model trained with ``data.normalize``, the transform folded in so it takes
+    raw features (:mod:`ltr.export.normalize`), or a ConfigError naming what the engine would need. Order as
+    in training: the normaliser (fitted on the kept columns) is folded into the model of the kept columns,
+    which is then moved to the original feature ids (``data.features``, :mod:`ltr.export.selection`)."""
+    kept = fold_normalization(_kept_columns_form(ranker, where), fitted_normalizer(ranker), where)
+    return widen(kept, selection_of(ranker))
+
+
 def export_refusal(ranker: Any) -> str | None:
     """Why ``ranker`` cannot be exported to any format (:func:`from_ranker`'s reason), or ``None`` when
     it can (to ONNX at least; a search-engine format may refuse more, e.g. McRank).
@@ -328,7 +346,7 @@ def export_refusal(ranker: Any) -> str | None:
     'model: a random_forest model is not exported; exportable: lambdamart, xendcg, regression, lambdamart_xgb, linear, and ensemble_mean, ensemble_bagging, ensemble_blend with normalization: none'
     """
     try:
-        from_ranker(ranker)
+        raw_feature_model(ranker)
     except ConfigError as exc:
         return str(exc)
     return None

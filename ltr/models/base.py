@@ -14,7 +14,9 @@ after which ``on_iteration`` returned ``True`` and training stopped, e.g. a prun
 (``{"train": {"ndcg@10": [...]}, "valid": {...}}``, one value per round), ``engine_params_`` (the
 engine parameters translated from the vocabulary by :mod:`ltr.models.vocabulary`, plus
 ``engine_params``; for logging), ``params_`` / ``early_stopping_`` (the
-resolved ltr vocabulary) and ``n_features_in_``.
+resolved ltr vocabulary), ``n_features_in_`` and ``feature_selection_`` (the
+:class:`~ltr.data.dataset.FeatureSelection` of the training split, ``data.features``, or ``None``: a
+model of a selection also scores rows of the file's full width, ``input_width_``, cutting them itself).
 
 Constructor arguments are stored unchanged (so ``sklearn.base.clone`` and ``get_params`` work) but
 validated immediately: a bad config fails when the ranker is built, before any data is loaded.
@@ -45,7 +47,9 @@ from ltr.core import interrupts
 from ltr.core.config_check import check_block, check_value, defaults, join, plain, setting
 from ltr.core.errors import ConfigError, DataError, NotFittedError
 from ltr.data import RankingData
-from ltr.models import vocabulary
+from ltr.data.dataset import FeatureSelection
+from ltr.data.normalize import Normalizer
+from ltr.models import normalized, vocabulary
 from ltr.models.checks import check_features
 from ltr.models.monitor import OnIteration, StopRecorder, watch
 from ltr.models.params import MODEL_CONFIGS, resolve_early_stopping, resolve_params
@@ -331,6 +335,7 @@ class BaseRanker:
         if valid is not None:
             check_features(train, valid, "valid")
         cfg = self._begin_fit(train.n_features)
+        self.feature_selection_ = train.features  # the columns of a wider file (data.features); None: all
         stop = StopRecorder(on_iteration) if on_iteration is not None else None
         try:
             self._fit(train, valid, cfg, stop)
@@ -346,7 +351,7 @@ class BaseRanker:
     def predict(self, data: RankingData | Any) -> np.ndarray:
         """One float64 score per row of ``data`` (higher = ranked earlier), in the caller's row order."""
         self._check_fitted()
-        X = feature_matrix(data)
+        X = self.selected_columns(feature_matrix(data))
         if X.shape[1] != self.n_features_in_:
             where = data.name if isinstance(data, RankingData) else "predict"
             raise DataError(
@@ -365,6 +370,30 @@ class BaseRanker:
         return np.asarray(self._score(data, X), dtype=np.float64).reshape(-1)
 
     @property
+    def input_width_(self) -> int:
+        """The width of the rows this model scores: the original file's when it was trained on a
+        feature selection (``feature_selection_``; it then also takes rows of ``n_features_in_``
+        columns), else ``n_features_in_``."""
+        self._check_fitted()
+        selection = getattr(self, "feature_selection_", None)
+        return int(selection.n_features) if selection is not None else int(self.n_features_in_)
+
+    def selected_columns(self, X: Any) -> Any:
+        """``X`` cut to ``feature_selection_`` when it has the original width (full rows), else ``X``.
+
+        >>> import numpy as np
+        >>> from ltr.data.dataset import FeatureSelection
+        >>> r = BaseRanker.__new__(BaseRanker)
+        >>> r.n_features_in_, r.feature_selection_ = 2, FeatureSelection(ids=(1, 3), n_features=3)
+        >>> r.selected_columns(np.arange(6.0).reshape(2, 3)).tolist(), r.selected_columns(np.ones((1, 2))).shape
+        ([[0.0, 2.0], [3.0, 5.0]], (1, 2))
+        """
+        selection = getattr(self, "feature_selection_", None)
+        if selection is not None and X.shape[1] == selection.n_features != self.n_features_in_:
+            return selection.select(X)
+        return X
+
+    @property
     def n_iterations_(self) -> int | None:
         """Rounds the fitted model uses when predicting (``best_iteration_ + 1`` after early stopping)."""
         self._check_fitted()
@@ -375,6 +404,8 @@ class BaseRanker:
     #: True when a row's score depends on the other rows of its query (ensembles that normalise or
     #: fuse per query): a bare feature matrix of several rows is then scored as ONE query, with a warning.
     scores_per_query: ClassVar[bool] = False
+    #: the fitted ``data.normalize`` transform it was trained behind (:mod:`ltr.models.normalized`); None: raw
+    normalize_: Normalizer | None = None
 
     def logged_model(self) -> tuple[str, Any]:
         """``(flavour, object to log)`` for a tracker: ``("pyfunc", self)`` for every ``ltr`` ranker.
@@ -416,7 +447,11 @@ class BaseRanker:
             "best_iteration": self.best_iteration_,
             "files": files,
             "state": self._extra_state(),
+            **normalized.manifest_entry(self),  # data.normalize: the fitted transform (ltr.models.normalized)
         }
+        selection = getattr(self, "feature_selection_", None)
+        if selection is not None:  # data.features: full-width rows are cut to these columns
+            manifest["feature_selection"] = selection.to_json()
         (path / MANIFEST).write_text(json.dumps(manifest, indent=2, default=_json_default) + "\n")
         (path / HISTORY).write_text(json.dumps(self.evals_result_, default=_json_default) + "\n")
 
@@ -430,10 +465,12 @@ class BaseRanker:
         ranker = cls._from_manifest(manifest, path)
         ranker.engine_params_ = manifest.get("engine_params_") or {}
         ranker.n_features_in_ = int(manifest["n_features"])
+        ranker.feature_selection_ = FeatureSelection.from_json(manifest.get("feature_selection"))
         ranker.best_iteration_ = manifest.get("best_iteration")
         history = path / HISTORY
         ranker.evals_result_ = _read_json(history, "training history") if history.exists() else {}
         ranker._load_native(path, manifest)
+        ranker.normalize_ = Normalizer.from_manifest(manifest.get("normalize"), str(path / MANIFEST))
         return ranker
 
     # --- hooks ---------------------------------------------------------------------------------------
@@ -465,6 +502,7 @@ class BaseRanker:
         self.params_ = cfg.params
         self.early_stopping_ = cfg.early_stopping
         self.n_features_in_ = n_features
+        self.feature_selection_: FeatureSelection | None = None  # fit() sets the train split's
         self.best_iteration_: int | None = None
         self.evals_result_: dict[str, dict[str, list[float]]] = {}
         self.engine_params_: dict[str, Any] = {}

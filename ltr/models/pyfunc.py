@@ -21,6 +21,10 @@ feature numbering of ``docs/data.md``), in any order, and optionally an integer 
   bagging by raw-score averaging); a per-query ensemble given several rows without ``qid`` warns
   (:class:`~ltr.models.base.OneQueryWarning`), since it cannot tell whether they are one query.
 
+The features are the raw ones: a model trained with ``data.normalize`` keeps its fitted normaliser in
+its manifest and applies it before scoring (:mod:`ltr.models.normalized`); ``query_minmax`` and
+``query_zscore`` normalise over each query's rows, so they need the ``qid`` column (without it: an error).
+
 The logged signature always declares ``f1 …`` (required, double: float32 and float64 columns both
 pass MLflow's checks) and ``qid`` (optional, integer), so MLflow neither drops a ``qid`` column nor
 requires one; MLflow therefore wants a DataFrame (``as_frame(X, qid=...)`` builds one). Called
@@ -49,6 +53,7 @@ from mlflow.types import ColSpec, Schema
 from ltr.core.errors import DataError
 from ltr.data import RankingData
 from ltr.data.reading import regroup_order
+from ltr.models.normalized import predict_raw
 from ltr.models.registry import load_ranker
 
 ARTIFACT = "ranker"
@@ -149,16 +154,17 @@ def score_by_query(ranker: Any, X: np.ndarray, qid: np.ndarray | None) -> np.nda
     Rows are grouped with :func:`ltr.data.reading.regroup_order` (the loader's ``regroup``: queries
     by first appearance, rows in input order, so one query's rows need not be adjacent), scored as a
     :class:`~ltr.data.RankingData`, and the scores are put back in the caller's row order. Without
-    ``qid`` the rows are one query.
+    ``qid`` the rows are one query. A model trained with ``data.normalize`` gets the rows normalised by
+    its own fitted normaliser first (:func:`ltr.models.normalized.predict_raw`; per-query methods need ``qid``).
     """
     if qid is None:
-        return ranker.predict(X)
+        return predict_raw(ranker, X, "pyfunc input")
     if qid.shape[0] != X.shape[0]:
         raise DataError(f"pyfunc input: {qid.shape[0]} qid values for {X.shape[0]} rows")
     order = regroup_order(qid)
     grouped = RankingData(X=X[order], y=np.zeros(X.shape[0]), qid=qid[order], name="pyfunc input")
     scores = np.empty(X.shape[0], dtype=np.float64)
-    scores[order] = ranker.predict(grouped)
+    scores[order] = predict_raw(ranker, grouped, "pyfunc input")
     return scores
 
 
@@ -172,7 +178,7 @@ class RankerModel(mlflow.pyfunc.PythonModel):
         self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None
     ) -> np.ndarray:
         """Scores (float64, one per row) of ``model_input``: columns ``f1 …`` [+ ``qid``], or an array."""
-        X = input_matrix(model_input, int(self.ranker.n_features_in_))
+        X = input_matrix(model_input, int(self.ranker.input_width_))
         return score_by_query(self.ranker, X, input_qid(model_input))
 
 
@@ -232,6 +238,6 @@ def log_pyfunc_model(
             python_model=str(code),
             artifacts={ARTIFACT: str(folder)},
             input_example=example,
-            signature=signature(int(ranker.n_features_in_)),
+            signature=signature(int(ranker.input_width_)),
             pip_requirements=pip_requirements or _pip_requirements(),
         )

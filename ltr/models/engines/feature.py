@@ -66,14 +66,23 @@ class SingleFeature(NonIterativeRanker):
 
     def _fit_model(self, train: RankingData, valid: RankingData | None, cfg: Resolved, metric: Any) -> None:
         params = cfg.params
-        if params["feature"] != "best" and params["feature"] > train.n_features:
-            where = join(join(getattr(self, "_where", "model"), "params"), "feature")
+        where = join(join(getattr(self, "_where", "model"), "params"), "feature")
+        selection = train.features  # data.features: ``feature`` is an id of the file, kept or refused
+        if selection is not None and params["feature"] != "best":
+            if int(params["feature"]) not in selection.ids:
+                raise ConfigError(
+                    f"{where}={params['feature']} is not one of the features data.features keeps "
+                    f"({len(selection.ids)} of {selection.n_features}: ids as in the file)"
+                )
+            columns = [selection.ids.index(int(params["feature"]))]
+        elif params["feature"] != "best" and params["feature"] > train.n_features:
             raise ConfigError(
                 f"{where}={params['feature']} but {train.name} has {train.n_features} features "
                 f"(1-based ids 1-{train.n_features}, as in SVMlight files)"
             )
+        else:
+            columns = range(train.n_features) if params["feature"] == "best" else [int(params["feature"]) - 1]
         self.engine_params_ = {}
-        columns = range(train.n_features) if params["feature"] == "best" else [int(params["feature"]) - 1]
         directions = DIRECTIONS if params["direction"] == "best" else (params["direction"],)
         self.selection_: dict[str, float] = {}
         if len(columns) * len(directions) == 1:
@@ -104,11 +113,16 @@ class SingleFeature(NonIterativeRanker):
         (1, ({'feature.id': 2, 'feature.direction': 'asc'}, {}))
         """
         self._check_fitted()
-        params = {"feature.id": self.feature_ + 1, "feature.direction": self.direction_}
+        chosen = getattr(self, "feature_selection_", None)  # data.features: ids of the file's columns
+
+        def file_id(j: int) -> int:
+            return int(chosen.ids[j]) if chosen is not None else j + 1
+
+        params = {"feature.id": file_id(self.feature_), "feature.direction": self.direction_}
         metrics = {}
         for key, value in self.selection_.items():
             j, direction = key.split(":")
-            metrics[f"feature.selection.f{int(j) + 1}_{direction}"] = float(value)
+            metrics[f"feature.selection.f{file_id(int(j))}_{direction}"] = float(value)
         return params, metrics
 
     def _extra_state(self) -> dict[str, Any]:

@@ -346,7 +346,7 @@ class Classification(LightGBMRanker):
 
     def predict_proba(self, data: RankingData | Any) -> np.ndarray:
         """P(label = g) per row, shape (n_rows, num_classes) (the label distributions of ``ltr.labelnext``)."""
-        X = data.X if isinstance(data, RankingData) else data
+        X = self.selected_columns(data.X if isinstance(data, RankingData) else data)  # data.features
         raw = self.booster_.predict(X, num_iteration=self.n_iterations_)
         return np.asarray(raw, dtype=np.float64).reshape(-1, self.num_classes_)
 
