@@ -86,6 +86,8 @@ def print_summary(console: Any, result: ComparisonResult) -> None:
         lines.append(result.agreement.summary_line(primary))
     if report.risk:
         lines.append(report.risk_summary_line(primary))
+    if result.interleaving is not None:
+        lines.append(result.interleaving.summary_line())
     for line in lines:  # wrapped at the console's width: one screen on a terminal, tidy in a file
         console.print(line, markup=False, highlight=False)
     if result.failures is not None:
@@ -152,7 +154,9 @@ def print_result(console: Any, result: ComparisonResult, *, full: bool = False) 
         print_leaderboard(
             console, result.report, result.exp, result.out_dir, result.agreement, result.failures
         )
-        for text in result.extra.values():
+        texts = [*result.extra.values()]
+        texts += [result.interleaving.to_markdown()] if result.interleaving is not None else []
+        for text in texts:
             console.print(f"\n{text}", markup=False, highlight=False, soft_wrap=True)
     else:
         print_summary(console, result)

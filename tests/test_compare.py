@@ -257,6 +257,7 @@ def test_comparison_writes_leaderboard_plots_and_mlflow_parent_with_children(com
         "leaderboard.md",
         "leaderboard.csv",
         "leaderboard.tex",
+        "risk.csv",
         "agreement.md",
         "agreement.csv",
         "segments.md",

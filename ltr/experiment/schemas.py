@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ltr.analysis.comparison import PAIRED_TESTS
+from ltr.clicks.interleaving import InterleavingConfig
 from ltr.core.config_check import check_block, join, setting
 from ltr.core.errors import ConfigError, MetricError
 from ltr.data.config import (
@@ -178,6 +179,7 @@ class ExperimentSchema:
     stats: StatsSchema = field(default_factory=StatsSchema)
     published: PublishedSchema | None = None  # published numbers printed beside ours
     segments: dict[str, str] = setting({})  # failure-analysis segment name -> CSV (qid, segment)
+    interleaving: InterleavingConfig | None = None  # simulate interleaving of each system vs the baseline
 
 
 def check_experiment_block(given: Any, where: str) -> dict[str, Any]:
@@ -216,6 +218,11 @@ def check_experiment_block(given: Any, where: str) -> dict[str, Any]:
         raise ConfigError(
             f"{join(prefix, 'primary')}: {exp['primary']!r} must be one of metrics {exp['metrics']}"
         )
+    if exp.get("interleaving") is not None:
+        try:
+            parse_metric(exp["interleaving"]["metric"])
+        except MetricError as exc:
+            raise ConfigError(f"{join(prefix, 'interleaving.metric')}: {exc}") from exc
     for system, values in ((exp.get("published") or {}).get("systems") or {}).items():
         where = join(prefix, f"published.systems.{system}")
         if not isinstance(values, dict) or not values:

@@ -24,6 +24,7 @@ from typing import Any
 from omegaconf import OmegaConf
 from rich.console import Console
 
+from ltr.analysis.interleaving import InterleavingTable, interleave_with_baseline
 from ltr.cli.running import interrupted_run
 from ltr.cli.spelling import config_spelling, spelled_as
 from ltr.core.errors import ConfigError, LtrError
@@ -86,6 +87,8 @@ class ComparisonResult:
     export_refusals: dict[str, str | None] = field(default_factory=dict)
     #: systems trained as a fold protocol: one model per fold, none for the system as a whole
     fold_systems: frozenset[str] = frozenset()
+    #: each system interleaved with the baseline (the experiment's ``interleaving:`` block)
+    interleaving: InterleavingTable | None = None
 
 
 def best_exportable(report: Any, primary: str, refusals: Mapping[str, str | None]) -> str | None:
@@ -181,6 +184,8 @@ def _run_comparison(
             except LtrError as exc:
                 raise ConfigError(f"system {s!r}: {exc}") from exc
     else:  # every fold is loaded by the protocol itself, one at a time
+        if exp.get("interleaving") is not None:
+            raise ConfigError("interleaving: needs one test split, not a fold protocol; drop one of them")
         tracker, splits = make_tracker(first.tracking, root), {}
     command, _ = command_line("ltr.compare")
     parent_tags = {
@@ -200,9 +205,12 @@ def _run_comparison(
     summaries: dict[str, Any] = {}  # system → FoldSummary (fold protocols)
     ranked: dict[str, Any] = {}  # system → qid → (ranked labels, ideal labels) on the test split
     refusals: dict[str, str | None] = {}  # system → why its model cannot be exported (None: it can)
+    test_scores: dict[str, Any] = {}  # system → scores on the test split (for interleaving)
     with tracker.start(run_name=run_name, tags=parent_tags):
         settings = OmegaConf.to_container(exp, resolve=True)
         published = settings.pop("published", None)  # metric names with '@' are no MLflow param keys
+        if settings.get("interleaving") is None:  # no block: no `interleaving=None` parameter
+            settings.pop("interleaving", None)
         tracker.log_params(flatten_params(settings))
         if published is not None:
             tracker.log_dict(published, "leaderboard/published.json")
@@ -249,6 +257,8 @@ def _run_comparison(
                         outcome = recorded.outcome
                         ranked[system] = ranked_labels_of(outcome.ranker, own["test"])
                         refusals[system] = export_refusal(outcome.ranker)
+                        if exp.get("interleaving") is not None:
+                            test_scores[system] = outcome.ranker.predict(splits["test"])
                 conventions = conventions or outcome.conventions.describe()
                 advance(system)
         note = "Metric conventions: " + ", ".join(f"{k}={v}" for k, v in conventions.items()) + "."
@@ -277,6 +287,11 @@ def _run_comparison(
         files += sorted((out_dir / "plots").glob("learning_curves_*.png")) + sorted(
             (out_dir / "plots").glob("feature_importance_*.png")
         )
+        interleaving = None
+        if exp.get("interleaving") is not None:
+            interleaving = interleave_with_baseline(splits["test"], test_scores, exp)
+            files += interleaving.write(out_dir)
+            tracker.log_metrics(interleaving.metrics())
         tracker.log_metrics(leaderboard_metrics(report))
         tracker.log_table(leaderboard_rows(report), SUMMARY_TABLE)
         primary = str(exp.primary)  # the runs table: the systems' test metrics, best on the primary first
@@ -307,6 +322,7 @@ def _run_comparison(
         experiment_id=tracker.experiment_id if tracker.enabled else None,
         export_refusals=refusals,
         fold_systems=frozenset(summaries),
+        interleaving=interleaving,
     )
 
 
