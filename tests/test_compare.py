@@ -257,7 +257,6 @@ def test_comparison_writes_leaderboard_plots_and_mlflow_parent_with_children(com
         "leaderboard.md",
         "leaderboard.csv",
         "leaderboard.tex",
-        "risk.csv",
         "agreement.md",
         "agreement.csv",
         "segments.md",
