@@ -80,7 +80,7 @@ from ltr.io.predictions import SCORE_FORMATS, read_scores, write_scores
 from ltr.io.textlines import data_line_number
 from ltr.io.trec import check_run_docnos, docnos, read_qrels, read_run, write_trec_run
 from ltr.metrics.conventions import PRESETS, describe_conventions
-from ltr.metrics.exposure import LOWER_IS_BETTER, expected_exposure, feature_groups, parse_group
+from ltr.metrics.exposure import LOWER_IS_BETTER, document_groups, expected_exposure, parse_group
 from ltr.metrics.trec import TrecResult, evaluate_labelled, evaluate_trec, format_trec
 from ltr.models.normalized import predict_raw
 from ltr.tracking.loading import load_model
@@ -140,8 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--exposure-samples", type=integer_option, help="--exposure: rankings sampled per query (default 100)"
     )
     letor.add_argument(
-        "--exposure-group", metavar="FEATURE>VALUE",
-        help="--exposure: also the exposure gap between documents with the feature above VALUE and the others",
+        "--exposure-group", metavar="FEATURE>VALUE|FILE",
+        help="--exposure: also the exposure gap between a group of documents and the others: those with the "
+        "feature above VALUE, or a file of one 1/0 per data row",
     )  # fmt: skip
     letor.add_argument(
         "--segment-discounts", metavar="FIT.json",
@@ -272,8 +273,8 @@ def _check_no_effect(args: argparse.Namespace) -> None:
         raise ConfigError(
             "--exposure needs --data (LETOR data: the scores of every document); no effect on --run"
         )
-    if args.exposure_group is not None:
-        parse_group(args.exposure_group)
+    if args.exposure_group is not None and not Path(args.exposure_group).is_file():
+        parse_group(args.exposure_group)  # else a sidecar file, read with the data
     if (args.segment_discounts is None) != (args.query_segments is None):
         given = "--segment-discounts" if args.segment_discounts else "--query-segments"
         other = "--query-segments" if args.segment_discounts else "--segment-discounts"
@@ -371,7 +372,7 @@ def _letor_systems(
             segments=segments,
         )
         if args.exposure:  # per query, beside the other measures: compared, with CIs, like them
-            groups = feature_groups(data.X, args.exposure_group) if args.exposure_group else None
+            groups = document_groups(data.X, args.exposure_group) if args.exposure_group else None
             result.values.update(
                 expected_exposure(
                     data.y, scores, data.offsets, groups=groups,

@@ -122,3 +122,78 @@ def test_bad_exposure_options_get_one_error_line(tmp_path, capsys, monkeypatch, 
     assert evaluate_main(["--data", "data.txt", "--scores", "a.txt", *extra]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def test_a_sidecar_file_gives_the_groups(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    scores_a = _letor(tmp_path)
+    flags = [1 if i % 3 == 0 else 0 for i in range(scores_a.size)]
+    (tmp_path / "groups.txt").write_text("".join(f"{f}\n" for f in flags))
+    argv = ["--data", "data.txt", "--scores", "a.txt", "-m", "ndcg@5", "--exposure", "--json"]
+    assert evaluate_main([*argv, "--exposure-group", "groups.txt"]) == 0
+    got = json.loads(capsys.readouterr().out)["per_query"]
+    from ltr.data.svmlight import load_svmlight
+
+    data = load_svmlight(tmp_path / "data.txt")
+    api = expected_exposure(data.y, scores_a, data.offsets, groups=np.array(flags, dtype=bool))[
+        "exposure_gap"
+    ]
+    assert [got[t]["exposure_gap"] for t in got] == pytest.approx([None if math.isnan(x) else x for x in api])
+    (tmp_path / "short.txt").write_text("1\n0\n")
+    assert evaluate_main([*argv, "--exposure-group", "short.txt"]) == 2
+    assert "short.txt: 2 lines for 180 documents" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # trains two small systems in a comparison (~15 s)
+def test_a_comparison_reports_exposure_like_its_metrics(tmp_path, capsys):
+    """The experiment's ``exposure:`` block: EE-L, EE-D, EE-R and the gap per query in per_query.csv, equal to
+    expected_exposure() of the feature ranker's scores (its feature column) on the same test split; EE-L and
+    EE-D lower-is-better in the leaderboard."""
+    import pandas as pd
+    import yaml
+    from helpers import compose_config
+
+    from ltr.compare import main
+    from ltr.experiment.splits import load_splits
+
+    data = [
+        "data.n_queries.train=40",
+        "data.n_queries.valid=20",
+        "data.n_queries.test=30",
+        "data.max_docs=20",
+    ]
+    spec = {
+        "name": "tinyexp",
+        "overrides": ["data=synthetic"],
+        "baseline": "feature",
+        "metrics": ["ndcg@10"],
+        "stats": {"B": 300},
+        "exposure": {"temperature": 0.5, "samples": 50, "group": "2>1"},
+        "systems": {
+            "feature": {
+                "model": "feature",
+                "overrides": ["model.params.feature=3", "model.params.direction=desc"],
+            },
+            "lambdamart": {"model": "lambdamart", "overrides": ["model.params.n_trees=10"]},
+        },
+    }
+    (tmp_path / "tinyexp.yaml").write_text(yaml.safe_dump(spec))
+    argv = [
+        f"experiment={tmp_path / 'tinyexp.yaml'}",
+        *data,
+        "num_threads=1",
+        "tracking=none",
+        f"paths.root={tmp_path}",
+    ]
+    assert main(argv) == 0
+    per_query = pd.read_csv(tmp_path / "reports" / "tinyexp" / "per_query.csv")
+    test = load_splits(compose_config(["data=synthetic", *data]))["test"]
+    column = np.asarray(test.X[:, 2], dtype=float)
+    truth = expected_exposure(
+        test.y, column, test.offsets, temperature=0.5, samples=50, seed=0, groups=np.asarray(test.X[:, 1]) > 1
+    )
+    mine = per_query[per_query["system"] == "feature"].set_index("qid").loc[test.query_ids]
+    for measure in ("ee_l", "ee_d", "ee_r", "exposure_gap"):
+        np.testing.assert_allclose(mine[measure].to_numpy(), truth[measure], rtol=1e-12)
+    board = pd.read_csv(tmp_path / "reports" / "tinyexp" / "leaderboard.csv")
+    assert {"ee_l", "ee_d", "ee_r", "exposure_gap"} <= set(board["metric"])

@@ -31,6 +31,7 @@ from ltr.analysis.segments import (
     worst_queries,
 )
 from ltr.core.errors import ConfigError, DataError
+from ltr.metrics.exposure import LOWER_IS_BETTER, exposure_metrics
 from ltr.models.normalized import predict_raw
 from ltr.report.plots import (
     plot_asl_curves,
@@ -51,15 +52,22 @@ def rank_systems(frames: Mapping[str, Any], primary: str, baseline: str) -> list
     return sorted(frames, key=lambda s: -means[s] if np.isfinite(means[s]) else np.inf)
 
 
+def compared_metrics(exp: Any) -> list[str]:
+    """The experiment's metrics and, with an ``exposure:`` block, its exposure measures."""
+    return list(exp.metrics) + (exposure_metrics(exp.exposure) if exp.get("exposure") is not None else [])
+
+
 def build_report(frames: Mapping[str, Any], exp: Any, *, seed: int) -> Any:
     """:func:`ltr.analysis.comparison.compare` over per-query test frames (``qid`` column + one column per metric)."""
     order = rank_systems(frames, exp.primary, exp.baseline)
-    per_query = {s: frames[s].set_index("qid")[list(exp.metrics)] for s in order}
+    metrics = compared_metrics(exp)
+    per_query = {s: frames[s].set_index("qid")[metrics] for s in order}
     stats = exp.stats
     return compare(
         per_query,
         baseline=str(exp.baseline),
-        metrics=list(exp.metrics),
+        metrics=metrics,
+        lower_is_better=[m for m in LOWER_IS_BETTER if m in metrics],
         ci=str(stats.ci),
         B=int(stats.B),
         seed=int(seed),
@@ -328,8 +336,9 @@ def write_per_query(frames: Mapping[str, Any], exp: Any, path: Path) -> Path:
     every metric of the experiment (empty = skipped), so anyone can redo a test with another tool."""
     import pandas as pd  # deferred: pandas only where frames are written
 
-    rows = [frames[s][["qid", *exp.metrics]].assign(system=s) for s in frames]
-    table = pd.concat(rows, ignore_index=True)[["system", "qid", *exp.metrics]]
+    metrics = compared_metrics(exp)
+    rows = [frames[s][["qid", *metrics]].assign(system=s) for s in frames]
+    table = pd.concat(rows, ignore_index=True)[["system", "qid", *metrics]]
     table.to_csv(path, index=False)
     return path
 

@@ -55,6 +55,7 @@ from ltr.data.config import (
 from ltr.data.features import is_selection
 from ltr.distributed.backend import BackendSchema
 from ltr.metrics.conventions import Conventions
+from ltr.metrics.exposure import ExposureConfig, parse_group
 from ltr.metrics.registry import parse_metric
 from ltr.models.params import register_model_configs
 from ltr.stats.bootstrap import CI_METHODS
@@ -180,6 +181,7 @@ class ExperimentSchema:
     published: PublishedSchema | None = None  # published numbers printed beside ours
     segments: dict[str, str] = setting({})  # failure-analysis segment name -> CSV (qid, segment)
     interleaving: InterleavingConfig | None = None  # simulate interleaving of each system vs the baseline
+    exposure: ExposureConfig | None = None  # expected exposure of each system's test rankings, compared
 
 
 def check_experiment_block(given: Any, where: str) -> dict[str, Any]:
@@ -223,6 +225,11 @@ def check_experiment_block(given: Any, where: str) -> dict[str, Any]:
             parse_metric(exp["interleaving"]["metric"])
         except MetricError as exc:
             raise ConfigError(f"{join(prefix, 'interleaving.metric')}: {exc}") from exc
+    if exp.get("exposure") is not None and exp["exposure"].get("group"):
+        try:
+            parse_group(str(exp["exposure"]["group"]))
+        except ConfigError as exc:
+            raise ConfigError(f"{join(prefix, 'exposure.group')}: {exc}") from exc
     for system, values in ((exp.get("published") or {}).get("systems") or {}).items():
         where = join(prefix, f"published.systems.{system}")
         if not isinstance(values, dict) or not values:

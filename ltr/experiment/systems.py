@@ -57,6 +57,7 @@ from ltr.experiment.schemas import (
     validate_config,
 )
 from ltr.export.reading import export_refusal
+from ltr.metrics.exposure import exposure_of
 from ltr.report.progress import task_progress
 from ltr.tracking.reader import download_frame, find_runs
 from ltr.tracking.writer import SUMMARY_TABLE, flatten_params, mlflow_metric_name
@@ -186,6 +187,8 @@ def _run_comparison(
     else:  # every fold is loaded by the protocol itself, one at a time
         if exp.get("interleaving") is not None:
             raise ConfigError("interleaving: needs one test split, not a fold protocol; drop one of them")
+        if exp.get("exposure") is not None:
+            raise ConfigError("exposure: needs one test split, not a fold protocol; drop one of them")
         tracker, splits = make_tracker(first.tracking, root), {}
     command, _ = command_line("ltr.compare")
     parent_tags = {
@@ -257,8 +260,11 @@ def _run_comparison(
                         outcome = recorded.outcome
                         ranked[system] = ranked_labels_of(outcome.ranker, own["test"])
                         refusals[system] = export_refusal(outcome.ranker)
-                        if exp.get("interleaving") is not None:
+                        if exp.get("interleaving") is not None or exp.get("exposure") is not None:
                             test_scores[system] = outcome.ranker.predict(splits["test"])
+                        if exp.get("exposure") is not None:  # compared like any metric: columns of the frame
+                            exposure = exposure_of(splits["test"], test_scores[system], exp.exposure)
+                            frames[system] = frames[system].assign(**exposure)
                 conventions = conventions or outcome.conventions.describe()
                 advance(system)
         note = "Metric conventions: " + ", ".join(f"{k}={v}" for k, v in conventions.items()) + "."

@@ -28,13 +28,48 @@ in that order: ε = (1, 0.5, 0.25); the ideal ranks the two relevant documents 1
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ltr.core.config_check import setting
 from ltr.core.errors import ConfigError, MetricError
 from ltr.metrics.conventions import Conventions, resolve_conventions
+
+
+@dataclass
+class ExposureConfig:
+    """The ``exposure:`` block of an ``ltr.compare`` experiment: EE-L, EE-D, EE-R (and the exposure gap with a
+    ``group``) of every system's test rankings, compared like the other metrics."""
+
+    temperature: float = setting(1.0, low=0.0)  # Plackett-Luce over scores / temperature (0: deterministic)
+    samples: int = setting(100, low=1)  # rankings sampled per query
+    persistence: float = setting(0.5, low=0.0, high=1.0, open_low=True)  # the RBP user's patience p
+    group: str | None = setting(None)  # FEATURE>VALUE: the exposure gap of those documents vs the rest
+    seed: int = setting(0, low=0)
+
+
+def exposure_metrics(cfg: Any) -> list[str]:
+    """The measures an ``exposure:`` block adds (``exposure_gap`` only with a group).
+
+    >>> exposure_metrics({"group": "3>0.5"})
+    ['ee_l', 'ee_d', 'ee_r', 'exposure_gap']
+    """
+    return [*EXPOSURE_MEASURES, *(("exposure_gap",) if cfg.get("group") else ())]
+
+
+def exposure_of(data: Any, scores: ArrayLike, cfg: Any) -> dict[str, np.ndarray]:
+    """:func:`expected_exposure` of one system's ``scores`` on ``data`` (a RankingData) as an ``exposure:``
+    block says."""
+    return expected_exposure(
+        data.y, scores, data.offsets,
+        browsing=Conventions(discount="geometric", discount_persistence=float(cfg["persistence"])),
+        temperature=float(cfg["temperature"]), samples=int(cfg["samples"]), seed=int(cfg["seed"]),
+        groups=document_groups(data.X, str(cfg["group"])) if cfg.get("group") else None,
+    )  # fmt: skip
+
 
 #: the browsing model of Diaz et al.: rank-biased precision's user with patience 0.5
 DEFAULT_BROWSING = Conventions(discount="geometric", discount_persistence=0.5)
@@ -155,6 +190,41 @@ def parse_group(spec: str) -> tuple[int, str, float]:
             f"exposure group {spec!r}: expected FEATURE>VALUE, e.g. 12>0.5 (also >=, <, <=, ==)"
         )
     return int(match.group(1)), match.group(2), float(match.group(3))
+
+
+def document_groups(X: Any, spec: str) -> np.ndarray:
+    """Group A of every row: ``FEATURE>VALUE`` (:func:`feature_groups`), or a sidecar file with one ``1``/``0``
+    (``true``/``false``) per row of the data, in its order. Errors name the file and line.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "groups.txt"
+    >>> _ = p.write_text("1\\n0\\n")
+    >>> document_groups(np.zeros((2, 1)), str(p)).tolist()
+    [True, False]
+    """
+    from pathlib import Path
+
+    path = Path(spec)
+    if not path.is_file():
+        return feature_groups(X, spec)
+    words = {"1": True, "true": True, "0": False, "false": False}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"exposure group file {path}: cannot read it ({exc})") from exc
+    values = []
+    for number, line in enumerate(lines, start=1):
+        word = line.strip().lower()
+        if word not in words:
+            raise ConfigError(
+                f"{path}:{number}: expected 1 or 0 (true/false) for the document's group, got {line.strip()!r}"
+            )
+        values.append(words[word])
+    if len(values) != X.shape[0]:
+        raise ConfigError(
+            f"exposure group file {path}: {len(values)} lines for {X.shape[0]} documents (one per row)"
+        )
+    return np.array(values, dtype=bool)
 
 
 def feature_groups(X: Any, spec: str) -> np.ndarray:
