@@ -265,7 +265,9 @@ def test_comparison_writes_leaderboard_plots_and_mlflow_parent_with_children(com
         "risk.csv",
     }
     risk = pd.read_csv(out / "risk.csv")  # every system × metric, the baseline's URisk/TRisk undefined
-    assert len(risk) == len(board) and risk.loc[risk["system"] == result.report.baseline, "trisk"].isna().all()
+    assert (
+        len(risk) == len(board) and risk.loc[risk["system"] == result.report.baseline, "trisk"].isna().all()
+    )
     plot_files = {Path(a.path).name for a in client.list_artifacts(result.parent_run_id, "plots")}
     assert {"ndcg_at_k.png", "ci_forest.png", "difference_histogram.png", "asl_curves.png"} <= plot_files
     assert "## Metric agreement" in md and "Discriminative power" in md
