@@ -124,6 +124,7 @@ def test_the_parameter_ci_is_the_chi_square_cut_of_the_profile_likelihood():
     assert fit.ci["p"][0] < 0.5 < fit.ci["p"][1]
 
 
+@pytest.mark.slow  # 40 simulated logs: 4 s quiet, 14 s on a loaded machine
 def test_simulated_users_recover_their_exponent_with_nominal_coverage():
     """PBM users with examination (1/r)^0.7 on 40 seeded RandTop-10 logs: the power family's 95 % CI
     holds 0.7 in at least 34 of them (binomial 5 % tail at 40 × 0.95), and power is the best family
