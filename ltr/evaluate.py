@@ -83,6 +83,7 @@ from ltr.metrics.conventions import PRESETS, describe_conventions
 from ltr.metrics.exposure import LOWER_IS_BETTER, document_groups, expected_exposure, parse_group
 from ltr.metrics.trec import TrecResult, evaluate_labelled, evaluate_trec, format_trec
 from ltr.models.normalized import predict_raw
+from ltr.stats.risk import MAX_ALPHA
 from ltr.tracking.loading import load_model
 from ltr.tracking.store import resolve_tracking_uri
 
@@ -274,6 +275,8 @@ def _check_no_effect(args: argparse.Namespace) -> None:
             "--exposure needs --data (LETOR data: the scores of every document); no effect on --run"
         )
     if args.exposure_group is not None and not Path(args.exposure_group).is_file():
+        if Path(args.exposure_group).is_dir():
+            raise ConfigError(f"--exposure-group {args.exposure_group}: is a folder, not a group file")
         parse_group(args.exposure_group)  # else a sidecar file, read with the data
     if (args.segment_discounts is None) != (args.query_segments is None):
         given = "--segment-discounts" if args.segment_discounts else "--query-segments"
@@ -289,9 +292,11 @@ def _check_no_effect(args: argparse.Namespace) -> None:
         raise ConfigError(
             "--tracking-uri is where --model finds runs:/ and models:/ sources; no --model was given"
         )
-    if args.risk_alpha is not None and not (math.isfinite(args.risk_alpha) and args.risk_alpha >= 0):
+    if args.risk_alpha is not None and not (
+        math.isfinite(args.risk_alpha) and 0 <= args.risk_alpha <= MAX_ALPHA
+    ):
         raise ConfigError(
-            f"--risk-alpha must be a finite number >= 0 (a loss weighs 1 + it), got {args.risk_alpha:g}"
+            f"--risk-alpha must be a number in [0, {MAX_ALPHA:.0e}] (a loss weighs 1 + it), got {args.risk_alpha:g}"
         )
     for name in COMPARE_DEFAULTS:
         if getattr(args, name) is not None and not args.compare:
@@ -424,6 +429,10 @@ def segment_conventions(
             raise ConfigError(
                 f"{segments_path}:{number}: segment {fields[1]!r} has no fitted discount in {fit_path} "
                 f"(segments: {', '.join(conventions)})"
+            )
+        if of.get(fields[0], fields[1]) != fields[1]:
+            raise ConfigError(
+                f"{segments_path}:{number}: qid {fields[0]} is already in segment {of[fields[0]]!r}, now {fields[1]!r}"
             )
         of[fields[0]] = fields[1]
     missing = [t for t in topics.tolist() if t not in of]

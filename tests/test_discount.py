@@ -238,7 +238,8 @@ def test_bad_discount_parameters_are_named(overrides, named):
     [
         ("1 120 200\n2 260 200\n", "counts.txt:2: 260 clicks out of 200 impressions"),
         ("1 120 200\n2 60\n", "counts.txt:2: 2 fields, expected 3"),
-        ("1 1_000 2000\n2 6 20\n", "counts.txt:1: clicks '1_000' is not a finite number"),
+        ("1 1_000 2000\n2 6 20\n", "counts.txt:1: clicks '1_000' is not a number in [0, 1e+15]"),
+        ("1 5e300 1e308\n2 6 20\n", "counts.txt:1: clicks '5e300' is not a number in [0, 1e+15]"),
         ("0 10 20\n2 6 20\n", "counts.txt:1: position '0' is not a whole number"),
         ("1 10 20\n1 6 20\n", "counts.txt:2: position 1 is given twice"),
         ("1 0 20\n2 0 20\n", "no clicks at any position"),
@@ -314,8 +315,17 @@ def test_each_query_can_use_its_segments_fitted_discount(tmp_path, capsys, monke
         expected = evaluate(["ndcg@5"], labels[rows], scores[rows], np.array([0, 6]), preset=c)["ndcg@5"][0]
         assert got[str(q)]["ndcg@5"] == pytest.approx(expected)
     assert fit["phone"]["conventions"]["discount_persistence"] == pytest.approx(0.5, abs=1e-6)
+    (tmp_path / "twice.txt").write_text((tmp_path / "seg.txt").read_text() + "1 desk\n")
+    assert evaluate_main([*argv, "--segment-discounts", "fit.json", "--query-segments", "twice.txt"]) == 2
+    assert "twice.txt:11: qid 1 is already in segment 'phone', now 'desk'" in capsys.readouterr().err
     (tmp_path / "bad.txt").write_text("1 tablet\n")
     assert evaluate_main([*argv, "--segment-discounts", "fit.json", "--query-segments", "bad.txt"]) == 2
     assert "bad.txt:1: segment 'tablet' has no fitted discount" in capsys.readouterr().err
     assert evaluate_main([*argv, "--segment-discounts", "fit.json"]) == 2
     assert "--segment-discounts needs --query-segments" in capsys.readouterr().err
+
+
+def test_a_counts_file_with_a_byte_order_mark_reads_like_one_without(tmp_path, capsys):
+    (tmp_path / "bom.txt").write_text("\ufeff" + TEXTBOOK, encoding="utf-8")
+    assert clicks_main(["discount", str(tmp_path / "bom.txt"), "--json", "--families", "geometric"]) == 0
+    assert json.loads(capsys.readouterr().out)["best"]["params"]["p"] == pytest.approx(0.5, abs=1e-6)

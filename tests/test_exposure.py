@@ -65,8 +65,12 @@ def test_the_exposure_gap_between_groups():
         [1, 0, 1, 0], [4.0, 3.0, 2.0, 1.0], [0, 4], temperature=0.0, groups=[True, True, False, False]
     )
     assert v["exposure_gap"][0] == pytest.approx((1 + 0.5) / 2 - (0.25 + 0.125) / 2)
-    one_sided = expected_exposure([1, 0], [1.0, 0.0], [0, 2], temperature=0.0, groups=[True, True])
-    assert math.isnan(one_sided["exposure_gap"][0])
+    # a query whose documents are all in one group has no gap; a group with every document is refused
+    one_sided = expected_exposure([1, 0, 1, 0], [1.0, 0.0, 1.0, 0.0], [0, 2, 4], temperature=0.0,
+                                  groups=[True, True, True, False])  # fmt: skip
+    assert math.isnan(one_sided["exposure_gap"][0]) and one_sided["exposure_gap"][1] == pytest.approx(0.5)
+    with pytest.raises(ConfigError, match="holds every document"):
+        expected_exposure([1, 0], [1.0, 0.0], [0, 2], temperature=0.0, groups=[True, True])
     assert feature_groups(np.array([[0.2], [0.9]]), "1>=0.5").tolist() == [False, True]
     with pytest.raises(ConfigError, match="expected FEATURE>VALUE"):
         feature_groups(np.array([[0.2]]), "one>0.5")
@@ -197,3 +201,15 @@ def test_a_comparison_reports_exposure_like_its_metrics(tmp_path, capsys):
         np.testing.assert_allclose(mine[measure].to_numpy(), truth[measure], rtol=1e-12)
     board = pd.read_csv(tmp_path / "reports" / "tinyexp" / "leaderboard.csv")
     assert {"ee_l", "ee_d", "ee_r", "exposure_gap"} <= set(board["metric"])
+
+
+def test_a_group_with_no_or_every_document_is_refused_by_name():
+    from ltr.data import RankingData
+    from ltr.metrics.exposure import document_groups_checked
+
+    data = RankingData(X=np.array([[0.2, 1.0], [0.9, 1.0]]), y=[1, 0], qid=[1, 1])
+    assert document_groups_checked(data, "1>0.5").tolist() == [False, True]
+    with pytest.raises(ConfigError, match="'2>0.5' holds every document of the 2"):
+        document_groups_checked(data, "2>0.5")
+    with pytest.raises(ConfigError, match="'1>5' holds no document"):
+        document_groups_checked(data, "1>5")

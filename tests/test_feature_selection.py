@@ -458,3 +458,16 @@ def test_selection_then_zscore_scores_full_rows_like_lightgbm_on_hand_normalised
     exported = raw_feature_model(loaded)  # normaliser folded into the kept-column model, then widened
     assert exported.n_features == 46
     np.testing.assert_allclose(exported.predict(full["test"].dense()), want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_bad_names_file_fails_even_when_nothing_is_selected(tmp_path):
+    """A names file is checked when the data loads, not only when a name is looked up."""
+    with pytest.raises(ConfigError, match="data.features.names: file not found"):
+        load_dataset({**SYNTHETIC, "features": {"names": str(tmp_path / "missing.txt")}})
+    (tmp_path / "dup.txt").write_text("a\nb\na\n")
+    with pytest.raises(ConfigError, match="dup.txt:3: feature name 'a' again"):
+        load_dataset({**SYNTHETIC, "features": {"names": str(tmp_path / "dup.txt")}})
+    (tmp_path / "bom.txt").write_text("\ufeffa\nb\n", encoding="utf-8")
+    from ltr.data.features import read_names
+
+    assert read_names(tmp_path / "bom.txt") == ["a", "b"]

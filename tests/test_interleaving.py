@@ -173,7 +173,7 @@ def test_the_ranker_with_relevant_documents_first_wins(method, model):
     r = simulate_interleaving(
         d, ideal, noisy, method=method, model=model, impressions_per_query=40, seed=3, B=500
     )
-    assert r.low > 0 and r.pvalue < 1e-6
+    assert r.low > 0 and r.pvalue < 1e-3 and r.pvalue_impressions < 1e-6  # 30 queries; 1,200 impressions
     r = simulate_interleaving(
         d, noisy, ideal, method=method, model=model, impressions_per_query=40, seed=3, B=500
     )
@@ -188,8 +188,9 @@ def test_preference_ci_and_sign_test_match_numpy_and_scipy():
     wins, losses, ties = r.wins.sum(), r.losses.sum(), r.ties.sum()
     assert wins + losses + ties == 25 * 40
     assert r.preference == pytest.approx((wins - losses) / (wins + losses + ties))
-    assert r.pvalue == pytest.approx(stats.binomtest(int(wins), int(wins + losses)).pvalue)
+    assert r.pvalue_impressions == pytest.approx(stats.binomtest(int(wins), int(wins + losses)).pvalue)
     per_query = (r.wins - r.losses) / 40
+    assert r.pvalue == pytest.approx(stats.ttest_1samp(per_query, 0.0).pvalue)  # queries: the CI's unit
     assert r.per_query()["preference"] == pytest.approx(per_query)
     assert r.per_query()["qid"].tolist() == d.query_ids.tolist()
     assert r.per_query()["wins"] == pytest.approx((r.outcomes > 0).sum(axis=1))  # team draft: ±1 or 0
@@ -357,7 +358,9 @@ def test_compare_block_writes_files_logs_to_mlflow_and_prints_a_line(tmp_path, c
     assert frame["system_a"].tolist() == ["lambdamart"] and frame["system_b"].tolist() == ["feature"]
     row = frame.iloc[0]
     assert row.wins + row.ties + row.losses == 30 * 20
-    assert row.pvalue == pytest.approx(stats.binomtest(int(row.wins), int(row.wins + row.losses)).pvalue)
+    assert row.pvalue_impressions == pytest.approx(
+        stats.binomtest(int(row.wins), int(row.wins + row.losses)).pvalue
+    )
     assert f"Interleaving (team_draft, pbm): lambdamart vs feature {row.preference:+.3f}" in out
     assert "## Interleaving" in (out_dir / "interleaving.md").read_text()
     client = store_client(Path(tmp_path))

@@ -201,9 +201,29 @@ def test_a_saved_model_is_the_new_ranker(tmp_path, capsys, monkeypatch):
     np.savetxt(tmp_path / "model_scores.txt", ranker.predict(data))
     capsys.readouterr()
     common = ["evaluate", "log.csv", "--propensities", "theta.json", "--features", "features.txt", "--json",
-              "--bootstrap", "50", "--estimators", "ips,snips"]  # fmt: skip
+              "--bootstrap", "100", "--estimators", "ips,snips"]  # fmt: skip
     assert clicks_main([*common, "--model", "model"]) == 0
     by_model = json.loads(capsys.readouterr().out)
     assert clicks_main([*common, "--scores", "model_scores.txt"]) == 0
     by_scores = json.loads(capsys.readouterr().out)
     assert by_model["estimators"] == by_scores["estimators"]
+
+
+def test_a_log_too_small_for_the_reward_model_and_ci_options_that_mean_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _files(tmp_path)
+    (tmp_path / "one.csv").write_text("session,qid,doc,position,click\n1,1,0,1,0\n")
+    capsys.readouterr()
+    base = ["--propensities", "theta.json", "--features", "features.txt", "--scores", "scores.txt"]
+    for argv, message in (
+        (["evaluate", "one.csv", *base], "the dr estimator's reward model needs at least 20"),
+        (["evaluate", "log.csv", *base, "--bootstrap", "5"], "--bootstrap must be 0 (no CI) or >= 100"),
+        (
+            ["evaluate", "log.csv", *base, "--estimators", "ips", "--clip", "0.5"],
+            "--clip applies to the clipped_ips",
+        ),
+        (["evaluate", str(tmp_path), *base], "is a folder"),
+    ):
+        assert clicks_main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], err

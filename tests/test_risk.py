@@ -153,6 +153,10 @@ def test_evaluate_compare_json_carries_the_risk_of_each_system_and_measure(tmp_p
         (s, m) for s in ("a", "b") for m in ("map", "ndcg_cut_10")
     }
     assert evaluate_main([*argv, "--risk-alpha", "-1"]) == 2
-    assert "--risk-alpha must be a finite number >= 0" in capsys.readouterr().err
+    assert "--risk-alpha must be a number in [0, 1e+06]" in capsys.readouterr().err
+    assert (
+        evaluate_main([*argv, "--risk-alpha", "1e300"]) == 2
+    )  # would overflow the risk-adjusted differences
+    assert "--risk-alpha must be a number in [0, 1e+06]" in capsys.readouterr().err
     assert evaluate_main(["--qrels", str(qrels), "--run", str(a), "--risk-alpha", "1"]) == 2
     assert "--risk-alpha applies to --compare" in capsys.readouterr().err

@@ -266,8 +266,8 @@ class ComparisonReport:
         f = _fmt(decimals)
         a = f"{self.risk_alpha:g}"
         lines = [
-            f"Risk (α = {a}: a loss against the baseline weighs {1 + self.risk_alpha:g}×): URisk = mean of the "
-            f"per-query differences with losses × {1 + self.risk_alpha:g}; TRisk = URisk / its standard error "
+            f"Risk (α = {a}: a loss against the baseline weighs {1 + self.risk_alpha:,.10g}×): URisk = mean of the "
+            f"per-query differences with losses × {1 + self.risk_alpha:,.10g}; TRisk = URisk / its standard error "
             "(t, < −2: significantly riskier than the baseline); GeoRisk over all systems (higher is better).",
         ]
         header = ["system", f"URisk({a})", f"TRisk({a})", "p", f"GeoRisk({a})"]
@@ -296,7 +296,7 @@ class ComparisonReport:
             if r.metric == metric and r.system != self.baseline
         ]
         return (
-            f"Risk vs {self.baseline} on {metric} (α = {self.risk_alpha:g}, losses weigh {1 + self.risk_alpha:g}×): "
+            f"Risk vs {self.baseline} on {metric} (α = {self.risk_alpha:g}, losses weigh {1 + self.risk_alpha:,.10g}×): "
             + "; ".join(parts)
             + "."
         )

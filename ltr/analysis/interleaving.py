@@ -42,7 +42,7 @@ from ltr.metrics import evaluate, parse_metric
 from ltr.stats.power import queries_needed
 
 COLUMNS = (
-    "system_a", "system_b", "delta_metric", "preference", "low", "high", "pvalue",
+    "system_a", "system_b", "delta_metric", "preference", "low", "high", "pvalue", "pvalue_impressions",
     "wins", "ties", "losses", "sd", "impressions_needed", "ab_impressions_needed", "ab_ratio", "agree",
 )  # fmt: skip
 
@@ -137,7 +137,7 @@ class InterleavingTable:
             "## Interleaving",
             "",
             f"Simulated {self.describe()}. Preference Δ = (wins − losses) / impressions of the first system "
-            f"({level} bootstrap CI over queries; p: sign test over impressions); n: impressions to detect Δ "
+            f"({level} bootstrap CI over queries; p: t-test over queries, the CI's unit); n: impressions to detect Δ "
             f"at 80 % power (α 0.05); A/B: impressions of an A/B test on clicks@k at the same power; "
             f"Δ{self.metric}: the offline difference.",
             "",
@@ -244,6 +244,7 @@ def interleaving_table(
                 "low": r.low,
                 "high": r.high,
                 "pvalue": r.pvalue,
+                "pvalue_impressions": r.pvalue_impressions,
                 "wins": float(r.wins.sum()),
                 "ties": float(r.ties.sum()),
                 "losses": float(r.losses.sum()),

@@ -92,6 +92,10 @@ SIMULATE_DEFAULTS = {
 }  # fmt: skip
 SIMULATE_OPTIONS = tuple(name for name in SIMULATE_DEFAULTS if name != "queries")
 
+#: ``evaluate``: the fewest bootstrap resamples whose percentile CI means something (0 = no CI)
+MIN_BOOTSTRAP = 100
+CLIP_DEFAULT = 0.1
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="python -m ltr.clicks", description=__doc__.split("\n")[0])
@@ -154,7 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--clip", type=real_option, default=0.1, help="clipped_ips: examination floor (default 0.1)"
     )
-    e.add_argument("--bootstrap", type=integer_option, default=1000, help="resamples of the CI over queries")
+    e.add_argument(
+        "--bootstrap",
+        type=integer_option,
+        default=1000,
+        help=f"resamples of the CI over queries (0: none; else >= {MIN_BOOTSTRAP})",
+    )
     e.add_argument("--confidence", type=real_option, default=0.95)
     e.add_argument("--seed", type=integer_option, default=0)
     e.add_argument("--json", action="store_true", help="print the estimates as JSON")
@@ -297,7 +306,9 @@ def check_arguments(args: argparse.Namespace) -> None:
         for flag, path in (("LOG", args.log), ("--propensities", args.propensities), ("--features", args.features),
                            ("--scores", args.scores)):  # fmt: skip
             if path is not None and not Path(path).is_file():
-                raise ConfigError(f"{flag} {path}: no such file")
+                raise ConfigError(
+                    f"{flag} {path}: {'is a folder' if Path(path).is_dir() else 'no such file'}"
+                )
         if args.tracking_uri is not None and args.model is None:
             raise ConfigError(
                 "--tracking-uri is where --model finds runs:/ and models:/ sources; no --model was given"
@@ -311,8 +322,13 @@ def check_arguments(args: argparse.Namespace) -> None:
             raise ConfigError(f"--k must be >= 1, got {args.k}")
         if not 0 < args.clip <= 1:
             raise ConfigError(f"--clip must be in (0, 1], got {args.clip:g}")
-        if args.bootstrap < 0:
-            raise ConfigError(f"--bootstrap must be >= 0, got {args.bootstrap}")
+        if args.bootstrap != 0 and args.bootstrap < MIN_BOOTSTRAP:
+            raise ConfigError(
+                f"--bootstrap must be 0 (no CI) or >= {MIN_BOOTSTRAP} resamples, got {args.bootstrap}"
+            )
+        chosen = [e.strip() for e in args.estimators.split(",") if e.strip()]
+        if args.clip != CLIP_DEFAULT and "clipped_ips" not in chosen:
+            raise ConfigError("--clip applies to the clipped_ips estimator, which --estimators leaves out")
         if not 0 < args.confidence < 1:
             raise ConfigError(f"--confidence must be in (0, 1), got {args.confidence:g}")
         return
@@ -434,7 +450,7 @@ def _evaluate(args: argparse.Namespace) -> str:
 
         loaded = load_model(args.model, tracking_uri=resolve_tracking_uri(args.tracking_uri, work_root()))
         scores, ranker_name = predict_raw(loaded.ranker, data, f"--model {args.model}"), loaded.name
-    estimators = [e.strip() for e in args.estimators.split(",") if e.strip()]
+    estimators = list(dict.fromkeys(e.strip() for e in args.estimators.split(",") if e.strip()))
     qid = np.array([str(int(q)) for q in data.qid.tolist()], dtype=object)  # as the log's qid_key spells them
     reward = None
     if "dr" in estimators:
@@ -469,10 +485,13 @@ def format_offpolicy(est: OffPolicyEstimate, *, ranker: str, log: str, n_session
         lines.append(f"{name:<12}  {value:>8.4f}  {bounds}")
     unshown = int((est.unshown > 0).sum())
     if unshown:
+        blind = [name for name in est.mean if name != "dr"]
+        effect = f"{', '.join(blind)} count their clicks as 0" if blind else ""
+        model = "dr's reward model speaks for them" if "dr" in est.mean else ""
         lines.append(
             f"{unshown} of {est.queries.size} queries have documents in the new top {est.k} that the log never "
-            f"showed ({100 * est.unshown.mean():.1f}% of the weight): ips, clipped_ips and snips count their "
-            "clicks as 0; dr's reward model speaks for them"
+            f"showed ({100 * est.unshown.mean():.1f}% of the weight): "
+            + "; ".join(p for p in (effect, model) if p)
         )
     else:
         lines.append(f"every document in the new top {est.k} was shown in the log")
@@ -481,7 +500,11 @@ def format_offpolicy(est: OffPolicyEstimate, *, ranker: str, log: str, n_session
 
 def _discount(args: argparse.Namespace) -> str:
     """``discount``: every family fitted (per segment, with the test of one curve for all), as text or JSON."""
-    families = None if args.families is None else [f.strip() for f in args.families.split(",") if f.strip()]
+    families = (
+        None
+        if args.families is None
+        else list(dict.fromkeys(f.strip() for f in args.families.split(",") if f.strip()))
+    )
     data = read_discount_input(args.input, segment=args.segment)
     fits = {
         name: fit_discounts(part, families=families, confidence=args.confidence)

@@ -455,7 +455,7 @@ def fit_discounts(
     >>> fit.best.family, fit.best.deviance < 1e-9, log2.p_value < 1e-3
     ('geometric', True, True)
     """
-    names = list(FAMILIES) if families is None else list(families)
+    names = list(FAMILIES) if families is None else list(dict.fromkeys(families))
     unknown = [name for name in names if name not in FAMILIES]
     if unknown:
         raise DataError(f"unknown discount family {unknown[0]!r}; families: {', '.join(FAMILIES)}")
@@ -536,7 +536,7 @@ def read_discount_input(path: str | Path, *, segment: str | None = None) -> dict
     """
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"{path}: no such file")
+        raise DataError(f"{path}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
     suffix = path.suffix.lower()
     if suffix == ".json":
         if segment is not None:
@@ -576,6 +576,12 @@ def _log_counts(path: Path, segment: str | None) -> dict[str, Data]:
                 f"{path}: --segment {segment}: no such column (columns: {', '.join(frame.columns)})"
             )
         labels = frame[segment].astype(str).str.strip().to_numpy(dtype=object)
+        blank = np.flatnonzero((labels == "") | (labels == "nan"))
+        if blank.size:
+            raise DataError(
+                f"{path}: --segment {segment}: data row {int(blank[0]) + 1} has no value ({blank.size} rows); "
+                "every impression needs its segment"
+            )
     out: dict[str, Data] = {}
     for name in dict.fromkeys(labels):  # first-seen order
         rows = labels == name

@@ -30,9 +30,12 @@ per query ``wins``, ``ties``, ``losses`` (sums of ``P(D > 0)``, … for the prob
 the preference (Chapelle, Joachims, Radlinski & Yue, TOIS 2012)
 ``Δ_AB = (wins_A − wins_B) / (wins_A + wins_B + ties)``, i.e. the mean outcome, with a bootstrap CI
 over queries (:func:`ltr.stats.bootstrap_ci` of the per-query preferences, equal weights since every
-query has the same number of impressions) and a two-sided sign test over impressions
-(``p = 2·P(X ≤ min(w, m − w))``, ``X ~ Binomial(m, ½)``, ``m`` impressions with a non-zero outcome,
-``w`` of them positive; :func:`ltr.stats.paired.sign_test`).
+query has the same number of impressions) and ``pvalue``, the two-sided t-test of the per-query
+preferences against 0 (:func:`ltr.stats.paired.paired_t_test`; the CI's unit, so the two agree: does the
+preference hold for new queries?). ``pvalue_impressions`` is the sign test over impressions
+(``p = 2·P(X ≤ min(w, m − w))``, ``X ~ Binomial(m, ½)``, ``m`` impressions with a non-zero outcome, ``w`` of
+them positive; :func:`ltr.stats.paired.sign_test`): it treats the impressions of one query as independent,
+so it speaks only for the queries shown and is far smaller than the CI suggests.
 
 Sample size (normal approximation, two-sided ``α``, power ``1 − β``): an experiment drawing a query at
 random per impression has i.i.d. outcomes with mean ``Δ`` and variance ``σ²`` (both estimated from the
@@ -64,7 +67,7 @@ from ltr.core.config_check import check_block, setting
 from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData
 from ltr.stats.bootstrap import bootstrap_ci
-from ltr.stats.paired import sign_test
+from ltr.stats.paired import paired_t_test, sign_test
 from ltr.stats.power import queries_needed
 
 METHODS = ("team_draft", "balanced", "probabilistic")
@@ -310,13 +313,14 @@ class InterleavingResult:
     preference: float
     low: float
     high: float
-    pvalue: float
+    pvalue: float  # t-test of the per-query preferences (queries are the unit, as for the CI)
     sd: float
     impressions_needed: int | None
     ab_clicks_delta: float
     ab_sd: float
     ab_impressions_needed: int | None
     confidence: float
+    pvalue_impressions: float = math.nan  # sign test over impressions (the queries shown only)
 
     def per_query(self) -> dict[str, np.ndarray]:
         """Per query: ``qid``, ``wins``, ``ties``, ``losses`` of A and its ``preference`` (mean outcome)."""
@@ -417,9 +421,11 @@ def simulate_interleaving(
     wins = np.clip(outcomes, 0.0, None).sum(axis=1)
     losses = np.clip(-outcomes, 0.0, None).sum(axis=1)
     ties = impressions_per_query - wins - losses
-    ci = bootstrap_ci(outcomes.mean(axis=1), B=B, confidence=confidence, seed=seed)
+    per_query = outcomes.mean(axis=1)
+    ci = bootstrap_ci(per_query, B=B, confidence=confidence, seed=seed)
     flat = outcomes.ravel()
-    test = sign_test(flat, np.zeros_like(flat))
+    by_impression = sign_test(flat, np.zeros_like(flat))
+    by_query = paired_t_test(per_query, np.zeros_like(per_query)) if per_query.size >= 2 else by_impression
     delta, sd = float(flat.mean()), float(flat.std())
     click_a, click_b = ab_clicks[0].ravel(), ab_clicks[1].ravel()
     ab_delta = float(click_a.mean() - click_b.mean())
@@ -436,7 +442,8 @@ def simulate_interleaving(
         preference=delta,
         low=ci.low,
         high=ci.high,
-        pvalue=test.pvalue,
+        pvalue=float(by_query.pvalue),
+        pvalue_impressions=float(by_impression.pvalue),
         sd=sd,
         impressions_needed=_sample_size(delta, sd, paired=True, alpha=alpha, power=power),
         ab_clicks_delta=ab_delta,

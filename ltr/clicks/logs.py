@@ -30,6 +30,8 @@ from ltr.io.outputs import write_text_atomically
 LOG_COLUMNS = ("session", "qid", "doc", "position", "click")
 #: The deepest display position a log may hold (a bound that keeps every index computation in int64).
 MAX_POSITION = 10**9
+#: The largest click or impression count a counts file may hold (a billion searches a day for 3,000 years).
+MAX_COUNT = 1e15
 
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -229,7 +231,8 @@ def read_click_log(path: str | Path) -> ImpressionLog:
             frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
     except Exception as exc:  # noqa: BLE001 - any reader failure is the file's problem, said with its name
         kind = "Parquet" if parquet else "CSV"
-        raise DataError(f"{path}: not a readable {kind} click log ({type(exc).__name__}: {exc})") from exc
+        why = " ".join(str(exc).split())  # one line: pandas' messages can hold line breaks
+        raise DataError(f"{path}: not a readable {kind} click log ({type(exc).__name__}: {why})") from exc
     frame.columns = [str(c).strip() for c in frame.columns]
     missing = [c for c in LOG_COLUMNS if c not in frame.columns]
     if missing:
@@ -323,7 +326,7 @@ def read_position_counts(path: str | Path) -> dict[str, tuple[list[int], list[fl
         raise DataError(f"{path}: cannot read it as a text counts file ({exc})") from exc
     out: dict[str, tuple[list[int], list[float], list[float]]] = {}
     width = None
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(text.removeprefix("\ufeff").splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
@@ -341,8 +344,10 @@ def read_position_counts(path: str | Path) -> dict[str, tuple[list[int], list[fl
         counts = []
         for name, value in zip(("clicks", "impressions"), fields[1:3], strict=True):
             parsed = decimal(value)
-            if parsed is None or not np.isfinite(parsed) or parsed < 0:
-                raise DataError(f"{where}: {name} {value!r} is not a finite number >= 0 ({PLAIN_NUMBER})")
+            if parsed is None or not np.isfinite(parsed) or parsed < 0 or parsed > MAX_COUNT:
+                raise DataError(
+                    f"{where}: {name} {value!r} is not a number in [0, {MAX_COUNT:.0e}] ({PLAIN_NUMBER})"
+                )
             counts.append(parsed)
         if counts[0] > counts[1]:
             raise DataError(f"{where}: {counts[0]:g} clicks out of {counts[1]:g} impressions")

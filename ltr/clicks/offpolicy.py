@@ -54,6 +54,8 @@ from ltr.clicks.logs import ImpressionLog
 from ltr.core.errors import ConfigError, DataError
 
 ESTIMATORS = ("ips", "clipped_ips", "snips", "dr")
+#: the fewest logged impressions the dr estimator's reward model is fitted on
+REWARD_MIN_IMPRESSIONS = 20
 METRICS = ("clicks", "dcg")
 
 
@@ -268,6 +270,11 @@ def fit_reward_model(
     impression on its document's features ``pair_x[log.pair]``, predicted on ``candidate_x``, clipped to [0, 1]."""
     import lightgbm as lgb  # deferred: LightGBM loads only for the dr estimator
 
+    if log.click.size < REWARD_MIN_IMPRESSIONS:
+        raise DataError(
+            f"{log.source}: {log.click.size} impression(s); the dr estimator's reward model needs at least "
+            f"{REWARD_MIN_IMPRESSIONS} (leave dr out of the estimators)"
+        )
     theta = np.asarray(theta, dtype=np.float64)
     target = log.click / theta[log.position - 1]
     x = pair_x[log.pair]

@@ -93,7 +93,7 @@ def read_names(path: str | os.PathLike[str]) -> list[str]:
     """
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = file.read_text(encoding="utf-8").removeprefix("\ufeff")
     except FileNotFoundError:
         raise ConfigError(f"{WHERE}.names: file not found: {file}") from None
     except UnicodeDecodeError as exc:
@@ -182,7 +182,10 @@ class _Resolver:
 
 def check_features_block(block: Any) -> dict[str, Any]:
     """The ``data.features`` block checked by :class:`FeaturesSchema` (defaults filled)."""
-    return check_block(FeaturesSchema, plain(block) or {}, WHERE)
+    cfg = check_block(FeaturesSchema, plain(block) or {}, WHERE)
+    if cfg["names"]:
+        read_names(cfg["names"])  # a bad names file fails here, used or not
+    return cfg
 
 
 def resolve_features(block: Any, n_features: int) -> list[int]:

@@ -32,7 +32,7 @@ from ltr.data.config import (
     schema_for,
 )
 from ltr.data.dataset import RankingData
-from ltr.data.features import is_selection, resolve_features, select_features
+from ltr.data.features import check_features_block, is_selection, resolve_features, select_features
 from ltr.data.splits import cv_folds
 from ltr.data.svmlight import load_svmlight
 from ltr.data.synthetic import LABEL_RANGE as SYNTHETIC_LABEL_RANGE
@@ -576,6 +576,7 @@ def load_dataset(data_cfg: Mapping[str, Any]) -> dict[str, RankingData]:
     width is known before reading (synthetic, a registry entry, ``n_features`` set) the block is
     resolved first, so a bad selection fails before any file is read."""
     block = data_cfg.get("features")
+    check_features_block(block)  # the keys and a names file, selection or not, before any data
     width = declared_width(data_cfg) if is_selection(block) else None
     if width:
         resolve_features(block, width)

@@ -57,7 +57,7 @@ from ltr.experiment.schemas import (
     validate_config,
 )
 from ltr.export.reading import export_refusal
-from ltr.metrics.exposure import exposure_of
+from ltr.metrics.exposure import document_groups_checked, exposure_of
 from ltr.report.progress import task_progress
 from ltr.tracking.reader import download_frame, find_runs
 from ltr.tracking.writer import SUMMARY_TABLE, flatten_params, mlflow_metric_name
@@ -209,6 +209,11 @@ def _run_comparison(
     ranked: dict[str, Any] = {}  # system → qid → (ranked labels, ideal labels) on the test split
     refusals: dict[str, str | None] = {}  # system → why its model cannot be exported (None: it can)
     test_scores: dict[str, Any] = {}  # system → scores on the test split (for interleaving)
+    if exp.get("exposure") is not None and exp.exposure.get("group") and "test" in splits:
+        try:  # a group that names no column, or holds no or every test document, fails before any training
+            document_groups_checked(splits["test"], str(exp.exposure.group))
+        except LtrError as exc:
+            raise ConfigError(f"exposure.group: {exc}") from exc
     with tracker.start(run_name=run_name, tags=parent_tags):
         settings = OmegaConf.to_container(exp, resolve=True)
         published = settings.pop("published", None)  # metric names with '@' are no MLflow param keys

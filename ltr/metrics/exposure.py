@@ -46,7 +46,9 @@ class ExposureConfig:
 
     temperature: float = setting(1.0, low=0.0)  # Plackett-Luce over scores / temperature (0: deterministic)
     samples: int = setting(100, low=1)  # rankings sampled per query
-    persistence: float = setting(0.5, low=0.0, high=1.0, open_low=True)  # the RBP user's patience p
+    persistence: float = setting(
+        0.5, low=0.0, high=1.0, open_low=True, open_high=True
+    )  # RBP patience p in (0, 1)
     group: str | None = setting(None)  # FEATURE>VALUE: the exposure gap of those documents vs the rest
     seed: int = setting(0, low=0)
 
@@ -150,6 +152,11 @@ def expected_exposure(
     group = None if groups is None else np.asarray(groups, dtype=bool)
     if group is not None and group.shape != y.shape:
         raise MetricError(f"exposure: groups needs one value per document ({y.size}), got {group.size}")
+    if group is not None and (group.all() or not group.any()):
+        which = "every document" if group.all() else "no document"
+        raise ConfigError(
+            f"exposure group: it holds {which} of these {y.size}; the gap between groups needs both"
+        )
     n_q = off.size - 1
     width = int(np.diff(off).max(initial=1))
     discounts = c.discounts(max(width, 1))
@@ -187,7 +194,8 @@ def parse_group(spec: str) -> tuple[int, str, float]:
     match = re.fullmatch(r"\s*(\d+)\s*(>=|<=|==|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*", spec)
     if match is None:
         raise ConfigError(
-            f"exposure group {spec!r}: expected FEATURE>VALUE, e.g. 12>0.5 (also >=, <, <=, ==)"
+            f"exposure group {spec!r}: expected FEATURE>VALUE, e.g. 12>0.5 (also >=, <, <=, ==), or an existing "
+            "file of one 1/0 per document"
         )
     return int(match.group(1)), match.group(2), float(match.group(3))
 
@@ -225,6 +233,15 @@ def document_groups(X: Any, spec: str) -> np.ndarray:
             f"exposure group file {path}: {len(values)} lines for {X.shape[0]} documents (one per row)"
         )
     return np.array(values, dtype=bool)
+
+
+def document_groups_checked(data: Any, spec: str) -> np.ndarray:
+    """:func:`document_groups` of a RankingData, refused when the group holds no or every document."""
+    group = document_groups(data.X, spec)
+    if group.all() or not group.any():
+        which = "every document" if group.all() else "no document"
+        raise ConfigError(f"{spec!r} holds {which} of the {data.n_docs}; the gap between groups needs both")
+    return group
 
 
 def feature_groups(X: Any, spec: str) -> np.ndarray:

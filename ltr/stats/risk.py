@@ -39,15 +39,24 @@ from numpy.typing import ArrayLike
 
 from ltr.core.errors import ConfigError, DataError
 
+#: the largest α: a loss weighing a million times a win is already a pure count of losses, and beyond it the
+#: risk-adjusted differences lose their precision in float64
+MAX_ALPHA = 1e6
+
 
 def check_alpha(alpha: object) -> float:
-    """The risk weight α: a finite number ≥ 0 (a loss counts 1 + α times).
+    """The risk weight α: a number in [0, 10⁶] (a loss counts 1 + α times).
 
     >>> check_alpha(1)
     1.0
     """
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not math.isfinite(alpha) or alpha < 0:
-        raise ConfigError(f"risk_alpha must be a finite number >= 0 (a loss weighs 1 + alpha), got {alpha!r}")
+    if (
+        isinstance(alpha, bool) or not isinstance(alpha, int | float) or not math.isfinite(alpha)
+        or not 0 <= alpha <= MAX_ALPHA
+    ):  # fmt: skip
+        raise ConfigError(
+            f"risk_alpha must be a number in [0, {MAX_ALPHA:.0e}] (a loss weighs 1 + alpha), got {alpha!r}"
+        )
     return float(alpha)
 
 
