@@ -362,6 +362,7 @@ def test_register_system_needs_register(capsys):
     assert exc.value.code == 2 and "--register-system needs --register NAME" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # the real CLI in a subprocess over a logged comparison: ~27 s of the fast suite's time
 def test_report_rebuilt_from_mlflow_equals_the_original(comparison, tmp_path):
     root, exp, result = comparison
     env = {**os.environ, "LTR_ROOT": str(root), "MLFLOW_DISABLE_TELEMETRY": "true", "CI": "true"}
