@@ -63,7 +63,14 @@ from ltr.clicks.discount import (
     segment_test,
 )
 from ltr.clicks.logs import Propensities, read_click_log, read_propensities, write_propensities
-from ltr.clicks.offpolicy import ESTIMATORS, METRICS, OffPolicyEstimate, estimate_offpolicy, fit_reward_model
+from ltr.clicks.offpolicy import (
+    ESTIMATORS,
+    METRICS,
+    OffPolicyEstimate,
+    candidate_rows,
+    estimate_offpolicy,
+    fit_reward_model,
+)
 from ltr.clicks.propensity import (
     DEFAULT_BOOTSTRAP,
     MAX_ITER,
@@ -453,14 +460,12 @@ def _evaluate(args: argparse.Namespace) -> str:
     estimators = list(dict.fromkeys(e.strip() for e in args.estimators.split(",") if e.strip()))
     qid = np.array([str(int(q)) for q in data.qid.tolist()], dtype=object)  # as the log's qid_key spells them
     reward = None
-    if "dr" in estimators:
-        index = {(q, d): i for i, (q, d) in enumerate(zip(qid.tolist(), docid.tolist(), strict=True))}
-        rows = [index.get((str(q), str(d)), -1) for q, d in zip(log.pair_qid, log.pair_doc, strict=True)]
-        if min(rows, default=0) >= 0:  # else estimate_offpolicy names the missing document
-            reward = fit_reward_model(log, theta, data.X[np.asarray(rows)], data.X, seed=args.seed)
+    if "dr" in estimators:  # a logged document without features is named here, before the model is fitted
+        rows = candidate_rows(log, qid, docid)
+        reward = fit_reward_model(log, theta, data.X[rows], data.X, seed=args.seed)
     est = estimate_offpolicy(
         log, theta, qid=qid, doc=docid, scores=scores, k=args.k, metric=args.metric, estimators=estimators,
-        clip=args.clip, reward=reward if reward is not None else np.zeros(data.n_docs),
+        clip=args.clip, reward=reward,
         n_bootstrap=args.bootstrap, confidence=args.confidence, seed=args.seed,
     )  # fmt: skip
     if args.json:

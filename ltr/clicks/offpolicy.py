@@ -182,20 +182,8 @@ def estimate_offpolicy(
     rank = new_ranks(cand_q, s)
     weight = np.where(rank <= k, lam[np.minimum(rank, k) - 1], 0.0)  # λ(r(d)) per candidate
 
-    # every impression's candidate row: the log's (qid, doc) pairs must all be candidates
-    index = {(q, d): i for i, (q, d) in enumerate(zip(cand_q.tolist(), cand_d.tolist(), strict=True))}
+    pair_cand = candidate_rows(log, cand_q, cand_d)
     pair_qid = np.asarray(log.pair_qid, dtype=object).astype(str)
-    pair_doc = np.asarray(log.pair_doc, dtype=object).astype(str)
-    pair_cand = np.empty(pair_qid.size, dtype=np.int64)
-    for p, key in enumerate(zip(pair_qid.tolist(), pair_doc.tolist(), strict=True)):
-        found = index.get(key)
-        if found is None:
-            row = int(log.pair_row[p]) + 1 if log.pair_row is not None else p + 1
-            raise DataError(
-                f"{log.source}: {log.row_label} {row}: qid {key[0]!r} doc {key[1]!r} is not among the new "
-                "ranker's candidates (the features/scores of every logged document are needed)"
-            )
-        pair_cand[p] = found
     if int(log.position.max()) > theta.size:
         i = int(np.argmax(log.position > theta.size))
         raise DataError(
@@ -255,6 +243,35 @@ def estimate_offpolicy(
     return OffPolicyEstimate(
         metric, k, query_names, values, mean, ci, np.clip(unshown, 0.0, 1.0), confidence, n_bootstrap
     )
+
+
+def candidate_rows(
+    log: ImpressionLog, qid: Sequence[Any] | np.ndarray, doc: Sequence[Any] | np.ndarray
+) -> np.ndarray:
+    """The candidate row (index into ``qid``/``doc``) of every (qid, doc) pair of ``log``; a logged pair that is
+    no candidate is a :class:`DataError` naming the log row.
+
+    >>> from ltr.clicks.logs import impression_log
+    >>> log = impression_log(session=[1, 1], qid=["q", "q"], doc=["b", "a"], position=[1, 2], click=[0, 1])
+    >>> candidate_rows(log, ["q", "q"], ["a", "b"]).tolist()  # pairs in the log's order of (qid, doc)
+    [0, 1]
+    """
+    cand_q = np.asarray(qid, dtype=object).astype(str)
+    cand_d = np.asarray(doc, dtype=object).astype(str)
+    index = {(q, d): i for i, (q, d) in enumerate(zip(cand_q.tolist(), cand_d.tolist(), strict=True))}
+    pair_qid = np.asarray(log.pair_qid, dtype=object).astype(str)
+    pair_doc = np.asarray(log.pair_doc, dtype=object).astype(str)
+    rows = np.empty(pair_qid.size, dtype=np.int64)
+    for p, key in enumerate(zip(pair_qid.tolist(), pair_doc.tolist(), strict=True)):
+        found = index.get(key)
+        if found is None:
+            row = int(log.pair_row[p]) + 1 if log.pair_row is not None else p + 1
+            raise DataError(
+                f"{log.source}: {log.row_label} {row}: qid {key[0]!r} doc {key[1]!r} is not among the new "
+                "ranker's candidates (the features/scores of every logged document are needed)"
+            )
+        rows[p] = found
+    return rows
 
 
 def fit_reward_model(

@@ -346,8 +346,9 @@ def evaluate_by_segment(
     docno = options.pop("docno", None)
     out: dict[str, np.ndarray] = {}
     by_name = {str(k): v for k, v in conventions.items()}
-    for name in dict.fromkeys(str(v) for v in seg.tolist()):
-        queries = np.flatnonzero(np.array([str(v) == name for v in seg.tolist()]))
+    segment_of = np.array([str(v) for v in seg.tolist()], dtype=object)
+    for name in dict.fromkeys(segment_of.tolist()):
+        queries = np.flatnonzero(segment_of == name)
         rows = np.concatenate([np.arange(off[q], off[q + 1]) for q in queries])
         sub_off = np.r_[0, np.cumsum(off[queries + 1] - off[queries])]
         values = evaluate(

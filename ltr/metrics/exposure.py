@@ -152,11 +152,8 @@ def expected_exposure(
     group = None if groups is None else np.asarray(groups, dtype=bool)
     if group is not None and group.shape != y.shape:
         raise MetricError(f"exposure: groups needs one value per document ({y.size}), got {group.size}")
-    if group is not None and (group.all() or not group.any()):
-        which = "every document" if group.all() else "no document"
-        raise ConfigError(
-            f"exposure group: it holds {which} of these {y.size}; the gap between groups needs both"
-        )
+    if group is not None:
+        require_both_groups(group, "exposure group: it")
     n_q = off.size - 1
     width = int(np.diff(off).max(initial=1))
     discounts = c.discounts(max(width, 1))
@@ -235,12 +232,24 @@ def document_groups(X: Any, spec: str) -> np.ndarray:
     return np.array(values, dtype=bool)
 
 
+def require_both_groups(group: np.ndarray, subject: str) -> None:
+    """A :class:`ConfigError` (``SUBJECT holds every document of the N; …``) unless ``group`` has members and
+    non-members: the exposure gap compares the two.
+
+    >>> require_both_groups(np.array([True, True]), "'1>0'")
+    Traceback (most recent call last):
+    ...
+    ltr.core.errors.ConfigError: '1>0' holds every document of the 2; the gap between groups needs both
+    """
+    if group.all() or not group.any():
+        which = "every document" if group.all() else "no document"
+        raise ConfigError(f"{subject} holds {which} of the {group.size}; the gap between groups needs both")
+
+
 def document_groups_checked(data: Any, spec: str) -> np.ndarray:
     """:func:`document_groups` of a RankingData, refused when the group holds no or every document."""
     group = document_groups(data.X, spec)
-    if group.all() or not group.any():
-        which = "every document" if group.all() else "no document"
-        raise ConfigError(f"{spec!r} holds {which} of the {data.n_docs}; the gap between groups needs both")
+    require_both_groups(group, repr(spec))
     return group
 
 
