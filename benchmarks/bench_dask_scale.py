@@ -32,6 +32,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,9 @@ def run_dask(directory: Path, n_files: int | None, cap_mb: int, worker_memory: s
         Client(cluster) as client,
     ):
         rss_start = _rss_mb()
+        # threads started under the cap (ltr's cluster watch, Dask's) reserve 2 MiB of stack address space,
+        # not the 8 MiB default: the cap measures data, not stack reservations
+        threading.stack_size(2 * 2**20)
         limit = _cap_address_space(cap_mb) if cap_mb else None
         t0 = time.perf_counter()
         train = load_sharded(client, [str(p) for p in files], opts, name="train")

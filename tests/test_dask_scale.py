@@ -27,7 +27,8 @@ CAP_MB = 40
 def test_workers_train_on_data_the_capped_driver_could_not_hold(tmp_path):
     cmd = [sys.executable, str(SCRIPT), "--dir", str(tmp_path / "data"), "--queries", "1100", "--shards", "8"]
     cmd += ["--subset-shards", "3", "--driver-cap-mb", str(CAP_MB), "--worker-memory", "2GB"]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=1800)
+    out = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=1800)
+    assert out.returncode == 0, out.stderr[-4000:]  # the capped child's own error, when it fails
     rows = {
         k: v for line in out.stdout.splitlines() if line.startswith("{") for k, v in json.loads(line).items()
     }
