@@ -1,7 +1,7 @@
 """The optional extras: which package brings which module, and the one error when one is missing.
 
 ``ltr`` is distributed as :data:`DISTRIBUTION` (the name ``ltr`` on the public package index belongs to
-another project); the import name and the commands (``python -m ltr.…``) stay ``ltr``. Two features
+another project); the import name and the commands (``python -m ltr.…``) stay ``ltr``. Three features
 need packages the base install leaves out:
 
 ==========  ===============================  =========================================
@@ -9,6 +9,7 @@ extra       modules                          needed for
 ==========  ===============================  =========================================
 export      ``onnx``, ``onnxruntime``        ``python -m ltr.export --format onnx`` (and ``--check``)
 catboost    ``catboost``                     ``+model=catboost`` (YetiRank)
+neural      ``jax``, ``optax``, ``rax``      ``+model=neural_*`` (neural listwise rankers)
 ==========  ===============================  =========================================
 
 >>> install_hint("export")
@@ -27,7 +28,11 @@ from ltr.core.errors import ConfigError
 #: the distribution name on the package index (``pip install ltr-workbench``); the import name is ``ltr``
 DISTRIBUTION = "ltr-workbench"
 #: extra → the modules it brings (pyproject.toml's [project.optional-dependencies]; a test keeps them equal)
-EXTRAS: dict[str, tuple[str, ...]] = {"export": ("onnx", "onnxruntime"), "catboost": ("catboost",)}
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "export": ("onnx", "onnxruntime"),
+    "catboost": ("catboost",),
+    "neural": ("jax", "optax", "rax"),
+}
 
 
 def install_hint(extra: str) -> str:

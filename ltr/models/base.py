@@ -541,6 +541,7 @@ class BaseRanker:
             "lightgbm": ("lightgbm",),
             "xgboost": ("xgboost-cpu", "xgboost"),
             "catboost": ("catboost",),
+            "jax": ("jax",),
         }.get(self.engine, ("scikit-learn",) if self.engine == "sklearn" else ()):
             try:
                 return version(dist)

@@ -16,6 +16,7 @@ ltr.core.errors.DataError: toy (train): query qid=8 (rows 3-3) has label 40, but
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ltr.core.errors import DataError
 from ltr.core.ranking import query_of_row
@@ -113,3 +114,25 @@ def row_weights(data: RankingData) -> np.ndarray | None:
             f"{data.name}: query qid={data.query_ids[q]} has weight {data.weight[q]}; weights must be >= 0"
         )
     return np.repeat(data.weight, data.group_sizes)
+
+
+def check_finite_features(data: RankingData, role: str, *, model: str) -> None:
+    """scikit-learn's linear models reject NaN/inf: name the first offending row, query and feature.
+
+    Rows and features are numbered from 1 (the feature id of an SVMlight file, ``docs/data.md``).
+    """
+    values = data.X.data if sp.issparse(data.X) else data.X
+    finite = np.isfinite(values)
+    if finite.all():
+        return
+    if sp.issparse(data.X):
+        X = sp.csr_matrix(data.X)
+        flat = int(np.flatnonzero(~finite)[0])
+        row = int(np.searchsorted(X.indptr, flat, side="right") - 1)
+        col = int(X.indices[flat])
+    else:
+        row, col = (int(v) for v in np.argwhere(~finite)[0])
+    raise DataError(
+        f"{data.name} ({role}): {describe_row(data, row)} has a non-finite value in feature {col + 1} "
+        f"(row {row + 1}); {model} needs finite features — impute or clip them when loading"
+    )

@@ -106,6 +106,27 @@ def _feature_column(value: Any, where: str) -> Any:
     )
 
 
+#: the neural rankers' losses (``ltr.models.neural.losses.LOSSES``; a test keeps the two equal)
+NEURAL_LOSSES = ("softmax", "listmle", "approxndcg", "pairwise", "lambdaloss")
+
+
+def _hidden_units(value: Any, where: str) -> list[int]:
+    """A non-empty list of whole layer widths >= 1.
+
+    >>> _hidden_units([64, 32.0], "params.hidden_units")
+    [64, 32]
+    """
+    whole = isinstance(value, list | tuple) and all(
+        isinstance(u, int | float | np.integer | np.floating) and not isinstance(u, bool) and u == int(u) >= 1
+        for u in value
+    )
+    if not whole or not value:
+        raise ConfigError(
+            f"{where}: expected a non-empty list of layer widths >= 1, e.g. [256, 128], got {value!r}"
+        )
+    return [int(u) for u in value]
+
+
 #: ltr name → (type, range/choices). ``Any`` types are checked by their ``check``.
 SPECS: dict[str, tuple[Any, Constraint]] = {
     "n_trees": (int, Constraint(low=1)),
@@ -128,7 +149,25 @@ SPECS: dict[str, tuple[Any, Constraint]] = {
     "alpha": (float, Constraint(low=0.0)),
     "feature": (Any, Constraint(check=_feature_column)),  # a 1-based feature id or "best"
     "direction": (str, Constraint(choices=("desc", "asc", "best"))),
+    # neural rankers (ltr/models/neural/): ltr's own network, no engine to translate for
+    "loss": (str, Constraint(choices=NEURAL_LOSSES)),
+    "scorer": (str, Constraint(choices=("mlp", "attention"))),
+    "hidden_units": (list[int], Constraint(check=_hidden_units)),
+    "attention_heads": (int, Constraint(low=1)),
+    "attention_layers": (int, Constraint(low=1)),
+    "dropout": (float, Constraint(low=0.0, high=1.0, open_high=True)),
+    "n_epochs": (int, Constraint(low=1)),
+    "batch_size": (int, Constraint(low=1)),
+    "max_list_size": (int | None, Constraint(low=1)),
+    "weight_decay": (float, Constraint(low=0.0)),
+    "feature_transform": (str, Constraint(choices=("log1p_zscore", "zscore", "none"))),
+    "temperature": (float, Constraint(low=0.0, open_low=True)),
 }
+#: the keys only the neural rankers take: ltr's own network and optimiser, no engine translates them
+NEURAL_KEYS = frozenset(
+    ["loss", "scorer", "hidden_units", "attention_heads", "attention_layers", "dropout", "n_epochs",
+     "batch_size", "max_list_size", "weight_decay", "feature_transform", "temperature"]
+)  # fmt: skip
 
 
 def params_block(class_name: str, **defaults: Any) -> type:
@@ -144,10 +183,17 @@ def params_block(class_name: str, **defaults: Any) -> type:
     return dataclasses.make_dataclass(
         class_name,
         [
-            (key, SPECS[key][0], field(default=value, metadata={CHECK: SPECS[key][1]}))
+            (key, SPECS[key][0], _default(value, SPECS[key][1]))
             for key, value in defaults.items()
         ],
     )
+
+
+def _default(value: Any, constraint: Constraint) -> Any:
+    """A dataclass field with ``value`` as its default (a list as a factory: each config its own copy)."""
+    if isinstance(value, list):
+        return field(default_factory=lambda: list(value), metadata={CHECK: constraint})
+    return field(default=value, metadata={CHECK: constraint})
 
 
 # --- every model's parameter block: the one place its defaults are written ------------------------------
@@ -185,6 +231,22 @@ LAMBDARANK: dict[str, Any] = {
     "bagging_by_query": False,  # bagging_fraction samples whole queries
     "truncation_level": 30,  # lambdas use pairs involving the top-30 positions
     "label_gain": None,  # None/exp2 = 2^l - 1 (labels 0..30); linear = l; or a list of gains per label
+}
+#: the neural rankers (ltr/models/neural/): an MLP trained with Adam(W) on padded query lists
+NEURAL: dict[str, Any] = {
+    "loss": "softmax",  # one of NEURAL_LOSSES (rax); neural_<loss> sets it
+    "scorer": "mlp",  # mlp: each document alone; attention: self-attention over its list
+    "hidden_units": [256, 128],  # MLP widths; the last is the attention width
+    "attention_heads": 2,  # must divide the last hidden width (scorer=attention)
+    "attention_layers": 1,  # Transformer encoder blocks (scorer=attention)
+    "dropout": 0.1,  # after each hidden layer, in training
+    "n_epochs": 100,  # passes over the training queries (upper bound; early stopping picks the best)
+    "batch_size": 32,  # query lists per optimiser step
+    "max_list_size": 200,  # training lists longer than this are sampled down each epoch; null: no cap
+    "learning_rate": 0.001,  # Adam(W) step size
+    "weight_decay": 0.0,  # AdamW's decoupled weight decay
+    "feature_transform": "log1p_zscore",  # fitted on train: signed log1p then z-score (Qin et al. 2021)
+    "temperature": 1.0,  # ApproxNDCG's sigmoid temperature (loss=approxndcg)
 }
 #: click-trained models: fewer, smaller steps (no early stopping on click data)
 CLICK_TREES: dict[str, Any] = {"n_trees": 200, "learning_rate": 0.05}
@@ -225,6 +287,11 @@ MODEL_PARAMS: dict[str, type] = {
     "lambdamart_xgb_clicks": params_block(
         "ClickXGBoostParams", **{**XGBOOST_TREES, **CLICK_TREES, "truncation_level": 10}
     ),
+    **{
+        f"neural_{loss}": params_block(f"Neural{loss.title()}Params", **{**NEURAL, "loss": loss})
+        for loss in NEURAL_LOSSES
+    },
+    "neural_attention": params_block("NeuralAttentionParams", **{**NEURAL, "scorer": "attention"}),
 }
 
 
@@ -255,6 +322,13 @@ class EarlyStopping:
 
 
 @dataclass
+class EpochStopping(EarlyStopping):
+    """Early stopping of the neural rankers: an epoch is a pass over every query, so fewer of them."""
+
+    patience: int | None = setting(10, low=0)
+
+
+@dataclass
 class FixedRounds(EarlyStopping):
     """Early stopping of models that never stop early: click-trained ones (click logs have no true labels
     to stop on; stopping on the simulation's true validation labels would leak them) and one-shot ones
@@ -270,6 +344,8 @@ CLICK_TRAINED = (
     "lambdamart_xgb_unbiased",
     "lambdamart_xgb_clicks",
 )
+#: the neural rankers (ltr/models/neural/ranker.py): early stopping counts epochs (EpochStopping)
+NEURAL_MODELS = (*(f"neural_{loss}" for loss in NEURAL_LOSSES), "neural_attention")
 #: models whose early_stopping block defaults to ``patience: null``
 FIXED_ROUNDS = ("linear", "random_forest", "feature", *CLICK_TRAINED)
 
@@ -277,7 +353,7 @@ FIXED_ROUNDS = ("linear", "random_forest", "feature", *CLICK_TRAINED)
 def model_config_block(name: str, params: type, *, clicks: bool = False) -> type:
     """The dataclass of a whole model config: ``name``, ``params``, ``early_stopping``, ``engine_params``
     (and ``clicks`` for click-trained models); what Hydra composes under ``conf/model/NAME.yaml``."""
-    stopping = FixedRounds if name in FIXED_ROUNDS else EarlyStopping
+    stopping = FixedRounds if name in FIXED_ROUNDS else EpochStopping if name in NEURAL_MODELS else EarlyStopping
     fields: list[Any] = [
         ("name", str, field(default=name)),
         ("params", params, field(default_factory=params)),

@@ -42,6 +42,12 @@ _REGISTRY: dict[str, str] = {
     "lambdamart_clicks": "ltr.models.clicks.unbiased:ClickLambdaMART",
     "lambdamart_xgb_unbiased": "ltr.models.clicks.unbiased_xgb:UnbiasedXGBoost",
     "lambdamart_xgb_clicks": "ltr.models.clicks.unbiased_xgb:ClickXGBoost",
+    "neural_softmax": "ltr.models.neural.ranker:NeuralSoftmax",
+    "neural_listmle": "ltr.models.neural.ranker:NeuralListMLE",
+    "neural_approxndcg": "ltr.models.neural.ranker:NeuralApproxNDCG",
+    "neural_pairwise": "ltr.models.neural.ranker:NeuralPairwise",
+    "neural_lambdaloss": "ltr.models.neural.ranker:NeuralLambdaLoss",
+    "neural_attention": "ltr.models.neural.ranker:NeuralAttention",
 }
 
 

@@ -48,33 +48,11 @@ from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData
 from ltr.models import vocabulary
 from ltr.models.base import NonIterativeRanker, Resolved
-from ltr.models.checks import check_labels_finite, describe_row, row_weights
+from ltr.models.checks import check_finite_features, check_labels_finite, row_weights
 
 SKOPS_FILE = "model.skops"
 JSON_FILE = "model.json"
 TRUSTED_SKOPS_TYPES = ["sklearn.tree._tree.Tree"]
-
-
-def check_finite_features(data: RankingData, role: str, *, model: str) -> None:
-    """scikit-learn's linear models reject NaN/inf: name the first offending row, query and feature.
-
-    Rows and features are numbered from 1 (the feature id of an SVMlight file, ``docs/data.md``).
-    """
-    values = data.X.data if sp.issparse(data.X) else data.X
-    finite = np.isfinite(values)
-    if finite.all():
-        return
-    if sp.issparse(data.X):
-        X = sp.csr_matrix(data.X)
-        flat = int(np.flatnonzero(~finite)[0])
-        row = int(np.searchsorted(X.indptr, flat, side="right") - 1)
-        col = int(X.indices[flat])
-    else:
-        row, col = (int(v) for v in np.argwhere(~finite)[0])
-    raise DataError(
-        f"{data.name} ({role}): {describe_row(data, row)} has a non-finite value in feature {col + 1} "
-        f"(row {row + 1}); {model} needs finite features — impute or clip them when loading"
-    )
 
 
 @functools.cache
