@@ -72,7 +72,7 @@ ENTRY_POINTS = frozenset(LAYERS[-1][1])
 #: not needed; a function-local import of one needs a ``# deferred:`` reason.
 HEAVY = frozenset(
     {"lightgbm", "xgboost", "catboost", "mlflow", "dask", "distributed", "matplotlib", "optuna", "hydra",
-     "pandas", "sklearn", "skops", "onnx", "onnxruntime"}
+     "pandas", "sklearn", "skops", "onnx", "onnxruntime", "jax", "optax", "rax"}
 )  # fmt: skip
 REASON = re.compile(r"#\s*deferred:\s*\S")
 

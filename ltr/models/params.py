@@ -182,10 +182,7 @@ def params_block(class_name: str, **defaults: Any) -> type:
         raise TypeError(f"{class_name}: {unknown} are not in the ltr vocabulary")  # a declaration bug
     return dataclasses.make_dataclass(
         class_name,
-        [
-            (key, SPECS[key][0], _default(value, SPECS[key][1]))
-            for key, value in defaults.items()
-        ],
+        [(key, SPECS[key][0], _default(value, SPECS[key][1])) for key, value in defaults.items()],
     )
 
 
@@ -353,7 +350,9 @@ FIXED_ROUNDS = ("linear", "random_forest", "feature", *CLICK_TRAINED)
 def model_config_block(name: str, params: type, *, clicks: bool = False) -> type:
     """The dataclass of a whole model config: ``name``, ``params``, ``early_stopping``, ``engine_params``
     (and ``clicks`` for click-trained models); what Hydra composes under ``conf/model/NAME.yaml``."""
-    stopping = FixedRounds if name in FIXED_ROUNDS else EpochStopping if name in NEURAL_MODELS else EarlyStopping
+    stopping = (
+        FixedRounds if name in FIXED_ROUNDS else EpochStopping if name in NEURAL_MODELS else EarlyStopping
+    )
     fields: list[Any] = [
         ("name", str, field(default=name)),
         ("params", params, field(default_factory=params)),

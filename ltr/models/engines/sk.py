@@ -42,9 +42,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 
-from ltr.core.errors import ConfigError, DataError
+from ltr.core.errors import ConfigError
 from ltr.data import RankingData
 from ltr.models import vocabulary
 from ltr.models.base import NonIterativeRanker, Resolved

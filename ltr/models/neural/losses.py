@@ -8,7 +8,8 @@ rax (Google's learning-to-rank library on JAX); :func:`batch_loss` is their weig
 ================  ====================================================================================
 loss              per-list value ``ℓ(s, y)``
 ================  ====================================================================================
-``softmax``       ListNet's top-one cross-entropy (Cao et al. 2007; ``rax.softmax_loss``):
+``softmax``       ListNet's top-one cross-entropy (Cao et al. 2007; ``rax.softmax_loss`` with
+                  ``label_fn=rax.utils.normalize_probabilities``):
                   ``ℓ = − Σ_i (y_i / Σ_j y_j) · log softmax(s)_i``
 ``listmle``       the Plackett–Luce likelihood of the label order (Xia et al. 2008; ``rax.listmle_loss``):
                   π sorts the items by label, descending (ties: list order),
@@ -78,7 +79,10 @@ def list_losses(
 ) -> jax.Array:
     """One loss value per list (``[B]``) for ``loss`` (one of :data:`LOSSES`; formulas in the module docstring)."""
     if loss == "softmax":
-        return rax.softmax_loss(scores, labels, where=mask, reduce_fn=None)
+        probabilities = (
+            rax.utils.normalize_probabilities
+        )  # rax's default keeps raw grades: ListNet normalises
+        return rax.softmax_loss(scores, labels, where=mask, reduce_fn=None, label_fn=probabilities)
     if loss == "listmle":
         return rax.listmle_loss(scores, labels, where=mask, reduce_fn=None)
     if loss == "approxndcg":

@@ -130,12 +130,11 @@ def init_params(spec: NetworkSpec, key: jax.Array) -> dict[str, jax.Array]:
 
 def expected_shapes(spec: NetworkSpec) -> dict[str, tuple[int, ...]]:
     """Every parameter's shape for ``spec`` (a saved file is checked against it before use)."""
-    return {name: tuple(value.shape) for name, value in jax.eval_shape(init_params, spec, jax.random.PRNGKey(0)).items()}
+    shapes = jax.eval_shape(lambda key: init_params(spec, key), jax.random.PRNGKey(0))
+    return {name: tuple(value.shape) for name, value in shapes.items()}
 
 
-def _embed(
-    params: dict[str, jax.Array], spec: NetworkSpec, z: jax.Array, key: jax.Array | None
-) -> jax.Array:
+def _embed(params: dict[str, jax.Array], spec: NetworkSpec, z: jax.Array, key: jax.Array | None) -> jax.Array:
     h = z
     for i in range(len(spec.hidden_units)):
         h = jax.nn.relu(h @ params[f"dense_{i}.w"] + params[f"dense_{i}.b"])
@@ -152,7 +151,9 @@ def _layer_norm(h: jax.Array, gain: jax.Array, bias: jax.Array) -> jax.Array:
     return (h - mean) / jnp.sqrt(var + LAYER_NORM_EPS) * gain + bias
 
 
-def _self_attention(params: dict[str, jax.Array], p: str, h: jax.Array, mask: jax.Array, heads: int) -> jax.Array:
+def _self_attention(
+    params: dict[str, jax.Array], p: str, h: jax.Array, mask: jax.Array, heads: int
+) -> jax.Array:
     """Multi-head self-attention within each list; padded documents are never attended to."""
     *lead, length, width = h.shape
     d = width // heads
@@ -188,7 +189,14 @@ def apply(
     if spec.scorer == "attention":
         for layer in range(spec.attention_layers):
             p = f"block_{layer}"
-            h = _layer_norm(h + _self_attention(params, p, h, mask, spec.attention_heads), params[f"{p}.ln1.g"], params[f"{p}.ln1.b"])
-            ff = jax.nn.relu(h @ params[f"{p}.ff1.w"] + params[f"{p}.ff1.b"]) @ params[f"{p}.ff2.w"] + params[f"{p}.ff2.b"]
+            h = _layer_norm(
+                h + _self_attention(params, p, h, mask, spec.attention_heads),
+                params[f"{p}.ln1.g"],
+                params[f"{p}.ln1.b"],
+            )
+            ff = (
+                jax.nn.relu(h @ params[f"{p}.ff1.w"] + params[f"{p}.ff1.b"]) @ params[f"{p}.ff2.w"]
+                + params[f"{p}.ff2.b"]
+            )
             h = _layer_norm(h + ff, params[f"{p}.ln2.g"], params[f"{p}.ln2.b"])
     return (h @ params["out.w"])[..., 0] + params["out.b"][0]

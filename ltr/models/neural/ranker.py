@@ -12,7 +12,7 @@ validation split with ltr's own metric module (``early_stopping``: metric, prese
 shuffling, list sampling, dropout) comes from ``seed``: the same seed on the same machine and
 thread count gives the same parameters.
 
-``engine_params`` are optax.adamw's other arguments (``b1``, ``b2``, ``eps``, ``eps_root``).
+``engine_params`` are optax.adamw's other numbers (``b1``, ``b2``, ``eps``, ``eps_root``).
 ``num_threads=1`` asks XLA for one thread (``--xla_cpu_multi_thread_eigen=false``) when JAX has
 not started yet in the process; otherwise JAX uses its own pool.
 
@@ -27,7 +27,6 @@ ConfigError naming ``pip install 'ltr-workbench[neural]'``.
 from __future__ import annotations
 
 import functools
-import inspect
 import os
 import sys
 import zipfile
@@ -61,20 +60,17 @@ def start_jax(num_threads: int, *, needed_for: str) -> str:
     with the run).
     """
     if "jax" not in sys.modules:
-        os.environ.setdefault("JAX_PLATFORMS", "cpu")  # no TPU/GPU probing (and its log lines) on CPU machines
+        os.environ.setdefault(
+            "JAX_PLATFORMS", "cpu"
+        )  # no TPU/GPU probing (and its log lines) on CPU machines
         if num_threads == 1 and XLA_ONE_THREAD not in os.environ.get("XLA_FLAGS", ""):
             os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {XLA_ONE_THREAD}".strip()
     require_extra("neural", needed_for=needed_for)
     return os.environ.get("XLA_FLAGS", "")
 
 
-@functools.cache
-def adamw_arguments() -> dict[str, str]:
-    """optax.adamw's keyword arguments besides the ones ltr sets (learning rate, weight decay, mask)."""
-    import optax  # deferred: the neural extra loads only when a neural model is configured with engine_params
-
-    skip = {"learning_rate", "weight_decay", "mask"}
-    return {name: name for name in inspect.signature(optax.adamw).parameters if name not in skip}
+#: optax.adamw's other numeric arguments, the ``engine_params`` a neural ranker takes
+ADAMW_NUMBERS = ("b1", "b2", "eps", "eps_root")
 
 
 class NeuralRanker(BaseRanker):
@@ -90,8 +86,7 @@ class NeuralRanker(BaseRanker):
 
     # --- configuration ---------------------------------------------------------------------------
     def engine_parameter_names(self) -> Mapping[str, str]:
-        self._start_jax()
-        return adamw_arguments()
+        return {name: name for name in ADAMW_NUMBERS}
 
     def engine_parameter_kind(self) -> str:
         return "an argument of optax.adamw"
@@ -101,6 +96,10 @@ class NeuralRanker(BaseRanker):
 
     def _check_params(self, params: dict[str, Any]) -> None:
         self._start_jax()
+        for key, value in (plain(self.engine_params) or {}).items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
+                where = getattr(self, "_where", "model")
+                raise ConfigError(f"{where}.engine_params.{key}: expected a number, got {value!r}")
         width = params["hidden_units"][-1]
         if params["scorer"] == "attention" and width % params["attention_heads"]:
             where = getattr(self, "_where", "model")
@@ -142,7 +141,6 @@ class NeuralRanker(BaseRanker):
         w = watch(train, valid, cfg.early_stopping, on_iteration, self._check_data)
         xla_flags = self._start_jax()
         import jax  # deferred: the neural extra loads only when a neural model trains
-        import optax  # deferred: as jax
 
         from ltr.models.neural import network  # deferred: imports JAX
         from ltr.models.neural.lists import training_batches  # deferred: with the training loop
@@ -152,9 +150,8 @@ class NeuralRanker(BaseRanker):
         self.transform_ = network.Standardise.fit(p["feature_transform"], self._moments(train, spec.log1p))
         key_init, key = jax.random.split(jax.random.PRNGKey(int(self.seed)))
         params = network.init_params(spec, key_init)
-        optimiser = optax.adamw(p["learning_rate"], weight_decay=p["weight_decay"], **cfg.engine_params)
-        state = optimiser.init(params)
-        step = _training_step(spec, p["loss"], float(p["temperature"]), optimiser)
+        step = _training_step(spec, p["loss"], float(p["temperature"]), tuple(sorted(cfg.engine_params)))
+        state = adamw(p["learning_rate"], p["weight_decay"], cfg.engine_params).init(params)
         transform = self.transform_.arrays
         rng = np.random.default_rng(int(self.seed))
         self.engine_params_ = {
@@ -171,7 +168,9 @@ class NeuralRanker(BaseRanker):
             total, batches = 0.0, 0
             for batch in training_batches(train, batch_size=p["batch_size"], cap=p["max_list_size"], rng=rng):
                 key, sub = jax.random.split(key)
-                params, state, value = step(params, state, transform, batch.x, batch.labels, batch.mask, batch.weights, sub)
+                params, state, value = step(
+                    params, state, transform, batch.x, batch.labels, batch.mask, batch.weights, sub
+                )
                 total, batches = total + value, batches + 1
             mean_loss = float(total) / max(batches, 1)
             if not np.isfinite(mean_loss):
@@ -217,7 +216,12 @@ class NeuralRanker(BaseRanker):
 
     def _scores(self, X: Any, offsets: np.ndarray) -> np.ndarray:
         self._start_jax()
-        from ltr.models.neural.lists import gather, list_rows, padded_length, scoring_groups  # deferred: as JAX
+        from ltr.models.neural.lists import (  # deferred: as JAX
+            gather,
+            list_rows,
+            padded_length,
+            scoring_groups,
+        )
 
         spec = self.spec(X.shape[1])
         score = _scoring_function(spec)
@@ -256,7 +260,9 @@ class NeuralRanker(BaseRanker):
             with np.load(file, allow_pickle=False) as stored:
                 arrays = {name: np.asarray(stored[name]) for name in stored.files}
         except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-            raise ConfigError(f"{file}: cannot read the network's parameters ({exc}); the file is damaged") from None
+            raise ConfigError(
+                f"{file}: cannot read the network's parameters ({exc}); the file is damaged"
+            ) from None
         spec = self.spec(self.n_features_in_)
         wanted = {f"param.{name}": shape for name, shape in expected_shapes(spec).items()}
         wanted["transform.mean"] = wanted["transform.scale"] = (self.n_features_in_,)
@@ -269,8 +275,12 @@ class NeuralRanker(BaseRanker):
                 )
         extra = sorted(set(arrays) - set(wanted))
         if extra:
-            raise ConfigError(f"{file}: unexpected arrays {', '.join(extra)}; the file does not belong to this manifest")
-        self.network_ = {name.removeprefix("param."): arrays[name] for name in wanted if name.startswith("param.")}
+            raise ConfigError(
+                f"{file}: unexpected arrays {', '.join(extra)}; the file does not belong to this manifest"
+            )
+        self.network_ = {
+            name.removeprefix("param."): arrays[name] for name in wanted if name.startswith("param.")
+        }
         log1p = self.params_["feature_transform"] == "log1p_zscore"
         self.transform_ = Standardise(log1p, arrays["transform.mean"], arrays["transform.scale"])
         self.epochs_ = int(manifest.get("state", {}).get("epochs", 0))
@@ -282,8 +292,23 @@ class NeuralRanker(BaseRanker):
         return int(self.epochs_)
 
 
-def _training_step(spec: Any, loss: str, temperature: float, optimiser: Any) -> Any:
-    """The compiled AdamW step: ``(params, state, transform, x, labels, mask, weights, key) → (params, state, loss)``."""
+def adamw(learning_rate: float, weight_decay: float, extra: Mapping[str, Any]) -> Any:
+    """optax.adamw with its numbers held in the optimiser state (``optax.inject_hyperparams``), so one
+    compiled step serves every learning rate and weight decay (sweep trials, folds, tests)."""
+    import optax  # deferred: the neural extra loads only when a neural model trains
+
+    numbers = {"learning_rate": float(learning_rate), "weight_decay": float(weight_decay), **extra}
+    return optax.inject_hyperparams(optax.adamw)(**numbers)
+
+
+@functools.cache
+def _training_step(spec: Any, loss: str, temperature: float, extra: tuple[str, ...]) -> Any:
+    """The compiled AdamW step ``(params, state, transform, x, labels, mask, weights, key) → (params, state,
+    loss)``; ``state`` (from :func:`adamw`) carries the optimiser's numbers, ``extra`` names its other arguments.
+
+    Cached per network, loss and argument names: the fits of a process (folds, sweep trials, ensemble
+    members, tests) reuse one compilation per padded batch shape.
+    """
     import jax  # deferred: the neural extra loads only when a neural model trains
     import optax  # deferred: as jax
 
@@ -294,7 +319,11 @@ def _training_step(spec: Any, loss: str, temperature: float, optimiser: Any) -> 
         scores = apply(params, spec, transform, x, mask, key)
         return batch_loss(loss, scores, labels, mask, weights, temperature=temperature)
 
-    def step(params: Any, state: Any, transform: Any, x: Any, labels: Any, mask: Any, weights: Any, key: Any) -> Any:
+    optimiser = adamw(1.0, 0.0, dict.fromkeys(extra, 0.0))  # its update reads the numbers from the state
+
+    def step(
+        params: Any, state: Any, transform: Any, x: Any, labels: Any, mask: Any, weights: Any, key: Any
+    ) -> Any:
         value, grads = jax.value_and_grad(objective)(params, transform, x, labels, mask, weights, key)
         updates, state = optimiser.update(grads, state, params)
         return optax.apply_updates(params, updates), state, value
