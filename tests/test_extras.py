@@ -115,7 +115,7 @@ def test_constraints_txt_is_the_lock_for_plain_pip():
         pytest.skip("needs uv (make env bootstraps .tools/bin/uv)")
     flags = ["--frozen", "--no-hashes", "--no-dev", "--all-extras", "--no-emit-project"]
     fresh = subprocess.run(
-        [uv, "export", *flags, "--output-file", "-"],
+        [uv, "export", *flags],
         cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,

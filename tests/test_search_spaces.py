@@ -23,7 +23,9 @@ SEARCHES = {
     "pointwise_optuna": ["regression", "classification"],
     "ensemble_blend_optuna": ["ensemble_blend"],
     "ensemble_stack_optuna": ["ensemble_stack"],
-}
+    "neural_optuna": ["neural_softmax", "neural_listmle", "neural_approxndcg", "neural_pairwise",
+                      "neural_lambdaloss", "neural_attention"],
+}  # fmt: skip
 CASES = [(search, model) for search, models in SEARCHES.items() for model in models]
 
 
