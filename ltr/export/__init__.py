@@ -4,7 +4,8 @@
 per target. One module per target (``onnx``, ``searchltr`` for Elasticsearch/OpenSearch, ``solr``,
 ``vespa``, ``native``; ``dumps`` the XGBoost JSON dump two of them share), the shared
 representation (``trees``: canonical ``x <= t`` float32 splits with a NaN direction) and its reader
-of fitted rankers (``reading``), the feature map (``features``), the model source (``source``), the
-format table (``formats``) and the parity check (``parity``). Importing this package loads no ONNX
+of fitted rankers (``reading``), a neural ranker's network (``neural``: ONNX only), the feature map
+(``features``), the model source (``source``), the format table (``formats``) and the parity check
+(``parity``). Importing this package loads no ONNX
 and no engine; they load when a file is written or checked.
 """

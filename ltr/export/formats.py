@@ -20,6 +20,7 @@ import numpy as np
 
 from ltr.core.errors import ConfigError
 from ltr.core.extras import require_extra
+from ltr.export.neural import NeuralScorer, is_neural, neural_exportable
 from ltr.export.normalize import native_refusal
 from ltr.export.reading import MCRANK_REFUSED, raw_feature_model
 from ltr.export.selection import refuse_native
@@ -71,9 +72,11 @@ def get_target(name: str) -> Target:
     return target
 
 
-def exportable(ranker: Any, target: Target) -> Exportable | None:
+def exportable(ranker: Any, target: Target) -> Exportable | NeuralScorer | None:
     """What ``target`` writes of ``ranker`` (None for a native file); a model it cannot express is a ConfigError."""
     where = f"--format {target.name}"
+    if is_neural(ranker):  # ONNX only, the MLP scorer only (ltr.export.neural)
+        return neural_exportable(ranker, target.name)
     norm = fitted_normalizer(
         ranker
     )  # data.normalize: folded into the model, or refused (ltr.export.normalize)
@@ -107,16 +110,26 @@ def folded_statement(ranker: Any) -> tuple[str, ...]:
     norm = fitted_normalizer(ranker)
     if norm is None:
         return ()
+    if is_neural(ranker):
+        return (
+            f"features: raw; data.normalize={norm.method} is computed in the graph, before the network (docs/export.md)",
+        )
     into = "weights and bias" if getattr(ranker, "name", "") == "linear" else "split thresholds"
     return (f"features: raw; data.normalize={norm.method} is folded into the {into} (docs/export.md)",)
 
 
-def score_statement(model: Exportable | None, ranker: Any) -> str:
+def score_statement(model: Exportable | NeuralScorer | None, ranker: Any) -> str:
     """What the exported scores are (the output transform stated, since none is applied)."""
     if isinstance(model, TreeEnsemble):
         return f"scores: raw margins of {model.objective} (base score folded in); no output transform"
     if isinstance(model, LinearScorer):
         return "scores: bias + Σ w_j·x_j (the linear model's own score)"
+    if isinstance(model, NeuralScorer):
+        transform = ranker.params_.get("feature_transform")
+        return (
+            f"scores: the {model.model} network's own score h·w + b of each document (feature_transform="
+            f"{transform} and {len(model.layers)} ReLU layers in the graph); no output transform"
+        )
     if isinstance(model, ExpectedGrade):
         return f"scores: Σ_k k·softmax_k over {len(model.classes)} classes (McRank's expected grade)"
     return f"scores: the {getattr(ranker, 'engine', 'engine')} file's own predict (its objective's transform)"

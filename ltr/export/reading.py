@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ltr.core.errors import ConfigError
+from ltr.export.neural import NeuralScorer, from_neural, is_neural
 from ltr.export.normalize import fold_normalization
 from ltr.export.selection import selection_of, widen
 from ltr.export.trees import (
@@ -327,11 +328,14 @@ def _kept_columns_form(ranker: Any, where: str) -> Exportable:
     )
 
 
-def raw_feature_model(ranker: Any, where: str = "model") -> Exportable:
-    """:func:`from_ranker` of a model trained with ``data.normalize``, the transform folded in so it takes
+def raw_feature_model(ranker: Any, where: str = "model") -> Exportable | NeuralScorer:
+    """A neural ranker's network over raw full-width rows (:mod:`ltr.export.neural`; ONNX only), or
+    :func:`from_ranker` of a model trained with ``data.normalize``, the transform folded in so it takes
     raw features (:mod:`ltr.export.normalize`), or a ConfigError naming what the engine would need. Order as
     in training: the normaliser (fitted on the kept columns) is folded into the model of the kept columns,
     which is then moved to the original feature ids (``data.features``, :mod:`ltr.export.selection`)."""
+    if is_neural(ranker):
+        return from_neural(ranker, where)
     kept = fold_normalization(_kept_columns_form(ranker, where), fitted_normalizer(ranker), where)
     return widen(kept, selection_of(ranker))
 

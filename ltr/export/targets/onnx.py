@@ -13,6 +13,11 @@ A linear model is ``MatMul`` + ``Add`` in double precision, cast to float32 at t
 (``classification``) is the one model only ONNX expresses: a ``K``-target tree ensemble (class
 ``k``'s trees sum into target ``k``), ``Softmax`` over the classes and ``MatMul`` with the grades
 ``0 … K−1`` — ltr's score Σ_k k·p_k.
+A neural ranker's MLP (:class:`~ltr.export.neural.NeuralScorer`) is ``Gather`` of the kept columns
+(``data.features``), the ``data.normalize`` transform, the network's ``feature_transform``
+(``Sign``·``Log(1 + Abs)``, then ``Sub``/``Div``) and ``MatMul``/``Add``/``Relu`` per layer, in float32
+except the logarithm (computed in double, then rounded: ``Log(1 + x)`` in float32 would lose the
+digits of a small ``x`` that ``log1p`` keeps).
 
 Scoring with onnxruntime::
 
@@ -20,7 +25,7 @@ Scoring with onnxruntime::
     session = ort.InferenceSession("model.onnx")
     scores = session.run(None, {"features": X.astype("float32")})[0][:, 0]
 
-NaN is a missing value (the tree's default direction; a linear model gives NaN).
+NaN is a missing value (the tree's default direction; a linear or neural model gives NaN).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ltr.core.extras import import_optional
+from ltr.export.neural import NeuralScorer
 from ltr.export.trees import ExpectedGrade, Exportable, LinearScorer, TreeEnsemble, Written
 
 INPUT = "features"
@@ -98,7 +104,74 @@ def _linear_nodes(model: LinearScorer, helper: Any, numpy_helper: Any) -> tuple[
     return nodes, [weights, bias]
 
 
-def build(model: Exportable, names: list[str]) -> Any:
+class _Nodes:
+    """A graph under construction: nodes and initialisers with fresh names."""
+
+    def __init__(self, helper: Any, numpy_helper: Any) -> None:
+        self.helper, self.numpy_helper = helper, numpy_helper
+        self.nodes: list[Any] = []
+        self.initializers: list[Any] = []
+
+    def const(self, name: str, value: np.ndarray) -> str:
+        self.initializers.append(self.numpy_helper.from_array(value, name))
+        return name
+
+    def op(self, op: str, inputs: list[str], output: str, **attrs: Any) -> str:
+        self.nodes.append(self.helper.make_node(op, inputs, [output], **attrs))
+        return output
+
+
+def _signed_log1p(g: _Nodes, x: str, prefix: str) -> str:
+    """``sign(x)·log(1 + |x|)`` of a float32 tensor, the logarithm in double (module docstring)."""
+    wide = g.op("Cast", [x], f"{prefix}.x64", to=11)  # DOUBLE
+    one = g.const(f"{prefix}.one", np.array(1.0, dtype=np.float64))
+    log = g.op(
+        "Log", [g.op("Add", [g.op("Abs", [wide], f"{prefix}.abs"), one], f"{prefix}.plus1")], f"{prefix}.log"
+    )
+    signed = g.op("Mul", [g.op("Sign", [wide], f"{prefix}.sign"), log], f"{prefix}.signed")
+    return g.op("Cast", [signed], f"{prefix}.out", to=1)  # FLOAT
+
+
+def _zscore_normalize(g: _Nodes, x: str, norm: Any) -> str:
+    """``data.normalize=zscore``: ``float32((x − m)/s)`` in double; a constant feature → 0 (NaN kept)."""
+    constant = ~np.isfinite(norm.scale_)
+    mean = g.const("normalize.mean", np.where(constant, 0.0, norm.mean_).astype(np.float64))
+    scale = g.const("normalize.scale", np.where(constant, 1.0, norm.scale_).astype(np.float64))
+    wide = g.op("Cast", [x], "normalize.x64", to=11)
+    z = g.op("Div", [g.op("Sub", [wide, mean], "normalize.centred"), scale], "normalize.z64")
+    zero = g.const("normalize.zero", np.array(0.0, dtype=np.float64))
+    kept = g.op("Not", [g.op("IsNaN", [x], "normalize.nan")], "normalize.present")
+    to_zero = g.op("And", [kept, g.const("normalize.constant", constant)], "normalize.to_zero")
+    return g.op("Cast", [g.op("Where", [to_zero, zero, z], "normalize.out64")], "normalize.out", to=1)
+
+
+def _neural_nodes(model: NeuralScorer, helper: Any, numpy_helper: Any) -> tuple[list[Any], list[Any]]:
+    """The MLP of :class:`~ltr.export.neural.NeuralScorer`, its steps in its order (module docstring)."""
+    g = _Nodes(helper, numpy_helper)
+    x = INPUT
+    if model.columns is not None:  # data.features: the kept columns of the full row
+        x = g.op("Gather", [x, g.const("columns", np.asarray(model.columns, np.int64))], "kept", axis=1)
+    if model.normalize is not None and model.normalize.method == "zscore":
+        x = _zscore_normalize(g, x, model.normalize)
+    elif model.normalize is not None and model.normalize.method == "log1p":
+        x = _signed_log1p(g, x, "normalize")
+    if model.log1p:
+        x = _signed_log1p(g, x, "transform")
+    centred = g.op("Sub", [x, g.const("transform.mean", model.mean.astype(np.float32))], "transform.centred")
+    h = g.op("Div", [centred, g.const("transform.scale", model.scale.astype(np.float32))], "z")
+    for i, (w, b) in enumerate(model.layers):
+        dot = g.op("MatMul", [h, g.const(f"dense_{i}.w", w.astype(np.float32))], f"dense_{i}.dot")
+        h = g.op(
+            "Relu",
+            [g.op("Add", [dot, g.const(f"dense_{i}.b", b.astype(np.float32))], f"dense_{i}.pre")],
+            f"h_{i}",
+        )
+    dot = g.op("MatMul", [h, g.const("out.w", model.out[0].astype(np.float32))], "out.dot")
+    g.op("Add", [dot, g.const("out.b", model.out[1].astype(np.float32))], OUTPUT)
+    return g.nodes, g.initializers
+
+
+def build(model: Exportable | NeuralScorer, names: list[str]) -> Any:
     """The ONNX ModelProto of ``model`` (feature names go to the graph's doc string, in order)."""
     onnx = import_optional("onnx", extra="export", needed_for="--format onnx")
     TensorProto, checker, helper, numpy_helper = (
@@ -119,6 +192,8 @@ def build(model: Exportable, names: list[str]) -> Any:
             helper.make_node("Softmax", ["margins"], ["probabilities"], axis=1),
             helper.make_node("MatMul", ["probabilities", "grades"], [OUTPUT]),
         ]
+    elif isinstance(model, NeuralScorer):
+        nodes, initializers = _neural_nodes(model, helper, numpy_helper)
     else:
         nodes, initializers = _linear_nodes(model, helper, numpy_helper)
     graph = helper.make_graph(
@@ -139,7 +214,7 @@ def build(model: Exportable, names: list[str]) -> Any:
     return proto
 
 
-def write(model: Exportable, out: Path, names: list[str], **_: Any) -> Written:
+def write(model: Exportable | NeuralScorer, out: Path, names: list[str], **_: Any) -> Written:
     """Write ``out`` (a ``.onnx`` file); says how to load it."""
     out.write_bytes(build(model, names).SerializeToString())
     return Written(
