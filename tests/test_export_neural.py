@@ -9,7 +9,6 @@ is a real fit (two epochs on 60 synthetic queries, hidden units [8, 4]), fitted 
 from __future__ import annotations
 
 import copy
-import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -33,8 +32,8 @@ from ltr.models import build_ranker
 from ltr.models.normalized import predict_raw
 
 F32 = np.float32
-NET = {"n_epochs": 2, "hidden_units": [8, 4]}
-TRAIN = generate(60, seed=0)
+NET = {"n_epochs": 2, "hidden_units": [8, 4], "batch_size": 64}  # one batch an epoch: one compiled shape
+TRAIN = generate(60, seed=0, max_docs=30)
 TEST = generate(15, seed=1)
 KEPT_IDS = (1, 2, 3, 5, 8, 13, 21, 34)  # data.features: 8 of the 46 features (1-based)
 
@@ -207,50 +206,15 @@ HOLDS = {
 }
 
 
-#: Saved neural models do not load at 8c8bb80: ``network.expected_shapes`` passes the ``NetworkSpec`` to
-#: ``jax.eval_shape`` as an argument (a TypeError in JAX 0.10; the fix, in ltr/models/neural/network.py,
-#: is ``jax.eval_shape(functools.partial(init_params, spec), key)``). Until it lands, the loading tests
-#: below apply that fix themselves, only while the bug is there (:func:`loading_fixed`).
-LOAD_FIX = """
-import functools, jax
-from ltr.models.neural import network
-try:
-    network.expected_shapes(network.NetworkSpec(n_features=1, hidden_units=(1,)))
-except TypeError:
-    network.expected_shapes = lambda spec: {
-        name: tuple(v.shape)
-        for name, v in jax.eval_shape(functools.partial(network.init_params, spec), jax.random.PRNGKey(0)).items()
-    }
-"""
-
-
-@functools.cache
-def loads_unpatched() -> bool:
-    """Whether saved neural models load without LOAD_FIX (asked once, before the fixture patches)."""
-    from ltr.models.neural import network
-
-    try:
-        network.expected_shapes(network.NetworkSpec(n_features=1, hidden_units=(1,)))
-    except TypeError:
-        return False
-    return True
-
-
 @pytest.fixture(scope="module")
 def saved(models: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The MLP (log1p_zscore) and attention models saved as ``ltr.train`` saves them (loadable: LOAD_FIX)."""
-    loads_unpatched()  # before the patch
+    """The MLP (log1p_zscore) and attention models saved as ``ltr.train`` saves them."""
     root = tmp_path_factory.mktemp("neural")
     folders = {}
     for key in ("log1p_zscore", "attention"):
         folders[key] = root / key
         models[key].save(folders[key])
-    from ltr.models.neural import network
-
-    original = network.expected_shapes
-    exec(LOAD_FIX, {})  # noqa: S102 - the reported fix, applied only while the bug is there
-    yield folders
-    network.expected_shapes = original
+    return folders
 
 
 def test_every_format_but_onnx_is_listed() -> None:
@@ -306,13 +270,9 @@ def test_cli_exports_an_mlp_model_and_checks_it(
 def test_a_real_process_refuses_an_attention_model(saved: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "model.onnx"
     args = [str(saved["attention"]), "--format", "onnx", "--out", str(out)]
-    command = ["-m", "ltr.export"]
-    if not loads_unpatched():  # python -m ltr.export with LOAD_FIX applied first
-        command = [
-            "-c",
-            LOAD_FIX + "import runpy; runpy.run_module('ltr.export', run_name='__main__', alter_sys=True)",
-        ]
-    result = subprocess.run([sys.executable, *command, *args], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "ltr.export", *args], capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 2, result.stderr
     assert result.stderr == ATTENTION.format(fmt="onnx") and result.stdout == ""
     assert not out.exists()

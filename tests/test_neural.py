@@ -26,7 +26,7 @@ from ltr.models import build_ranker, load_ranker  # noqa: E402
 from ltr.models.neural import lists, losses, network  # noqa: E402
 from ltr.models.params import NEURAL_LOSSES  # noqa: E402
 
-TINY = {"n_epochs": 3, "hidden_units": [8, 4], "batch_size": 8}
+TINY = {"n_epochs": 3, "hidden_units": [8, 4], "batch_size": 64}  # one batch an epoch: one compiled shape
 
 
 def mean_metric(name: str, data: RankingData, scores: np.ndarray) -> float:
