@@ -57,6 +57,7 @@ import statistics
 import subprocess
 import sys
 import time
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -576,7 +577,7 @@ def report_memory(r: dict[str, Any]) -> None:
         print(f"| {label} | {r[key]:,.1f} | {f'{r[seconds]:.1f}' if seconds else ''} |")
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -598,7 +599,11 @@ def main() -> None:
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--learning-rate", type=float, default=0.001)
     parser.add_argument("--child", choices=["throughput", "memory"], help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
     if args.child:
         out = child_throughput(args) if args.child == "throughput" else child_memory(args)
         print(RESULT + json.dumps(out), flush=True)
@@ -614,8 +619,6 @@ def main() -> None:
 
     cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
     cpu = next((ln.split(":", 1)[1].strip() for ln in cpuinfo if ln.startswith("model name")), "?")
-    from importlib.metadata import version
-
     print(
         f"machine: nproc {os.cpu_count()}, CPU {cpu}, Python {platform.python_version()}, "
         f"jax {version('jax')}, optax {version('optax')}, rax {version('rax')}"
