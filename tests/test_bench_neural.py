@@ -4,6 +4,7 @@ allocation, its children get the parent's sizes, and (slow) ``--quick`` runs end
 
 from __future__ import annotations
 
+import doctest
 import subprocess
 import sys
 
@@ -94,6 +95,12 @@ def test_prepared_batches_hold_every_query_once_in_ltrs_padded_shapes() -> None:
             seen.append((int(qid[rows[0]]), rows.size))
     # every query once; the 12-document query sampled down to the cap of 10, the others whole
     assert sorted(seen) == [(0, 3), (1, 1), (2, 10), (3, 9), (4, 2)]
+
+
+def test_doctests_of_the_script() -> None:
+    """The examples in the script's docstrings (tests/test_doctests.py covers ltr/ only)."""
+    result = doctest.testmod(bench)
+    assert result.attempted >= 2 and result.failed == 0
 
 
 def test_peak_above_sees_an_allocation() -> None:
