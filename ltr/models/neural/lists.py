@@ -60,6 +60,23 @@ def list_rows(
     return rows
 
 
+def row_blocks(n: int, max_rows: int) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` blocks covering rows ``0..n``: whole blocks of ``max_rows`` (a power of two), then
+    the rest in decreasing powers of two, and the last rows (fewer than :data:`MIN_LENGTH`) — so at
+    most ``log2(max_rows)`` shapes compile and rows are scored as slices, without a padded copy.
+
+    >>> list(row_blocks(45, 16))
+    [(0, 16), (16, 32), (32, 40), (40, 45)]
+    """
+    start = 0
+    while n - start >= MIN_LENGTH:
+        size = min(max_rows, 1 << ((n - start).bit_length() - 1))
+        yield start, start + size
+        start += size
+    if start < n:
+        yield start, n
+
+
 def gather(X: np.ndarray | sp.csr_matrix, rows: np.ndarray) -> np.ndarray:
     """``x[*rows.shape, F]`` float32: the rows' features, zeros on padding (``-1``)."""
     flat = rows.reshape(-1)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from ltr.core.config_check import plain
 from ltr.core.errors import ConfigError, DataError
@@ -48,7 +49,7 @@ MODEL_FILE = "model.npz"
 #: documents per scoring block (padded): bounds the memory of scoring a long file
 SCORING_CELLS = 1 << 15
 #: rows of the training file read at a time to fit the feature transform
-MOMENT_ROWS = 1 << 16
+MOMENT_ROWS = 1 << 13  # float64 temporaries of ~9 MB at 136 features
 XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
 
@@ -217,9 +218,11 @@ class NeuralRanker(BaseRanker):
     def _scores(self, X: Any, offsets: np.ndarray) -> np.ndarray:
         self._start_jax()
         from ltr.models.neural.lists import (  # deferred: as JAX
+            MIN_LENGTH,
             gather,
             list_rows,
             padded_length,
+            row_blocks,
             scoring_groups,
         )
 
@@ -227,13 +230,15 @@ class NeuralRanker(BaseRanker):
         score = _scoring_function(spec)
         transform = self.transform_.arrays
         out = np.empty(X.shape[0], dtype=np.float64)
-        if spec.scorer == "mlp":  # documents alone: blocks of rows, padded to a power of two
-            for start in range(0, X.shape[0], SCORING_CELLS):
-                stop = min(start + SCORING_CELLS, X.shape[0])
-                rows = np.full((1, padded_length(stop - start)), -1, dtype=np.int64)
-                rows[0, : stop - start] = np.arange(start, stop)
-                values = score(self.network_, transform, gather(X, rows), rows >= 0)
-                out[start:stop] = np.asarray(values)[0, : stop - start]
+        if spec.scorer == "mlp":  # documents alone: slices of rows in power-of-two blocks, no padding copy
+            for start, stop in row_blocks(X.shape[0], SCORING_CELLS):
+                block = X[start:stop]
+                block = np.asarray(block.toarray() if sp.issparse(block) else block, dtype=np.float32)
+                length = max(block.shape[0], MIN_LENGTH)  # the last few rows: one block of MIN_LENGTH
+                if length > block.shape[0]:
+                    block = np.pad(block, ((0, length - block.shape[0]), (0, 0)))
+                values = score(self.network_, transform, block, np.ones(length, dtype=bool))
+                out[start:stop] = np.asarray(values)[: stop - start]
             return out
         for group in scoring_groups(offsets, max_cells=SCORING_CELLS):
             rows = list_rows(offsets, group, cap=None, rng=None)
