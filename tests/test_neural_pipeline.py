@@ -87,6 +87,38 @@ def test_a_blend_of_lambdamart_and_a_neural_ranker_saves_and_scores(tmp_path):
     np.testing.assert_array_equal(loaded.rankers_[1].predict(test), blend.rankers_[1].predict(test))
 
 
+@pytest.mark.parametrize("name", ["neural_softmax", "neural_attention"])
+def test_explain_refuses_a_neural_ranker_with_the_reason(name):
+    from ltr.attribution.contributions import NotExplainable, check_explainable
+
+    ranker = build_ranker({"name": name}, seed=0, num_threads=1)
+    with pytest.raises(
+        NotExplainable,
+        match=rf"the model \({name}\) cannot be explained exactly: a neural network's score is no exact sum",
+    ):
+        check_explainable(ranker)
+
+
+@pytest.mark.slow  # three neural trials through the Optuna sweeper: ~30 s
+def test_a_neural_search_runs_its_trials_with_distinct_proposals(tmp_path, monkeypatch, capsys):
+    """hparams_search=neural_optuna: every trial trains with its proposed learning rate, weight decay,
+    dropout, batch size and list cap, and the study records one validation value per trial."""
+    import optuna
+
+    db = tmp_path / "optuna.db"
+    args = ["-m", "+model=neural_softmax", "hparams_search=neural_optuna", *TINY_DATA, *SMALL[:2], "tracking=none",
+            "num_threads=1", f"hydra.sweeper.storage=sqlite:///{db}", "hydra.sweeper.study_name=neural",
+            "hydra.sweeper.n_trials=3"]  # fmt: skip
+    code = train_main_in_process(args, tmp_path, monkeypatch)
+    assert code == 0, capsys.readouterr().err[-3000:]
+    trials = optuna.load_study(study_name="neural", storage=f"sqlite:///{db}").trials
+    assert [t.state.name for t in trials] == ["COMPLETE"] * 3
+    assert len({t.params["model.params.learning_rate"] for t in trials}) == 3
+    searched = {"learning_rate", "weight_decay", "dropout", "batch_size", "max_list_size"}
+    assert {f"model.params.{key}" for key in searched} == set(trials[0].params)
+    assert all(0.0 <= t.value <= 1.0 for t in trials)
+
+
 # --- a real run: python -m ltr.train into a real SQLite MLflow store -----------------------------------------
 
 

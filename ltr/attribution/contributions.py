@@ -52,6 +52,7 @@ from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData
 from ltr.models.engines.feature import column
 from ltr.models.ensembles.fusion import AFFINE_NORMALIZATIONS, affine_normalization, check_weights
+from ltr.models.params import NEURAL_MODELS
 
 #: contributions + bias must equal the score to this (absolute; relative to |score| above 1)
 TOLERANCE = 1e-6
@@ -71,6 +72,11 @@ REFUSED = {
     "not by a sum over its own features",
     "ensemble_stack": "stacking scores with a second-level model over (float32 copies of) the member "
     "scores, not a linear combination of them",
+    **dict.fromkeys(
+        NEURAL_MODELS,
+        "a neural network's score is no exact sum of per-feature terms (gradient and sampling attributions "
+        "only approximate one); explain a LightGBM/XGBoost/CatBoost or linear model",
+    ),
 }
 
 
