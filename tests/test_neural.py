@@ -445,6 +445,24 @@ def test_bad_data_is_named_before_training(small):
         ranker.fit(RankingData(X=train.X, y=y, qid=train.qid, name="train.txt"))
 
 
+def test_labels_beyond_the_gain_table_and_lists_without_preference_are_refused(small):
+    train, _ = small
+    y = train.y.copy()
+    y[3] = 40
+    big = RankingData(X=train.X, y=y, qid=train.qid, name="clicks.txt")
+    with pytest.raises(
+        DataError,
+        match=r"clicks.txt \(train\): query qid=\d+ \(rows 1-\d+\) has label 40, but neural_lambdaloss \(loss lambdaloss, gain 2\^y − 1\) accepts labels 0-31",
+    ):
+        build_ranker({"name": "neural_lambdaloss", "params": TINY}, seed=0, num_threads=1).fit(big)
+    build_ranker({"name": "neural_softmax", "params": TINY}, seed=0, num_threads=1).fit(big)  # no gains: fine
+    flat = RankingData(X=train.X, y=np.ones(train.n_docs), qid=train.qid, name="flat.txt")
+    with pytest.raises(
+        DataError, match=r"flat.txt \(train\): no query has two documents with different labels"
+    ):
+        build_ranker({"name": "neural_softmax", "params": TINY}, seed=0, num_threads=1).fit(flat)
+
+
 def test_a_diverging_fit_says_which_parameter_to_lower(small):
     train, _ = small
     cfg = {"name": "neural_softmax", "params": {**TINY, "learning_rate": 1e30}}

@@ -42,7 +42,7 @@ from ltr.core.errors import ConfigError, DataError
 from ltr.core.extras import require_extra
 from ltr.data import RankingData
 from ltr.models.base import BaseRanker, OnIteration, Resolved
-from ltr.models.checks import check_finite_features, check_labels_finite, describe_row
+from ltr.models.checks import check_finite_features, check_label_limit, check_labels_finite, describe_row
 from ltr.models.monitor import watch
 
 MODEL_FILE = "model.npz"
@@ -50,6 +50,9 @@ MODEL_FILE = "model.npz"
 SCORING_CELLS = 1 << 15
 #: rows of the training file read at a time to fit the feature transform
 MOMENT_ROWS = 1 << 13  # float64 temporaries of ~9 MB at 136 features
+#: the losses whose gains are 2^y − 1 (rax's NDCG gain), and the largest label they take
+GAIN_LOSSES = ("approxndcg", "lambdaloss")
+MAX_GAIN_LABEL = 31
 XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
 
@@ -135,6 +138,20 @@ class NeuralRanker(BaseRanker):
                 f"{self.name} needs relevance grades >= 0"
             )
         check_finite_features(data, role, model=self.name)
+        loss = self._resolve().params["loss"]
+        if loss in GAIN_LOSSES:  # G(y) = 2^y − 1 in float32: exact to 2^24, finite to 2^127
+            check_label_limit(
+                data, role, MAX_GAIN_LABEL + 1, engine=f"{self.name} (loss {loss}, gain 2^y − 1)",
+                hint="rescale the grades or use loss softmax, listmle or pairwise",
+            )  # fmt: skip
+        if role == "train" and data.n_docs:
+            starts = data.offsets[:-1]
+            spread = np.maximum.reduceat(data.y, starts) - np.minimum.reduceat(data.y, starts)
+            if not spread.any():
+                raise DataError(
+                    f"{data.name} (train): no query has two documents with different labels, so no list "
+                    f"states a preference and {self.name} has nothing to learn from"
+                )
 
     def _fit(
         self, train: RankingData, valid: RankingData | None, cfg: Resolved, on_iteration: OnIteration | None
