@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -20,6 +21,22 @@ REAL_DATA_ENV = "LTR_TEST_DATA"
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 # before any engine loads: OpenMP threads must not busy-wait on a shared 2-core machine
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def _absl_writes_to_the_real_stderr() -> None:
+    """absl's logging handler (imported by optax, so by the neural rankers) keeps the ``sys.stderr`` of the
+    moment absl was imported — under pytest, the capture's stream — and its ``close()`` closes that stream
+    unless it is the ``sys.stderr`` of the moment it closes. Hydra's logging set-up (``dictConfig``) closes
+    every handler of the process: a command run in-process inside ``capsys`` then closed pytest's own
+    capture file, and every later test of the worker failed ("I/O operation on closed file")."""
+    try:
+        import absl.logging
+    except ImportError:  # without the neural extra there is no absl
+        return
+    absl.logging.get_absl_handler().python_handler.stream = sys.__stderr__
+
+
+_absl_writes_to_the_real_stderr()
 
 
 def real_data_dir(environ: Mapping[str, str] = os.environ) -> Path:

@@ -276,3 +276,19 @@ def test_a_real_process_refuses_an_attention_model(saved: dict[str, Path], tmp_p
     assert result.returncode == 2, result.stderr
     assert result.stderr == ATTENTION.format(fmt="onnx") and result.stdout == ""
     assert not out.exists()
+
+
+def test_an_ensemble_with_a_neural_member_says_to_export_the_network_alone(models: dict[str, Any]) -> None:
+    from ltr.export.reading import from_ranker
+
+    ensemble = build_ranker(
+        {"name": "ensemble_mean", "members": [{"model": "lambdamart", "params": {"n_trees": 3}},
+                                              {"model": "neural_softmax", "params": NET}],
+         "params": {"normalization": "none"}, "n_jobs": 1},
+        seed=0, num_threads=1,
+    ).fit(TRAIN)  # fmt: skip
+    with pytest.raises(
+        ConfigError,
+        match=r"member neural_softmax: a neural_softmax network does not fold into one tree or linear model with the other members; export the network alone with --format onnx",
+    ):
+        from_ranker(ensemble, "MODEL")

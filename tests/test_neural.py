@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -421,6 +422,10 @@ def test_sparse_and_dense_features_train_the_same_network(small):
         ({"params": {"n_trees": 10}}, r"model.params: unknown key\(s\) n_trees; neural_softmax accepts: loss, scorer, hidden_units,"),
         ({"engine_params": {"b_1": 0.8}}, r"model neural_softmax: model.engine_params.b_1 is not an argument of optax.adamw; did you mean b1\?"),
         ({"engine_params": {"b1": "high"}}, r"model.engine_params.b1: expected a number, got 'high'"),
+        ({"engine_params": {"b1": 2.0}}, r"model.engine_params.b1: AdamW needs 0 <= b1 < 1, got 2.0"),
+        ({"engine_params": {"b2": 1.0}}, r"model.engine_params.b2: AdamW needs 0 <= b2 < 1, got 1.0"),
+        ({"engine_params": {"eps": -1.0}}, r"model.engine_params.eps: AdamW needs eps > 0, got -1.0"),
+        ({"engine_params": {"eps": 0}}, r"model.engine_params.eps: AdamW needs eps > 0, got 0"),
     ],
 )  # fmt: skip
 def test_bad_configs_are_one_config_error_when_the_model_is_built(cfg, message):
@@ -461,6 +466,101 @@ def test_labels_beyond_the_gain_table_and_lists_without_preference_are_refused(s
         DataError, match=r"flat.txt \(train\): no query has two documents with different labels"
     ):
         build_ranker({"name": "neural_softmax", "params": TINY}, seed=0, num_threads=1).fit(flat)
+
+
+def test_a_feature_constant_in_training_keeps_scale_one(small):
+    """log1p(1.0) is no exact double: a variance from Σt² − n·mean² left σ ≈ 4e-8, and a later value of
+    1.5 moved the scores by 7e5. Constant in training → σ = 1; a different value moves scores modestly."""
+    train, _ = small
+    X = train.dense().copy()
+    X[:, 0] = 1.0
+    ranker = build_ranker({"name": "neural_softmax", "params": TINY}, seed=0, num_threads=1)
+    ranker.fit(RankingData(X=X, y=train.y, qid=train.qid))
+    assert ranker.transform_.scale[0] == 1.0
+    moved = X.copy()
+    moved[:, 0] = 1.5
+    before = ranker.predict(RankingData(X=X, y=train.y, qid=train.qid))
+    after = ranker.predict(RankingData(X=moved, y=train.y, qid=train.qid))
+    assert np.abs(after - before).max() < 10.0
+
+
+def test_bad_query_weights_are_named_before_training(small):
+    train, _ = small
+    weights = np.ones(train.n_queries)
+    weights[2] = np.nan
+    ranker = build_ranker({"name": "neural_softmax", "params": TINY}, seed=0, num_threads=1)
+    with pytest.raises(DataError, match=r"query qid=\d+ has weight nan; weights must be >= 0"):
+        ranker.fit(RankingData(X=train.X, y=train.y, qid=train.qid, weight=weights))
+    with pytest.raises(
+        DataError, match=r"\(train\): every query has weight 0; neural_softmax has nothing to learn"
+    ):
+        ranker.fit(RankingData(X=train.X, y=train.y, qid=train.qid, weight=np.zeros(train.n_queries)))
+
+
+def test_a_non_finite_feature_in_a_split_to_score_is_named_before_training(
+    small, tmp_path, monkeypatch, capsys
+):
+    """The pipeline asks the model to check the test split before the fit (a NaN test feature used to
+    fail after training, in the metric, without naming it); predict itself returns the NaN score."""
+    from helpers import train_main_in_process, write_letor
+
+    for name, first in (("train", 1), ("vali", 100), ("test", 200)):
+        write_letor(tmp_path / f"{name}.txt", 12, first)
+    lines = (tmp_path / "test.txt").read_text().splitlines()
+    lines[4] = re.sub(r" 7:\S+", " 7:nan", lines[4])
+    (tmp_path / "test.txt").write_text("\n".join(lines) + "\n")
+    args = ["+model=neural_softmax", "data=svmlight", f"data.train={tmp_path}/train.txt", f"data.valid={tmp_path}/vali.txt",
+            f"data.test={tmp_path}/test.txt", "data.n_features=10", "data.nonfinite=keep", "tracking=none", "num_threads=1"]  # fmt: skip
+    code = train_main_in_process(args, tmp_path, monkeypatch)
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith(
+            "error: svmlight/test (test): query qid=200 (rows 1-5) has a non-finite value in feature 7 (row 5); "
+            "neural_softmax needs finite features"
+        )
+    ), err
+    assert "best iteration" not in out  # announced, but no epoch ran
+
+
+def test_seeds_beyond_32_bits_are_distinct_seeds(small):
+    train, valid = small
+    cfg = {"name": "neural_softmax", "params": TINY}
+    a = build_ranker(cfg, seed=5, num_threads=1).fit(train)
+    b = build_ranker(cfg, seed=2**32 + 5, num_threads=1).fit(train)
+    c = build_ranker(cfg, seed=2**70, num_threads=1).fit(train)
+    assert not np.array_equal(a.predict(valid), b.predict(valid))
+    assert np.isfinite(c.predict(valid)).all()
+
+
+def test_building_a_model_neither_starts_jax_nor_sets_its_threads():
+    """Config checks (an ensemble validates its members with one thread) must not decide JAX's threads:
+    the first fit, score or load does, with its own num_threads."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, sys\n"
+        "from ltr.models import build_ranker\n"
+        "build_ranker({'name': 'ensemble_blend', 'members': ['lambdamart', 'neural_softmax'], 'n_jobs': 1}, seed=0, num_threads=0)\n"
+        "build_ranker({'name': 'neural_attention'}, seed=0, num_threads=1)\n"
+        "print('jax' in sys.modules, os.environ.get('XLA_FLAGS'))\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "XLA_FLAGS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.stdout.split() == ["False", "None"], out.stderr
+
+
+def test_logged_models_require_the_neural_packages():
+    from importlib.metadata import version
+
+    from ltr.models.pyfunc import _pip_requirements
+
+    requirements = _pip_requirements()
+    for name in ("jax", "jaxlib", "optax", "rax"):
+        assert f"{name}=={version(name)}" in requirements
 
 
 def test_a_diverging_fit_says_which_parameter_to_lower(small):

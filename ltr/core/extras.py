@@ -21,6 +21,7 @@ neural      ``jax``, ``optax``, ``rax``      ``+model=neural_*`` (neural listwis
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 
 from ltr.core.errors import ConfigError
@@ -49,15 +50,28 @@ def import_optional(module: str, *, extra: str, needed_for: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        missing = getattr(exc, "name", None) or module
-        raise ConfigError(
-            f"{needed_for} needs the optional package {missing} (extra '{extra}'): {install_hint(extra)}"
-            f" (in this checkout: uv sync --extra {extra})"
-        ) from None
+        raise missing_extra(getattr(exc, "name", None) or module, extra, needed_for) from None
+
+
+def missing_extra(module: str, extra: str, needed_for: str) -> ConfigError:
+    """The one error for a missing optional package: what needed it, the package, the install command."""
+    return ConfigError(
+        f"{needed_for} needs the optional package {module} (extra '{extra}'): {install_hint(extra)}"
+        f" (in this checkout: uv sync --extra {extra})"
+    )
 
 
 def require_extra(extra: str, *, needed_for: str) -> None:
-    """Import every module of ``extra`` (:data:`EXTRAS`): the first missing one is the ConfigError of
-    :func:`import_optional`."""
+    """Every module of ``extra`` (:data:`EXTRAS`) is installed, found without importing it (a model's
+    config check must not start JAX: its thread settings are read when it starts); the first missing
+    one is the ConfigError of :func:`import_optional`.
+
+    >>> require_extra("export", needed_for="--format onnx")
+    """
     for module in EXTRAS[extra]:
-        import_optional(module, extra=extra, needed_for=needed_for)
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a parent package missing, or a half-imported module
+            found = False
+        if not found:
+            raise missing_extra(module, extra, needed_for)

@@ -258,6 +258,9 @@ def fit_and_evaluate(
     ranker = make_ranker(cfg)
     # data.normalize: fitted on train, every split normalised; the ranker keeps it (ltr.experiment.normalization)
     splits, normalizer = normalize_run_splits(splits, normalization_method(cfg))
+    for split in cfg.eval.splits:  # train and valid are checked by fit itself
+        if split in splits and split not in ("train", "valid"):
+            ranker.check_scoring_input(splits[split], split)
     ranker.fit(splits["train"], splits.get("valid"), on_iteration=on_iteration)
     ranker.normalize_ = normalizer
     if getattr(ranker, "stopped_at_", None) is not None:  # on_iteration stopped it (a pruned trial)

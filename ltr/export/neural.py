@@ -72,6 +72,19 @@ class NeuralScorer:
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The scores of float32 rows ``X`` by numpy (float32 layers), the formula of the module docstring."""
+        h = self._hidden(X)
+        return np.asarray((h @ self.out[0])[:, 0] + self.out[1][0], dtype=np.float64)
+
+    def term_magnitude(self, X: np.ndarray) -> np.ndarray:
+        """``Σ_j |h_j·w_j| + |b|`` per row: the size of the output layer's terms. Two float32 implementations
+        that add them in different orders differ by rounding relative to THIS, not to the score, which
+        may be a small difference of huge terms (a feature at ±1e30 without log1p)."""
+        h = self._hidden(X).astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            return np.abs(h) @ np.abs(self.out[0][:, 0].astype(np.float64)) + abs(float(self.out[1][0]))
+
+    def _hidden(self, X: np.ndarray) -> np.ndarray:
+        """The last hidden layer's activations of float32 rows ``X``."""
         x = np.asarray(X, dtype=np.float32)
         if self.columns is not None:
             x = x[:, self.columns]
@@ -83,7 +96,7 @@ class NeuralScorer:
             h = (x - self.mean) / self.scale
             for w, b in self.layers:
                 h = np.maximum(h @ w + b, np.float32(0))  # NaN stays NaN, as in JAX and onnxruntime
-            return np.asarray((h @ self.out[0])[:, 0] + self.out[1][0], dtype=np.float64)
+            return h
 
 
 def is_neural(ranker: Any) -> bool:

@@ -34,6 +34,7 @@ import numpy as np
 from ltr.core.errors import ConfigError
 from ltr.data import RankingData
 from ltr.export.formats import Target
+from ltr.export.neural import NeuralScorer
 from ltr.export.reading import from_ranker, raw_feature_model
 from ltr.export.trees import (
     FLOAT32,
@@ -72,9 +73,13 @@ class ParityReport:
         )
 
 
-def relative_differences(exported: np.ndarray, expected: np.ndarray) -> np.ndarray:
-    """``|exported − expected| / max(1, |expected|)`` per row; equal values agree (the same infinity too:
-    ``inf − inf`` is no difference), both NaN agree, one NaN or opposite infinities are ``inf``.
+def relative_differences(
+    exported: np.ndarray, expected: np.ndarray, scale: np.ndarray | None = None
+) -> np.ndarray:
+    """``|exported − expected| / max(1, |expected|, scale)`` per row; equal values agree (the same infinity
+    too: ``inf − inf`` is no difference), both NaN agree, one NaN or opposite infinities are ``inf``.
+    ``scale``: the size of the terms summed into each score, when rounding is relative to them (a network's
+    output layer, :meth:`~ltr.export.neural.NeuralScorer.term_magnitude`); trees and linear models: none.
 
     >>> relative_differences(np.array([1.0, 200.0, np.nan, 1.0]), np.array([1.5, 100.0, np.nan, np.nan])).tolist()
     [0.3333333333333333, 1.0, 0.0, inf]
@@ -82,7 +87,11 @@ def relative_differences(exported: np.ndarray, expected: np.ndarray) -> np.ndarr
     [0.0, 0.0, inf, inf]
     """
     with np.errstate(invalid="ignore"):
-        diffs = np.abs(exported - expected) / np.maximum(1.0, np.abs(expected))
+        denominator = np.maximum(1.0, np.abs(expected))
+        if scale is not None:
+            finite = np.isfinite(scale)  # a NaN or inf magnitude leaves |expected| in charge
+            denominator = np.where(finite, np.maximum(denominator, np.where(finite, scale, 0.0)), denominator)
+        diffs = np.abs(exported - expected) / denominator
     same = (exported == expected) | (np.isnan(exported) & np.isnan(expected))
     return np.where(same, 0.0, np.where(np.isnan(diffs), np.inf, diffs))
 
@@ -156,7 +165,8 @@ def check_parity(
     rows = RankingData(X=X, y=np.zeros(X.shape[0]), qid=qid, name="parity rows")
     expected = np.asarray(predict_raw(ranker, rows, "parity rows"))  # normalised as the model was trained
     exported = np.asarray(target.score(out, X, names), dtype=np.float64)
-    diffs = relative_differences(exported, expected)
+    scale = model.term_magnitude(X) if isinstance(model, NeuralScorer) else None
+    diffs = relative_differences(exported, expected, scale)
     worst_row = int(np.argmax(diffs)) if diffs.size else 0
     return ParityReport(
         rows=int(X.shape[0]),

@@ -322,6 +322,11 @@ def _kept_columns_form(ranker: Any, where: str) -> Exportable:
         return classes[0]
     if engine == "xgboost" and hasattr(ranker, "booster_"):
         return from_xgboost(ranker.booster_, ranker.n_iterations_, where)
+    if is_neural(ranker):
+        raise ConfigError(
+            f"{where}: a {name} network does not fold into one tree or linear model with the other members; "
+            "export the network alone with --format onnx"
+        )
     raise ConfigError(
         f"{where}: a {name} model is not exported; exportable: {', '.join(TREE_FAMILIES)}, linear, and "
         f"{', '.join(FOLDABLE_ENSEMBLES)} with normalization: none"

@@ -323,6 +323,10 @@ class BaseRanker:
     def _check_params(self, params: dict[str, Any]) -> None:
         """Model-specific cross-parameter checks (override)."""
 
+    def check_scoring_input(self, data: RankingData, role: str) -> None:
+        """Checks of a split this model will score (``test``), run by the pipeline BEFORE training, so input
+        the model cannot score fails before hours of work, not after (override; e.g. finite features)."""
+
     # --- public API --------------------------------------------------------------------------------
     def fit(
         self, train: RankingData, valid: RankingData | None = None, *, on_iteration: OnIteration | None = None

@@ -207,6 +207,10 @@ def _pip_requirements() -> list[str]:
         "scikit-learn",
         "skops",
         "catboost",
+        "jax",  # the neural rankers (the neural extra): listed when installed, like catboost
+        "jaxlib",
+        "optax",
+        "rax",
     ):
         try:
             reqs.append(f"{name}=={version(name)}")

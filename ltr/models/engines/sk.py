@@ -99,6 +99,9 @@ class Linear(SklearnRanker):
         super()._check_data(data, role, max_label)
         check_finite_features(data, role, model="linear")
 
+    def check_scoring_input(self, data: RankingData, role: str) -> None:
+        check_finite_features(data, role, model="linear")
+
     def _fit_model(self, train: RankingData, valid: RankingData | None, cfg: Resolved, metric: Any) -> None:
         from sklearn.preprocessing import StandardScaler  # deferred: scikit-learn loads only when fitted
 

@@ -3,7 +3,7 @@
 Parameters are a ``{name: array}`` dict (names such as ``dense_0.w``), so they are written as they
 are to a ``.npz`` file and read back without pickle. Two scorers, both applied after the fitted
 feature transform ``z = (t(x) − μ) / σ`` (``t`` = signed log1p ``sign(x)·log(1 + |x|)`` or the
-identity, ``μ``/``σ`` the training mean and standard deviation, ``σ = 1`` for a constant feature):
+identity, ``μ``/``σ`` the training mean and standard deviation, ``σ = 1`` for a feature constant in training):
 
 * ``mlp`` — each document on its own: ``h_0 = z``, ``h_k = relu(h_{k−1} W_k + b_k)`` for each width
   of ``hidden_units`` (dropout at rate ``p`` after each, in training only), ``s = h_K w + b``;
@@ -33,6 +33,8 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from ltr.data.normalize import Moments
 
 SCORERS: tuple[str, ...] = ("mlp", "attention")
 TRANSFORMS: tuple[str, ...] = ("log1p_zscore", "zscore", "none")
@@ -65,23 +67,26 @@ class Standardise:
         return cls(False, np.zeros(n_features, np.float32), np.ones(n_features, np.float32))
 
     @classmethod
-    def fit(cls, kind: str, moments: tuple[np.ndarray, np.ndarray, int]) -> Standardise:
-        """From ``(Σ t(x), Σ t(x)², n)`` over the training rows (:func:`moments`); ``kind`` one of :data:`TRANSFORMS`.
+    def fit(cls, kind: str, stats: Moments) -> Standardise:
+        """From the training rows' moments of ``t(x)`` (:func:`ltr.data.normalize.column_moments`, combined
+        over blocks by Chan et al.'s update); ``kind`` one of :data:`TRANSFORMS`.
 
-        >>> x = np.array([[0.0, 5.0], [2.0, 5.0]], np.float32)
-        >>> s = Standardise.fit("zscore", moments(x, log1p=False))
-        >>> s.mean.tolist(), s.scale.tolist()
-        ([1.0, 5.0], [1.0, 1.0])
+        A feature whose training values are all equal gets ``scale = 1``: its standard deviation is
+        then rounding residue (< 1e-9 of its mean; float32 features resolve 6e-8), and dividing by it
+        would multiply a later, different value by 1e9 or more.
+
+        >>> from ltr.data.normalize import column_moments
+        >>> x = signed_log1p(np.array([[0.0, 0.1], [2.0, 0.1], [4.0, 0.1]], np.float32))
+        >>> s = Standardise.fit("log1p_zscore", column_moments(x))
+        >>> s.scale.tolist()[1], round(float(s.scale[0]), 4)
+        (1.0, 0.6715)
         """
-        n_features = moments[0].shape[0]
+        n_features = stats.mean.shape[0]
         if kind == "none":
             return cls.identity(n_features)
-        total, squares, n = moments
-        mean = total / max(n, 1)
-        var = np.maximum(squares / max(n, 1) - mean**2, 0.0)
-        std = np.sqrt(var)
-        scale = np.where(std > 1e-12 * np.maximum(np.abs(mean), 1.0), std, 1.0)
-        return cls(kind == "log1p_zscore", mean.astype(np.float32), scale.astype(np.float32))
+        std = np.sqrt(stats.m2 / np.maximum(stats.count, 1.0))
+        scale = np.where(std > 1e-9 * np.abs(stats.mean), std, 1.0)
+        return cls(kind == "log1p_zscore", stats.mean.astype(np.float32), scale.astype(np.float32))
 
     @property
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
@@ -93,12 +98,6 @@ def signed_log1p(x: np.ndarray) -> np.ndarray:
     """``sign(x) · log(1 + |x|)`` in float64 (the transform of Qin et al. 2021 for heavy-tailed features)."""
     x = np.asarray(x, np.float64)
     return np.sign(x) * np.log1p(np.abs(x))
-
-
-def moments(x: np.ndarray, *, log1p: bool) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(Σ t(x), Σ t(x)², rows)`` of a block of rows, in float64 (blocks add up to the whole file's)."""
-    t = signed_log1p(x) if log1p else np.asarray(x, np.float64)
-    return t.sum(axis=0), (t * t).sum(axis=0), int(t.shape[0])
 
 
 def _dense(key: jax.Array, n_in: int, n_out: int, gain: float) -> tuple[jax.Array, jax.Array]:

@@ -41,8 +41,15 @@ from ltr.core.config_check import plain
 from ltr.core.errors import ConfigError, DataError
 from ltr.core.extras import require_extra
 from ltr.data import RankingData
+from ltr.data.normalize import Moments, column_moments, combine_moments
 from ltr.models.base import BaseRanker, OnIteration, Resolved
-from ltr.models.checks import check_finite_features, check_label_limit, check_labels_finite, describe_row
+from ltr.models.checks import (
+    check_finite_features,
+    check_label_limit,
+    check_labels_finite,
+    describe_row,
+    row_weights,
+)
 from ltr.models.monitor import watch
 
 MODEL_FILE = "model.npz"
@@ -57,24 +64,42 @@ XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_thread
 
 
 def start_jax(num_threads: int, *, needed_for: str) -> str:
-    """Import the neural extra for CPU work (one ConfigError naming the install when it is missing).
+    """Make JAX ready for CPU work, after checking the neural extra (one ConfigError naming the install).
 
-    Before JAX first starts in the process: no accelerator probing (``JAX_PLATFORMS=cpu`` unless set)
-    and, with ``num_threads == 1``, XLA on one thread. Returns the ``XLA_FLAGS`` in effect (recorded
-    with the run).
+    Before JAX's backend starts in the process: no accelerator probing (``JAX_PLATFORMS=cpu`` unless
+    set) and, with ``num_threads == 1``, XLA on one thread. Called right before JAX's first use (a fit,
+    a score, a load), never by a config check, so the first model to *use* JAX decides its threads.
+    Returns the ``XLA_FLAGS`` in effect (recorded with the run).
     """
-    if "jax" not in sys.modules:
+    require_extra("neural", needed_for=needed_for)
+    if not _backend_started():
         os.environ.setdefault(
             "JAX_PLATFORMS", "cpu"
         )  # no TPU/GPU probing (and its log lines) on CPU machines
         if num_threads == 1 and XLA_ONE_THREAD not in os.environ.get("XLA_FLAGS", ""):
             os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {XLA_ONE_THREAD}".strip()
-    require_extra("neural", needed_for=needed_for)
     return os.environ.get("XLA_FLAGS", "")
 
 
-#: optax.adamw's other numeric arguments, the ``engine_params`` a neural ranker takes
-ADAMW_NUMBERS = ("b1", "b2", "eps", "eps_root")
+def _backend_started() -> bool:
+    """Whether JAX's backend (which reads ``XLA_FLAGS`` once) has started in this process."""
+    if "jax" not in sys.modules:
+        return False
+    try:
+        from jax._src import xla_bridge  # deferred: only when JAX is already imported
+    except ImportError:
+        return True
+    return bool(getattr(xla_bridge, "_backends", True))
+
+
+#: optax.adamw's other numeric arguments, the ``engine_params`` a neural ranker takes: (low, high, rule)
+ADAMW_RANGES = {
+    "b1": (0.0, 1.0, "0 <= b1 < 1"),
+    "b2": (0.0, 1.0, "0 <= b2 < 1"),
+    "eps": (0.0, float("inf"), "eps > 0"),
+    "eps_root": (0.0, float("inf"), "eps_root >= 0"),
+}
+ADAMW_NUMBERS = tuple(ADAMW_RANGES)
 
 
 class NeuralRanker(BaseRanker):
@@ -99,11 +124,14 @@ class NeuralRanker(BaseRanker):
         return start_jax(int(self.num_threads), needed_for=f"model {self.name}")
 
     def _check_params(self, params: dict[str, Any]) -> None:
-        self._start_jax()
+        require_extra("neural", needed_for=f"model {self.name}")  # found, not imported: JAX does not start
+        where = getattr(self, "_where", "model")
         for key, value in (plain(self.engine_params) or {}).items():
             if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
-                where = getattr(self, "_where", "model")
                 raise ConfigError(f"{where}.engine_params.{key}: expected a number, got {value!r}")
+            low, high, rule = ADAMW_RANGES[key]
+            if not low <= value < high or (key == "eps" and value <= 0):
+                raise ConfigError(f"{where}.engine_params.{key}: AdamW needs {rule}, got {value!r}")
         width = params["hidden_units"][-1]
         if params["scorer"] == "attention" and width % params["attention_heads"]:
             where = getattr(self, "_where", "model")
@@ -138,6 +166,12 @@ class NeuralRanker(BaseRanker):
                 f"{self.name} needs relevance grades >= 0"
             )
         check_finite_features(data, role, model=self.name)
+        if data.weight is not None:
+            row_weights(data)  # a NaN or negative query weight: the query named
+            if role == "train" and not (data.weight > 0).any():
+                raise DataError(
+                    f"{data.name} (train): every query has weight 0; {self.name} has nothing to learn from"
+                )
         loss = self._resolve().params["loss"]
         if loss in GAIN_LOSSES:  # G(y) = 2^y − 1 in float32: exact to 2^24, finite to 2^127
             check_label_limit(
@@ -166,7 +200,10 @@ class NeuralRanker(BaseRanker):
         p = cfg.params
         spec = self.spec(train.n_features)
         self.transform_ = network.Standardise.fit(p["feature_transform"], self._moments(train, spec.log1p))
-        key_init, key = jax.random.split(jax.random.PRNGKey(int(self.seed)))
+        # the whole seed, not its low 32 bits (PRNGKey keeps those): seeds 5 and 2**32 + 5 differ
+        key_init, key = jax.random.split(
+            jax.random.PRNGKey(int(np.random.SeedSequence(int(self.seed)).generate_state(1)[0]))
+        )
         params = network.init_params(spec, key_init)
         step = _training_step(spec, p["loss"], float(p["temperature"]), tuple(sorted(cfg.engine_params)))
         state = adamw(p["learning_rate"], p["weight_decay"], cfg.engine_params).init(params)
@@ -211,20 +248,23 @@ class NeuralRanker(BaseRanker):
         self.best_iteration_ = monitor.best_iteration if monitor.patience is not None else None
         self.network_ = best if self.best_iteration_ is not None else params
 
-    def _moments(self, train: RankingData, log1p: bool) -> tuple[np.ndarray, np.ndarray, int]:
-        from ltr.models.neural.network import moments  # deferred: imports JAX
+    def _moments(self, train: RankingData, log1p: bool) -> Moments:
+        """The moments of ``t(x)`` over the training rows, a block of :data:`MOMENT_ROWS` at a time."""
+        from ltr.models.neural.network import signed_log1p  # deferred: imports JAX
 
-        total = np.zeros(train.n_features)
-        squares = np.zeros(train.n_features)
-        for start in range(0, train.n_docs, MOMENT_ROWS):
+        parts = []
+        for start in range(0, max(train.n_docs, 1), MOMENT_ROWS):
             block = train.X[start : start + MOMENT_ROWS]
-            block = block.toarray() if hasattr(block, "toarray") else block
-            part = moments(block, log1p=log1p)
-            total += part[0]
-            squares += part[1]
-        return total, squares, train.n_docs
+            block = block.toarray() if sp.issparse(block) else np.asarray(block)
+            parts.append(column_moments(signed_log1p(block) if log1p else block))
+        return combine_moments(parts)
 
     # --- scoring ---------------------------------------------------------------------------------
+    def check_scoring_input(self, data: RankingData, role: str) -> None:
+        """A non-finite feature is named before training: the network would turn it into a NaN score
+        (for attention, its whole list's), which ``predict`` returns as it is (the ONNX export does too)."""
+        check_finite_features(data, role, model=self.name)
+
     def _score(self, data: RankingData | Any, X: Any) -> np.ndarray:
         offsets = data.offsets if isinstance(data, RankingData) else np.array([0, X.shape[0]])
         return self._scores(X, offsets)
@@ -238,7 +278,6 @@ class NeuralRanker(BaseRanker):
             MIN_LENGTH,
             gather,
             list_rows,
-            padded_length,
             row_blocks,
             scoring_groups,
         )
@@ -259,7 +298,9 @@ class NeuralRanker(BaseRanker):
             return out
         for group in scoring_groups(offsets, max_cells=SCORING_CELLS):
             rows = list_rows(offsets, group, cap=None, rng=None)
-            filler = padded_length(len(group)) - len(group)  # lists per block: a power of two as well
+            filler = (1 << max(len(group) - 1, 0).bit_length()) - len(
+                group
+            )  # lists per block: a power of two
             rows = np.vstack([rows, np.full((filler, rows.shape[1]), -1, dtype=np.int64)])
             mask = rows >= 0
             values = np.asarray(score(self.network_, transform, gather(X, rows), mask))
