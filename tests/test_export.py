@@ -967,3 +967,56 @@ def test_the_xgboost_objective_table_matches_xgboost(name: str) -> None:
     assert json.loads(booster.save_config())["learner"]["objective"]["name"] == name
     raw, scored = booster.predict(data, output_margin=True), booster.predict(data)
     assert (XGBOOST_OBJECTIVES[name] is None) == (raw.shape == scored.shape and np.allclose(raw, scored))
+
+
+# --- parity in bounded memory (issue 29: a 500-tree, 63-leaf model's 38,084 probe rows were one n² query) ----------
+
+
+def brute_force_inversions(exported: np.ndarray, expected: np.ndarray, offsets: np.ndarray) -> int:
+    """The definition, pair by pair in plain Python (the reference for the blocked numpy count)."""
+    from ltr.export.parity import TOLERANCE
+
+    count = 0
+    for q in range(len(offsets) - 1):
+        rows = range(offsets[q], offsets[q + 1])
+        for i in rows:
+            for j in rows:
+                tol = TOLERANCE * max(1.0, abs(expected[i]), abs(expected[j]))
+                if expected[i] - expected[j] > tol and exported[i] <= exported[j]:
+                    count += 1
+    return count
+
+
+def test_ranking_inversions_counted_in_blocks_equal_the_definition(monkeypatch):
+    import ltr.export.parity as parity
+
+    rng = np.random.default_rng(0)
+    expected = np.round(rng.normal(size=300), 1)  # ties within tolerance
+    exported = expected + rng.normal(scale=0.05, size=300)  # some pairs reversed
+    exported[::17] = expected[::17]
+    offsets = np.array([0, 7, 180, 300])
+    want = brute_force_inversions(exported, expected, offsets)
+    assert want > 0
+    assert parity.ranking_inversions(exported, expected, offsets) == want
+    monkeypatch.setattr(parity, "PAIR_CELLS", 50)  # blocks of a few rows: the same count
+    assert parity.ranking_inversions(exported, expected, offsets) == want
+
+
+def test_probe_rows_are_checked_in_groups_not_one_quadratic_query(models, tmp_path, monkeypatch):
+    """Every probe row is still scored and compared; inversions only within groups of PROBE_GROUP rows."""
+    import ltr.export.parity as parity
+
+    seen = []
+    real = parity.ranking_inversions
+
+    def spy(exported, expected, offsets):
+        seen.append(np.diff(offsets))
+        return real(exported, expected, offsets)
+
+    monkeypatch.setattr(parity, "ranking_inversions", spy)
+    monkeypatch.setattr(parity, "PROBE_GROUP", 10)
+    ranker = models["lambdamart"]
+    out, written = write(ranker, "solr", tmp_path)
+    report = check_parity(ranker, FORMATS["solr"], out, default_names(N_FEATURES), written)
+    (sizes,) = seen
+    assert report.ok and report.rows == int(sizes.sum()) and sizes.max() <= 10 and len(sizes) > 1

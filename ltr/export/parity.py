@@ -49,6 +49,11 @@ from ltr.models.normalized import predict_raw
 
 TOLERANCE = 1e-5
 FAR = 1e30
+#: pairs compared at once by :func:`ranking_inversions` (4M: ~100 MB of temporaries)
+PAIR_CELLS = 1 << 22
+#: the probe rows are checked for inversions in groups of this many (they are rows of different queries,
+#: grouped only to be compared; one group of all of them was n² pairs: 11.6 GB per array at 38,084 probes)
+PROBE_GROUP = 1024
 
 
 @dataclass(frozen=True)
@@ -99,16 +104,23 @@ def relative_differences(
 def ranking_inversions(exported: np.ndarray, expected: np.ndarray, offsets: np.ndarray) -> int:
     """Pairs (i, j) of one query with ``expected_i − expected_j`` beyond tolerance but ``exported_i <= exported_j``.
 
+    Each query is compared a block of rows at a time (at most :data:`PAIR_CELLS` pairs in memory), so
+    the memory is bounded whatever the query's size; the time is quadratic in each query's rows.
+
     >>> ranking_inversions(np.array([1.0, 2.0, 3.0]), np.array([1.0, 3.0, 2.0]), np.array([0, 3]))
     1
     """
     count = 0
     for start, end in zip(offsets[:-1], offsets[1:], strict=True):
         e, x = expected[start:end], exported[start:end]
-        tol = TOLERANCE * np.maximum(1.0, np.maximum(np.abs(e)[:, None], np.abs(e)[None, :]))
-        with np.errstate(invalid="ignore"):  # inf - inf: no order between equal infinities
-            ordered = (e[:, None] - e[None, :]) > tol
-        count += int(np.sum(ordered & (x[:, None] <= x[None, :])))
+        size = np.abs(e)
+        block = max(1, PAIR_CELLS // max(len(e), 1))
+        for lo in range(0, len(e), block):
+            ei, xi, si = e[lo : lo + block, None], x[lo : lo + block, None], size[lo : lo + block, None]
+            tol = TOLERANCE * np.maximum(1.0, np.maximum(si, size[None, :]))
+            with np.errstate(invalid="ignore"):  # inf - inf: no order between equal infinities
+                ordered = (ei - e[None, :]) > tol
+            count += int(np.sum(ordered & (xi <= x[None, :])))
     return count
 
 
@@ -145,7 +157,8 @@ def check_parity(
     written: Written,
     data: RankingData | None = None,
 ) -> ParityReport:
-    """Score ``data`` (plus :func:`probe_rows`, as one extra query) both ways; the report of agreement."""
+    """Score ``data`` (plus :func:`probe_rows`, as extra queries of at most :data:`PROBE_GROUP` rows) both
+    ways; the report of agreement."""
     model = None if target.native else raw_feature_model(ranker)  # data.normalize folded in: raw features
     n_features = int(ranker.input_width_)  # the original width (data.features)
     X = (
@@ -157,7 +170,7 @@ def check_parity(
     stand_in = model if model is not None else from_ranker_or_none(ranker, n_features)
     probes = probe_rows(stand_in, X, gaps=written.gaps)
     X = np.vstack([X, probes])
-    sizes.append(probes.shape[0])
+    sizes += [min(PROBE_GROUP, probes.shape[0] - lo) for lo in range(0, probes.shape[0], PROBE_GROUP)] or [0]
     if written.missing == "zero":
         X = zero_for_missing(X)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
