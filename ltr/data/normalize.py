@@ -79,6 +79,16 @@ def _group_reduce(X: np.ndarray, offsets: np.ndarray, how: str) -> np.ndarray:
         return np.sqrt(np.add.reduceat(dev * dev, starts, axis=0) / cnt)
 
 
+def signed_log1p(x: np.ndarray) -> np.ndarray:
+    """``sign(x) · log(1 + |x|)`` elementwise, in ``x``'s float type (NaN stays NaN, 0 stays 0): the ``log1p``
+    method here and the neural rankers' ``log1p_zscore`` transform.
+
+    >>> signed_log1p(np.array([-np.e + 1, 0.0, np.nan])).round(12).tolist()
+    [-1.0, 0.0, nan]
+    """
+    return np.sign(x) * np.log1p(np.abs(x))
+
+
 @dataclass(frozen=True)
 class Moments:
     """Per column of some rows: non-NaN ``count``, ``mean`` and ``m2`` (sum of squared deviations from the mean)."""
@@ -216,7 +226,7 @@ class Normalizer:
         global methods only): the one formula transform and export's threshold folding both use."""
         x = np.asarray(x, dtype=np.float32)
         if self.method == "log1p":
-            return (np.sign(x) * np.log1p(np.abs(x))).astype(np.float32)
+            return signed_log1p(x).astype(np.float32)
         if self.method == "zscore":
             mean, scale = self.mean_[columns], self.scale_[columns]  # type: ignore[index]
             with np.errstate(invalid="ignore"):
@@ -234,10 +244,10 @@ class Normalizer:
         if m == "log1p":
             if data.is_sparse:
                 X = sp.csr_matrix(data.X, copy=True)
-                X.data = (np.sign(X.data) * np.log1p(np.abs(X.data))).astype(X.dtype)
+                X.data = signed_log1p(X.data).astype(X.dtype)
                 return _with_X(data, X)
             X = np.asarray(data.X)
-            return _with_X(data, (np.sign(X) * np.log1p(np.abs(X))).astype(X.dtype))
+            return _with_X(data, signed_log1p(X).astype(X.dtype))
         dtype = data.X.dtype if data.X.dtype in (np.float32, np.float64) else np.float32
         X = _dense64(data)
         if m == "zscore":

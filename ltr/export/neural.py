@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ltr.core.errors import ConfigError
-from ltr.data.normalize import Normalizer
+from ltr.data.normalize import Normalizer, signed_log1p
 from ltr.export.normalize import per_query_refusal
 from ltr.export.selection import selection_of
 from ltr.models.normalized import fitted_normalizer
@@ -91,7 +91,7 @@ class NeuralScorer:
         if self.normalize is not None:
             x = self.normalize.values(x, np.arange(x.shape[1]))
         if self.log1p:
-            x = (np.sign(x) * np.log1p(np.abs(x))).astype(np.float32)
+            x = signed_log1p(x).astype(np.float32)
         with np.errstate(invalid="ignore", over="ignore"):
             h = (x - self.mean) / self.scale
             for w, b in self.layers:

@@ -34,13 +34,22 @@ from ltr.data import RankingData
 MIN_LENGTH = 8
 
 
+def power_of_two(n: int) -> int:
+    """The smallest power of two >= ``n`` (1 for ``n <= 1``).
+
+    >>> [power_of_two(n) for n in (0, 1, 3, 8, 9)]
+    [1, 1, 4, 8, 16]
+    """
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
 def padded_length(n: int) -> int:
     """The padded list length for a longest list of ``n``: a power of two, at least :data:`MIN_LENGTH`.
 
     >>> [padded_length(n) for n in (1, 8, 9, 200)]
     [8, 8, 16, 256]
     """
-    return max(MIN_LENGTH, 1 << max(int(n) - 1, 0).bit_length())
+    return max(MIN_LENGTH, power_of_two(n))
 
 
 def list_rows(

@@ -75,8 +75,8 @@ class Standardise:
         then rounding residue (< 1e-9 of its mean; float32 features resolve 6e-8), and dividing by it
         would multiply a later, different value by 1e9 or more.
 
-        >>> from ltr.data.normalize import column_moments
-        >>> x = signed_log1p(np.array([[0.0, 0.1], [2.0, 0.1], [4.0, 0.1]], np.float32))
+        >>> from ltr.data.normalize import column_moments, signed_log1p
+        >>> x = signed_log1p(np.array([[0.0, 0.1], [2.0, 0.1], [4.0, 0.1]]))
         >>> s = Standardise.fit("log1p_zscore", column_moments(x))
         >>> s.scale.tolist()[1], round(float(s.scale[0]), 4)
         (1.0, 0.6715)
@@ -92,12 +92,6 @@ class Standardise:
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """``(mean, scale)``: what :func:`apply` takes (``log1p`` is the spec's, a compile-time constant)."""
         return self.mean, self.scale
-
-
-def signed_log1p(x: np.ndarray) -> np.ndarray:
-    """``sign(x) · log(1 + |x|)`` in float64 (the transform of Qin et al. 2021 for heavy-tailed features)."""
-    x = np.asarray(x, np.float64)
-    return np.sign(x) * np.log1p(np.abs(x))
 
 
 def _dense(key: jax.Array, n_in: int, n_out: int, gain: float) -> tuple[jax.Array, jax.Array]:

@@ -41,7 +41,7 @@ from ltr.core.config_check import plain
 from ltr.core.errors import ConfigError, DataError
 from ltr.core.extras import require_extra
 from ltr.data import RankingData
-from ltr.data.normalize import Moments, column_moments, combine_moments
+from ltr.data.normalize import Moments, column_moments, combine_moments, signed_log1p
 from ltr.models.base import BaseRanker, OnIteration, Resolved
 from ltr.models.checks import (
     check_finite_features,
@@ -73,9 +73,8 @@ def start_jax(num_threads: int, *, needed_for: str) -> str:
     """
     require_extra("neural", needed_for=needed_for)
     if not _backend_started():
-        os.environ.setdefault(
-            "JAX_PLATFORMS", "cpu"
-        )  # no TPU/GPU probing (and its log lines) on CPU machines
+        # no TPU/GPU probing (and its log lines) on CPU machines
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
         if num_threads == 1 and XLA_ONE_THREAD not in os.environ.get("XLA_FLAGS", ""):
             os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {XLA_ONE_THREAD}".strip()
     return os.environ.get("XLA_FLAGS", "")
@@ -134,7 +133,6 @@ class NeuralRanker(BaseRanker):
                 raise ConfigError(f"{where}.engine_params.{key}: AdamW needs {rule}, got {value!r}")
         width = params["hidden_units"][-1]
         if params["scorer"] == "attention" and width % params["attention_heads"]:
-            where = getattr(self, "_where", "model")
             raise ConfigError(
                 f"{where}.params.attention_heads: {params['attention_heads']} heads must divide the attention "
                 f"width, the last of hidden_units ({width})"
@@ -172,7 +170,7 @@ class NeuralRanker(BaseRanker):
                 raise DataError(
                     f"{data.name} (train): every query has weight 0; {self.name} has nothing to learn from"
                 )
-        loss = self._resolve().params["loss"]
+        loss = self.params_["loss"]  # resolved by fit before any check
         if loss in GAIN_LOSSES:  # G(y) = 2^y − 1 in float32: exact to 2^24, finite to 2^127
             check_label_limit(
                 data, role, MAX_GAIN_LABEL + 1, engine=f"{self.name} (loss {loss}, gain 2^y − 1)",
@@ -250,12 +248,10 @@ class NeuralRanker(BaseRanker):
 
     def _moments(self, train: RankingData, log1p: bool) -> Moments:
         """The moments of ``t(x)`` over the training rows, a block of :data:`MOMENT_ROWS` at a time."""
-        from ltr.models.neural.network import signed_log1p  # deferred: imports JAX
-
         parts = []
         for start in range(0, max(train.n_docs, 1), MOMENT_ROWS):
             block = train.X[start : start + MOMENT_ROWS]
-            block = block.toarray() if sp.issparse(block) else np.asarray(block)
+            block = np.asarray(block.toarray() if sp.issparse(block) else block, dtype=np.float64)
             parts.append(column_moments(signed_log1p(block) if log1p else block))
         return combine_moments(parts)
 
@@ -278,6 +274,7 @@ class NeuralRanker(BaseRanker):
             MIN_LENGTH,
             gather,
             list_rows,
+            power_of_two,
             row_blocks,
             scoring_groups,
         )
@@ -298,9 +295,7 @@ class NeuralRanker(BaseRanker):
             return out
         for group in scoring_groups(offsets, max_cells=SCORING_CELLS):
             rows = list_rows(offsets, group, cap=None, rng=None)
-            filler = (1 << max(len(group) - 1, 0).bit_length()) - len(
-                group
-            )  # lists per block: a power of two
+            filler = power_of_two(len(group)) - len(group)  # lists per block: a power of two
             rows = np.vstack([rows, np.full((filler, rows.shape[1]), -1, dtype=np.int64)])
             mask = rows >= 0
             values = np.asarray(score(self.network_, transform, gather(X, rows), mask))
