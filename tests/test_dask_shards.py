@@ -154,7 +154,7 @@ def test_workers_parse_files_and_the_union_equals_the_local_parse(client, tmp_pa
     width = max(d.n_features for d in local)
     split = load_sharded(client, str(tmp_path / "train-*.txt"), name="train")
     assert split.sources == [str(p) for p in paths]
-    assert split.workers == [sorted(client.scheduler_info()["workers"])[i % 2] for i in range(5)]
+    assert split.workers == [sorted(client.nthreads())[i % 2] for i in range(5)]
     assert split.n_features == width and split.n_docs == sum(d.n_docs for d in local)
     np.testing.assert_array_equal(split.query_ids, np.concatenate([d.query_ids for d in local]))
     whole = gather_split(client, split)
@@ -283,7 +283,7 @@ def test_a_file_read_by_the_workers_has_the_fingerprint_of_the_local_load(client
     local = load_svmlight(fingerprint_file, **options)
     assert sp.issparse(local.X) and local.n_features == 20 and np.isnan(local.X.data).any()
     if how == "scattered":
-        split = scatter_split(client, local, 3, sorted(client.scheduler_info()["workers"]))
+        split = scatter_split(client, local, 3, sorted(client.nthreads()))
     elif how == "glob of 2 files":
         split = load_sharded(client, str(fingerprint_file.parent / "part-*.txt"), options)
     else:

@@ -374,7 +374,7 @@ def test_dask_statistics_from_partial_moments_equal_the_local_fit(files):
     train.X[:5, 3] = np.nan  # missing values are left out of the statistics, on each shard
     local = Normalizer("zscore").fit(train)
     with in_process_dask_client() as client:
-        workers = list(client.scheduler_info()["workers"])
+        workers = list(client.nthreads())
         sharded = scatter_split(client, train, 3, workers)
         fitted = fit_sharded(sharded, "zscore")
         np.testing.assert_allclose(fitted.mean_, local.mean_, rtol=1e-9)

@@ -39,7 +39,7 @@ from ltr.core.errors import ConfigError, DataError
 from ltr.data import RankingData
 from ltr.distributed.console import quiet_cluster, redirect_worker_console
 from ltr.distributed.shards import ShardedSplit, scatter_split
-from ltr.distributed.watch import gather, watched
+from ltr.distributed.watch import current_workers, gather, watched
 from ltr.metrics import evaluate
 from ltr.models.base import OnIteration, Resolved
 from ltr.models.evaluation import RankingMetric
@@ -94,7 +94,7 @@ def dask_client(backend: Mapping[str, Any]) -> Iterator[Any]:
         if backend["scheduler_address"]:
             log.info("Dask: connecting to %s …", backend["scheduler_address"])
             client = stack.enter_context(Client(backend["scheduler_address"], timeout="30s"))
-            workers = len(client.scheduler_info().get("workers", {}))
+            workers = len(current_workers(client))
             log.info("Dask: connected, %d workers (%.1f s)", workers, time.perf_counter() - start)
             yield client
             return
@@ -123,7 +123,7 @@ def dask_client(backend: Mapping[str, Any]) -> Iterator[Any]:
 
 def cluster_workers(client: Any, backend: Mapping[str, Any]) -> list[str]:
     """The workers' addresses, sorted; a cluster without workers is a ``ConfigError``."""
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(current_workers(client))
     if not workers:
         raise ConfigError(
             f"backend.scheduler_address {backend['scheduler_address']}: the cluster has no workers"

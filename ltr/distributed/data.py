@@ -54,7 +54,7 @@ from ltr.data.registry import (
 from ltr.data.splits import cv_fold_queries
 from ltr.data.synthetic import PARSE_OPTIONS, current_synthetic_files, ensure_synthetic
 from ltr.distributed.shards import ShardedSplit, load_sharded_dataset, load_sharded_splits, summarize
-from ltr.distributed.watch import gather
+from ltr.distributed.watch import current_workers, gather
 
 #: data kinds the workers read (every kind ``ltr`` loads from files)
 WORKER_KINDS = ("svmlight", "synthetic", *sorted(REGISTRY))
@@ -98,7 +98,7 @@ def _synthetic_on_workers(client: Any, data_cfg: Mapping[str, Any], n_parts: int
     cfg = plain(data_cfg)
     if cfg.get("dir"):  # the workers open it: the driver's working directory is not theirs on a cluster
         cfg["dir"] = str(Path(str(cfg["dir"])).resolve())
-    first = sorted(client.scheduler_info()["workers"])[:1]
+    first = sorted(current_workers(client))[:1]
 
     def generate_on_a_worker(directory: Path, settings: Mapping[str, Any]) -> Mapping[str, Path]:
         made = client.submit(ensure_synthetic, directory, settings, workers=first or None, pure=False)

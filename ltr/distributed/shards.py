@@ -41,7 +41,7 @@ from ltr.data.shards import (
     widen,
 )
 from ltr.data.splits import concat
-from ltr.distributed.watch import gather
+from ltr.distributed.watch import current_workers, gather
 from ltr.metrics import evaluate
 
 
@@ -163,7 +163,7 @@ def load_sharded(
     ranges; ``options`` are ``load_svmlight`` options (``n_features``, ``cache_dir``, ``engine``…).
     The driver only reads the few lines around each byte-range cut.
     """
-    workers = list(workers or sorted(client.scheduler_info()["workers"]))
+    workers = list(workers or sorted(current_workers(client)))
     if not workers:
         raise ConfigError("backend.scheduler_address: the cluster has no workers")
     opts = dict(options or {})

@@ -53,7 +53,12 @@ ADVICE = (
 
 
 def current_workers(client: Any) -> set[str]:
-    """The scheduler's workers now (one RPC, answered within :data:`PROBE_TIMEOUT` or a ClusterError)."""
+    """The scheduler's workers now (one RPC, answered within :data:`PROBE_TIMEOUT` or a ClusterError).
+
+    Not ``client.scheduler_info()["workers"]``: when its refresh fails or the client is momentarily
+    not "running", that returns the client's cached identity, whose periodic refresh asks for no
+    workers, so a cluster with two workers read as none (a CI run failed on it).
+    """
     try:
         return set(client.nthreads(callback_timeout=PROBE_TIMEOUT))
     except Exception as exc:  # a timeout, a closed connection: the scheduler is out of reach
