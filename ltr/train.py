@@ -23,30 +23,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from rich.console import Console
-
-from ltr.cli.running import (
-    configure_process_environment,
-    exit_with_error,
-    interrupted_run,
-    mark_reported,
-    run_hydra_app,
-)
-from ltr.cli.spelling import config_spelling, spelled_as
-from ltr.core.errors import ConfigError, LtrError
+from ltr.cli.train_help import help_requested, train_help
 from ltr.core.resources import config_dir
-from ltr.experiment.console import print_label_scale, print_run_summary, print_tracker_location
-from ltr.experiment.provenance import command_line, run_name, run_tags
-from ltr.experiment.schemas import register_configs, validate_config
-from ltr.sweep.console import job_console
-from ltr.sweep.pruning import ENV_SHARE, ENV_TRIAL, hook_from_environment
-from ltr.sweep.runs import COMMAND_ATTR, ENV_PARENT, RUN_ATTR
-from ltr.sweep.shared_data import share_binned_datasets
-from ltr.sweep.summary import RESULT_FILE, end_open_grid_parents, grid_parent_run_id
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ltr.experiment.folds import FoldsRun
     from ltr.experiment.record import RecordedRun
 
@@ -73,12 +55,14 @@ def execute(cfg: Any, console: Console | None = None) -> RecordedRun | FoldsRun:
 
     It prints to ``console`` (a sweep's job: its log file, :func:`ltr.sweep.console.job_console`), by
     default to standard output."""
-    # deferred (each): the engines load after configure_process_environment() (see __main__)
-    from ltr.experiment.conventions import check_data_fits  # deferred: imports the models
-    from ltr.experiment.folds import fold_plan, run_folds  # deferred: imports the pipeline
+    # deferred (each): `--help` prints before Hydra, rich and ltr's layers load (ltr.cli.train_help);
+    # the engines load after configure_process_environment() (see __main__)
+    from hydra.core.hydra_config import HydraConfig  # deferred: as above
+
+    from ltr.cli.spelling import config_spelling, spelled_as  # deferred: as above
+    from ltr.core.errors import ConfigError  # deferred: as above
     from ltr.experiment.pipeline import check_run_config  # deferred: imports the engines
-    from ltr.experiment.record import connect_and_load, train_and_record  # deferred: imports the pipeline
-    from ltr.experiment.splits import data_cluster  # deferred: imports the Dask backend
+    from ltr.experiment.schemas import validate_config  # deferred: as above
     from ltr.models.ensembles.members import member_search_path  # deferred: imports the models
 
     if cfg.get("model") is None:
@@ -88,6 +72,21 @@ def execute(cfg: Any, console: Console | None = None) -> RecordedRun | FoldsRun:
     with spelled_as(config_spelling(cfg.get("data"))), member_search_path(searchpath):
         validate_config(cfg)
         check_run_config(cfg)  # seed, metrics, conventions vs the data config, the model: before the data
+        # deferred (each): a bad config fails above, before these load pandas, rich and MLflow
+        from rich.console import Console  # deferred: as above
+
+        from ltr.cli.running import interrupted_run  # deferred: as above
+        from ltr.experiment.console import print_label_scale  # deferred: as above
+        from ltr.experiment.conventions import check_data_fits  # deferred: as above
+        from ltr.experiment.folds import fold_plan, run_folds  # deferred: as above
+        from ltr.experiment.provenance import command_line, run_name, run_tags  # deferred: as above
+        from ltr.experiment.record import connect_and_load, train_and_record  # deferred: as above
+        from ltr.experiment.splits import data_cluster  # deferred: as above
+        from ltr.sweep.pruning import ENV_SHARE, ENV_TRIAL, hook_from_environment  # deferred: as above
+        from ltr.sweep.runs import COMMAND_ATTR, ENV_PARENT, RUN_ATTR  # deferred: as above
+        from ltr.sweep.shared_data import share_binned_datasets  # deferred: as above
+        from ltr.sweep.summary import grid_parent_run_id  # deferred: as above
+
         console = console or Console(highlight=False)
         plan = fold_plan(cfg.data)
         if plan is not None:
@@ -124,6 +123,8 @@ def execute(cfg: Any, console: Console | None = None) -> RecordedRun | FoldsRun:
                         "ltr.datasets_built": built,
                     }
                 )
+    from ltr.experiment.console import print_run_summary, print_tracker_location  # deferred: as above
+
     print_run_summary(console, recorded.outcome, str(cfg.model.name))
     if tracker.enabled:
         where = f"run {tracker.run_id} in experiment '{cfg.tracking.experiment}'"
@@ -146,6 +147,9 @@ def write_job_result(recorded: RecordedRun | FoldsRun, folder: Path) -> Path:
 
     For a fold protocol: the parent run, and the means over folds.
     """
+    from ltr.experiment.provenance import command_line  # deferred: `--help` loads nothing (execute)
+    from ltr.sweep.summary import RESULT_FILE  # deferred: as above
+
     command, overrides = command_line()
     value = optimised_value(recorded)
     if hasattr(recorded, "summary"):  # a FoldsRun
@@ -171,6 +175,15 @@ def write_job_result(recorded: RecordedRun | FoldsRun, folder: Path) -> Path:
 
 
 def _hydra_entry() -> None:
+    import hydra  # deferred: `--help` loads nothing (execute)
+    from hydra.core.hydra_config import HydraConfig  # deferred: as above
+
+    from ltr.cli.running import exit_with_error, mark_reported, run_hydra_app  # deferred: as above
+    from ltr.core.errors import LtrError  # deferred: as above
+    from ltr.experiment.schemas import register_configs  # deferred: as above
+    from ltr.sweep.console import job_console  # deferred: as above
+    from ltr.sweep.summary import end_open_grid_parents  # deferred: as above
+
     register_configs()
 
     @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
@@ -193,5 +206,10 @@ def _hydra_entry() -> None:
 
 
 if __name__ == "__main__":
+    if help_requested(sys.argv[1:]):  # ltr's own page, in milliseconds (Hydra's took 5 CPU-s)
+        sys.stdout.write(train_help())
+        sys.exit(0)
+    from ltr.cli.running import configure_process_environment  # deferred: as in execute
+
     configure_process_environment()
     _hydra_entry()

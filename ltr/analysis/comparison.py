@@ -33,7 +33,6 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -55,11 +54,10 @@ from ltr.stats import (
 from ltr.stats._validate import check_B, check_choice, check_level, check_seed, check_tolerance
 from ltr.stats.bootstrap import CI_METHODS, CIMethod
 from ltr.stats.corrections import CORRECTIONS, Correction
+from ltr.stats.paired import PAIRED_TESTS, PairedTest
 from ltr.stats.risk import check_alpha, georisk, trisk
 
 PerQuery = Mapping[str, pd.DataFrame] | Mapping[str, Mapping[str, ArrayLike]]
-PairedTest = Literal["randomization", "t"]
-PAIRED_TESTS: tuple[str, ...] = get_args(PairedTest)
 TEST_NAMES = {"randomization": "paired randomisation test", "t": "paired t-test"}
 CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini–Hochberg", "bonferroni": "Bonferroni"}
 

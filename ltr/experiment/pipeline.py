@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ltr.core.config_check import Constraint, check_value
 from ltr.core.errors import ConfigError, DataError, MetricError
@@ -197,6 +196,8 @@ def per_query_frame(result: SplitResult, data: Any, extra: Mapping[str, np.ndarr
     columns: dict[str, Any] = {"qid": np.asarray(data.query_ids), "n_docs": np.asarray(data.group_sizes)}
     columns.update({m: np.asarray(v, dtype=float) for m, v in result.per_query.items()})
     columns.update({m: np.asarray(v, dtype=float) for m, v in (extra or {}).items() if m not in columns})
+    import pandas as pd  # deferred: pandas (~0.4 s) loads after the config checks (check_run_config)
+
     return pd.DataFrame(columns)
 
 

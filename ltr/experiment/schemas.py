@@ -39,7 +39,6 @@ from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any
 
-from ltr.analysis.comparison import PAIRED_TESTS
 from ltr.clicks.interleaving import InterleavingConfig
 from ltr.core.config_check import check_block, join, setting
 from ltr.core.errors import ConfigError, MetricError
@@ -60,6 +59,7 @@ from ltr.metrics.registry import parse_metric
 from ltr.models.params import register_model_configs
 from ltr.stats.bootstrap import CI_METHODS
 from ltr.stats.corrections import CORRECTIONS
+from ltr.stats.paired import PAIRED_TESTS
 from ltr.sweep.summary import metric_direction
 
 __all__ = [

@@ -24,10 +24,11 @@ side are dropped under the default ``nan_policy='omit'``) and work on the differ
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import special, stats
+from scipy import special
 
 from ltr.core.errors import ConfigError
 from ltr.stats import _kernels
@@ -44,6 +45,10 @@ from ltr.stats._validate import (
 )
 
 EXACT_MAX_N = 20
+
+#: the paired tests a comparison can apply per measure (``ltr.analysis.comparison``, ``eval.compare.test``)
+PairedTest = Literal["randomization", "t"]
+PAIRED_TESTS: tuple[str, ...] = get_args(PairedTest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +198,9 @@ def wilcoxon_test(
     d = d_all[d_all != 0]
     m = d.shape[0]
     need(m, 1, "a Wilcoxon signed-rank test (non-zero differences)")
-    ranks = stats.rankdata(np.abs(d))
+    from scipy.stats import rankdata  # deferred: scipy.stats loads in ~0.5 s
+
+    ranks = rankdata(np.abs(d))
     r_plus = float(ranks[d > 0].sum())
     r_minus = float(ranks[d < 0].sum())
     _, tie_sizes = np.unique(np.abs(d), return_counts=True)
@@ -249,5 +256,7 @@ def sign_test(
     k = int((d[untied] > 0).sum())
     if m == 0:
         return TestResult("sign", 0.0, 1.0, 0, True)
-    p = min(1.0, 2.0 * float(stats.binom.cdf(min(k, m - k), m, 0.5)))
+    from scipy.stats import binom  # deferred: scipy.stats loads in ~0.5 s
+
+    p = min(1.0, 2.0 * float(binom.cdf(min(k, m - k), m, 0.5)))
     return TestResult("sign", float(k), p, m, True)

@@ -280,6 +280,8 @@ def end_open_grid_parents(status: str) -> None:
     """End every grid-sweep parent run this process opened and did not finish with ``status``:
     ``KILLED`` / ``FAILED`` when the sweep stopped before :meth:`SweepSummary.on_multirun_end`,
     ``FINISHED`` at its end when no job gave a value to summarise."""
+    if not OPEN_GRID_PARENTS:  # a single run's error: no MLflow import (~2 s) on the way out
+        return
     from mlflow.tracking import MlflowClient  # deferred: MLflow loads only when a sweep logs
 
     from ltr.tracking.store import retry_call  # deferred: with MLflow above
