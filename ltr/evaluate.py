@@ -82,6 +82,7 @@ from ltr.io.trec import check_run_docnos, docnos, read_qrels, read_run, write_tr
 from ltr.metrics.conventions import PRESETS, describe_conventions
 from ltr.metrics.exposure import LOWER_IS_BETTER, document_groups, expected_exposure, parse_group
 from ltr.metrics.trec import TrecResult, evaluate_labelled, evaluate_trec, format_trec
+from ltr.models.base import shared_input_dtype
 from ltr.models.normalized import predict_raw
 from ltr.stats.risk import MAX_ALPHA
 from ltr.tracking.loading import load_model
@@ -342,7 +343,8 @@ def _letor_systems(
     uri = resolve_tracking_uri(args.tracking_uri, work_root()) if args.model else ""
     models = [load_model(given, tracking_uri=uri) for given in args.model]
     widths = {int(m.ranker.input_width_) for m in models}  # full rows, also for a data.features model
-    data = read_letor(args, source, max(widths) if widths else None)
+    dtype = shared_input_dtype(m.ranker.input_dtype for m in models)  # as ltr.train parsed their files
+    data = read_letor(args, source, max(widths) if widths else None, dtype=dtype)
     qid = data.qid
     docno = docnos(data.docid, data.n_docs)
 

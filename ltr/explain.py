@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> str:
     n_features = int(ranker.input_width_)  # the file's width, also for a model of a feature selection
     names = read_feature_map(args.feature_names, n_features) if args.feature_names else None
     source = letor_source(args)
-    data = read_letor(args, source, n_features)
+    data = read_letor(args, source, n_features, dtype=ranker.input_dtype)  # as ltr.train parsed its files
     if data.n_features != n_features:
         raise DataError(
             f"--data {args.data}: {source.path} has {data.n_features} features but MODEL {args.model} "

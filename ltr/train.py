@@ -61,7 +61,11 @@ def execute(cfg: Any, console: Console | None = None) -> RecordedRun | FoldsRun:
 
     from ltr.cli.spelling import config_spelling, spelled_as  # deferred: as above
     from ltr.core.errors import ConfigError  # deferred: as above
-    from ltr.experiment.pipeline import check_run_config  # deferred: imports the engines
+    from ltr.experiment.pipeline import (  # deferred: imports the engines
+        check_run_config,
+        follow_engine_dtype,
+        make_ranker,
+    )
     from ltr.experiment.schemas import validate_config  # deferred: as above
     from ltr.models.ensembles.members import member_search_path  # deferred: imports the models
 
@@ -72,6 +76,7 @@ def execute(cfg: Any, console: Console | None = None) -> RecordedRun | FoldsRun:
     with spelled_as(config_spelling(cfg.get("data"))), member_search_path(searchpath):
         validate_config(cfg)
         check_run_config(cfg)  # seed, metrics, conventions vs the data config, the model: before the data
+        follow_engine_dtype([cfg], make_ranker(cfg).input_dtype)  # as the engine's own loader reads them
         # deferred (each): a bad config fails above, before these load pandas, rich and MLflow
         from rich.console import Console  # deferred: as above
 

@@ -12,14 +12,15 @@ groups as processes at once), so an edited kernel is compiled once, not once per
 Each group calls the public functions with the argument types ``ltr``'s commands use (numba compiles
 a kernel once per type signature):
 
-- ``parse``: the fast SVMlight parser (float32, the default ``data.parse.dtype``), the parse cache's
+- ``parse``: the fast SVMlight parser (float32: what XGBoost, CatBoost and the networks read), the parse cache's
   checksum, the data fingerprint (:mod:`ltr.data._fingerprint`: every signature, dense and CSR,
   float32 and float64), LETOR text generation;
 - ``metrics``: every metric family under every tie convention, the bootstrap (percentile and BCa), the
   paired tests, Tukey's HSD and the pairwise IPS gradients;
-- ``float64``: the parser for ``data.parse.dtype=float64`` (~20 s more; not in the default set).
+- ``float64``: the parser for float64 (what LightGBM and scikit-learn models read a file as, so what
+  ``python -m ltr.train +model=lambdamart`` parses LETOR files into: ``BaseRanker.input_dtype``).
 
-With no group: ``parse`` and ``metrics``. ``--jobs N`` compiles up to N groups at once, each in its own
+With no group: all three. ``--jobs N`` compiles up to N groups at once, each in its own
 process (compilation is single-threaded). Prints the seconds each group took.
 """
 
@@ -57,7 +58,7 @@ def warm_parse() -> None:
 
 
 def warm_float64() -> None:
-    """The fast SVMlight parser for ``data.parse.dtype=float64``."""
+    """The fast SVMlight parser into float64 (LightGBM's and scikit-learn's models read files so)."""
     _parse("float64")
 
 
@@ -99,7 +100,7 @@ GROUPS: dict[str, Callable[[], None]] = {
     "float64": warm_float64,
 }
 #: the groups run when none is named
-DEFAULT_GROUPS = ("parse", "metrics")
+DEFAULT_GROUPS = ("parse", "metrics", "float64")
 
 
 def _positive(text: str) -> int:

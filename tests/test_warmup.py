@@ -27,8 +27,11 @@ def test_each_group_compiles_the_parser_for_its_dtype(capsys):
     assert dtypes == {"float32", "float64"}, _fastparse._fill_chunk.signatures
 
 
-def test_the_default_groups_leave_float64_out():
-    assert DEFAULT_GROUPS == ("parse", "metrics") and set(GROUPS) == {"parse", "metrics", "float64"}
+def test_the_default_groups_include_float64_which_lightgbm_runs_parse_into():
+    from ltr.models import build_ranker
+
+    assert build_ranker({"name": "lambdamart"}).input_dtype == "float64"
+    assert DEFAULT_GROUPS == ("parse", "metrics", "float64") and set(GROUPS) == set(DEFAULT_GROUPS)
 
 
 @pytest.mark.parametrize("args", [["--jobs", "0"], ["--jobs", "two"], ["nope"]])
@@ -59,6 +62,7 @@ def test_a_command_after_the_warm_up_compiles_nothing(tmp_path):
     )
     assert warm.returncode == 0, warm.stderr[-3000:]
     assert sorted(line.split(":")[0] for line in warm.stdout.splitlines()) == [
+        "numba kernels, float64",
         "numba kernels, metrics",
         "numba kernels, parse",
     ]
@@ -78,6 +82,7 @@ def test_a_command_after_the_warm_up_compiles_nothing(tmp_path):
         "from ltr.stats import bootstrap_ci\n"
         f"d = load_svmlight({str(data)!r}, engine='numba')\n"
         "d.fingerprint()\n"
+        f"load_svmlight({str(data)!r}, engine='numba', dtype='float64').fingerprint()  # LightGBM runs' dtype\n"
         "evaluate(['ndcg@10', 'err@10', 'map'], d.y, np.random.default_rng(0).random(len(d.y)), d.offsets)\n"
         "bootstrap_ci(np.linspace(0, 1, 9), B=50, seed=0, method='bca')\n"
     )

@@ -135,12 +135,17 @@ def letor_source(args: argparse.Namespace) -> LetorSource:
     return LetorSource(name, every[split], tuple(every.values()), cfg | {"parse": {"docid": True}})
 
 
-def read_letor(args: argparse.Namespace, source: LetorSource, n_features: int | None) -> RankingData:
+def read_letor(
+    args: argparse.Namespace, source: LetorSource, n_features: int | None, *, dtype: str | None = None
+) -> RankingData:
     """The rows ``source`` (:func:`letor_source` of ``args``) names, with the parse flags of ``args``:
     a registry dataset's split (``synthetic`` included: the files ``python -m ltr.train`` generated, as they
     are; generated with the defaults on first use), or a file (row order = file order), ``n_features``
-    columns when given. Errors advise these commands' flags."""
+    columns when given. ``dtype``: the models' ``input_dtype``, as ``python -m ltr.train`` parsed their
+    training files (synthetic files: float32, as it reads them). Errors advise these commands' flags."""
     parse = parse_options(args, PARSE_OPTIONS)
+    if dtype is not None and source.dataset != "synthetic":
+        parse["dtype"] = dtype
     with spelled_as(DATA_FLAGS):
         try:
             return _read(source, args.split or "test", n_features, parse)

@@ -117,6 +117,25 @@ def make_ranker(cfg: Any) -> Any:
     return build_ranker(cfg.model, seed=int(cfg.seed), num_threads=int(cfg.num_threads))
 
 
+def follow_engine_dtype(cfgs: Sequence[Any], dtype: str) -> str | None:
+    """Parse the files of these runs into ``dtype``, the dtype their engines' own loaders read (the
+    model's ``input_dtype``, :class:`~ltr.models.base.BaseRanker`; for systems compared on one dataset
+    their :func:`~ltr.models.base.shared_input_dtype`): set ``data.parse.dtype`` of every config that
+    reads files and leaves it unset.
+
+    LightGBM bins the values it is given: a file parsed to float32 gives other bin edges than
+    LightGBM's own loader (float64), and so another model.
+    Returns the dtype set, or ``None`` when every config sets its own or reads no files (synthetic
+    data: float32 values by construction).
+    """
+    unset = [c for c in cfgs if "parse" in (c.get("data") or {}) and c.data.parse.get("dtype") is None]
+    if not unset:
+        return None
+    for c in unset:
+        c.data.parse.dtype = dtype
+    return dtype
+
+
 def optimised_metric(cfg: Any) -> str:
     """The validation metric a sweep optimises: the early-stopping metric, else the first eval metric."""
     early = cfg.model.get("early_stopping") or {}

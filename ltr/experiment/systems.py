@@ -141,23 +141,30 @@ def _run_comparison(
         check_data_fits,  # deferred: the pipeline's package loads the engines
     )
     from ltr.experiment.folds import fold_plan, run_folds  # deferred: imports the pipeline (the engines)
-    from ltr.experiment.pipeline import check_run_config  # deferred: the engines
+    from ltr.experiment.pipeline import (  # deferred: the engines
+        check_run_config,
+        follow_engine_dtype,
+        make_ranker,
+    )
     from ltr.experiment.record import (  # deferred: the pipeline
         connect_and_load,
         split_datasets,
         train_and_record,
     )
+    from ltr.models.base import shared_input_dtype  # deferred: with the models above
     from ltr.models.ensembles.members import member_search_path  # deferred: with the models above
     from ltr.tracking.writer import make_tracker  # deferred: MLflow, only for a fold protocol's tracker
 
     systems = list(configs)
     search_paths = {s: system_search_path(exp, s, cli_overrides) for s in systems}
     first = configs[systems[0]]
+    dtypes = []  # each system's engine dtype: the shared data is parsed into the widest
     for s, cfg in configs.items():
         validate_config(cfg)
         try:
             with member_search_path(search_paths[s]):  # every system's metrics and model before any training
                 check_run_config(cfg)
+                dtypes.append(make_ranker(cfg).input_dtype)
         except LtrError as exc:
             raise ConfigError(f"system {s!r}: {exc}") from exc
         if rows_config(cfg.data) != rows_config(
@@ -166,6 +173,7 @@ def _run_comparison(
             raise ConfigError(
                 f"system {s!r} uses different data than {systems[0]!r}; a comparison needs the same queries"
             )
+    follow_engine_dtype(list(configs.values()), str(shared_input_dtype(dtypes)))  # one parse for all
     exp, run_name = titled_for_data(
         exp, data_label(first.data), data_label(compose_system(exp, systems[0], ()).data)
     )

@@ -34,7 +34,7 @@ import dataclasses
 import difflib
 import json
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -106,6 +106,17 @@ def feature_matrix(data: RankingData | Any) -> Any:
     return X
 
 
+def shared_input_dtype(dtypes: Iterable[str]) -> str | None:
+    """One feature dtype for several models reading the same file (``input_dtype``): float64 when any
+    reads float64 (the others narrow it as they narrow any float64 array), ``None`` for no models.
+
+    >>> shared_input_dtype(["float32", "float64"]), shared_input_dtype(["float32"]), shared_input_dtype([])
+    ('float64', 'float32', None)
+    """
+    found = set(dtypes)
+    return "float64" if "float64" in found else ("float32" if found else None)
+
+
 @dataclass
 class RunSettings:
     """The run-wide constructor arguments every model takes (besides its config block)."""
@@ -129,6 +140,11 @@ class BaseRanker:
     default_params: ClassVar[dict[str, Any]] = {}  # the params block's defaults, as a dict
     unsupported_params: ClassVar[dict[str, str]] = {}  # vocabulary key -> why not, and what to use
     iterative: ClassVar[bool] = True  # False: no boosting rounds, so no early stopping / history
+    #: the feature dtype the engine's own text loader reads a LETOR file into (LightGBM and
+    #: scikit-learn's ``load_svmlight_file``: float64; XGBoost, CatBoost: float32). A run parses the
+    #: file into it unless ``data.parse.dtype`` is set, so the engine bins the values its own loader
+    #: would give it and trains the model it trains on that file (docs/data.md, "The engine's model").
+    input_dtype: ClassVar[str] = "float64"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -124,6 +124,7 @@ class CatBoostYetiRank(BaseRanker):
 
     name = "catboost"
     engine = "catboost"
+    input_dtype = "float32"  # CatBoost's libsvm:// loader gives these float32 values, bit for bit
     unsupported_params = vocabulary.refused("catboost")
 
     def engine_parameter_names(self) -> Mapping[str, str]:

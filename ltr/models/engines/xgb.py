@@ -171,6 +171,7 @@ class XGBoostLambdaMART(BaseRanker):
 
     name = "lambdamart_xgb"
     engine = "xgboost"
+    input_dtype = "float32"  # XGBoost keeps float32 (its text loader is not correctly rounded: docs/data.md)
     unsupported_params = vocabulary.refused("xgboost")
 
     # --- engine_params: XGBoost's own parameter list for the setup this model trains ----------------------

@@ -64,7 +64,7 @@ import numpy as np
 from ltr.core.config_check import check_block, defaults, join, plain
 from ltr.core.errors import ConfigError
 from ltr.data import RankingData
-from ltr.models.base import BaseRanker, OnIteration, Resolved
+from ltr.models.base import BaseRanker, OnIteration, Resolved, shared_input_dtype
 from ltr.models.ensembles.blend import coordinate_ascent, query_folds, stack_features
 from ltr.models.ensembles.fusion import check_weights, fuse, normalize_scores, weighted_sum
 from ltr.models.ensembles.members import (
@@ -111,6 +111,15 @@ class Ensemble(BaseRanker):
         self.num_threads = num_threads
         self._where = where
         self._resolve()
+
+    @property
+    def input_dtype(self) -> str:  # type: ignore[override]
+        """The members' :func:`~ltr.models.base.shared_input_dtype` (a float32 member's engine narrows
+        float64 values; a value can then differ from its direct float32 parse only by double rounding)."""
+        return shared_input_dtype(
+            build_ranker(spec.config, seed=spec.seed, num_threads=1, where=spec.where).input_dtype
+            for spec in self.member_specs
+        )
 
     def __repr__(self) -> str:
         return (

@@ -105,6 +105,7 @@ class NeuralRanker(BaseRanker):
     """A JAX network trained on query lists with a rax ranking loss (see the module docstring)."""
 
     engine = "jax"
+    input_dtype = "float32"  # the network computes in float32 (no engine loader to follow)
 
     @property
     def scores_per_query(self) -> bool:  # type: ignore[override]
