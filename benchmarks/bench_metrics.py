@@ -15,6 +15,12 @@ the nested ``{qid: {docid: value}}`` dicts they take. Timed (medians over ``--re
 The first ltr and ranx calls of the process (numba JIT compile or cache load) are reported apart.
 Both wall-clock and CPU (process) time are reported: on a shared machine CPU time is steadier.
 Before timing, the NDCG@10 values of every tool are checked against ltr's (preset matched).
+
+``--paths`` times ltr's other metric paths against NDCG@10 alone on the same rows (CPU, medians):
+MAP and NDCG at full depth, ERR@10, and the ``trec`` preset's document-id tie-breaking (string
+docnos) at depth 10 and at full depth, once with continuous scores and once with scores rounded to
+0.1 (most rows tied). The floor of every full-depth metric is shown with them: numpy's own sort of
+each list's score values (no indices, no metric), which a full ranking cannot beat.
 """
 
 from __future__ import annotations
@@ -79,10 +85,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-ranx", action="store_true")
     ap.add_argument("--no-pytrec", action="store_true")
+    ap.add_argument("--paths", action="store_true", help="time ltr's metric paths against NDCG@10 (only)")
     args = ap.parse_args()
 
     print(f"machine: {machine()}")
     labels, scores, offsets = make_data(args.queries, args.docs, args.seed)
+    if args.paths:
+        metric_paths(labels, scores, offsets, args)
+        return
     print(
         f"input: {args.queries} queries x {args.docs} documents = {labels.shape[0]:,} rows, repeats {args.repeats}"
     )
@@ -147,6 +157,44 @@ def main() -> None:
         else:
             ratios = f"{wall / ltr_median[0]:.1f}x | {cpu / ltr_median[1]:.1f}x"
         print(f"| {name} | {wall:.3f} | {cpu:.3f} | {ratios} |")
+
+
+def metric_paths(
+    labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray, args: argparse.Namespace
+) -> None:
+    """CPU time of each metric path relative to NDCG@10 alone (module docstring, ``--paths``)."""
+    docno = np.array([f"clueweb-{i:08d}" for i in range(labels.shape[0])])
+    n_q, n_d = args.queries, args.docs
+    print(f"input: {n_q} queries x {n_d} documents = {labels.shape[0]:,} rows, repeats {args.repeats}")
+    print()
+    print("| path | continuous scores: CPU s | / NDCG@10 | scores rounded to 0.1: CPU s | / NDCG@10 |")
+    print("|---|---:|---:|---:|---:|")
+    cases = {"continuous": scores, "tied": np.round(scores, 1)}
+    paths = {
+        "ndcg@10 (preset ltr)": lambda s: evaluate("ndcg@10", labels, s, offsets),
+        "err@10": lambda s: evaluate("err@10", labels, s, offsets),
+        "map (full depth)": lambda s: evaluate("map", labels, s, offsets),
+        "ndcg (full depth)": lambda s: evaluate("ndcg", labels, s, offsets),
+        "ndcg@10, preset trec (docno ties)": lambda s: evaluate(
+            "ndcg@10", labels, s, offsets, preset="trec", docno=docno
+        ),
+        "map, preset trec (docno ties)": lambda s: evaluate(
+            "map", labels, s, offsets, preset="trec", docno=docno
+        ),
+        "floor: numpy sort of each list's scores": lambda s: np.sort(s.reshape(n_q, n_d), axis=1),
+    }
+    for fn in paths.values():  # compile / load every kernel first
+        for s in cases.values():
+            fn(s)
+    base = {
+        k: timed(lambda s=s: paths["ndcg@10 (preset ltr)"](s), args.repeats)[0][1] for k, s in cases.items()
+    }
+    for name, fn in paths.items():
+        cells = []
+        for key, s in cases.items():
+            cpu = timed(lambda s=s, fn=fn: fn(s), args.repeats)[0][1]
+            cells += [f"{cpu:.3f}", f"{cpu / base[key]:.2f}x"]
+        print(f"| {name} | {' | '.join(cells)} |")
 
 
 if __name__ == "__main__":

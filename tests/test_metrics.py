@@ -647,3 +647,41 @@ def test_a_strided_column_of_scores_reaches_the_kernels_contiguous():
         np.testing.assert_array_equal(by_column[name], by_copy[name])
     layouts = {arg.layout for sig in _kernels.rank_order.signatures for arg in sig if hasattr(arg, "layout")}
     assert layouts == {"C"}, _kernels.rank_order.signatures
+
+
+@pytest.mark.parametrize("kind", ["str", "bytes", "int", "object"])
+@pytest.mark.parametrize("ties", ["docno_desc", "docno_asc"])
+@pytest.mark.parametrize("depth", [None, 3])
+def test_docno_tie_breaking_orders_as_a_plain_sort_does(kind, ties, depth):
+    """Many ties (scores on a grid of 4) and ids of different lengths ("d1" < "d10" < "d2"), negative
+    integers, repeated ids: the ranked order equals Python's sort by (-score, id, row) per query."""
+    from ltr.metrics.compute import rank_lists
+
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(1, 40, 60)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    n = int(offsets[-1])
+    scores = rng.integers(0, 4, n).astype(float)
+    numbers = rng.integers(-30, 30, n)
+    docno = {
+        "str": np.array([f"d{v}" for v in numbers]),
+        "bytes": np.array([f"d{v}".encode() for v in numbers]),
+        "int": numbers,
+        "object": np.array([f"d{v}" for v in numbers], dtype=object),
+    }[kind]
+    ranked = rank_lists(np.zeros(n), scores, offsets, ties, docno, depth=depth)
+    sign = -1 if ties == "docno_desc" else 1
+    for q in range(len(sizes)):
+        rows = list(range(offsets[q], offsets[q + 1]))
+        ids = {r: (docno[r] if kind == "int" else str(docno[r])) for r in rows}
+        if sign == 1:
+            want = sorted(rows, key=lambda r: (-scores[r], ids[r], r))
+        else:  # descending ids, input order within equal ids
+            by_id = sorted(rows, key=lambda r: ids[r], reverse=True)
+            rank_of = {r: i for i, r in enumerate(sorted(set(ids[r] for r in by_id), reverse=True))}
+            want = sorted(rows, key=lambda r: (-scores[r], rank_of[ids[r]], r))
+        got = ranked.order[ranked.offsets[q] : ranked.offsets[q + 1]].tolist()
+        assert got == want[: len(got)], q
+        if depth is not None:  # the top `depth` and every row tied with the last of them
+            last = scores[want[min(depth, len(want)) - 1]]
+            assert len(got) == min(depth, len(want)) + sum(1 for r in want[depth:] if scores[r] == last)

@@ -101,6 +101,48 @@ def rank_order(scores, key, offsets, use_key, depth):  # pragma: no cover - comp
 
 
 @njit(cache=True, nogil=True)
+def _id_after(ids, i, j, sign):  # pragma: no cover - compiled
+    """Whether id row ``i`` sorts after id row ``j`` (lexicographic on the code units; ``sign`` -1
+    reverses the order)."""
+    for c in range(ids.shape[1]):
+        if ids[i, c] != ids[j, c]:
+            return (ids[i, c] > ids[j, c]) == (sign > 0)
+    return False
+
+
+@njit(cache=True, nogil=True)
+def order_tie_groups(order, bounds, tied_at, ids, sign):  # pragma: no cover - compiled
+    """Sort the rows of every tie group of ``order`` (group g = positions bounds[g]:bounds[g+1]) by
+    document id, stably, in place: ascending (``sign`` 1) or descending (-1). ``ids[tied_at[p]]`` is
+    the id of the row at position ``p`` as code units (one row of ``ids`` per tied position), so only
+    tied rows are compared and only within their group (binary insertion: g·log g comparisons)."""
+    for g in range(bounds.shape[0] - 1):
+        a = bounds[g]
+        b = bounds[g + 1]
+        if b - a <= 1:
+            continue
+        rows = order[a:b].copy()
+        idx = tied_at[a:b].copy()
+        for t in range(1, b - a):
+            r = rows[t]
+            k = idx[t]
+            lo = 0
+            hi = t
+            while lo < hi:  # the first earlier row that sorts after this one (stable)
+                mid = (lo + hi) // 2
+                if _id_after(ids, idx[mid], k, sign):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            for p in range(t, lo, -1):
+                rows[p] = rows[p - 1]
+                idx[p] = idx[p - 1]
+            rows[lo] = r
+            idx[lo] = k
+        order[a:b] = rows
+
+
+@njit(cache=True, nogil=True)
 def discounted_sum(values, bounds, qgrp, offsets, disc, k):  # pragma: no cover - compiled
     """Per query Σ_{i<=k} E[v_i] D(i); in a tie group at ranks s+1..e, E[v_i] = mean of the group.
 
