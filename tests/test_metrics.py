@@ -685,3 +685,27 @@ def test_docno_tie_breaking_orders_as_a_plain_sort_does(kind, ties, depth):
         if depth is not None:  # the top `depth` and every row tied with the last of them
             last = scores[want[min(depth, len(want)) - 1]]
             assert len(got) == min(depth, len(want)) + sum(1 for r in want[depth:] if scores[r] == last)
+
+
+@pytest.mark.parametrize("use_key", [False, True])
+@pytest.mark.parametrize("grid", [None, 4, 40])
+def test_full_ranking_orders_as_a_plain_sort_does(use_key, grid):
+    """Every row ranked (numpy's vectorised sort in padded blocks, then runs of equal scores settled):
+    lists of 0..300 rows (runs of ties longer and shorter than the 64-row insertion limit), scores
+    continuous or on a grid, a tie key or none; equal to Python's sort by (-score, key, row)."""
+    from ltr.metrics.compute import rank_lists
+
+    rng = np.random.default_rng(11)
+    sizes = np.concatenate([[0, 1, 2, 64, 65, 300], rng.integers(0, 130, 40)])
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    n = int(offsets[-1])
+    scores = rng.normal(size=n) if grid is None else rng.integers(0, grid, n).astype(float)
+    scores[rng.random(n) < 0.05] = -0.0  # -0.0 ties with 0.0
+    scores[rng.random(n) < 0.05] = 0.0
+    labels = rng.integers(0, 5, n).astype(float)
+    ranked = rank_lists(labels, scores, offsets, "pessimistic" if use_key else "stable")
+    assert ranked.offsets.tolist() == offsets.tolist()
+    for q in range(sizes.size):
+        rows = range(offsets[q], offsets[q + 1])
+        want = sorted(rows, key=lambda r: (-scores[r], labels[r] if use_key else 0, r))
+        assert ranked.order[offsets[q] : offsets[q + 1]].tolist() == want, q

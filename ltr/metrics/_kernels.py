@@ -101,6 +101,64 @@ def rank_order(scores, key, offsets, use_key, depth):  # pragma: no cover - comp
 
 
 @njit(cache=True, nogil=True)
+def padded_negated(scores, offsets, queries, width):  # pragma: no cover - compiled
+    """A (len(queries), width) matrix: row i holds query queries[i]'s negated scores, then +inf."""
+    block = np.full((queries.shape[0], width), np.inf)
+    for i in range(queries.shape[0]):
+        a = offsets[queries[i]]
+        for c in range(offsets[queries[i] + 1] - a):
+            block[i, c] = -scores[a + c]
+    return block
+
+
+@njit(cache=True, nogil=True)
+def settle_sorted_lists(
+    sorted_cols, queries, offsets, scores, key, use_key, out
+):  # pragma: no cover - compiled
+    """Ranked rows from numpy's (unstable) sort of a padded block of lists, made exactly what
+    :func:`rank_order` gives: ``sorted_cols[i]`` are the column positions of query ``queries[i]``'s
+    list sorted by score descending (columns >= its length are padding and dropped); each run of
+    equal scores is then ordered by ``key`` (when ``use_key``) and row, and written to
+    ``out[offsets[q]:offsets[q+1]]``."""
+    for i in range(queries.shape[0]):
+        q = queries[i]
+        a = offsets[q]
+        n = offsets[q + 1] - a
+        pos = a
+        for c in range(sorted_cols.shape[1]):
+            col = sorted_cols[i, c]
+            if col < n:
+                out[pos] = a + col
+                pos += 1
+        start = a
+        while start < a + n:  # runs of equal scores: sorted by (key, row), stably
+            stop = start + 1
+            s = scores[out[start]]
+            while stop < a + n and scores[out[stop]] == s:
+                stop += 1
+            if stop - start > 1:
+                if stop - start <= 64:
+                    for t in range(start + 1, stop):
+                        j = out[t]
+                        kj = key[j]
+                        p = t
+                        while p > start:
+                            prev = out[p - 1]
+                            if use_key and key[prev] > kj or ((not use_key or key[prev] == kj) and prev > j):
+                                out[p] = prev
+                                p -= 1
+                            else:
+                                break
+                        out[p] = j
+                else:
+                    rows = np.sort(out[start:stop])
+                    if use_key:
+                        rows = rows[np.argsort(key[rows], kind="mergesort")]
+                    out[start:stop] = rows
+            start = stop
+
+
+@njit(cache=True, nogil=True)
 def _id_after(ids, i, j, sign):  # pragma: no cover - compiled
     """Whether id row ``i`` sorts after id row ``j`` (lexicographic on the code units; ``sign`` -1
     reverses the order)."""
@@ -371,4 +429,4 @@ def tie_groups(sorted_scores, offsets):  # pragma: no cover - compiled
                 g += 1
     qgrp[nq] = g
     bounds[g] = n
-    return bounds[: g + 1].copy(), qgrp
+    return bounds[: g + 1], qgrp  # a view: a copy of up to n + 1 ints costs more than the slack

@@ -62,6 +62,39 @@ def _check_labels(labels: np.ndarray, offsets: np.ndarray, what: str) -> None:
         raise MetricError(f"{what} must be >= 0; query {q} row {row} has label {labels[row]:g}")
 
 
+def _ranked(
+    scores: np.ndarray, key: np.ndarray, offsets: np.ndarray, use_key: bool, depth: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ranked rows: the top ``depth`` by compiled selection, every row by :func:`_full_order`."""
+    if depth > 0:
+        return _kernels.rank_order(scores, key, offsets, use_key, depth)
+    return _full_order(scores, key, offsets, use_key)
+
+
+def _full_order(
+    scores: np.ndarray, key: np.ndarray, offsets: np.ndarray, use_key: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every row of every query in ranked order, as :func:`ltr.metrics._kernels.rank_order` with depth
+    0 gives it (score descending, then ``key`` when ``use_key``, then row), sorted by numpy.
+
+    Queries are grouped by their length rounded up to a power of two; each group's negated scores
+    fill a matrix padded with +inf, which ``np.argsort(axis=1)`` sorts with its vectorised quicksort
+    (3M rows in lists of 100: 0.03 CPU-s against 0.15 for a compiled per-list merge sort);
+    :func:`~ltr.metrics._kernels.settle_sorted_lists` drops the padding and orders each run of equal
+    scores, which the unstable sort left in any order.
+    """
+    sizes = np.diff(offsets)
+    out = np.empty(int(offsets[-1]), np.int64)
+    widths = np.zeros_like(sizes)
+    present = sizes > 0
+    widths[present] = 1 << np.ceil(np.log2(sizes[present])).astype(np.int64)
+    for width in np.unique(widths[present]):
+        queries = np.flatnonzero(widths == width)
+        sorted_cols = np.argsort(_kernels.padded_negated(scores, offsets, queries, int(width)), axis=1)
+        _kernels.settle_sorted_lists(sorted_cols, queries, offsets, scores, key, use_key, out)
+    return out, offsets.astype(np.int64, copy=True)
+
+
 def _docno_order(
     scores: np.ndarray, offsets: np.ndarray, ties: str, docno: Any, depth: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -73,7 +106,7 @@ def _docno_order(
     arr = np.asarray(docno)
     if arr.shape != scores.shape:
         raise MetricError(f"docno has shape {arr.shape} but there are {scores.shape[0]} documents")
-    order, ranked_off = _kernels.rank_order(scores, scores, offsets, False, depth)
+    order, ranked_off = _ranked(scores, scores, offsets, False, depth)
     bounds, _ = _kernels.tie_groups(scores[order], ranked_off)
     sizes = np.diff(bounds)
     in_tie = np.repeat(sizes > 1, sizes)
@@ -138,10 +171,10 @@ def rank_lists(
     check_value(ties, str, Constraint(choices=TIES), "ties", error=MetricError)
     d = 0 if depth is None else int(depth)
     if ties in ("stable", "average"):
-        order, ranked_off = _kernels.rank_order(scores, scores, offsets, False, d)
+        order, ranked_off = _ranked(scores, scores, offsets, False, d)
     elif ties in ("pessimistic", "optimistic"):
         key = labels if ties == "pessimistic" else -labels
-        order, ranked_off = _kernels.rank_order(scores, key, offsets, True, d)
+        order, ranked_off = _ranked(scores, key, offsets, True, d)
     else:
         order, ranked_off = _docno_order(scores, offsets, ties, docno, d)
     sorted_labels = labels[order]
