@@ -35,15 +35,20 @@ from ltr.data.svmlight import load_svmlight  # noqa: E402
 from ltr.models import build_ranker  # noqa: E402
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of :func:`large_model` (shared with bench_inference.py)."""
     parser.add_argument("--trees", type=int, default=500)
     parser.add_argument("--leaves", type=int, default=63)
     parser.add_argument("--queries", type=int, default=2400, help="synthetic queries (4/6 train, 1/6 test)")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/ltr_bench_export"))
     parser.add_argument("--model", type=Path, help="a saved ltr model to export instead of training one")
+    parser.add_argument("--threads", type=int, default=2, help="threads for training the model")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_model_arguments(parser)
     parser.add_argument("--formats", nargs="+", default=["onnx", "lightgbm"])
-    parser.add_argument("--threads", type=int, default=2)
     return parser.parse_args(argv)
 
 
@@ -76,22 +81,29 @@ def run(module: str, args: list[str]) -> tuple[float, float, float, str]:
     return wall, cpu, peak_kb / 1024, proc.stdout
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
-    python = sys.executable
+def large_model(args: argparse.Namespace) -> tuple[Path, Path]:
+    """``(model folder, data folder)``: ``args.model``, or a LambdaMART of ``args.trees`` × ``args.leaves``
+    trained on MSLR-like synthetic data under ``args.dir`` (kept there: a second run reuses both)."""
     data = args.dir / "data"
     if not (data / "test.txt").exists():
-        subprocess.run([python, "-m", "ltr.data", "synth", str(data), "--queries", str(args.queries), "--splits"],
-                       check=True, cwd=ROOT, capture_output=True)  # fmt: skip
-    model = args.model
-    if model is None:
-        model = args.dir / f"lambdamart_{args.trees}x{args.leaves}"
+        subprocess.run([sys.executable, "-m", "ltr.data", "synth", str(data), "--queries", str(args.queries),
+                        "--splits"], check=True, cwd=ROOT, capture_output=True)  # fmt: skip
+    if args.model is not None:
+        return args.model, data
+    model = args.dir / f"lambdamart_{args.trees}x{args.leaves}"
+    if not (model / "manifest.json").exists():
         start = time.perf_counter()
         train = load_svmlight(data / "train.txt", n_features=136)
         params = {"n_trees": args.trees, "num_leaves": args.leaves, "min_data_in_leaf": 5}
         cfg = {"name": "lambdamart", "params": params, "early_stopping": {"patience": None}}
         build_ranker(cfg, seed=0, num_threads=args.threads).fit(train).save(model)
         print(f"trained {args.trees} trees × {args.leaves} leaves in {time.perf_counter() - start:.1f} s")
+    return model, data
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    model, data = large_model(args)
     print(f"machine: nproc {os.cpu_count()}, load average {os.getloadavg()}")
     print("| format | wall (s) | CPU (s) | peak RSS (MB) | parity |")
     print("|---|---:|---:|---:|---|")

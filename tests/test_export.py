@@ -285,9 +285,26 @@ def independent_scores(fmt: str, out: Path, names: list[str], X: np.ndarray) -> 
         import lightgbm as lgb
 
         return lgb.Booster(model_file=str(out)).predict(X)
+    if fmt == "c":
+        return compiled_c_scores(out, X)
     import xgboost as xgb
 
     return xgb.Booster(model_file=str(out)).inplace_predict(X).astype(np.float64)
+
+
+def compiled_c_scores(source: Path, X: np.ndarray) -> np.ndarray:
+    """``--format c``: the source compiled here by the test (``cc -O1``, not the export's library) and
+    called through ctypes as a C caller would."""
+    import ctypes
+
+    library = source.with_name(source.stem + "_test.so")
+    subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    predict = ctypes.CDLL(str(library)).ltr_predict
+    predict.argtypes, predict.restype = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p], None
+    rows = np.ascontiguousarray(X, dtype=F32)
+    out = np.empty(rows.shape[0])
+    predict(rows.ctypes.data, rows.shape[0], out.ctypes.data)
+    return out
 
 
 MISSING_AS_ZERO = {"solr"}  # and RankLib definitions (checked from the written type)
@@ -629,6 +646,8 @@ def exported_tree_count(fmt: str, out: Path) -> int:
         import lightgbm as lgb
 
         return lgb.Booster(model_file=str(out)).num_trees()
+    if fmt == "c":  # one function per tree in the source
+        return out.read_text().count("static inline double tree_")
     import xgboost as xgb
 
     return xgb.Booster(model_file=str(out)).num_boosted_rounds()

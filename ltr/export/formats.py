@@ -6,7 +6,7 @@ engine's documented semantics (onnxruntime for ONNX, the engine itself for nativ
 what the parity check (:mod:`ltr.export.parity`) compares with the model's own predictions.
 
 >>> sorted(FORMATS)
-['elasticsearch', 'lightgbm', 'onnx', 'opensearch', 'solr', 'vespa', 'xgboost']
+['c', 'elasticsearch', 'lightgbm', 'onnx', 'opensearch', 'solr', 'vespa', 'xgboost']
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ltr.export.neural import NeuralScorer, is_neural, neural_exportable
 from ltr.export.normalize import native_refusal
 from ltr.export.reading import MCRANK_REFUSED, raw_feature_model
 from ltr.export.selection import refuse_native
-from ltr.export.targets import native, onnx, searchltr, solr, vespa
+from ltr.export.targets import compiled, native, onnx, searchltr, solr, vespa
 from ltr.export.trees import ExpectedGrade, Exportable, LinearScorer, TreeEnsemble, Written
 from ltr.models.normalized import fitted_normalizer
 
@@ -50,6 +50,7 @@ FORMATS: dict[str, Target] = {
         "elasticsearch", searchltr.SUFFIX, searchltr.writer("elasticsearch"), searchltr.score
     ),
     "solr": Target("solr", solr.SUFFIX, solr.write, solr.score),
+    "c": Target("c", compiled.SUFFIX, compiled.write, compiled.score, outputs=compiled.outputs),
     "vespa": Target("vespa", vespa.SUFFIX, vespa.write, vespa.score, outputs=vespa.outputs),
     "lightgbm": Target(
         "lightgbm", native.SUFFIX["lightgbm"], native.writer("lightgbm"), native.scorer("lightgbm"), True
