@@ -8,17 +8,24 @@ thread each, alternating the paths each repeat:
 
 * ``lightgbm``: ``Booster.predict(X, num_threads=1)`` on the model's own file (float32 rows);
 * ``onnx``: onnxruntime 1 intra-op thread, sequential execution;
-* ``c``: the library's ``ltr_predict`` through ctypes (one call for all rows).
+* ``c``: the library's ``ltr_predict`` through ctypes (one call for all rows);
+* ``lleaves`` (with ``--lleaves-python``: an interpreter with lleaves installed, which pins llvmlite
+  below 0.45 where numba, in ltr's environment, needs a newer one): lleaves compiles LightGBM's own
+  model file once (its compile time reported; later repeats load its cache) and ``predict(X,
+  n_jobs=1)`` runs in that child process, timed there, once per repeat in the alternation.
 
 Every path's scores are checked against LightGBM's first (max |difference|). Medians of wall and CPU
 seconds over ``--repeats``; run it alone on a quiet machine:
 
     .venv/bin/python benchmarks/bench_inference.py --rows 1000000 --repeats 3
+    python3.11 -m venv /tmp/lleaves && /tmp/lleaves/bin/pip install lleaves 'llvmlite<0.45' lightgbm
+    .venv/bin/python benchmarks/bench_inference.py --rows 1000000 --repeats 3 --lleaves-python /tmp/lleaves/bin/python
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -46,6 +53,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add_model_arguments(parser)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--lleaves-python", type=Path, help="an interpreter with lleaves (see above)")
     return parser.parse_args(argv)
 
 
@@ -62,6 +70,42 @@ def exported(model: Path, fmt: str, out: Path) -> float:
         "\n".join(f"  {line}" for line in done.stdout.splitlines() if "compiled" in line or "parity" in line)
     )
     return time.perf_counter() - start
+
+
+#: the lleaves child: compile (or load the cache), predict once with one thread, report times as JSON
+LLEAVES = """
+import json, sys, time
+import numpy as np
+import lleaves
+model_file, cache, rows, scores = sys.argv[1:5]
+model = lleaves.Model(model_file=model_file)
+start = time.perf_counter()
+model.compile(cache=cache)
+compiled = time.perf_counter() - start
+X = np.load(rows)
+wall, cpu = time.perf_counter(), time.process_time()
+out = model.predict(X, n_jobs=1)
+wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+np.save(scores, out)
+print(json.dumps({"compile": compiled, "wall": wall, "cpu": cpu}))
+"""
+
+
+def lleaves_run(
+    python: Path, model_file: Path, folder: Path, X: np.ndarray
+) -> tuple[float, float, float, np.ndarray]:
+    """``(compile or cache-load s, predict wall s, predict CPU s, scores)`` of one lleaves child."""
+    rows, scores = folder / "rows.npy", folder / "lleaves_scores.npy"
+    if not rows.exists():
+        np.save(rows, X)
+    done = subprocess.run(
+        [str(python), "-c", LLEAVES, str(model_file), str(folder / "lleaves.cache"), str(rows), str(scores)],
+        capture_output=True, text=True, check=False, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    if done.returncode:
+        raise SystemExit(f"lleaves failed:\n{done.stderr[-3000:]}")
+    times = json.loads(done.stdout.strip().splitlines()[-1])
+    return times["compile"], times["wall"], times["cpu"], np.load(scores)
 
 
 def timed(fn) -> tuple[float, float, np.ndarray]:
@@ -102,11 +146,22 @@ def main(argv: list[str] | None = None) -> None:
         "onnx": lambda: np.asarray(session.run(None, {name: X})[0], dtype=np.float64).ravel(),
         "c": c_scores,
     }
+    if args.lleaves_python is not None:
+        (args.dir / "lleaves.cache").unlink(missing_ok=True)
+        compile_s, _, _, _ = lleaves_run(args.lleaves_python, model / "model.txt", args.dir, X)
+        print(f"lleaves compile of model.txt: {compile_s:.1f} s")
+
+        def lleaves_scores() -> tuple[float, float, np.ndarray]:
+            _, wall, cpu, scores = lleaves_run(args.lleaves_python, model / "model.txt", args.dir, X)
+            return wall, cpu, scores
+
     times: dict[str, list[tuple[float, float]]] = {p: [] for p in paths}
+    if args.lleaves_python is not None:
+        times["lleaves"] = []
     reference = None
     for r in range(args.repeats):
-        for path in list(paths)[r % len(paths) :] + list(paths)[: r % len(paths)]:
-            wall, cpu, scores = timed(paths[path])
+        for path in list(times)[r % len(times) :] + list(times)[: r % len(times)]:
+            wall, cpu, scores = lleaves_scores() if path == "lleaves" else timed(paths[path])
             times[path].append((wall, cpu))
             if path == "lightgbm" and reference is None:
                 reference = scores
