@@ -51,6 +51,7 @@ FORMAT_HOLDS = {
     "opensearch": "the OpenSearch LTR plugin's models (tree ensembles and linear models)",
     "elasticsearch": "the Elasticsearch LTR plugin's models (tree ensembles and linear models)",
     "solr": "Solr LTR's models (tree ensembles and linear models)",
+    "c": "C code of tree ensembles and linear models",
     "vespa": "Vespa rank expressions of tree ensembles and linear models (Vespa serves an ONNX file "
     "itself: a rank profile's onnx-model)",
 }
