@@ -163,7 +163,10 @@ def test_synthetic_runs_keep_their_float32_values() -> None:
     assert follow_engine_dtype([cfg], "float64") is None and "parse" not in cfg.data
 
 
-@pytest.mark.parametrize("command", ["ltr.evaluate", "ltr.explain"])
+@pytest.mark.parametrize(
+    "command",
+    ["ltr.evaluate", pytest.param("ltr.explain", marks=pytest.mark.slow)],  # explain: 10 queries, ~3 s
+)
 def test_scoring_a_file_reads_it_as_the_model_was_trained(files, tmp_path, capsys, command) -> None:
     """``ltr.evaluate --model`` / ``ltr.explain`` parse the file into the model's dtype (LightGBM: float64,
     as its thresholds are), so their scores are LightGBM's own on that file."""

@@ -335,6 +335,7 @@ def test_early_stopping_keeps_the_best_epoch(small):
     assert kept == pytest.approx(history[best], abs=1e-12)
 
 
+@pytest.mark.slow  # three trainings on 400 queries: ~4.5 s
 def test_a_planted_nonlinear_relevance_is_learned_better_than_linear():
     """Relevance = 2·[x0·x1 > 0] + [|x2| > 1]: no linear function ranks it; the MLP must, on held-out queries."""
 

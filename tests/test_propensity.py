@@ -335,6 +335,7 @@ def _randomized_log(seed: int) -> ImpressionLog:
     )
 
 
+@pytest.mark.slow  # 200 simulated logs with bootstrap CIs: ~5 s
 def test_randomization_cis_cover_the_simulated_examination_at_the_nominal_rate_and_width():
     """Kills (ltr/clicks/propensity.py ``estimate_propensities``): a 90 % interval labelled 95 %
     (``alpha = 1 - confidence`` instead of half of it), or any interval whose width is not the one its
