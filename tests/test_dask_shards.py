@@ -488,3 +488,20 @@ def test_a_file_changed_after_its_shards_were_planned_is_refused_by_the_worker_n
     with pytest.raises(DataError, match=re.escape(f"{path}: the file changed since its shards were planned")):
         future.result()
     assert read_shard(plan_shards(path, 3)[1], {"engine": "python"}).n_docs > 0 if change != "gone" else True
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_engines_get_the_features_in_the_dtype_the_workers_parsed(client, tmp_path, dtype):
+    """LightGBM on Dask bins what the run parsed (float64 for LightGBM: the values its own loader
+    reads), not a float32 narrowing of it: 100000.0123456789 and 100000.0123456 stay two values."""
+    from ltr.distributed.lgbm import dask_arrays
+    from ltr.distributed.shards import load_sharded
+
+    path = tmp_path / "fine.txt"
+    path.write_text("1 qid:1 1:100000.0123456789\n0 qid:1 1:100000.0123456\n2 qid:2 1:3.25\n")
+    split = load_sharded(client, str(path), {"n_features": 1, "dtype": dtype}, name="train", n_parts=2)
+    X, _, _ = dask_arrays(client, split)
+    values = X.compute()
+    assert split.dtype == np.dtype(dtype) and X.dtype == np.dtype(dtype) and values.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(values, load_svmlight(path, n_features=1, dtype=dtype).X)
+    assert len(np.unique(values[:2])) == (2 if dtype == "float64" else 1)

@@ -156,6 +156,13 @@ def test_an_ensemble_reads_float64_when_any_member_does(files, tmp_path) -> None
     assert (mixed.input_dtype, narrow.input_dtype) == ("float64", "float32")
 
 
+def test_a_dtype_given_at_the_top_level_of_an_svmlight_config_is_kept() -> None:
+    from ltr.experiment.pipeline import follow_engine_dtype
+
+    cfg = compose_config(["+model=lambdamart", "data=svmlight", "data.train=a.txt", "+data.dtype=float32"])
+    assert follow_engine_dtype([cfg], "float64") is None and cfg.data.parse.dtype is None
+
+
 def test_synthetic_runs_keep_their_float32_values() -> None:
     from ltr.experiment.pipeline import follow_engine_dtype
 

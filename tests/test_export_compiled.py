@@ -70,6 +70,17 @@ def test_the_command_writes_source_and_library_and_checks_them(ranker, data, tmp
     assert "0 ranking inversions: OK" in done.stdout
 
 
+def test_scoring_leaves_no_temporary_copy_behind(ranker, data, tmp_path: Path) -> None:
+    import tempfile
+
+    out = tmp_path / "model.c"
+    export(ranker, FORMATS["c"], out, default_names(data.n_features))
+    before = set(Path(tempfile.gettempdir()).glob("ltr-c-*"))
+    for _ in range(3):
+        compiled.score(out, np.asarray(data.X, np.float32), [])
+    assert set(Path(tempfile.gettempdir()).glob("ltr-c-*")) == before
+
+
 def test_an_out_path_that_is_the_library_itself_is_refused(ranker, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"--out .*model\.so: the shared library is written to --out"):
         FORMATS["c"].outputs(tmp_path / "model.so", raw_feature_model(ranker))

@@ -649,12 +649,13 @@ def test_a_strided_column_of_scores_reaches_the_kernels_contiguous():
     assert layouts == {"C"}, _kernels.rank_order.signatures
 
 
-@pytest.mark.parametrize("kind", ["str", "bytes", "int", "object"])
+@pytest.mark.parametrize("kind", ["str", "bytes", "int", "object", "uint64", "big-endian str"])
 @pytest.mark.parametrize("ties", ["docno_desc", "docno_asc"])
 @pytest.mark.parametrize("depth", [None, 3])
 def test_docno_tie_breaking_orders_as_a_plain_sort_does(kind, ties, depth):
     """Many ties (scores on a grid of 4) and ids of different lengths ("d1" < "d10" < "d2"), negative
-    integers, repeated ids: the ranked order equals Python's sort by (-score, id, row) per query."""
+    integers, uint64 ids above 2^63, big-endian strings, repeated ids: the ranked order equals Python's
+    sort by (-score, id, row) per query."""
     from ltr.metrics.compute import rank_lists
 
     rng = np.random.default_rng(7)
@@ -668,12 +669,16 @@ def test_docno_tie_breaking_orders_as_a_plain_sort_does(kind, ties, depth):
         "bytes": np.array([f"d{v}".encode() for v in numbers]),
         "int": numbers,
         "object": np.array([f"d{v}" for v in numbers], dtype=object),
+        "uint64": (numbers + 30).astype(np.uint64) * np.uint64(1 << 58),  # up to 59·2^58 > 2^63
+        "big-endian str": np.array([f"{'aĀż'[v % 3]}{v}" for v in numbers]).astype(
+            ">U4"
+        ),  # code points > 255
     }[kind]
     ranked = rank_lists(np.zeros(n), scores, offsets, ties, docno, depth=depth)
     sign = -1 if ties == "docno_desc" else 1
     for q in range(len(sizes)):
         rows = list(range(offsets[q], offsets[q + 1]))
-        ids = {r: (docno[r] if kind == "int" else str(docno[r])) for r in rows}
+        ids = {r: (int(docno[r]) if kind in ("int", "uint64") else str(docno[r])) for r in rows}
         if sign == 1:
             want = sorted(rows, key=lambda r: (-scores[r], ids[r], r))
         else:  # descending ids, input order within equal ids
@@ -705,6 +710,13 @@ def test_full_ranking_orders_as_a_plain_sort_does(use_key, grid):
     labels = rng.integers(0, 5, n).astype(float)
     ranked = rank_lists(labels, scores, offsets, "pessimistic" if use_key else "stable")
     assert ranked.offsets.tolist() == offsets.tolist()
+    nan_scores = scores.copy()
+    nan_scores[1::2] = np.nan  # rank_lists takes NaN (evaluate refuses it): the NaN rows last, in row order
+    with_nan = rank_lists(labels, nan_scores, offsets, "stable").order
+    for q in range(sizes.size):
+        got = with_nan[offsets[q] : offsets[q + 1]]
+        nan_rows = got[np.isnan(nan_scores[got])].tolist()
+        assert nan_rows == sorted(nan_rows) and got[len(got) - len(nan_rows) :].tolist() == nan_rows
     for q in range(sizes.size):
         rows = range(offsets[q], offsets[q + 1])
         want = sorted(rows, key=lambda r: (-scores[r], labels[r] if use_key else 0, r))

@@ -179,8 +179,9 @@ def _shard_curve(
     preset: str,
     conventions: dict,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """On a worker: :func:`curve_sums` of one validation shard, scores from ``rounds(X)``."""
-    X = data.dense().astype(np.float32, copy=False)
+    """On a worker: :func:`curve_sums` of one validation shard, scores from ``rounds(X)`` (the features
+    as parsed, as the final evaluation scores them)."""
+    X = data.dense()
     return curve_sums(rounds(X), data.y, data.offsets, metric, preset, conventions)
 
 

@@ -97,7 +97,8 @@ def wrapper_arguments(engine_params: Mapping[str, Any]) -> tuple[dict[str, Any],
 
 
 def dask_arrays(client: Any, split: ShardedSplit) -> tuple[Any, Any, Any]:
-    """Dask arrays ``(X float32, y, group sizes)`` with one chunk per shard, each on the shard's worker."""
+    """Dask arrays ``(X, y, group sizes)`` with one chunk per shard, each on the shard's worker; X in the
+    dtype the shards were parsed into (float64 for LightGBM: the values its own loader reads)."""
     import dask.array as da  # deferred: optional 'dask' extra, only for the dask backend
 
     arrays = split.map(client, shard_arrays)
@@ -107,7 +108,7 @@ def dask_arrays(client: Any, split: ShardedSplit) -> tuple[Any, Any, Any]:
             client.submit(operator.getitem, a, k, workers=[w], allow_other_workers=False, pure=False)
             for k in range(3)
         )
-        Xs.append(da.from_delayed(fx, shape=(s.n_rows, split.n_features), dtype=np.float32))
+        Xs.append(da.from_delayed(fx, shape=(s.n_rows, split.n_features), dtype=split.dtype))
         ys.append(da.from_delayed(fy, shape=(s.n_rows,), dtype=np.float64))
         gs.append(da.from_delayed(fg, shape=(s.group_sizes.shape[0],), dtype=np.int64))
     return da.concatenate(Xs), da.concatenate(ys), da.concatenate(gs)

@@ -55,6 +55,7 @@ class ShardSummary:
     group_sizes: np.ndarray
     max_label: float
     min_label: float = 0.0
+    dtype: str = "float32"  # of the parsed features (data.parse.dtype)
 
 
 def _head(data: RankingData, rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -70,6 +71,7 @@ def summarize(data: RankingData) -> ShardSummary:
         group_sizes=np.asarray(data.group_sizes),
         max_label=float(np.max(data.y)) if data.n_docs else 0.0,
         min_label=float(np.min(data.y)) if data.n_docs else 0.0,
+        dtype=str(data.X.dtype),
     )
 
 
@@ -90,6 +92,11 @@ class ShardedSplit:
     @property
     def n_docs(self) -> int:
         return sum(s.n_rows for s in self.summaries)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The features' dtype on the workers (every shard is parsed with the same options)."""
+        return np.result_type(*(s.dtype for s in self.summaries)) if self.summaries else np.dtype(np.float32)
 
     @property
     def n_queries(self) -> int:
@@ -186,7 +193,7 @@ def load_sharded(
     if any(s.n_features != width for s in split.summaries):
         split.futures = split.map(client, widen, int(width))
         split.summaries = [
-            ShardSummary(s.n_rows, int(width), s.query_ids, s.group_sizes, s.max_label, s.min_label)
+            ShardSummary(s.n_rows, int(width), s.query_ids, s.group_sizes, s.max_label, s.min_label, s.dtype)
             for s in split.summaries
         ]
     return split
@@ -310,8 +317,10 @@ def gather_split(client: Any, split: ShardedSplit) -> RankingData:
 
 
 def shard_arrays(data: RankingData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """On a worker: dense float32 features, labels and group sizes of one shard (what the engines take)."""
-    return data.dense().astype(np.float32, copy=False), np.asarray(data.y), np.asarray(data.group_sizes)
+    """On a worker: dense features in the dtype they were parsed into (``data.parse.dtype``, the model's
+    ``input_dtype``: LightGBM bins the float64 values its own loader would read), labels and group sizes
+    of one shard (what the engines take)."""
+    return data.dense(), np.asarray(data.y), np.asarray(data.group_sizes)
 
 
 def _shard_metrics(data: RankingData, ranker: Any, metrics: list[str], preset: Any) -> dict[str, np.ndarray]:

@@ -38,7 +38,7 @@ from ltr.models.engines.xgb import XGBoostLambdaMART
 
 
 def _shard_xgb_arrays(data: RankingData, first_query: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """On a worker: ``(X float32, y, qid)`` of one shard, qid = the query's position in the split."""
+    """On a worker: ``(X, y, qid)`` of one shard, qid = the query's position in the split."""
     X, y, sizes = shard_arrays(data)
     qid = np.repeat(np.arange(first_query, first_query + sizes.shape[0], dtype=np.int64), sizes)
     return X, y, qid
@@ -58,7 +58,7 @@ def dask_xgb_arrays(client: Any, split: ShardedSplit) -> tuple[Any, Any, Any]:
             client.submit(operator.getitem, arrays, k, workers=[w], allow_other_workers=False, pure=False)
             for k in range(3)
         )
-        Xs.append(da.from_delayed(fx, shape=(s.n_rows, split.n_features), dtype=np.float32))
+        Xs.append(da.from_delayed(fx, shape=(s.n_rows, split.n_features), dtype=split.dtype))
         ys.append(da.from_delayed(fy, shape=(s.n_rows,), dtype=np.float64))
         qs.append(da.from_delayed(fq, shape=(s.n_rows,), dtype=np.int64))
     return da.concatenate(Xs), da.concatenate(ys), da.concatenate(qs)

@@ -128,7 +128,13 @@ def follow_engine_dtype(cfgs: Sequence[Any], dtype: str) -> str | None:
     Returns the dtype set, or ``None`` when every config sets its own or reads no files (synthetic
     data: float32 values by construction).
     """
-    unset = [c for c in cfgs if "parse" in (c.get("data") or {}) and c.data.parse.get("dtype") is None]
+    unset = [
+        c
+        for c in cfgs
+        if "parse" in (c.get("data") or {})
+        and c.data.parse.get("dtype") is None
+        and c.data.get("dtype") is None  # data=svmlight takes parse options at top level too
+    ]
     if not unset:
         return None
     for c in unset:

@@ -134,8 +134,10 @@ def settle_sorted_lists(
         while start < a + n:  # runs of equal scores: sorted by (key, row), stably
             stop = start + 1
             s = scores[out[start]]
-            while stop < a + n and scores[out[stop]] == s:
-                stop += 1
+            while stop < a + n and (
+                scores[out[stop]] == s or (s != s and scores[out[stop]] != scores[out[stop]])
+            ):
+                stop += 1  # NaN scores (rank_lists takes them; evaluate refuses them) form one run too
             if stop - start > 1:
                 if stop - start <= 64:
                     for t in range(start + 1, stop):

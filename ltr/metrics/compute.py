@@ -122,10 +122,14 @@ def _id_units(ids: np.ndarray) -> np.ndarray:
     """Document ids as a matrix of code units whose lexicographic row order is numpy's order of the
     ids: integers as one int64 column; strings as their UCS-4 / byte code units (a view, no copy) (numpy pads
     shorter strings with zeros, which sort first, as numpy compares them); other objects as ``str``."""
-    if ids.dtype.kind in "iu":
+    if ids.dtype.kind == "i":
         return ids.astype(np.int64).reshape(-1, 1)
+    if ids.dtype.kind == "u":  # the sign bit flipped: uint64 order as int64 order
+        return (ids.astype(np.uint64) ^ np.uint64(1 << 63)).view(np.int64).reshape(-1, 1)
     if ids.dtype.kind not in "US":
         ids = ids.astype(str)
+    if not ids.dtype.isnative:  # big-endian code units would compare byte-swapped
+        ids = ids.astype(ids.dtype.newbyteorder("="))
     width = max(ids.dtype.itemsize // (4 if ids.dtype.kind == "U" else 1), 1)
     units = np.ascontiguousarray(ids).view(np.uint32 if ids.dtype.kind == "U" else np.uint8)
     return units.reshape(ids.shape[0], width)

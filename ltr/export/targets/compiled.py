@@ -184,10 +184,10 @@ def write(model: Exportable, out: Path, names: list[str], **_: Any) -> Written:
 def load(library: Path) -> Any:
     """``ltr_predict`` of ``library``, loaded from a private copy (the loader caches a path: a library
     rewritten at the same path would otherwise keep its old code in this process)."""
-    folder = Path(tempfile.mkdtemp(prefix="ltr-c-"))
-    copy = folder / library.name
-    shutil.copyfile(library, copy)
-    function = ctypes.CDLL(str(copy)).ltr_predict
+    with tempfile.TemporaryDirectory(prefix="ltr-c-") as folder:  # the loaded mapping outlives the file
+        copy = Path(folder) / library.name
+        shutil.copyfile(library, copy)
+        function = ctypes.CDLL(str(copy)).ltr_predict
     function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
     function.restype = None
     return function
