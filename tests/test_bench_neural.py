@@ -103,6 +103,7 @@ def test_doctests_of_the_script() -> None:
     assert result.attempted >= 2 and result.failed == 0
 
 
+@pytest.mark.slow  # a fresh process allocating and measuring: ~3 s
 def test_peak_above_sees_an_allocation() -> None:
     """In a fresh process, as the benchmark measures (a test worker's heap, after thousands of tests, is
     no baseline: the CI once read a peak of 0.0 MB there)."""

@@ -65,6 +65,7 @@ def comparison(tmp_path_factory):
     return root, exp, result
 
 
+@pytest.mark.slow  # every system of every experiment composed: ~7 s
 def test_every_shipped_experiment_composes_for_every_system():
     names = available_experiments()
     assert {"synthetic_challenge", "yahoo_challenge", "mslr_challenge"} <= set(names)

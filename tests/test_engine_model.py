@@ -105,6 +105,7 @@ def test_a_float32_parse_would_give_lightgbm_another_model(files, tmp_path) -> N
     assert not np.array_equal(ours, lightgbm_on_its_own_loader(files, ranker))
 
 
+@pytest.mark.slow  # a run and XGBoost's own training: ~3 s
 def test_xgboost_runs_read_float32_and_train_xgboosts_model(files, tmp_path) -> None:
     import xgboost as xgb
 

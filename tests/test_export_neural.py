@@ -268,6 +268,7 @@ def test_cli_exports_an_mlp_model_and_checks_it(
     np.testing.assert_allclose(onnx_scores(out, X), models["log1p_zscore"].predict(X), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # a real process (JAX's start-up): ~3 s; the in-process refusals are fast tests
 def test_a_real_process_refuses_an_attention_model(saved: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "model.onnx"
     args = [str(saved["attention"]), "--format", "onnx", "--out", str(out)]

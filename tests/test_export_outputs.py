@@ -59,6 +59,7 @@ def _limit_file_size() -> None:  # runs in the child before exec: a 4 KB file-si
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
+@pytest.mark.slow  # a real process under a file-size limit: ~3.5 s
 def test_a_write_cut_by_a_file_size_limit_leaves_the_old_out_intact(
     folders: dict[str, Path], tmp_path: Path
 ) -> None:
