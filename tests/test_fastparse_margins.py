@@ -380,11 +380,11 @@ KERNELS = [
     "_digit_run", "_digits_value", "_swar_token", "_split", "_scale", "_lower", "_match_word", "_parse_number",
     "_parse_uint", "_slow_number", "_scan_number", "_count_part", "_token_error", "_fill_part", "_count_bytes",
     "_first_lone_cr", "_bound_chunk", "_first_qid", "_compact", "_count_chunk", "_fill_chunk", "_part_bounds",
-    "_last_newline", "_canonicalize_rows",
+    "_last_newline", "_canonicalize_rows", "_zero_bytes", "_line_end_index", "_max_last_index", "_max_index_chunk",
 ]  # fmt: skip
 CALLED_FROM_PYTHON = [
     "_bound_chunk", "_count_chunk", "_fill_chunk", "_first_qid", "_first_lone_cr", "_part_bounds",
-    "_last_newline", "_compact", "_canonicalize_rows",
+    "_last_newline", "_compact", "_canonicalize_rows", "_max_index_chunk",
 ]  # fmt: skip
 
 
@@ -447,3 +447,85 @@ def test_part_bounds_read_only_the_valid_bytes():
             assert all(b in (0, n) or valid[b - 1] == ord("\n") for b in got), (valid.tobytes(), got)
             bounds.add(tuple(got))
         assert len(bounds) == 1, (valid.tobytes(), parts, bounds)
+
+
+# --- the column count from each line's last index ------------------------------------------------------
+def _count_lines(rng: np.random.Generator, n: int) -> bytes:
+    """Valid lines whose ends fall at every offset from an 8-byte word: values of 1-9 characters, CRLF or
+    LF, trailing blanks, comments holding larger ``index:value`` pairs, label-only lines, comment lines."""
+    lines = []
+    for k in range(n):
+        ids = np.sort(rng.choice(np.arange(1, 40), int(rng.integers(0, 6)), replace=False))
+        tokens = [b"%d:%s" % (i, b"7" * int(rng.integers(1, 10))) for i in ids]
+        line = b" ".join([b"%d qid:%d" % (k % 3, 1 + k // 4), *tokens])
+        line += b" " * int(rng.integers(0, 3))
+        if k % 5 == 2:
+            line += b"# 99:1 " + b"c" * int(rng.integers(0, 9))
+        if k % 11 == 4:
+            line = b"#" + b" 88:2" * int(rng.integers(0, 3))
+        lines.append(line + (b"\r\n" if k % 7 == 3 else b"\n"))
+    return b"".join(lines)
+
+
+def test_the_column_count_from_each_lines_last_index_is_the_references(tmp_path, monkeypatch):
+    """Without ``n_features`` the counting pass reads only each line's last index (``_max_last_index``:
+    line ends and ``#`` found eight bytes at a time, then read back). The count must be the reference's:
+    kills reading a comment's ``99:1`` or ``88:2`` as an index, a line end missed inside a word or at a
+    window's end, the last line without a newline, and a label or ``qid:`` taken as an index."""
+    poison_windows(monkeypatch, POISONS["colons"])
+    rng = np.random.default_rng(11)
+    path = tmp_path / "count.txt"
+    for case in range(12):
+        text = _count_lines(rng, 30)
+        if case % 3 == 1:
+            text = text.rstrip(b"\r\n")  # the last line ends the file
+        if case % 3 == 2:
+            text += b"4 qid:99 60:1"  # the largest index on a last line without a newline
+        path.write_bytes(text)
+        for chunk in (48, 101, 1 << 20):
+            for output in ("auto", "dense", "csr"):
+                _same_as_reference(
+                    path, ParseOptions(output=output), monkeypatch, chunk, threads=1 + case % 2
+                )
+    assert _outcome(path, "numba", ParseOptions(output="dense"))[1] == 60
+
+
+@pytest.mark.parametrize("output", ["dense", "csr"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"1 qid:1 9:1 2:1",  # unsorted after an index past every line's last
+        b"1 qid:1 2:1 9:1 9:2 3:1",  # a duplicate, then unsorted
+        b"1 qid:1 9:1 2:x",  # a bad value after it
+        b"1 qid:1 9:nan 2:1",  # the index past the count is itself non-finite
+        b"1 qid:1 9:1 2:1 abc",  # a last token that is no index:value
+        b"1 qid:1 9:1 12345678901:1",  # a last index of 11 digits
+        b"1 qid:1 0:1 9:1 2:1",  # index 0 comes first
+    ],
+)
+def test_an_index_past_every_lines_last_fails_as_the_reference_fails(
+    tmp_path, monkeypatch, guarded, line, output
+):
+    """A line whose indices do not increase can hold an index larger than every line's last one, hence
+    larger than the counted columns: the fill pass must neither store it (a write past the row: the last
+    row's shows in the guard zone) nor call it 'index too large' (the reference counts every index), but
+    fail where and as the reference fails."""
+    rows = b"0 qid:1 1:0.5 2:1\n" * 3
+    path = tmp_path / "beyond.txt"
+    for text in (rows + line + b"\n" + rows, rows + line + b"\n"):
+        path.write_bytes(text)
+        for threads in (1, 2):
+            _same_as_reference(path, ParseOptions(output=output), monkeypatch, 1 << 20, threads=threads)
+        assert _outcome(path, "numba", ParseOptions(output=output))[0] == "error"
+    assert guarded and not [g.written_past() for g in guarded if g.written_past()]
+
+
+@pytest.mark.parametrize("output", ["dense", "csr"])
+def test_a_valid_line_past_the_counted_columns_means_the_file_changed(tmp_path, monkeypatch, output):
+    """Increasing indices past the count cannot come from the bytes pass 1 read (their last index was
+    counted): the file changed between the passes, an error, not a row silently cut to the counted columns."""
+    path = tmp_path / "sneaky.txt"
+    path.write_bytes(b"1 qid:1 1:1 2:1 3:1\n" * 4)
+    _rewrite_between_passes(monkeypatch, path, b"1 qid:1 1:1 2:1 3:1\n" * 3 + b"1 qid:1 1:1 2:1 9:1\n")
+    with pytest.raises(DataError, match="changed while it was being parsed"):
+        _fastparse.parse_path(path, ParseOptions(output=output), n_threads=1)

@@ -4,7 +4,10 @@ Same grammar, options and error codes as the reference parser :mod:`ltr.data._py
 tests compare the two). The file is memory-mapped twice, one window of ``CHUNK`` bytes at a time
 (no copy out of the page cache, and only one or two windows mapped at once):
 
-1. **count**: rows, ``index:value`` tokens and the largest index, per part of each chunk;
+1. **count**: rows, ``index:value`` tokens and the largest index, per part of each chunk. Without
+   ``n_features`` the largest index is read from each line's last token only (line ends found eight
+   bytes at a time): in a valid file a line's indices increase, and the fill pass fails a line that
+   holds a larger one, as the reference does (``allow_unsorted`` reads every index);
 2. **fill**: with exact row / entry offsets per part known, every part parses its lines straight into
    the final arrays (dense ``X`` or CSR ``indptr/indices/data``), so peak memory is the result plus
    one chunk buffer.
@@ -104,6 +107,7 @@ _TOP = _U(1 << 63)
 _LOW_PAIRS = _U(0x000000FF000000FF)
 _MUL1, _MUL2 = _U(100 + (1000000 << 32)), _U(1 + (10000 << 32))
 _P10_INT = np.array([10**k for k in range(9)], dtype=np.uint64)
+_K01, _KLF, _KHASH = _U(0x0101010101010101), _U(0x0A0A0A0A0A0A0A0A), _U(0x2323232323232323)
 
 
 @intrinsic
@@ -182,6 +186,12 @@ def _swar_token(buf, i):
     ok = (ni > _U(0)) & (buf[i + ni] == _COLON) & (n1 + n2 > _U(0)) & (_CLS[buf[end]] != 0)
     v = float(whole * np.int64(_P10_INT[n2]) + frac) / _P10_EXACT[n2]
     return ok, idx, -v if c == _MINUS else v, np.int64(end)
+
+
+@njit(cache=True, inline="always")
+def _zero_bytes(w):
+    """Flags (top bit) at the zero bytes of ``w``; the lowest flag is exact (false flags only above it)."""
+    return (w - _K01) & ~w & _K80
 
 
 @njit(cache=True)
@@ -452,6 +462,79 @@ def _count_part(buf, lo, hi, shift, need_max):
     return rows, nnz, max_col, first_qid
 
 
+@njit(cache=True, inline="always")
+def _line_end_index(buf, lo, p, shift, max_col):
+    """``max_col`` raised to the column of the last feature token of the line buf[lo:p] (p: its LF or ``#``).
+
+    The last token is the line's largest index when its indices increase, as in every valid file read
+    without ``allow_unsorted``; a line that breaks that order is an error the fill pass reports.
+    """
+    e = p
+    while e > lo and _CLS[buf[e - 1]] == 1:
+        e -= 1
+    s = e
+    while s > lo and _CLS[buf[s - 1]] == 0:
+        s -= 1
+    t = s
+    while t < e and 48 <= buf[t] <= 57:
+        t += 1
+    if t < e and buf[t] == _COLON and 0 < t - s <= 10:
+        ok, idx = _parse_uint(buf, s, t, 10)
+        if ok and idx <= S.MAX_INDEX and idx - shift > max_col:
+            max_col = idx - shift
+    return max_col
+
+
+@njit(cache=True)
+def _max_last_index(buf, lo, hi, shift):
+    """Largest column over the last feature tokens of the lines in buf[lo:hi] (−1 if none).
+
+    Line ends and ``#`` are found eight bytes at a time; only the bytes before each line end are read
+    back. Equals :func:`_count_part`'s largest index for files whose lines list increasing indices
+    (the only valid files without ``allow_unsorted``). ``buf`` holds at least 8 bytes past ``hi``
+    or ``hi`` is its length (the last 8 bytes are then read one at a time).
+
+    >>> line = b"1 qid:1 2:0.5 10:3\\n0 qid:1 4:1 # 99:1\\n"
+    >>> _max_last_index(np.frombuffer(line * 3, dtype=np.uint8), 0, 3 * len(line), 1)
+    9
+    """
+    max_col = -1
+    line = lo
+    i = lo
+    comment = False
+    safe = min(hi, buf.shape[0] - 8)
+    while True:
+        p = hi
+        while i < safe:
+            w = _load8(buf, i)
+            m = _zero_bytes(w ^ _KLF)
+            if not comment:
+                m |= _zero_bytes(w ^ _KHASH)
+            if m != _U(0):
+                p = min(i + (np.int64(trailing_zeros(m)) >> 3), hi)
+                break
+            i += 8
+        if p == hi:
+            i = max(i, lo)
+            while i < hi and buf[i] != _LF and (comment or buf[i] != _HASH):
+                i += 1
+            p = i
+        if p >= hi:
+            break
+        if buf[p] == _LF:
+            if not comment:
+                max_col = _line_end_index(buf, line, p, shift, max_col)
+            comment = False
+            line = p + 1
+        else:  # '#': the rest of the line is a comment
+            max_col = _line_end_index(buf, line, p, shift, max_col)
+            comment = True
+        i = p + 1
+    if not comment and line < hi:
+        max_col = _line_end_index(buf, line, hi, shift, max_col)
+    return max_col
+
+
 @njit(cache=True)
 def _token_error(buf, a, b, shift):
     """Error code of a feature token buf[a:b] that the fast path rejected (same order as the reference)."""
@@ -473,8 +556,8 @@ def _token_error(buf, a, b, shift):
 
 @njit(cache=True)
 def _fill_part(
-    buf, lo, hi, base, row0, k0, row_end, k_end, shift, n_features, has_qid, allow_unsorted, integer_labels,
-    allow_negative, check_range, label_lo, label_hi, policy, huge, dense,
+    buf, lo, hi, base, row0, k0, row_end, k_end, shift, n_features, inferred, has_qid, allow_unsorted,
+    integer_labels, allow_negative, check_range, label_lo, label_hi, policy, huge, dense,
     y, qid, X, indptr, indices, data, err,
 ):  # fmt: skip
     """Pass 2: parse the complete lines in buf[lo:hi] into rows row0.. and entries k0.. of the outputs.
@@ -483,6 +566,10 @@ def _fill_part(
     offsets (``base`` is the file offset of ``buf[0]``). Rows ``row0..row_end`` and entries
     ``k0..k_end`` are this part's share of the outputs, counted by pass 1; more than that means the
     file changed between the passes (``FILE_CHANGED``), never a write past the share.
+
+    ``inferred``: ``n_features`` was counted from each line's last index (:func:`_max_last_index`), so
+    an index beyond it is no error of its own: it is not stored, and its line, whose indices then
+    cannot all increase, fails further on as the reference parser fails it (unsorted, or a bad token).
     """
     r = row0
     k = k0
@@ -546,6 +633,7 @@ def _fill_part(
             err[1], err[2], err[3] = base + line_start, base + t0, base + label_end
             return
         prev = -1
+        beyond = False
         while i < hi:
             c = _CLS[buf[_U(i)]]  # unsigned: no negative-index fix-up in the hot loop
             if c == 1:
@@ -587,7 +675,7 @@ def _fill_part(
             col = idx - shift
             if idx == 0 and shift == 1:
                 code = S.INDEX_ZERO
-            elif col >= n_features:
+            elif col >= n_features and not inferred:
                 code = S.INDEX_TOO_LARGE
             elif not allow_unsorted and prev >= 0 and idx <= prev:
                 code = S.DUPLICATE if idx == prev else S.UNSORTED
@@ -612,7 +700,9 @@ def _fill_part(
                 err[4], err[5] = idx, prev
                 return
             prev = idx
-            if dense:
+            if col >= n_features:
+                beyond = True
+            elif dense:
                 X[_U(r), _U(col)] = v
             else:
                 if k >= k_end:
@@ -621,6 +711,9 @@ def _fill_part(
                 indices[_U(k)] = col
                 data[_U(k)] = v
                 k += 1
+        if beyond:  # a line of increasing indices past the count: pass 1 read other bytes
+            err[0], err[1], err[2], err[3] = S.FILE_CHANGED, base + line_start, base + line_start, base + i
+            return
         if not dense:
             indptr[r + 1] = k
         r += 1
@@ -768,15 +861,21 @@ def _count_chunk(buf, bounds, shift, need_max, out):
 
 
 @njit(cache=True, parallel=True, nogil=True)
+def _max_index_chunk(buf, bounds, shift, out):
+    for p in prange(bounds.shape[0] - 1):
+        out[p] = _max_last_index(buf, bounds[p], bounds[p + 1], shift)
+
+
+@njit(cache=True, parallel=True, nogil=True)
 def _fill_chunk(
-    buf, bounds, base, row_offsets, nnz_offsets, row_ends, nnz_ends, shift, n_features, has_qid, allow_unsorted,
-    integer_labels, allow_negative, check_range, label_lo, label_hi, policy, huge, dense,
+    buf, bounds, base, row_offsets, nnz_offsets, row_ends, nnz_ends, shift, n_features, inferred, has_qid,
+    allow_unsorted, integer_labels, allow_negative, check_range, label_lo, label_hi, policy, huge, dense,
     y, qid, X, indptr, indices, data, errs,
 ):  # fmt: skip
     for p in prange(bounds.shape[0] - 1):
         _fill_part(
             buf, bounds[p], bounds[p + 1], base, row_offsets[p], nnz_offsets[p], row_ends[p], nnz_ends[p],
-            shift, n_features,
+            shift, n_features, inferred,
             has_qid, allow_unsorted, integer_labels, allow_negative, check_range, label_lo, label_hi,
             policy, huge, dense, y, qid, X, indptr, indices, data, errs[p],
         )  # fmt: skip
@@ -1098,7 +1197,7 @@ class _Output:
         lo_label, hi_label = opts.label_range if opts.label_range is not None else (0.0, 0.0)
         _fill_chunk(
             buf, bounds, offset, row_offsets, k_offsets, row_offsets + c[:, 0], k_offsets + c[:, 1], shift,
-            self.n_features, self.has_qid, opts.allow_unsorted, opts.integer_labels, opts.allow_negative_labels,
+            self.n_features, opts.n_features is None, self.has_qid, opts.allow_unsorted, opts.integer_labels, opts.allow_negative_labels,
             opts.label_range is not None, lo_label, hi_label, opts.nonfinite_code, opts.huge, self.dense,
             self.y, self.qid, self.X, self.indptr, self.indices, self.data, errs,
         )  # fmt: skip
@@ -1159,10 +1258,14 @@ class _Counter:
         self.counts.append(out)
         if self.first_flag < 0:
             self.first_flag = _first_qid(buf, n)
-        if self.need_max:
+        if self.need_max and self.opts.allow_unsorted:  # any token may hold a line's largest index
             exact = np.zeros((self.parts, 4), dtype=np.int64)
             _count_chunk(buf, bounds, self.shift, True, exact)
             self.max_col = max(self.max_col, int(exact[:, 2].max()))
+        elif self.need_max:  # the last one does in a valid line; the fill pass checks the others
+            last = np.full(self.parts, -1, dtype=np.int64)
+            _max_index_chunk(buf, bounds, self.shift, last)
+            self.max_col = max(self.max_col, int(last.max()))
         return out
 
     @property
