@@ -693,25 +693,35 @@ def test_docno_tie_breaking_orders_as_a_plain_sort_does(kind, ties, depth):
 
 
 @pytest.mark.parametrize("use_key", [False, True])
-@pytest.mark.parametrize("grid", [None, 4, 40])
+@pytest.mark.parametrize("grid", [None, 4, 40, "ulps"])
 def test_full_ranking_orders_as_a_plain_sort_does(use_key, grid):
-    """Every row ranked (numpy's vectorised sort in padded blocks, then runs of equal scores settled):
-    lists of 0..300 rows (runs of ties longer and shorter than the 64-row insertion limit), scores
-    continuous or on a grid, a tie key or none; equal to Python's sort by (-score, key, row)."""
+    """Every row ranked (numpy's vectorised sort of scores packed with their column, then runs of equal
+    high bits settled): lists of 0..300 rows (runs of ties longer and shorter than the 64-row insertion
+    limit), scores continuous, on a grid, or 0-300 units in the last place above a grid of 4 (distinct
+    scores that share every bit but the packed ones: runs to order by the exact score), ±inf, a tie key
+    or none; equal to Python's sort by (-score, key, row)."""
     from ltr.metrics.compute import rank_lists
 
     rng = np.random.default_rng(11)
-    sizes = np.concatenate([[0, 1, 2, 64, 65, 300], rng.integers(0, 130, 40)])
+    sizes = np.concatenate([[0, 1, 2, 64, 65, 300, 512], rng.integers(0, 130, 40)])
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     n = int(offsets[-1])
-    scores = rng.normal(size=n) if grid is None else rng.integers(0, grid, n).astype(float)
+    if grid == "ulps":
+        base = rng.integers(1, 5, n).astype(float)
+        scores = base + rng.integers(0, 300, n) * np.spacing(base)
+        assert len(np.unique(scores)) > 20 * len(np.unique(base))
+    else:
+        scores = rng.normal(size=n) if grid is None else rng.integers(0, grid, n).astype(float)
     scores[rng.random(n) < 0.05] = -0.0  # -0.0 ties with 0.0
     scores[rng.random(n) < 0.05] = 0.0
+    scores[rng.random(n) < 0.02] = np.inf
+    scores[rng.random(n) < 0.02] = -np.inf
     labels = rng.integers(0, 5, n).astype(float)
     ranked = rank_lists(labels, scores, offsets, "pessimistic" if use_key else "stable")
     assert ranked.offsets.tolist() == offsets.tolist()
     nan_scores = scores.copy()
     nan_scores[1::2] = np.nan  # rank_lists takes NaN (evaluate refuses it): the NaN rows last, in row order
+    nan_scores[3::4] = -np.nan  # with the sign bit set too
     with_nan = rank_lists(labels, nan_scores, offsets, "stable").order
     for q in range(sizes.size):
         got = with_nan[offsets[q] : offsets[q + 1]]

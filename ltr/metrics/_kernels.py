@@ -100,63 +100,85 @@ def rank_order(scores, key, offsets, use_key, depth):  # pragma: no cover - comp
     return out[:pos].copy(), new_off
 
 
+_TOP_BIT = np.uint64(1 << 63)
+_CANONICAL_NAN = np.uint64(0x7FF8000000000000)
+
+
 @njit(cache=True, nogil=True)
-def padded_negated(scores, offsets, queries, width):  # pragma: no cover - compiled
-    """A (len(queries), width) matrix: row i holds query queries[i]'s negated scores, then +inf."""
-    block = np.full((queries.shape[0], width), np.inf)
+def packed_keys(scores, offsets, queries, bits):  # pragma: no cover - compiled
+    """A (len(queries), 2**bits) uint64 matrix whose ascending order is each list's ranking by score.
+
+    Entry (i, c) packs row ``offsets[queries[i]] + c``: the bits of −score mapped to unsigned order
+    (negative: all bits flipped; else the sign bit set; −0.0 as +0.0, every NaN as one positive NaN,
+    which sorts after +inf as numpy sorts NaN last), its low ``bits`` bits replaced by the column c.
+    Unused columns hold 2^64 − 1 and sort last. Scores that differ only in those low bits get equal
+    high bits: :func:`settle_packed` orders such runs by the exact scores.
+    """
+    width = 1 << bits
+    low = np.uint64(width - 1)
+    block = np.full((queries.shape[0], width), np.uint64(0xFFFFFFFFFFFFFFFF))
     for i in range(queries.shape[0]):
         a = offsets[queries[i]]
         for c in range(offsets[queries[i] + 1] - a):
-            block[i, c] = -scores[a + c]
+            x = 0.0 - scores[a + c]  # 0.0 - 0.0 is +0.0: the two zeros pack alike
+            u = _CANONICAL_NAN if x != x else np.float64(x).view(np.uint64)
+            u = ~u if u & _TOP_BIT else u | _TOP_BIT
+            block[i, c] = (u & ~low) | np.uint64(c)
     return block
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _ranks_before(scores, key, use_key, i, j):  # pragma: no cover - compiled
+    """Whether row i ranks above row j: higher score (NaN last), then smaller ``key`` when ``use_key``, then row."""
+    si = scores[i]
+    sj = scores[j]
+    if si != sj and (si == si or sj == sj):
+        return sj != sj or si > sj
+    if use_key and key[i] != key[j]:
+        return key[i] < key[j]
+    return i < j
+
+
 @njit(cache=True, nogil=True)
-def settle_sorted_lists(
-    sorted_cols, queries, offsets, scores, key, use_key, out
+def settle_packed(
+    sorted_keys, queries, offsets, scores, key, use_key, bits, out
 ):  # pragma: no cover - compiled
-    """Ranked rows from numpy's (unstable) sort of a padded block of lists, made exactly what
-    :func:`rank_order` gives: ``sorted_cols[i]`` are the column positions of query ``queries[i]``'s
-    list sorted by score descending (columns >= its length are padding and dropped); each run of
-    equal scores is then ordered by ``key`` (when ``use_key``) and row, and written to
-    ``out[offsets[q]:offsets[q+1]]``."""
+    """Ranked rows from a row-wise sort of :func:`packed_keys`, exactly what :func:`rank_order` gives.
+
+    Query ``queries[i]``'s rows are the columns in the low ``bits`` bits of the first n sorted keys
+    (n its length; padding sorts last). Keys with equal high bits are runs of equal scores, or of
+    scores equal in all but the packed bits: each run is ordered by score, then ``key`` (when
+    ``use_key``), then row, and written to ``out[offsets[q]:offsets[q+1]]``.
+    """
+    low = np.uint64((1 << bits) - 1)
+    shift = np.uint64(bits)
     for i in range(queries.shape[0]):
         q = queries[i]
         a = offsets[q]
         n = offsets[q + 1] - a
-        pos = a
-        for c in range(sorted_cols.shape[1]):
-            col = sorted_cols[i, c]
-            if col < n:
-                out[pos] = a + col
-                pos += 1
-        start = a
-        while start < a + n:  # runs of equal scores: sorted by (key, row), stably
+        for c in range(n):
+            out[a + c] = a + np.int64(sorted_keys[i, c] & low)
+        start = 0
+        while start < n:
+            high = sorted_keys[i, start] >> shift
             stop = start + 1
-            s = scores[out[start]]
-            while stop < a + n and (
-                scores[out[stop]] == s or (s != s and scores[out[stop]] != scores[out[stop]])
-            ):
-                stop += 1  # NaN scores (rank_lists takes them; evaluate refuses them) form one run too
+            while stop < n and sorted_keys[i, stop] >> shift == high:
+                stop += 1
             if stop - start > 1:
                 if stop - start <= 64:
-                    for t in range(start + 1, stop):
+                    for t in range(a + start + 1, a + stop):
                         j = out[t]
-                        kj = key[j]
                         p = t
-                        while p > start:
-                            prev = out[p - 1]
-                            if use_key and key[prev] > kj or ((not use_key or key[prev] == kj) and prev > j):
-                                out[p] = prev
-                                p -= 1
-                            else:
-                                break
+                        while p > a + start and _ranks_before(scores, key, use_key, j, out[p - 1]):
+                            out[p] = out[p - 1]
+                            p -= 1
                         out[p] = j
-                else:
-                    rows = np.sort(out[start:stop])
+                else:  # by row, then key, then score: stable sorts, the last one deciding first
+                    rows = np.sort(out[a + start : a + stop])
                     if use_key:
                         rows = rows[np.argsort(key[rows], kind="mergesort")]
-                    out[start:stop] = rows
+                    rows = rows[np.argsort(-scores[rows], kind="mergesort")]
+                    out[a + start : a + stop] = rows
             start = stop
 
 
@@ -318,6 +340,13 @@ def precision_sum(rel, bounds, qgrp, offsets, k):  # pragma: no cover - compiled
         start = offsets[q]
         total = 0.0
         hits = 0.0
+        if qgrp[q + 1] - qgrp[q] == offsets[q + 1] - start:  # no ties: every group is one row
+            for t in range(start, min(offsets[q + 1], start + k)):
+                x = rel[t]  # 0 or 1: adds (hits + 1) / rank at a relevant row, exactly 0.0 elsewhere
+                hits += x
+                total += x * hits / (t - start + 1)
+            out[q] = total
+            continue
         for g in range(qgrp[q], qgrp[q + 1]):
             s = bounds[g] - start
             if s >= k:
