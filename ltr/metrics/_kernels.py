@@ -196,8 +196,9 @@ def _id_after(ids, i, j, sign):  # pragma: no cover - compiled
 def order_tie_groups(order, bounds, tied_at, ids, sign):  # pragma: no cover - compiled
     """Sort the rows of every tie group of ``order`` (group g = positions bounds[g]:bounds[g+1]) by
     document id, stably, in place: ascending (``sign`` 1) or descending (-1). ``ids[tied_at[p]]`` is
-    the id of the row at position ``p`` as code units (one row of ``ids`` per tied position), so only
-    tied rows are compared and only within their group (binary insertion: g·log g comparisons)."""
+    the id of the row at position ``p`` as code units (``tied_at`` may be ``order`` itself, with one
+    row of ``ids`` per document), so only tied rows are compared and only within their group (binary
+    insertion: g·log g comparisons)."""
     for g in range(bounds.shape[0] - 1):
         a = bounds[g]
         b = bounds[g + 1]

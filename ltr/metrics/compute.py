@@ -109,13 +109,16 @@ def _docno_order(
         raise MetricError(f"docno has shape {arr.shape} but there are {scores.shape[0]} documents")
     order, ranked_off = _ranked(scores, scores, offsets, False, depth)
     bounds, _ = _kernels.tie_groups(scores[order], ranked_off)
-    sizes = np.diff(bounds)
+    if bounds.shape[0] - 1 == order.shape[0]:  # no ties
+        return order, ranked_off
+    sign = -1 if ties == "docno_desc" else 1
+    if arr.dtype.kind in "iuUS" and arr.dtype.isnative:  # every id as code units: a view, or one cast
+        _kernels.order_tie_groups(order, bounds, order, _id_units(arr), sign)
+        return order, ranked_off
+    sizes = np.diff(bounds)  # other ids are converted for the tied rows only
     in_tie = np.repeat(sizes > 1, sizes)
-    if in_tie.any():
-        tied_at = np.cumsum(in_tie) - 1  # position -> row of ``ids`` (read only at tied positions)
-        _kernels.order_tie_groups(
-            order, bounds, tied_at, _id_units(arr[order[in_tie]]), -1 if ties == "docno_desc" else 1
-        )
+    tied_at = np.cumsum(in_tie) - 1  # position -> row of the converted ids (read only at tied positions)
+    _kernels.order_tie_groups(order, bounds, tied_at, _id_units(arr[order[in_tie]]), sign)
     return order, ranked_off
 
 
