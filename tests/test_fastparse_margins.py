@@ -106,6 +106,14 @@ def _checked_load8(arr, idx):
     return w
 
 
+def _big_endian_load8(arr, idx):
+    """``_load8`` as a big-endian machine reads it: ``arr[idx]`` is the top byte."""
+    w = np.uint64(0)
+    for k in range(8):
+        w = (w << np.uint64(8)) | np.uint64(arr[idx + k])
+    return w
+
+
 def _checked_build(names: list[str]) -> dict[str, object]:
     """The kernels ``names`` compiled again with numba's bounds checks (a read or write outside an array is
     an IndexError, not a crash), calling each other and an 8-byte load that is checked too; not cached,
@@ -488,6 +496,27 @@ def test_the_column_count_from_each_lines_last_index_is_the_references(tmp_path,
                     path, ParseOptions(output=output), monkeypatch, chunk, threads=1 + case % 2
                 )
     assert _outcome(path, "numba", ParseOptions(output="dense"))[1] == 60
+
+
+def test_without_eight_byte_reads_the_column_count_is_the_same():
+    """A big-endian machine (``SWAR`` false) must not read words, whose first byte is then the top one (the
+    masks would find the last line end of a word, not the first): built here as on such a machine
+    (``SWAR = False`` and an 8-byte load whose first byte is the top one), the count reads byte by byte
+    and equals the eight-bytes-at-a-time count."""
+    scope = dict(vars(_fastparse))
+    scope["SWAR"] = False
+    scope["_load8"] = numba.njit(inline="always")(_big_endian_load8)
+    f = _fastparse._max_last_index.py_func
+    bytewise = numba.njit(types.FunctionType(f.__code__, scope, f.__name__, f.__defaults__))
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        text = _count_lines(rng, 12) + b"1 qid:9 3:1 # 77:1"
+        buf = np.frombuffer(text + b"\n" * 8, dtype=np.uint8)
+        for lo, hi in ((0, len(text)), (len(text) // 3, len(text))):
+            lo = text.rfind(b"\n", 0, lo) + 1  # a part starts at a line start
+            want = _fastparse._max_last_index(buf, lo, hi, 1)
+            assert bytewise(buf, lo, hi, 1) == want
+    assert bytewise(np.frombuffer(b"1 5:1\n1 12:1\n", dtype=np.uint8), 0, 13, 1) == 11
 
 
 @pytest.mark.parametrize("output", ["dense", "csr"])

@@ -490,7 +490,8 @@ def _max_last_index(buf, lo, hi, shift):
     """Largest column over the last feature tokens of the lines in buf[lo:hi] (−1 if none).
 
     Line ends and ``#`` are found eight bytes at a time; only the bytes before each line end are read
-    back. Equals :func:`_count_part`'s largest index for files whose lines list increasing indices
+    back (on a big-endian machine, where a word's first byte is its top one, one byte at a time).
+    Equals :func:`_count_part`'s largest index for files whose lines list increasing indices
     (the only valid files without ``allow_unsorted``). ``buf`` holds at least 8 bytes past ``hi``
     or ``hi`` is its length (the last 8 bytes are then read one at a time).
 
@@ -502,7 +503,7 @@ def _max_last_index(buf, lo, hi, shift):
     line = lo
     i = lo
     comment = False
-    safe = min(hi, buf.shape[0] - 8)
+    safe = min(hi, buf.shape[0] - 8) if SWAR else lo  # big-endian: the byte loop reads every line
     while True:
         p = hi
         while i < safe:
