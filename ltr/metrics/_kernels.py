@@ -105,8 +105,9 @@ _CANONICAL_NAN = np.uint64(0x7FF8000000000000)
 
 
 @njit(cache=True, nogil=True)
-def packed_keys(scores, offsets, queries, bits):  # pragma: no cover - compiled
-    """A (len(queries), 2**bits) uint64 matrix whose ascending order is each list's ranking by score.
+def packed_keys(scores, offsets, queries, bits, width):  # pragma: no cover - compiled
+    """A (len(queries), width) uint64 matrix whose ascending order is each list's ranking by score
+    (``width`` ≥ the longest list, every list shorter than 2**bits).
 
     Entry (i, c) packs row ``offsets[queries[i]] + c``: the bits of −score mapped to unsigned order
     (negative: all bits flipped; else the sign bit set; −0.0 as +0.0, every NaN as one positive NaN,
@@ -114,15 +115,14 @@ def packed_keys(scores, offsets, queries, bits):  # pragma: no cover - compiled
     Unused columns hold 2^64 − 1 and sort last. Scores that differ only in those low bits get equal
     high bits: :func:`settle_packed` orders such runs by the exact scores.
     """
-    width = 1 << bits
-    low = np.uint64(width - 1)
+    low = np.uint64((1 << bits) - 1)
     block = np.full((queries.shape[0], width), np.uint64(0xFFFFFFFFFFFFFFFF))
     for i in range(queries.shape[0]):
         a = offsets[queries[i]]
         for c in range(offsets[queries[i] + 1] - a):
             x = 0.0 - scores[a + c]  # 0.0 - 0.0 is +0.0: the two zeros pack alike
             u = _CANONICAL_NAN if x != x else np.float64(x).view(np.uint64)
-            u = ~u if u & _TOP_BIT else u | _TOP_BIT
+            u ^= (np.uint64(0) - (u >> np.uint64(63))) | _TOP_BIT  # no branch on the sign: it is random
             block[i, c] = (u & ~low) | np.uint64(c)
     return block
 

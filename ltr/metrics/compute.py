@@ -79,7 +79,8 @@ def _full_order(
 
     Queries are grouped by their length rounded up to a power of two 2^b; each group's scores are
     packed with their column into one uint64 per row (:func:`~ltr.metrics._kernels.packed_keys`), a
-    matrix whose row-wise ``np.sort`` (vectorised, no index array to carry) is the ranking;
+    matrix as wide as the group's longest list whose row-wise ``np.sort`` (vectorised, no index array
+    to carry) is the ranking;
     :func:`~ltr.metrics._kernels.settle_packed` reads the rows back and orders each run of equal
     scores, and of scores that differ only in the b packed bits. 3M rows in lists of 100: 0.03 CPU-s,
     against 0.05 for ``np.argsort`` of the negated scores and 0.15 for a compiled merge sort per list.
@@ -91,7 +92,8 @@ def _full_order(
     bits[present] = np.ceil(np.log2(sizes[present])).astype(np.int64)
     for b in np.unique(bits[present]):
         queries = np.flatnonzero(present & (bits == b))
-        keys = np.sort(_kernels.packed_keys(scores, offsets, queries, int(b)), axis=1)
+        width = int(sizes[queries].max())  # no column past the longest list
+        keys = np.sort(_kernels.packed_keys(scores, offsets, queries, int(b), width), axis=1)
         _kernels.settle_packed(keys, queries, offsets, scores, key, use_key, int(b), out)
     return out, offsets.astype(np.int64, copy=True)
 
