@@ -186,14 +186,15 @@ def metric_paths(
     for fn in paths.values():  # compile / load every kernel first
         for s in cases.values():
             fn(s)
-    base = {
-        k: timed(lambda s=s: paths["ndcg@10 (preset ltr)"](s), args.repeats)[0][1] for k, s in cases.items()
+    cpu = {
+        (name, key): timed(lambda s=s, fn=fn: fn(s), args.repeats)[0][1]
+        for name, fn in paths.items()
+        for key, s in cases.items()
     }
-    for name, fn in paths.items():
+    for name in paths:  # each against NDCG@10's own row of this run
         cells = []
-        for key, s in cases.items():
-            cpu = timed(lambda s=s, fn=fn: fn(s), args.repeats)[0][1]
-            cells += [f"{cpu:.3f}", f"{cpu / base[key]:.2f}x"]
+        for key in cases:
+            cells += [f"{cpu[name, key]:.3f}", f"{cpu[name, key] / cpu['ndcg@10 (preset ltr)', key]:.2f}x"]
         print(f"| {name} | {' | '.join(cells)} |")
 
 

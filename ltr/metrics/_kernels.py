@@ -198,17 +198,25 @@ def order_tie_groups(order, bounds, tied_at, ids, sign):  # pragma: no cover - c
     document id, stably, in place: ascending (``sign`` 1) or descending (-1). ``ids[tied_at[p]]`` is
     the id of the row at position ``p`` as code units (``tied_at`` may be ``order`` itself, with one
     row of ``ids`` per document), so only tied rows are compared and only within their group (binary
-    insertion: g·log g comparisons)."""
+    insertion: g·log g comparisons, one for a row already after its predecessor)."""
+    widest = 0
+    for g in range(bounds.shape[0] - 1):
+        widest = max(widest, bounds[g + 1] - bounds[g])
+    rows = np.empty(widest, order.dtype)  # one pair of buffers, not one per group
+    idx = np.empty(widest, tied_at.dtype)
     for g in range(bounds.shape[0] - 1):
         a = bounds[g]
         b = bounds[g + 1]
         if b - a <= 1:
             continue
-        rows = order[a:b].copy()
-        idx = tied_at[a:b].copy()
+        for t in range(b - a):
+            rows[t] = order[a + t]
+            idx[t] = tied_at[a + t]
         for t in range(1, b - a):
             r = rows[t]
             k = idx[t]
+            if not _id_after(ids, idx[t - 1], k, sign):  # in place already (ids often follow the rows)
+                continue
             lo = 0
             hi = t
             while lo < hi:  # the first earlier row that sorts after this one (stable)
@@ -222,7 +230,8 @@ def order_tie_groups(order, bounds, tied_at, ids, sign):  # pragma: no cover - c
                 idx[p] = idx[p - 1]
             rows[lo] = r
             idx[lo] = k
-        order[a:b] = rows
+        for t in range(b - a):
+            order[a + t] = rows[t]
 
 
 @njit(cache=True, nogil=True)
