@@ -370,7 +370,7 @@ def _interrupt_at_job(app: Path, tmp_path: Path, job: int, signum: int) -> None:
     proc = subprocess.Popen(
         [sys.executable, "app.py", "-m", f"hydra.sweep.dir={tmp_path}/first"],
         cwd=app,
-        env=_app_env(TOY_HANG_AT_JOB=str(job)),
+        env=_app_env(TOY_HANG_AT_JOB=str(job), PYTHONFAULTHANDLER="1"),  # SIGABRT dumps every thread's stack
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -378,7 +378,12 @@ def _interrupt_at_job(app: Path, tmp_path: Path, job: int, signum: int) -> None:
     try:
         _wait_for(f"first/{job}/hanging", tmp_path, proc)
         proc.send_signal(signum)
-        proc.wait(timeout=60)
+        try:
+            proc.communicate(timeout=180)  # reads the pipes while waiting: a full pipe cannot stall the sweep
+        except subprocess.TimeoutExpired:  # say where it hangs (one CI run timed out after 60 s, once)
+            proc.send_signal(signal.SIGABRT)
+            stacks = proc.communicate()[1][-6000:]
+            raise AssertionError(f"the sweep did not end after signal {signum}:\n{stacks}") from None
     finally:
         proc.kill()
 
