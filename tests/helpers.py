@@ -62,6 +62,14 @@ def held_out_spearman(train: Any, test: Any) -> float:
     return float(spearmanr(booster.predict(test.X), test.y).statistic)
 
 
+def default_sigint() -> None:
+    """``preexec_fn`` of a child that a test interrupts with SIGINT: the default disposition, as in a
+    terminal. A shell without job control starts background jobs with SIGINT ignored, the ignore is
+    inherited through exec, and a Python child then never turns SIGINT into ``KeyboardInterrupt`` (a
+    fresh-clone CI run in the background hung so, until the test timed out)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def quick_model(n_trees: int, patience: int = 10) -> list[str]:
     """Overrides for a small GBDT: ``n_trees`` rounds, early stopping after ``patience``."""
     return [f"model.params.n_trees={n_trees}", f"model.early_stopping.patience={patience}"]

@@ -12,7 +12,15 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import PROJECT_ROOT, TINY_DATA, compose_config, free_port, store_client, train_main_in_process
+from helpers import (
+    PROJECT_ROOT,
+    TINY_DATA,
+    compose_config,
+    default_sigint,
+    free_port,
+    store_client,
+    train_main_in_process,
+)
 
 from ltr.core.errors import ConfigError
 from ltr.models.engines.lgbm import LambdaMART
@@ -120,9 +128,7 @@ def test_ctrl_c_mid_training_ends_run_killed_and_keeps_what_was_logged(tmp_path)
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        # a shell without job control starts background jobs with SIGINT ignored, and the child would
-        # inherit that (CI may run us that way): give it the default disposition, as in a terminal
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=default_sigint,
     )
     client = store_client(tmp_path)
     deadline = time.monotonic() + 240

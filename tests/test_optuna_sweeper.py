@@ -23,7 +23,7 @@ from pathlib import Path
 import optuna
 import pytest
 import yaml
-from helpers import PROJECT_ROOT
+from helpers import PROJECT_ROOT, default_sigint
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 from ltr.core.errors import ConfigError
@@ -374,13 +374,14 @@ def _interrupt_at_job(app: Path, tmp_path: Path, job: int, signum: int) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     try:
         _wait_for(f"first/{job}/hanging", tmp_path, proc)
         proc.send_signal(signum)
         try:
             proc.communicate(timeout=180)  # reads the pipes while waiting: a full pipe cannot stall the sweep
-        except subprocess.TimeoutExpired:  # say where it hangs (one CI run timed out after 60 s, once)
+        except subprocess.TimeoutExpired:  # say where it hangs
             proc.send_signal(signal.SIGABRT)
             stacks = proc.communicate()[1][-6000:]
             raise AssertionError(f"the sweep did not end after signal {signum}:\n{stacks}") from None
