@@ -61,6 +61,7 @@ def compose_model(*overrides: str):
         return compose(config_name="config", overrides=list(overrides)).model
 
 
+@pytest.mark.slow  # ~4 s: every ensemble config composed and built; single configs are fast tests
 def test_registry_maps_every_ensemble_config_to_its_class():
     for name, cls in ENSEMBLE_MODELS.items():
         assert get_ranker_class(name) is cls and issubclass(cls, BaseRanker)

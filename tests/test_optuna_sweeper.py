@@ -246,6 +246,7 @@ def test_command_line_sweeps_become_choices_and_fixed_values_replace_searched_on
     assert {job["m"] for job in jobs} == {42}
 
 
+@pytest.mark.slow  # ~5 s: a real sweep through failures; the fast suite keeps the first-failure stop
 def test_failed_trials_are_told_fail_and_the_sweep_goes_on_within_max_failure_rate(
     tmp_path, sweep_in_process
 ):

@@ -138,6 +138,7 @@ def test_em_progress_hooks_see_each_iteration_and_replicate_and_change_nothing(m
     assert watched.as_json() == estimate_propensities(log, method="em", n_bootstrap=6, seed=0).as_json()
 
 
+@pytest.mark.slow  # ~4 s: EM and a bootstrap through the CLI; the progress hooks are fast tests
 def test_cli_progress_names_the_bootstrap_count_on_a_terminal_only(moving_log, monkeypatch, capsys):
     args = ["propensity", str(moving_log), "--method", "em", "--bootstrap", "7"]
     monkeypatch.delenv("CI", raising=False)

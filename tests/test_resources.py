@@ -139,6 +139,7 @@ def test_user_model_as_ensemble_member_through_hydra_searchpath(user_folder, mon
         run(cfg)  # outside a Hydra app no search path reaches the members: the test above is not vacuous
 
 
+@pytest.mark.slow  # ~5 s: a whole user experiment; the search-path variant stays with the fast tests
 def test_user_model_as_ensemble_member_in_a_user_experiment(user_folder):
     from ltr.experiment.experiments import load_experiment
     from ltr.experiment.systems import run_comparison
