@@ -386,7 +386,8 @@ def test_more_rows_or_entries_than_counted_raise_without_writing_past_them(
 #: the kernels, callees first; those the Python side calls are swapped into the module
 KERNELS = [
     "_digit_run", "_digits_value", "_swar_token", "_split", "_scale", "_lower", "_match_word", "_parse_number",
-    "_parse_uint", "_slow_number", "_scan_number", "_count_part", "_token_error", "_fill_part", "_count_bytes",
+    "_parse_uint", "_raised_to_index", "_slow_number", "_scan_number", "_count_part", "_token_error", "_fill_part",
+    "_count_bytes",
     "_first_lone_cr", "_bound_chunk", "_first_qid", "_compact", "_count_chunk", "_fill_chunk", "_part_bounds",
     "_last_newline", "_canonicalize_rows", "_zero_bytes", "_line_end_index", "_max_last_index", "_max_index_chunk",
 ]  # fmt: skip

@@ -443,10 +443,8 @@ def _count_part(buf, lo, hi, shift, need_max):
                     t = i
                     while t > lo and 48 <= buf[t - 1] <= 57:
                         t -= 1
-                    if 0 < i - t <= 10 and (t == lo or _CLS[buf[t - 1]] == 1):
-                        ok, idx = _parse_uint(buf, t, i, 10)
-                        if ok and idx <= S.MAX_INDEX and idx - shift > max_col:
-                            max_col = idx - shift
+                    if t == lo or _CLS[buf[t - 1]] == 1:
+                        max_col = _raised_to_index(buf, t, i, shift, max_col)
                 i += 1
         else:
             while i < hi:
@@ -460,6 +458,17 @@ def _count_part(buf, lo, hi, shift, need_max):
             i += 1
         i += 1
     return rows, nnz, max_col, first_qid
+
+
+@njit(cache=True, inline="always")
+def _raised_to_index(buf, a, b, shift, max_col):
+    """``max_col`` raised to the column of the index buf[a:b] (the digits before a ``:``) when it is one:
+    1-10 digits, at most ``MAX_INDEX``."""
+    if 0 < b - a <= 10:
+        ok, idx = _parse_uint(buf, a, b, 10)
+        if ok and idx <= S.MAX_INDEX and idx - shift > max_col:
+            return idx - shift
+    return max_col
 
 
 @njit(cache=True, inline="always")
@@ -478,10 +487,8 @@ def _line_end_index(buf, lo, p, shift, max_col):
     t = s
     while t < e and 48 <= buf[t] <= 57:
         t += 1
-    if t < e and buf[t] == _COLON and 0 < t - s <= 10:
-        ok, idx = _parse_uint(buf, s, t, 10)
-        if ok and idx <= S.MAX_INDEX and idx - shift > max_col:
-            max_col = idx - shift
+    if t < e and buf[t] == _COLON:
+        max_col = _raised_to_index(buf, s, t, shift, max_col)
     return max_col
 
 
@@ -516,7 +523,6 @@ def _max_last_index(buf, lo, hi, shift):
                 break
             i += 8
         if p == hi:
-            i = max(i, lo)
             while i < hi and buf[i] != _LF and (comment or buf[i] != _HASH):
                 i += 1
             p = i

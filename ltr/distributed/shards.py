@@ -20,7 +20,7 @@ only the per-query metric values (in shard order, which is the split's query ord
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -192,10 +192,7 @@ def load_sharded(
     width = opts.get("n_features") or split.n_features
     if any(s.n_features != width for s in split.summaries):
         split.futures = split.map(client, widen, int(width))
-        split.summaries = [
-            ShardSummary(s.n_rows, int(width), s.query_ids, s.group_sizes, s.max_label, s.min_label, s.dtype)
-            for s in split.summaries
-        ]
+        split.summaries = [replace(s, n_features=int(width)) for s in split.summaries]
     return split
 
 
